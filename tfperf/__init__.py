@@ -1,0 +1,80 @@
+"""tfperf: profile and tune TensorFlow input pipelines.
+
+The public API is re-exported here and imported lazily, so `import tfperf` costs nothing until
+a name is used (TensorFlow itself is imported only where a pipeline is built).
+
+Example:
+    >>> import tfperf
+    >>> knobs = tfperf.Knobs(batch_size=64, num_parallel_calls=tfperf.AUTOTUNE)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tfperf.errors import (
+        EmptyDatasetError,
+        KnobError,
+        PipelineFileError,
+        PipelineRuntimeError,
+        TfperfError,
+    )
+    from tfperf.knobs import AUTOTUNE, Knobs, Precision
+    from tfperf.loader import PipelineFile, load_pipeline
+    from tfperf.profiler import Profiler, Progress, profile
+    from tfperf.result import Phase, ProfileResult, Verdict
+    from tfperf.runner import profile_pipeline
+
+__all__ = [
+    "AUTOTUNE",
+    "EmptyDatasetError",
+    "KnobError",
+    "Knobs",
+    "Phase",
+    "PipelineFile",
+    "PipelineFileError",
+    "PipelineRuntimeError",
+    "Precision",
+    "ProfileResult",
+    "Profiler",
+    "Progress",
+    "TfperfError",
+    "Verdict",
+    "load_pipeline",
+    "profile",
+    "profile_pipeline",
+]
+
+_HOMES = {
+    "AUTOTUNE": "tfperf.knobs",
+    "Knobs": "tfperf.knobs",
+    "Precision": "tfperf.knobs",
+    "EmptyDatasetError": "tfperf.errors",
+    "KnobError": "tfperf.errors",
+    "PipelineFileError": "tfperf.errors",
+    "PipelineRuntimeError": "tfperf.errors",
+    "TfperfError": "tfperf.errors",
+    "PipelineFile": "tfperf.loader",
+    "load_pipeline": "tfperf.loader",
+    "Profiler": "tfperf.profiler",
+    "Progress": "tfperf.profiler",
+    "profile": "tfperf.profiler",
+    "Phase": "tfperf.result",
+    "ProfileResult": "tfperf.result",
+    "Verdict": "tfperf.result",
+    "profile_pipeline": "tfperf.runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'tfperf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

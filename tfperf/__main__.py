@@ -1,0 +1,5 @@
+import sys
+
+from tfperf.cli.main import main
+
+sys.exit(main())

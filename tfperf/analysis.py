@@ -1,0 +1,198 @@
+"""Pure functions that turn step records into figures, a verdict and advice.
+
+No clock, no TensorFlow: everything here is computed from plain records, so tests assert exact
+numbers. The verdict thresholds are those of TensorBoard's input-pipeline analyser, so the two
+tools agree on the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tfperf.result import Phase, PhaseResult, StepRecord, StepTimeStats, Verdict, Warmup
+
+#: Wait share of step time at or above which input is the main problem (TensorBoard: 20%).
+HIGHLY_INPUT_BOUND_AT = 0.20
+#: Wait share at or above which input costs noticeable time (TensorBoard: 5%).
+MODERATELY_INPUT_BOUND_AT = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmupRule:
+    """When step times count as settled, for automatic warm-up detection.
+
+    Warm-up ends at the first step where the median step time of the last `window` steps is
+    within `tolerance` (relative) of the median of the `window` steps before them, and never
+    before `min_steps` steps (the first ones include tracing). After `max_steps` the warm-up
+    ends anyway and is reported as not converged.
+    """
+
+    window: int = 5
+    tolerance: float = 0.15
+    min_steps: int = 3
+    max_steps: int = 100
+
+    def __post_init__(self) -> None:
+        if self.window < 1 or self.min_steps < 1 or self.max_steps < self.min_steps:
+            raise ValueError(
+                "`window >= 1`, `min_steps >= 1` and `max_steps >= min_steps` must hold, but got "
+                f"(window={self.window}, min_steps={self.min_steps}, max_steps={self.max_steps})"
+            )
+
+
+def detect_warmup_end(step_times: Sequence[float], rule: WarmupRule) -> tuple[int, bool] | None:
+    """Where warm-up ends in `step_times`, or None if it cannot be decided yet.
+
+    Returns:
+        `(n, converged)`: the first `n` steps are warm-up; `converged` is False when the rule's
+        `max_steps` cut the warm-up short before step times settled.
+    """
+    last = min(len(step_times), rule.max_steps)
+    first_candidate = max(rule.min_steps, 2 * rule.window)
+    for end in range(first_candidate, last + 1):
+        recent = statistics.median(step_times[end - rule.window : end])
+        before = statistics.median(step_times[end - 2 * rule.window : end - rule.window])
+        if abs(recent - before) <= rule.tolerance * before:
+            # The earlier window may still hold slow steps (its median hides them): measure
+            # from the recent window on, which is steady throughout.
+            return max(rule.min_steps, end - rule.window), True
+    if len(step_times) >= rule.max_steps:
+        return rule.max_steps, False
+    return None
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The `q`-th percentile (0-100) with linear interpolation, as numpy's default."""
+    if not values:
+        raise ValueError("percentile of an empty sequence")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def step_time_stats(step_times: Sequence[float]) -> StepTimeStats:
+    return StepTimeStats(
+        mean_s=statistics.fmean(step_times),
+        p50_s=percentile(step_times, 50),
+        p90_s=percentile(step_times, 90),
+        p99_s=percentile(step_times, 99),
+        min_s=min(step_times),
+        max_s=max(step_times),
+    )
+
+
+def summarise_phase(
+    phase: Phase,
+    records: Sequence[StepRecord],
+    time_to_first_batch_s: float,
+    warmup_converged: bool,
+    epochs_crossed: int,
+) -> PhaseResult:
+    """Steady-state figures over the records not flagged as warm-up.
+
+    Raises:
+        ValueError: no measured (non-warm-up) step.
+    """
+    warm = [r for r in records if r.warmup]
+    measured = [r for r in records if not r.warmup]
+    if not measured:
+        raise ValueError(
+            f"phase {phase.value} has no measured step after {len(warm)} warm-up steps"
+        )
+    wait = math.fsum(r.wait_s for r in measured)
+    compute = math.fsum(r.compute_s for r in measured)
+    # The window runs from the first measured step's request to the last step's end.
+    duration = measured[-1].start_s + measured[-1].step_s - measured[0].start_s
+    examples = sum(r.examples for r in measured)
+    return PhaseResult(
+        phase=phase,
+        steps=len(measured),
+        examples=examples,
+        duration_s=duration,
+        examples_per_sec=_rate(examples, duration),
+        steps_per_sec=_rate(len(measured), duration),
+        wait_s=wait,
+        compute_s=compute,
+        input_wait_fraction=wait_fraction(wait, compute),
+        step_time=step_time_stats([r.step_s for r in measured]),
+        warmup=Warmup(
+            time_to_first_batch_s=time_to_first_batch_s,
+            steps=len(warm),
+            duration_s=math.fsum(r.step_s for r in warm),
+            converged=warmup_converged,
+        ),
+        epochs_crossed=epochs_crossed,
+        records=list(records),
+    )
+
+
+def wait_fraction(wait_s: float, compute_s: float) -> float:
+    """`wait / (wait + compute)`; 0 when no time was recorded at all."""
+    total = wait_s + compute_s
+    return wait_s / total if total > 0 else 0.0
+
+
+def classify(input_wait_fraction: float) -> Verdict:
+    """The verdict for a wait share, on TensorBoard's scale (20% and 5%)."""
+    if input_wait_fraction >= HIGHLY_INPUT_BOUND_AT:
+        return Verdict.HIGHLY_INPUT_BOUND
+    if input_wait_fraction >= MODERATELY_INPUT_BOUND_AT:
+        return Verdict.MODERATELY_INPUT_BOUND
+    return Verdict.COMPUTE_BOUND
+
+
+def speedup_if_input_free(
+    end_to_end: PhaseResult, compute_only: PhaseResult | None
+) -> float | None:
+    """How many times faster training would run if input cost nothing (compute-only ceiling)."""
+    if compute_only is None or end_to_end.examples_per_sec <= 0:
+        return None
+    return compute_only.examples_per_sec / end_to_end.examples_per_sec
+
+
+def advise(
+    verdict: Verdict,
+    end_to_end: PhaseResult,
+    pipeline_only: PhaseResult | None,
+    compute_only: PhaseResult | None,
+    knobs: Mapping[str, Any],
+) -> str:
+    """One or two sentences of advice that follow from the measured numbers."""
+    wait_pct = f"{end_to_end.input_wait_fraction:.0%}"
+    if verdict is Verdict.COMPUTE_BOUND:
+        return (
+            f"Input is not the bottleneck (steps wait {wait_pct} of the time): speed now comes "
+            "from the model side, e.g. a larger batch_size or mixed precision."
+        )
+    hint = _knob_hint(knobs)
+    if pipeline_only is None or compute_only is None:
+        return f"Steps wait for input {wait_pct} of the time: make the input pipeline faster.{hint}"
+    supply, demand = pipeline_only.examples_per_sec, compute_only.examples_per_sec
+    if supply < demand:
+        return (
+            f"The pipeline alone delivers {supply:,.0f} examples/s but the model could consume "
+            f"{demand:,.0f}: speed up the input (parallel map and reads, prefetch, caching "
+            f"decoded data); `tfperf tune` searches these knobs.{hint}"
+        )
+    return (
+        f"The pipeline alone keeps up ({supply:,.0f} vs {demand:,.0f} examples/s needed) yet "
+        f"steps wait {wait_pct} of the time: input and training are not overlapping or compete "
+        f"for the same CPU cores; add prefetch, or lower map parallelism.{hint}"
+    )
+
+
+def _knob_hint(knobs: Mapping[str, Any]) -> str:
+    if knobs.get("prefetch") == 0:
+        return " Start with prefetch: it is 0, so input never overlaps compute."
+    if knobs.get("num_parallel_calls") == 1:
+        return " Start with num_parallel_calls: it is 1, so the map runs on a single core."
+    return ""
+
+
+def _rate(count: float, seconds: float) -> float:
+    return count / seconds if seconds > 0 else 0.0

@@ -1,0 +1,1 @@
+"""The `tfperf` command line. Nothing in the library imports this package."""

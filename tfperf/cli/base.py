@@ -1,0 +1,70 @@
+"""What every subcommand shares: the command interface and argument parsers with clear errors."""
+
+from __future__ import annotations
+
+import abc
+import argparse
+from typing import Any
+
+from tfperf.errors import KnobError
+from tfperf.knobs import check_value
+
+
+class Command(abc.ABC):
+    """One subcommand: its name, its help, its arguments and what it runs."""
+
+    name: str
+    help: str
+    description: str
+
+    @abc.abstractmethod
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    @abc.abstractmethod
+    def run(self, args: argparse.Namespace) -> int:
+        """Runs the command; returns the process exit status."""
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts that must be >= 1."""
+    return _bounded_int(text, lowest=1, meaning="a positive integer (>= 1)")
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type for counts that may be 0."""
+    return _bounded_int(text, lowest=0, meaning="an integer >= 0")
+
+
+def knob_assignment(text: str) -> tuple[str, Any]:
+    """argparse type for `NAME=VALUE` knob settings, validated like `BASELINE` entries."""
+    name, sep, raw = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=VALUE such as batch_size=64, but got {text!r}"
+        )
+    try:
+        return name.strip(), check_value(name.strip(), _parse_scalar(raw.strip()))
+    except KnobError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _parse_scalar(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
+def _bounded_int(text: str, *, lowest: int, meaning: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {meaning}, but got {text!r}") from None
+    if value < lowest:
+        raise argparse.ArgumentTypeError(f"must be {meaning}, but got {value}")
+    return value

@@ -1,0 +1,105 @@
+"""Entry point of the `tfperf` command: parses arguments, runs a subcommand, reports errors.
+
+Errors meant for the user (`TfperfError`) are printed as one message without a traceback and
+exit non-zero: 2 for bad input (flags, the pipeline file), 1 when the pipeline failed while
+running. `--debug` shows full tracebacks and TensorFlow's own logging.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+
+from tfperf.cli.base import Command
+from tfperf.cli.profile import ProfileCommand
+from tfperf.errors import KnobError, PipelineFileError, ResultFileError, TfperfError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+COMMANDS: tuple[Command, ...] = (ProfileCommand(),)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfperf",
+        description="Profile and tune TensorFlow input pipelines: find out whether training "
+        "waits for data, and measure which configuration is fastest.",
+        epilog="Run `tfperf COMMAND --help` for the options of each command.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="show full tracebacks and TensorFlow's log messages",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        sub = subparsers.add_parser(
+            command.name, help=command.help, description=command.description
+        )
+        sub.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show full tracebacks and TensorFlow's log messages",
+        )
+        command.add_arguments(sub)
+        sub.set_defaults(handler=command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _configure_logging(args.debug)
+    try:
+        return int(args.handler.run(args))
+    except (PipelineFileError, KnobError, ResultFileError) as error:
+        return _fail(error, args, EXIT_USAGE)
+    except TfperfError as error:
+        return _fail(error, args, EXIT_FAILED)
+    except KeyboardInterrupt:
+        print("tfperf: interrupted.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        if args.debug:
+            raise
+        print(
+            f"tfperf: internal error: {type(error).__name__}: {error}\n"
+            "Run again with --debug for the traceback, and please report it.",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+
+
+def _fail(error: TfperfError, args: argparse.Namespace, status: int) -> int:
+    if args.debug:
+        raise error
+    print(f"tfperf: error: {error}", file=sys.stderr)
+    return status
+
+
+def _configure_logging(debug: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="%(message)s")
+    if not debug:
+        # TensorFlow's C++ and Python log lines would bury the summary; --debug brings them back.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        os.environ.setdefault("ABSL_MIN_LOG_LEVEL", "3")
+        warnings.filterwarnings("ignore", module=r"(tensorflow|keras)(\..*)?")
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tfperf")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

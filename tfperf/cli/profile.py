@@ -1,0 +1,97 @@
+"""`tfperf profile PIPELINE.py`: measure one configuration and say where the time goes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tfperf.cli.base import Command, knob_assignment, non_negative_int, positive_int
+from tfperf.cli.progress import ProgressDisplay
+
+DEFAULT_REPORTS_DIR = Path("reports")
+
+
+class ProfileCommand(Command):
+    name = "profile"
+    help = "measure where a pipeline's training time goes (input wait vs compute)"
+    description = (
+        "Measure one configuration of a pipeline file three ways: end to end (per step, the "
+        "time waiting for the next batch and the time computing), the pipeline alone, and the "
+        "model alone on one cached batch (the ceiling if input were free). Prints a verdict on "
+        "TensorBoard's scale, the throughputs, memory and advice, and writes the result as JSON."
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "pipeline",
+            type=Path,
+            metavar="PIPELINE.py",
+            help="a pipeline file defining make_dataset(knobs) and make_model(knobs) or "
+            "make_train_step(knobs); see the README for the contract",
+        )
+        parser.add_argument(
+            "--steps",
+            type=positive_int,
+            default=100,
+            metavar="N",
+            help="measured steps per phase after warm-up (default: %(default)s); finite "
+            "datasets are restarted as needed",
+        )
+        parser.add_argument(
+            "--warmup",
+            type=non_negative_int,
+            default=None,
+            metavar="N",
+            help="warm-up steps excluded at the start of each phase (default: detected "
+            "automatically, once step times settle)",
+        )
+        parser.add_argument(
+            "--set",
+            dest="overrides",
+            type=knob_assignment,
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="override a knob of the file's BASELINE, e.g. --set batch_size=128 or "
+            "--set num_parallel_calls=AUTOTUNE (repeatable)",
+        )
+        parser.add_argument(
+            "--json",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="where to write the result JSON (default: reports/<pipeline>-profile.json)",
+        )
+        parser.add_argument(
+            "--quiet", action="store_true", help="no progress bars, only the summary"
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        from tfperf.loader import load_pipeline
+        from tfperf.report.text import render_summary
+
+        pipeline = load_pipeline(args.pipeline)
+        knobs = pipeline.baseline.replace(**dict(args.overrides))
+        _status(f"Profiling {args.pipeline} ({args.steps} measured steps per phase)...", args)
+        from tfperf.runner import profile_pipeline
+
+        with ProgressDisplay(enabled=not args.quiet) as progress:
+            result = profile_pipeline(
+                pipeline,
+                knobs,
+                steps=args.steps,
+                warmup=args.warmup,
+                owns_process=True,
+                progress=progress,
+            )
+        json_path = args.json or DEFAULT_REPORTS_DIR / f"{pipeline.name}-profile.json"
+        result.save(json_path)
+        print(render_summary(result))
+        print(f"\nResult JSON: {json_path}")
+        return 0
+
+
+def _status(message: str, args: argparse.Namespace) -> None:
+    if not args.quiet:
+        print(message, file=sys.stderr, flush=True)

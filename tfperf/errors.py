@@ -1,0 +1,47 @@
+"""Errors tfperf raises on purpose, each carrying a message meant for the person at the keyboard.
+
+The CLI prints `str(error)` of any `TfperfError` without a traceback (unless `--debug`), so
+every message names the file or value at fault and the likely fix.
+"""
+
+from __future__ import annotations
+
+
+class TfperfError(Exception):
+    """Base of every error whose message is written for the user."""
+
+
+class KnobError(TfperfError, ValueError):
+    """A knob name is unknown or a knob value has the wrong type or range."""
+
+
+class PipelineFileError(TfperfError):
+    """The pipeline file cannot be used: missing, not Python, broken, or breaks the contract."""
+
+
+class PipelineRuntimeError(TfperfError):
+    """The user's dataset, model or train step failed while tfperf ran it."""
+
+
+class EmptyDatasetError(PipelineRuntimeError):
+    """The dataset produced no element, so there is nothing to measure."""
+
+
+class InputPipelineError(PipelineRuntimeError):
+    """The dataset raised while producing a batch; the original error is `__cause__`."""
+
+    def __init__(self, message: str, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+class TrainStepError(PipelineRuntimeError):
+    """The train step raised on a batch; the original error is `__cause__`."""
+
+    def __init__(self, message: str, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+class ResultFileError(TfperfError):
+    """A saved result file cannot be read back."""

@@ -1,0 +1,158 @@
+"""Profiles a pipeline file: builds its dataset and train step for given knobs, then measures.
+
+This is where the pipeline-file contract meets the profiler: the precision policy is set before
+`make_model`, the knobs that are tf.data options are applied, and failures inside the user's
+code are turned into messages that point at the user's own line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tfperf import tfsupport
+from tfperf.errors import (
+    EmptyDatasetError,
+    InputPipelineError,
+    PipelineFileError,
+    PipelineRuntimeError,
+    TrainStepError,
+)
+from tfperf.knobs import Knobs
+from tfperf.loader import PipelineFile
+from tfperf.probes import Probe
+from tfperf.profiler import ProgressCallback, profile
+from tfperf.result import ProfileResult
+
+
+def profile_pipeline(
+    pipeline: PipelineFile,
+    knobs: Knobs | None = None,
+    *,
+    steps: int = 100,
+    warmup: int | None = None,
+    owns_process: bool = False,
+    probes: Sequence[Probe] | None = None,
+    progress: ProgressCallback | None = None,
+) -> ProfileResult:
+    """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
+
+    Args:
+        owns_process: True when tfperf runs this process (the CLI, a trial child): it may then
+            set process-wide TensorFlow state such as GPU memory growth.
+
+    Raises:
+        PipelineFileError: the file's functions break the contract (wrong return types).
+        PipelineRuntimeError: the dataset or the train step failed while running.
+    """
+    knobs = knobs if knobs is not None else pipeline.baseline
+    if owns_process:
+        tfsupport.enable_gpu_memory_growth()
+    with tfsupport.precision_policy(knobs.mixed_precision):
+        dataset = _build_dataset(pipeline, knobs)
+        model, train_step = _build_train_step(pipeline, knobs)
+        tfsupport.reset_allocator_peaks()
+        try:
+            result = profile(
+                dataset,
+                train_step,
+                steps=steps,
+                warmup=warmup,
+                pipeline=display_path(pipeline.path),
+                knobs=knobs,
+                probes=probes,
+                progress=progress,
+            )
+        except InputPipelineError as error:
+            raise _explain_input_error(error, dataset, pipeline) from error.__cause__
+        except TrainStepError as error:
+            raise _explain_step_error(error, dataset, model, pipeline) from error.__cause__
+        except EmptyDatasetError as error:
+            raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
+    tfsupport.attach_allocator_peaks(result.gpus)
+    return result
+
+
+def display_path(path: Path) -> str:
+    """`path` relative to the working directory when it lies below it, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _build_dataset(pipeline: PipelineFile, knobs: Knobs) -> Any:
+    dataset = _call_user(pipeline, pipeline.make_dataset, knobs, "make_dataset")
+    tfsupport.check_dataset(dataset, pipeline.path.name)
+    return tfsupport.apply_options(dataset, knobs)
+
+
+def _build_train_step(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Callable[[Any], Any]]:
+    if pipeline.make_train_step is not None:
+        step = _call_user(pipeline, pipeline.make_train_step, knobs, "make_train_step")
+        if not callable(step):
+            raise PipelineFileError(
+                f"{pipeline.path.name}: make_train_step(knobs) must return a callable that takes "
+                f"a batch, but returned {type(step).__name__}. Did you forget to `return step`?"
+            )
+        return None, step
+    assert pipeline.make_model is not None
+    model = _call_user(pipeline, pipeline.make_model, knobs, "make_model")
+    tfsupport.check_model(model, pipeline.path.name)
+    return model, tfsupport.keras_train_step(model)
+
+
+def _call_user(
+    pipeline: PipelineFile, function: Callable[..., Any], knobs: Knobs, name: str
+) -> Any:
+    try:
+        return pipeline.call(function, knobs)
+    except Exception as error:
+        where = tfsupport.user_frames_of(error, pipeline.user_paths)
+        raise PipelineRuntimeError(
+            f"{pipeline.path.name}: {name}(knobs) raised {type(error).__name__}: {error}"
+            + (f"\n{where}" if where else "")
+        ) from error
+
+
+def _explain_input_error(
+    error: InputPipelineError, dataset: Any, pipeline: PipelineFile
+) -> PipelineRuntimeError:
+    cause = error.__cause__ or error
+    location = tfsupport.input_error_location(dataset, cause, pipeline.user_paths)
+    if not location:
+        location = tfsupport.user_frames_of(cause, pipeline.user_paths)
+    message = (
+        f"{pipeline.path.name}: the dataset failed while producing batch {error.step + 1}: "
+        f"{type(cause).__name__}: {tfsupport.short_tf_message(cause)}"
+    )
+    if location:
+        message += f"\nThe failing operation was created here:\n{location}"
+    return PipelineRuntimeError(message + "\nFix the dataset function, then run again.")
+
+
+def _explain_step_error(
+    error: TrainStepError, dataset: Any, model: Any, pipeline: PipelineFile
+) -> PipelineRuntimeError:
+    cause = error.__cause__ or error
+    summary = f"{type(cause).__name__}: {tfsupport.short_tf_message(cause)}"
+    if model is not None and error.step == 0 and isinstance(cause, (ValueError, TypeError)):
+        return PipelineRuntimeError(
+            f"{pipeline.path.name}: the model rejects the dataset's batches.\n"
+            f"  dataset yields:        {tfsupport.describe_structure(dataset.element_spec)}\n"
+            f"  model expects inputs:  {tfsupport.model_input_structure(model)}\n"
+            "Batches must be (inputs, targets) matching the model; check make_dataset's final "
+            f"map and the model's Input shape.\nKeras said: {_first_lines(summary)}"
+        )
+    where = tfsupport.user_frames_of(cause, pipeline.user_paths)
+    return PipelineRuntimeError(
+        f"{pipeline.path.name}: the train step failed on step {error.step + 1}: {_first_lines(summary)}"
+        + (f"\n{where}" if where else "")
+    )
+
+
+def _first_lines(text: str, count: int = 6) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[:count])
