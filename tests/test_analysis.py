@@ -60,8 +60,14 @@ def test_warmup_rule_rejects_inconsistent_bounds():
 
 def _phase(phase, examples_per_step, wait, compute, steps=4):
     records = [
-        StepRecord(start_s=i * (wait + compute), wait_s=wait, compute_s=compute,
-                   examples=examples_per_step, epoch=0, warmup=False)
+        StepRecord(
+            start_s=i * (wait + compute),
+            wait_s=wait,
+            compute_s=compute,
+            examples=examples_per_step,
+            epoch=0,
+            warmup=False,
+        )
         for i in range(steps)
     ]
     return analysis.summarise_phase(phase, records, 0.1, True, 0)
@@ -103,3 +109,13 @@ def test_speedup_if_input_free():
     compute = _phase(Phase.COMPUTE_ONLY, 10, wait=0.0, compute=0.02)
     assert analysis.speedup_if_input_free(e2e, compute) == pytest.approx(2.5)
     assert analysis.speedup_if_input_free(e2e, None) is None
+
+
+def test_compute_slowdown_and_contention_advice():
+    e2e = _phase(Phase.END_TO_END, 10, wait=0.001, compute=0.03)
+    compute = _phase(Phase.COMPUTE_ONLY, 10, wait=0.0, compute=0.02)
+    assert analysis.compute_slowdown(e2e, compute) == pytest.approx(1.5)
+    advice = analysis.advise(Verdict.COMPUTE_BOUND, e2e, None, compute, {})
+    assert "compute 1.5x slower than on a cached batch" in advice
+    quiet = analysis.advise(Verdict.COMPUTE_BOUND, compute, None, compute, {})
+    assert "cached batch" not in quiet

@@ -19,8 +19,14 @@ def test_end_to_end_figures_are_exact(clock):
     # Step 1 is slow (warm-up); then every step waits 10 ms and computes 30 ms.
     data = TimedData(clock, [0.5] + [0.01] * 9, batch=8)
     result = profile(
-        data, timed_step(clock, 0.03), steps=4, warmup=1, clock=clock, probes=[],
-        measure_pipeline=False, measure_compute=False,
+        data,
+        timed_step(clock, 0.03),
+        steps=4,
+        warmup=1,
+        clock=clock,
+        probes=[],
+        measure_pipeline=False,
+        measure_compute=False,
     )
     e2e = result.end_to_end
     assert e2e.steps == 4
@@ -62,8 +68,14 @@ def test_compute_bound_when_input_is_free(clock):
 def test_finite_data_crosses_epochs_and_counts_them(clock):
     data = TimedData(clock, [0.01] * 3)
     result = profile(
-        data, timed_step(clock, 0.01), steps=7, warmup=0, clock=clock, probes=[],
-        measure_pipeline=False, measure_compute=False,
+        data,
+        timed_step(clock, 0.01),
+        steps=7,
+        warmup=0,
+        clock=clock,
+        probes=[],
+        measure_pipeline=False,
+        measure_compute=False,
     )
     assert result.end_to_end.steps == 7
     assert result.end_to_end.epochs_crossed == 2
@@ -102,8 +114,13 @@ def test_train_step_error_names_the_step(clock):
 def test_automatic_warmup_skips_the_slow_start(clock):
     waits = [0.4, 0.2, 0.1] + [0.01] * 40
     result = profile(
-        TimedData(clock, waits), timed_step(clock, 0.01), steps=10, clock=clock, probes=[],
-        measure_pipeline=False, measure_compute=False,
+        TimedData(clock, waits),
+        timed_step(clock, 0.01),
+        steps=10,
+        clock=clock,
+        probes=[],
+        measure_pipeline=False,
+        measure_compute=False,
     )
     e2e = result.end_to_end
     assert e2e.warmup.converged
@@ -142,11 +159,22 @@ def test_mark_step_synchronises_outputs(clock):
 def test_progress_reports_warmup_then_measured_steps(clock):
     events: list[Progress] = []
     profile(
-        TimedData(clock, [0.01] * 5), timed_step(clock, 0.01), steps=3, warmup=2, clock=clock,
-        probes=[], measure_pipeline=False, measure_compute=False, progress=events.append,
+        TimedData(clock, [0.01] * 5),
+        timed_step(clock, 0.01),
+        steps=3,
+        warmup=2,
+        clock=clock,
+        probes=[],
+        measure_pipeline=False,
+        measure_compute=False,
+        progress=events.append,
     )
     assert [(e.warming_up, e.measured_steps) for e in events] == [
-        (True, 0), (False, 0), (False, 1), (False, 2), (False, 3),
+        (True, 0),
+        (False, 0),
+        (False, 1),
+        (False, 2),
+        (False, 3),
     ]
     assert {e.target_steps for e in events} == {3}
     assert {e.phase for e in events} == {Phase.END_TO_END}

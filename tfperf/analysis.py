@@ -155,6 +155,22 @@ def speedup_if_input_free(
     return compute_only.examples_per_sec / end_to_end.examples_per_sec
 
 
+#: Compute slowdown above which input work is said to compete with training for the CPU.
+CONTENTION_AT = 1.25
+
+
+def compute_slowdown(end_to_end: PhaseResult, compute_only: PhaseResult | None) -> float | None:
+    """How many times longer a step computes end to end than on a cached batch.
+
+    Well above 1, the input pipeline's threads compete with training for CPU cores or memory
+    bandwidth: time the wait fraction alone does not show.
+    """
+    if compute_only is None or compute_only.compute_s <= 0 or end_to_end.steps == 0:
+        return None
+    per_step = end_to_end.compute_s / end_to_end.steps
+    return per_step / (compute_only.compute_s / compute_only.steps)
+
+
 def advise(
     verdict: Verdict,
     end_to_end: PhaseResult,
@@ -163,6 +179,18 @@ def advise(
     knobs: Mapping[str, Any],
 ) -> str:
     """One or two sentences of advice that follow from the measured numbers."""
+    return _main_advice(verdict, end_to_end, pipeline_only, compute_only, knobs) + _contention(
+        end_to_end, compute_only
+    )
+
+
+def _main_advice(
+    verdict: Verdict,
+    end_to_end: PhaseResult,
+    pipeline_only: PhaseResult | None,
+    compute_only: PhaseResult | None,
+    knobs: Mapping[str, Any],
+) -> str:
     wait_pct = f"{end_to_end.input_wait_fraction:.0%}"
     if verdict is Verdict.COMPUTE_BOUND:
         return (
@@ -183,6 +211,17 @@ def advise(
         f"The pipeline alone keeps up ({supply:,.0f} vs {demand:,.0f} examples/s needed) yet "
         f"steps wait {wait_pct} of the time: input and training are not overlapping or compete "
         f"for the same CPU cores; add prefetch, or lower map parallelism.{hint}"
+    )
+
+
+def _contention(end_to_end: PhaseResult, compute_only: PhaseResult | None) -> str:
+    slowdown = compute_slowdown(end_to_end, compute_only)
+    if slowdown is None or slowdown < CONTENTION_AT:
+        return ""
+    return (
+        f" Steps also compute {slowdown:.1f}x slower than on a cached batch: input work "
+        "competes with training for the CPU, so cheaper input (cache decoded data, fewer "
+        "threads) would speed up training too."
     )
 
 

@@ -68,12 +68,14 @@ class Knobs:
         AUTOTUNE, _Kind.PARALLELISM, "Input elements `interleave(cycle_length=...)` reads at once."
     )
     num_parallel_reads: int = _knob(
-        AUTOTUNE, _Kind.PARALLELISM, "Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`."
+        AUTOTUNE,
+        _Kind.PARALLELISM,
+        "Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`.",
     )
     prefetch: int = _knob(
         AUTOTUNE, _Kind.BUFFER, "Batches buffered by `prefetch(buffer_size)`; 0 means no prefetch."
     )
-    mixed_precision: Precision = _knob(
+    mixed_precision: Precision = _knob(  # noqa: RUF009 (`_knob` returns a dataclasses.field)
         Precision.FLOAT32, _Kind.PRECISION, "Keras global policy tfperf sets before `make_model`."
     )
     deterministic: bool | None = _knob(
@@ -84,7 +86,7 @@ class Knobs:
     private_threadpool_size: int | None = _knob(
         None,
         _Kind.OPTIONAL_THREADS,
-        "tf.data `threading.private_threadpool_size`, applied by tfperf; None uses the shared pool.",
+        "tf.data `threading.private_threadpool_size`, set by tfperf; None uses the shared pool.",
     )
 
     def __post_init__(self) -> None:

@@ -213,6 +213,7 @@ class Profiler:
             verdict=verdict,
             input_wait_fraction=end_to_end.input_wait_fraction,
             speedup_if_input_free=analysis.speedup_if_input_free(end_to_end, compute_only),
+            compute_slowdown=analysis.compute_slowdown(end_to_end, compute_only),
             advice=analysis.advise(verdict, end_to_end, pipeline_only, compute_only, self.knobs),
             end_to_end=end_to_end,
             pipeline_only=pipeline_only,

@@ -168,7 +168,9 @@ class ProfileResult:
     """Everything one profile measured. Save with `save`, read back with `ProfileResult.load`.
 
     `pipeline_only` and `compute_only` are `None` when the profile measured only the user's own
-    loop (`tfperf.Profiler`); `speedup_if_input_free` is then `None` too. `host_memory` and
+    loop (`tfperf.Profiler`); `speedup_if_input_free` and `compute_slowdown` are then `None`.
+    `compute_slowdown` is how many times longer a step computes end to end than on a cached
+    batch: well above 1, input work competes with training for the CPU. `host_memory` and
     `cpu` are `None` only when the host probe did not run; `probes` says, for each probe, "ok"
     or why it was off.
     """
@@ -178,6 +180,7 @@ class ProfileResult:
     verdict: Verdict
     input_wait_fraction: float
     speedup_if_input_free: float | None
+    compute_slowdown: float | None
     advice: str
     end_to_end: PhaseResult
     pipeline_only: PhaseResult | None
@@ -279,7 +282,8 @@ class ProfileResult:
             for number, record in enumerate(phase.records)
         ]
         columns = ["phase", "step", "start_s", "wait_s", "compute_s", "step_s", "examples"]
-        return pd.DataFrame(rows, columns=[*columns, "epoch", "warmup"])
+        frame: pd.DataFrame = pd.DataFrame(rows, columns=[*columns, "epoch", "warmup"])
+        return frame
 
 
 @cache

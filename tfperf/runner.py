@@ -148,8 +148,8 @@ def _explain_step_error(
         )
     where = tfsupport.user_frames_of(cause, pipeline.user_paths)
     return PipelineRuntimeError(
-        f"{pipeline.path.name}: the train step failed on step {error.step + 1}: {_first_lines(summary)}"
-        + (f"\n{where}" if where else "")
+        f"{pipeline.path.name}: the train step failed on step {error.step + 1}: "
+        f"{_first_lines(summary)}" + (f"\n{where}" if where else "")
     )
 
 

@@ -95,7 +95,8 @@ def check_model(value: Any, file_name: str) -> None:
             "None (did you forget to `return model`?)" if value is None else type(value).__name__
         )
         raise PipelineFileError(
-            f"{file_name}: make_model(knobs) must return a compiled keras.Model, but returned {found}."
+            f"{file_name}: make_model(knobs) must return a compiled keras.Model, "
+            f"but returned {found}."
         )
     if not getattr(value, "compiled", True) or getattr(value, "optimizer", None) is None:
         raise PipelineFileError(
@@ -116,7 +117,7 @@ def keras_train_step(model: Any) -> Callable[[Any], Any]:
 
 
 def describe_structure(structure: Any) -> str:
-    """A short text of a nested structure of tensor specs or Keras tensors: `(float32[?,28,28], int64[?])`."""
+    """Tensor specs or Keras tensors as short text, e.g. `(float32[?,28,28], int64[?])`."""
     import tensorflow as tf
 
     def describe(leaf: Any) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tfperf.cli.base import Command, knob_assignment, non_negative_int, positive_int
 from tfperf.cli.progress import ProgressDisplay
+from tfperf.cli.quiet import import_tensorflow_quietly
 
 DEFAULT_REPORTS_DIR = Path("reports")
 
@@ -71,6 +72,8 @@ class ProfileCommand(Command):
         from tfperf.loader import load_pipeline
         from tfperf.report.text import render_summary
 
+        if not args.debug:
+            import_tensorflow_quietly()
         pipeline = load_pipeline(args.pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         _status(f"Profiling {args.pipeline} ({args.steps} measured steps per phase)...", args)

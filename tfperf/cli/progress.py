@@ -41,6 +41,7 @@ class ProgressDisplay:
                 file=sys.stderr,
                 leave=False,
                 dynamic_ncols=True,
+                disable=None,  # off when stderr is not a terminal (CI logs, pipes)
             )
         bar = self._bar
         assert isinstance(bar, tqdm)

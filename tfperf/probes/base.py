@@ -22,6 +22,7 @@ class Probe(abc.ABC):
 
     def __init__(self) -> None:
         self.unavailable_reason: str | None = None
+        self._opened = False
 
     @property
     def available(self) -> bool:
@@ -30,9 +31,14 @@ class Probe(abc.ABC):
     def open(self) -> str | None:
         """Prepares the probe; returns why it is unavailable, or None when it works.
 
-        Must not raise: a missing library, driver or device is a reason, not an error.
+        Never raises: a missing library, driver or device is a reason, not an error, and an
+        unexpected failure of the probe itself becomes a reason too.
         """
-        self.unavailable_reason = self._open()
+        try:
+            self.unavailable_reason = self._open()
+        except Exception as error:
+            self.unavailable_reason = f"failed to start: {type(error).__name__}: {error}"
+        self._opened = self.unavailable_reason is None
         return self.unavailable_reason
 
     def sample(self, t_s: float) -> None:
@@ -42,7 +48,8 @@ class Probe(abc.ABC):
 
     def close(self) -> None:
         """Releases what `open` acquired; safe to call more than once."""
-        if self.available:
+        if self._opened:
+            self._opened = False
             self._close()
 
     @abc.abstractmethod

@@ -49,6 +49,11 @@ def _verdict(result: ProfileResult) -> str:
             f"  If input were free, training would run {result.speedup_if_input_free:.2f}x as "
             "fast (the compute-only ceiling)."
         )
+    if result.compute_slowdown is not None:
+        lines.append(
+            f"  A step computes {result.compute_slowdown:.2f}x as long end to end as on a cached "
+            "batch (above ~1.25, input work competes with training for the CPU)."
+        )
     return "\n".join(lines)
 
 

@@ -1,0 +1,27 @@
+"""Shared fixtures: writing small pipeline files into a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# Keep TensorFlow's C++ logging out of test output; set before any test imports it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+WritePipeline = Callable[..., Path]
+
+
+@pytest.fixture
+def write_pipeline(tmp_path: Path) -> WritePipeline:
+    """Writes `source` (dedented) as `name` in a fresh folder and returns its path."""
+
+    def write(source: str, name: str = "pipeline.py") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+        return path
+
+    return write

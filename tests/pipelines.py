@@ -1,0 +1,77 @@
+"""Source text of small real TensorFlow pipeline files used by the integration tests."""
+
+# Every batch takes >= 20 ms to produce in a sequential map, with no prefetch; the model is a
+# single tiny Dense layer (well under 1 ms a step). Waiting dominates by a wide margin.
+INPUT_BOUND = """
+import time
+import keras
+import numpy as np
+import tensorflow as tf
+
+BASELINE = {"batch_size": 16, "num_parallel_calls": 1, "prefetch": 0}
+
+def _slow(x):
+    time.sleep(0.02)
+    return x
+
+def make_dataset(knobs):
+    features = np.random.default_rng(0).normal(size=(400, 8)).astype("float32")
+    labels = np.zeros((400, 1), "float32")
+    ds = tf.data.Dataset.from_tensor_slices((features, labels)).batch(knobs.batch_size)
+    ds = ds.map(lambda x, y: (tf.numpy_function(_slow, [x], tf.float32, stateful=False), y),
+                num_parallel_calls=knobs.num_parallel_calls)
+    ds = ds.map(lambda x, y: (tf.ensure_shape(x, [None, 8]), y))
+    return ds.prefetch(knobs.prefetch) if knobs.prefetch else ds
+
+def make_model(knobs):
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+"""
+
+# Input is one cached in-memory batch, prefetched; the model does ~100 MFLOP a step.
+COMPUTE_BOUND = """
+import keras
+import numpy as np
+import tensorflow as tf
+
+BASELINE = {"batch_size": 256, "prefetch": 2}
+
+def make_dataset(knobs):
+    x = np.ones((knobs.batch_size, 256), "float32")
+    y = np.zeros((knobs.batch_size, 1), "float32")
+    ds = tf.data.Dataset.from_tensors((x, y)).cache().repeat(50)
+    return ds.prefetch(knobs.prefetch)
+
+def make_model(knobs):
+    model = keras.Sequential(
+        [keras.Input((256,))]
+        + [keras.layers.Dense(1024, activation="relu") for _ in range(3)]
+        + [keras.layers.Dense(1)]
+    )
+    model.compile(optimizer="adam", loss="mse")
+    return model
+"""
+
+# A plain train step instead of a model; records the precision policy it saw.
+TRAIN_STEP = """
+import keras
+import tensorflow as tf
+
+SEEN = {}
+BASELINE = {"batch_size": 4, "mixed_precision": "mixed_bfloat16"}
+
+def make_dataset(knobs):
+    return tf.data.Dataset.range(12).batch(knobs.batch_size)
+
+def make_train_step(knobs):
+    SEEN["policy"] = keras.mixed_precision.global_policy().name
+    total = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def step(batch):
+        total.assign_add(tf.reduce_sum(batch))
+        return total
+
+    return step
+"""

@@ -1,0 +1,92 @@
+"""Knobs: closed, typed, frozen; AUTOTUNE by name or number."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tfperf.errors import KnobError
+from tfperf.knobs import AUTOTUNE, Knobs, Precision, check_value, format_value
+
+
+def test_defaults_are_documented_values():
+    knobs = Knobs()
+    assert knobs.batch_size == 32
+    assert knobs.num_parallel_calls == AUTOTUNE
+    assert knobs.mixed_precision is Precision.FLOAT32
+    assert knobs.deterministic is None
+
+
+def test_matches_tf_data_autotune():
+    tf = pytest.importorskip("tensorflow")
+    assert AUTOTUNE == tf.data.AUTOTUNE
+
+
+def test_from_mapping_overrides_and_normalises():
+    knobs = Knobs.from_mapping(
+        {"batch_size": 64, "num_parallel_calls": "AUTOTUNE", "mixed_precision": "mixed_bfloat16"}
+    )
+    assert knobs.batch_size == 64
+    assert knobs.num_parallel_calls == AUTOTUNE
+    assert knobs.mixed_precision is Precision.MIXED_BFLOAT16
+
+
+def test_unknown_name_lists_valid_names():
+    with pytest.raises(KnobError) as caught:
+        Knobs.from_mapping({"batchsize": 64}, source="pipeline.py: BASELINE")
+    message = str(caught.value)
+    assert message.startswith("pipeline.py: BASELINE: unknown knob name 'batchsize'")
+    assert "Valid names: batch_size, shuffle_buffer, num_parallel_calls" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("batch_size", 0, "an integer >= 1"),
+        ("batch_size", True, "an integer >= 1"),
+        ("batch_size", "64", "an integer >= 1"),
+        ("num_parallel_calls", 0, "an integer >= 1 or AUTOTUNE"),
+        ("num_parallel_calls", -2, "an integer >= 1 or AUTOTUNE"),
+        ("prefetch", -5, "an integer >= 0 or AUTOTUNE"),
+        ("mixed_precision", "float16", "one of 'float32', 'mixed_float16', 'mixed_bfloat16'"),
+        ("deterministic", "yes", "true, false or None"),
+    ],
+)
+def test_bad_values_name_the_knob_and_the_rule(name, value, expected):
+    with pytest.raises(KnobError, match=expected) as caught:
+        Knobs.from_mapping({name: value})
+    assert f"knob {name!r}" in str(caught.value)
+    assert repr(value) in str(caught.value)
+
+
+def test_prefetch_zero_means_off():
+    assert Knobs(prefetch=0).prefetch == 0
+
+
+def test_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Knobs().batch_size = 3  # type: ignore[misc]
+
+
+def test_replace_checks_names_and_values():
+    knobs = Knobs().replace(batch_size=128)
+    assert knobs.batch_size == 128
+    with pytest.raises(KnobError, match="unknown knob name 'bs'"):
+        Knobs().replace(bs=1)
+    with pytest.raises(KnobError, match="batch_size"):
+        Knobs().replace(batch_size=-1)
+
+
+def test_to_dict_and_diff_are_plain():
+    a, b = Knobs(), Knobs(batch_size=64, mixed_precision="mixed_float16")
+    assert a.to_dict()["mixed_precision"] == "float32"
+    assert a.diff(b) == {"batch_size": (32, 64), "mixed_precision": ("float32", "mixed_float16")}
+    assert Knobs.from_mapping(b.to_dict()) == b
+
+
+def test_check_value_and_format_value():
+    assert check_value("cycle_length", "autotune") == AUTOTUNE
+    assert format_value(AUTOTUNE) == "AUTOTUNE"
+    assert format_value(Precision.MIXED_FLOAT16) == "mixed_float16"
+    assert format_value(True) == "True"

@@ -1,0 +1,97 @@
+"""ProfileResult: JSON round trip, loading errors, the per-step DataFrame."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fakes.clock import FakeClock, TimedData, timed_step
+from tfperf.errors import ResultFileError
+from tfperf.probes import HostProbe
+from tfperf.profiler import profile
+from tfperf.result import ProfileResult, Verdict
+
+
+@pytest.fixture(scope="module")
+def result() -> ProfileResult:
+    clock = FakeClock()
+    return profile(
+        TimedData(clock, [0.02] * 6, batch=4),
+        timed_step(clock, 0.01),
+        steps=4,
+        warmup=1,
+        clock=clock,
+        probes=[HostProbe()],
+        pipeline="demo.py",
+        knobs={"batch_size": 4},
+    )
+
+
+def test_json_round_trip_is_lossless(result, tmp_path):
+    path = result.save(tmp_path / "out" / "demo.json")
+    loaded = ProfileResult.load(path)
+    assert loaded == result
+    assert loaded.verdict is Verdict.HIGHLY_INPUT_BOUND
+
+
+def test_json_carries_the_documented_keys(result):
+    data = json.loads(result.to_json())
+    assert data["verdict"] == "highly-input-bound"
+    for key in ("end_to_end", "pipeline_only", "compute_only"):
+        assert data[key]["examples_per_sec"] > 0
+    assert data["input_wait_fraction"] == pytest.approx(2 / 3)
+    assert data["host_memory"]["peak_rss_bytes"] > 0
+    assert isinstance(data["gpus"], list)
+    assert "gpu_unavailable_reason" in data
+    assert data["schema_version"] == 1
+
+
+def test_to_frame_has_one_row_per_step(result):
+    frame = result.to_frame()
+    assert list(frame.columns) == [
+        "phase",
+        "step",
+        "start_s",
+        "wait_s",
+        "compute_s",
+        "step_s",
+        "examples",
+        "epoch",
+        "warmup",
+    ]
+    e2e = frame[frame.phase == "end_to_end"]
+    assert len(e2e) == 5
+    assert e2e.warmup.tolist() == [True, False, False, False, False]
+    assert e2e.wait_s.iloc[1:].tolist() == pytest.approx([0.02] * 4)
+    assert set(frame.phase) == {"end_to_end", "pipeline_only", "compute_only"}
+
+
+def test_load_missing_file(tmp_path):
+    with pytest.raises(ResultFileError, match="cannot read result file"):
+        ProfileResult.load(tmp_path / "nope.json")
+
+
+def test_load_not_json(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    with pytest.raises(ResultFileError, match=r"bad\.json: result is not valid JSON"):
+        ProfileResult.load(path)
+
+
+def test_load_wrong_schema(tmp_path, result):
+    data = result.to_dict()
+    data["schema_version"] = 99
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultFileError, match="schema_version 99"):
+        ProfileResult.load(path)
+
+
+def test_load_corrupted_field(tmp_path, result):
+    data = result.to_dict()
+    data["verdict"] = "very-slow"
+    path = tmp_path / "corrupt.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultFileError, match="does not match the ProfileResult schema"):
+        ProfileResult.load(path)

@@ -1,0 +1,113 @@
+"""Profiling real TensorFlow pipeline files through the Python API."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import pipelines
+from tfperf.errors import EmptyDatasetError, PipelineFileError, PipelineRuntimeError
+from tfperf.loader import load_pipeline
+from tfperf.result import Verdict
+from tfperf.runner import profile_pipeline
+
+pytestmark = pytest.mark.tf
+
+
+def test_clearly_input_bound_pipeline_is_highly_input_bound(write_pipeline):
+    pipeline = load_pipeline(write_pipeline(pipelines.INPUT_BOUND))
+    result = profile_pipeline(pipeline, steps=8, warmup=2)
+    assert result.verdict is Verdict.HIGHLY_INPUT_BOUND
+    assert result.input_wait_fraction > 0.5
+    assert result.pipeline_only is not None and result.compute_only is not None
+    assert result.speedup_if_input_free is not None and result.speedup_if_input_free > 2
+    assert result.end_to_end.examples == 8 * 16
+    assert result.knobs["num_parallel_calls"] == 1
+    assert "prefetch" in result.advice
+    assert result.host_memory is not None and result.host_memory.peak_rss_bytes > 0
+    assert result.gpus == [] and result.gpu_unavailable_reason
+
+
+def test_clearly_compute_bound_pipeline_is_compute_bound(write_pipeline):
+    pipeline = load_pipeline(write_pipeline(pipelines.COMPUTE_BOUND))
+    result = profile_pipeline(pipeline, steps=10, warmup=3)
+    assert result.verdict is Verdict.COMPUTE_BOUND
+    assert result.input_wait_fraction < 0.05
+    # The dataset holds 50 batches: warm-up + 10 steps fit in one epoch.
+    assert result.end_to_end.epochs_crossed == 0
+
+
+def test_train_step_sees_the_precision_policy_and_it_is_restored(write_pipeline):
+    keras = pytest.importorskip("keras")
+    pipeline = load_pipeline(write_pipeline(pipelines.TRAIN_STEP))
+    result = profile_pipeline(pipeline, steps=5, warmup=1)
+    assert pipeline.module.SEEN["policy"] == "mixed_bfloat16"
+    assert keras.mixed_precision.global_policy().name == "float32"
+    # 12 elements in batches of 4: 6 steps need a second epoch.
+    assert result.end_to_end.epochs_crossed == 1
+    assert result.knobs["mixed_precision"] == "mixed_bfloat16"
+
+
+def test_make_dataset_returning_none_asks_about_return(write_pipeline):
+    path = write_pipeline(
+        pipelines.TRAIN_STEP.replace(
+            "return tf.data.Dataset.range(12).batch(knobs.batch_size)",
+            "ds = tf.data.Dataset.range(12).batch(knobs.batch_size)",
+        )
+    )
+    with pytest.raises(PipelineFileError, match="Did you forget to `return ds`"):
+        profile_pipeline(load_pipeline(path), steps=2)
+
+
+def test_empty_dataset(write_pipeline):
+    path = write_pipeline(pipelines.TRAIN_STEP.replace("range(12)", "range(0)"))
+    with pytest.raises(EmptyDatasetError, match=r"pipeline\.py: the dataset is empty"):
+        profile_pipeline(load_pipeline(path), steps=2)
+
+
+def test_model_rejecting_the_batch_shows_both_structures(write_pipeline):
+    path = write_pipeline(pipelines.INPUT_BOUND.replace("keras.Input((8,))", "keras.Input((5,))"))
+    with pytest.raises(PipelineRuntimeError) as caught:
+        profile_pipeline(load_pipeline(path), steps=2, warmup=0)
+    message = str(caught.value)
+    assert "the model rejects the dataset's batches" in message
+    assert "dataset yields:        (float32[?,8], float32[?,1])" in message
+    assert "model expects inputs:  float32[?,5]" in message
+
+
+def test_map_error_at_run_time_shows_the_users_line(write_pipeline):
+    source = """
+    import tensorflow as tf
+
+    def parse(x):
+        return tf.strings.to_number(tf.strings.as_string(x) + "px")
+
+    def make_dataset(knobs):
+        return tf.data.Dataset.range(8).map(parse).batch(2)
+
+    def make_train_step(knobs):
+        return lambda batch: batch
+    """
+    with pytest.raises(PipelineRuntimeError) as caught:
+        profile_pipeline(load_pipeline(write_pipeline(source)), steps=2)
+    message = str(caught.value)
+    assert "the dataset failed while producing batch 1" in message
+    assert "could not correctly convert string: 0px" in message
+    assert "pipeline.py:4 in parse" in message
+    assert "{{function_node" not in message
+
+
+def test_make_model_raising_shows_the_users_frame(write_pipeline):
+    source = pipelines.INPUT_BOUND.replace(
+        "    model = keras.Sequential",
+        "    raise RuntimeError('no GPU quota')\n    model = keras.Sequential",
+    )
+    with pytest.raises(
+        PipelineRuntimeError, match="make_model\\(knobs\\) raised RuntimeError: no GPU quota"
+    ):
+        profile_pipeline(load_pipeline(write_pipeline(source)), steps=2)
+
+
+def test_uncompiled_model_is_explained(write_pipeline):
+    source = pipelines.INPUT_BOUND.replace('    model.compile(optimizer="sgd", loss="mse")\n', "")
+    with pytest.raises(PipelineFileError, match=r"not compiled\. Call `model\.compile"):
+        profile_pipeline(load_pipeline(write_pipeline(source)), steps=2)

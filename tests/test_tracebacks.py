@@ -1,0 +1,212 @@
+"""Picking the user's own frames out of tracebacks, and rendering them one per line."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+import traceback
+from pathlib import Path
+
+import pytest
+
+from tfperf.tracebacks import (
+    describe_exception,
+    exception_user_frames,
+    format_frames,
+    format_syntax_error,
+    is_user_file,
+    missing_module_hint,
+    user_frames,
+)
+
+
+def _frame(filename, lineno=1, name="f", line="x = 1"):
+    return traceback.FrameSummary(str(filename), lineno, name, line=line)
+
+
+def _import_file(path: Path, source: str):
+    """Imports `source` written at `path`, so its functions raise with real frames there."""
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(f"tb_test_{path.stem}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_user_frames_keeps_frames_in_user_directory_in_order(tmp_path):
+    frames = [
+        _frame(tmp_path / "pipeline.py", 3, "<module>"),
+        _frame("/somewhere/else/lib.py", 9, "helper"),
+        _frame(tmp_path / "sub" / "parse.py", 7, "parse"),
+    ]
+    kept = user_frames(frames, [tmp_path])
+    assert [(Path(f.filename).name, f.lineno) for f in kept] == [
+        ("pipeline.py", 3),
+        ("parse.py", 7),
+    ]
+
+
+def test_user_frames_matches_a_single_user_file(tmp_path):
+    pipeline, other = tmp_path / "pipeline.py", tmp_path / "other.py"
+    pipeline.touch()
+    kept = user_frames([_frame(pipeline), _frame(other)], [pipeline])
+    assert [f.filename for f in kept] == [str(pipeline)]
+
+
+def test_user_frames_accepts_tuples_and_attribute_objects(tmp_path):
+    class StackFrame:  # shaped like TensorFlow's op.traceback frames
+        filename, lineno, name, line = str(tmp_path / "b.py"), 5, "g", ""
+
+    kept = user_frames([(str(tmp_path / "a.py"), 2, "f", "y = 2"), StackFrame()], [tmp_path])
+    assert [(f.name, f.lineno, f.line) for f in kept] == [("f", 2, "y = 2"), ("g", 5, "")]
+
+
+def test_user_frames_resolves_symlinks(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    (real / "pipeline.py").touch()
+    assert len(user_frames([_frame(link / "pipeline.py")], [real])) == 1
+    assert len(user_frames([_frame(real / "pipeline.py")], [link])) == 1
+
+
+def test_user_frames_skips_pseudo_files_and_installed_packages(tmp_path):
+    installed = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages" / "tensorflow" / "x.py"
+    frames = [_frame("<string>"), _frame("<frozen importlib._bootstrap>"), _frame(installed)]
+    assert user_frames(frames, [tmp_path]) == []
+
+
+def test_is_user_file_excludes_the_standard_library_and_tfperf(tmp_path):
+    import tfperf.tracebacks
+
+    assert is_user_file(str(tmp_path / "pipeline.py"), [tmp_path])
+    assert not is_user_file(traceback.__file__, [Path(traceback.__file__).parent.parent])
+    assert not is_user_file(tfperf.tracebacks.__file__, [Path(tfperf.tracebacks.__file__).parent])
+
+
+def test_format_frames_renders_one_line_per_frame():
+    frames = [
+        _frame("/p/pipeline.py", 23, "parse", "image = tf.io.decode_jpeg(x)"),
+        _frame("/p/helper.py", 4, "load", "   return open(path)   "),
+    ]
+    assert format_frames(frames) == (
+        "  pipeline.py:23 in parse: image = tf.io.decode_jpeg(x)\n"
+        "  helper.py:4 in load: return open(path)"
+    )
+
+
+def test_format_frames_keeps_the_frames_nearest_the_error():
+    frames = [_frame("/p/pipeline.py", n, f"f{n}", f"line{n}") for n in range(1, 6)]
+    assert format_frames(frames, limit=2) == (
+        "  ... (3 earlier frames)\n  pipeline.py:4 in f4: line4\n  pipeline.py:5 in f5: line5"
+    )
+    assert format_frames(frames[:2], limit=1).startswith("  ... (1 earlier frame)\n")
+
+
+def test_format_frames_without_source_line_or_frames(tmp_path):
+    missing = tmp_path / "gone.py"  # no file, so no line to show
+    assert format_frames([traceback.FrameSummary(str(missing), 3, "f")]) == "  gone.py:3 in f"
+    assert format_frames([]) == ""
+
+
+def test_exception_user_frames_walks_the_traceback(tmp_path):
+    module = _import_file(
+        tmp_path / "userlib.py",
+        """
+        def parse(x):
+            return int(x)
+
+        def load():
+            return parse("not a number")
+        """,
+    )
+    with pytest.raises(ValueError, match="invalid literal") as caught:
+        module.load()
+    frames = exception_user_frames(caught.value, [tmp_path])
+    assert [(f.name, f.lineno, f.line) for f in frames] == [
+        ("load", 6, 'return parse("not a number")'),
+        ("parse", 3, "return int(x)"),
+    ]
+    assert format_frames(frames) == (
+        '  userlib.py:6 in load: return parse("not a number")\n'
+        "  userlib.py:3 in parse: return int(x)"
+    )
+
+
+def test_exception_user_frames_falls_back_to_the_cause(tmp_path):
+    module = _import_file(tmp_path / "causelib.py", "def boom():\n    raise KeyError('k')\n")
+    try:
+        try:
+            module.boom()
+        except KeyError as error:
+            raise RuntimeError("wrapped by a library") from error
+    except RuntimeError as wrapped:
+        frames = exception_user_frames(wrapped, [tmp_path])
+    assert [(f.name, f.lineno) for f in frames] == [("boom", 2)]
+
+
+def test_exception_user_frames_without_user_code_is_empty(tmp_path):
+    with pytest.raises(ZeroDivisionError) as caught:
+        _ = 1 / 0
+    assert exception_user_frames(caught.value, [tmp_path]) == []
+    assert exception_user_frames(ValueError("never raised"), [tmp_path]) == []
+
+
+def test_describe_exception_names_type_message_and_frames(tmp_path):
+    module = _import_file(tmp_path / "desclib.py", "def f():\n    raise OSError('disk full')\n")
+    with pytest.raises(OSError, match="disk full") as caught:
+        module.f()
+    assert describe_exception(caught.value, [tmp_path]) == (
+        "OSError: disk full\n  desclib.py:2 in f: raise OSError('disk full')"
+    )
+    assert describe_exception(StopIteration(), [tmp_path]) == "StopIteration"
+
+
+def test_format_syntax_error_shows_line_and_caret():
+    with pytest.raises(SyntaxError) as caught:
+        compile("def f():\n        x = [1 2]\n", "/p/pipeline.py", "exec")
+    text = format_syntax_error(caught.value)
+    lines = text.splitlines()
+    assert lines[0].startswith("pipeline.py, line 2: SyntaxError: invalid syntax")
+    assert lines[1] == "    x = [1 2]"
+    # The caret sits under "1 2", measured on the stripped line.
+    assert lines[2].strip().startswith("^")
+    assert lines[2].index("^") == lines[1].index("1")
+    assert describe_exception(caught.value, []) == text
+
+
+def test_format_syntax_error_names_indentation_errors():
+    with pytest.raises(IndentationError) as caught:
+        compile("def f():\nreturn 1\n", "/p/pipeline.py", "exec")
+    assert format_syntax_error(caught.value).startswith("pipeline.py, line 2: IndentationError:")
+
+
+def test_format_syntax_error_without_source_text():
+    error = SyntaxError("bad thing", ("/p/gen.py", 7, None, None))
+    assert format_syntax_error(error) == "gen.py, line 7: SyntaxError: bad thing"
+
+
+def test_user_frames_takes_relative_filenames_from_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert len(user_frames([_frame("pipeline.py")], [tmp_path])) == 1
+    monkeypatch.chdir(tmp_path / "a")
+    assert len(user_frames([_frame("pipeline.py")], [tmp_path / "a"])) == 1
+    assert user_frames([_frame("pipeline.py")], [tmp_path / "b"]) == []
+
+
+def test_missing_module_hint_names_pip_package_and_sibling_path(tmp_path):
+    hint = missing_module_hint(ModuleNotFoundError("No module named 'PIL'", name="PIL"), tmp_path)
+    assert f"`{sys.executable} -m pip install pillow`" in hint
+    assert f"put PIL.py or a PIL/ package in {tmp_path}" in hint
+    dotted = ModuleNotFoundError(name="mylib.readers")
+    assert "pip install mylib`" in missing_module_hint(dotted, tmp_path)
+
+
+def test_missing_module_hint_is_empty_for_other_errors(tmp_path):
+    assert missing_module_hint(ImportError("cannot import name 'x'"), tmp_path) == ""
+    assert missing_module_hint(ModuleNotFoundError("no name"), tmp_path) == ""

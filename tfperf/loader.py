@@ -1,0 +1,447 @@
+"""Load a user's pipeline file and check it keeps the contract tfperf relies on.
+
+A pipeline file defines `make_dataset(knobs)` and `make_model(knobs)` or `make_train_step(knobs)`
+(the train step wins when both exist), and optionally `BASELINE` (the knobs the user runs today)
+and `SEARCH_SPACE` (what `tfperf tune` may change). The file is imported as a module under a
+unique name, so its `if __name__ == "__main__":` block does not run, while its directory is first
+on `sys.path` and `sys.argv` is `[file, *argv]`, as if run with `python file`. `sys.argv`,
+`sys.path` and the working directory are restored afterwards, also when loading fails. Every
+problem raises `PipelineFileError` with a message that names the file and the fix.
+
+Modules a pipeline file imports from its own directory (a `helper.py`) are dropped from
+`sys.modules` when a pipeline from another directory is loaded or called, so each file imports
+its own `helper.py` even when both are named alike.
+
+Example:
+    >>> pipeline = load_pipeline("examples/quickstart/pipeline.py")  # doctest: +SKIP
+    >>> dataset = pipeline.call(pipeline.make_dataset, pipeline.baseline)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import difflib
+import hashlib
+import importlib.util
+import inspect
+import logging
+import os
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar, cast
+
+from tfperf.errors import KnobError, PipelineFileError
+from tfperf.knobs import Knobs
+from tfperf.space import Domain, parse_search_space
+from tfperf.tracebacks import (
+    exception_user_frames,
+    format_frames,
+    format_syntax_error,
+    is_user_file,
+    missing_module_hint,
+)
+
+__all__ = ["PipelineFile", "load_pipeline"]
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_MODULE_PREFIX = "tfperf_pipeline_"
+_PURPOSE = {
+    "make_dataset": "to build the pipeline",
+    "make_model": "to build the model it trains on each batch",
+    "make_train_step": "to build the step it runs on each batch",
+}
+# Modules a pipeline file imported from its own directory (name -> that directory), so that a
+# later pipeline elsewhere with a same-named `helper.py` imports its own, not the cached one.
+_SIBLINGS: dict[str, Path] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineFile:
+    """A loaded pipeline file whose contract has been checked.
+
+    `make_model` or `make_train_step` may be None, never both; `baseline` is `Knobs()` when the
+    file has no `BASELINE` (then `has_baseline` is False); `search_space` is empty without a
+    `SEARCH_SPACE`. `argv` is what the file sees after its own path in `sys.argv`.
+    """
+
+    path: Path
+    name: str
+    module: types.ModuleType
+    baseline: Knobs
+    has_baseline: bool
+    search_space: dict[str, Domain]
+    make_dataset: Callable[[Knobs], Any]
+    make_model: Callable[[Knobs], Any] | None
+    make_train_step: Callable[[Knobs], Any] | None
+    argv: tuple[str, ...] = ()
+
+    @property
+    def user_paths(self) -> tuple[Path, ...]:
+        """Where the user's code lives (the file's directory), for filtering tracebacks."""
+        return (self.path.parent,)
+
+    def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Runs `fn` (usually one of the user's functions) as the file was loaded.
+
+        The file's directory is first on `sys.path`, so imports inside the function find sibling
+        modules, and `sys.argv` is `[path, *argv]`; both and the working directory are restored
+        afterwards. Exceptions from `fn` propagate unchanged. Not thread-safe: `sys.path` and
+        `sys.argv` are process-wide, so call user functions from one thread at a time.
+        """
+        with _pipeline_context(self.path, self.argv):
+            return fn(*args, **kwargs)
+
+
+def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
+    """Imports the pipeline file at `path` and checks its contract.
+
+    Args:
+        path: The user's .py file.
+        argv: Arguments the file sees in `sys.argv[1:]` while it is imported and called.
+
+    Raises:
+        PipelineFileError: the file is missing, not Python, not UTF-8, has a syntax error,
+            raises on import, lacks or mis-declares a required function, or has an invalid
+            `BASELINE` or `SEARCH_SPACE`.
+    """
+    shown = str(path)
+    file = _check_file(Path(path))
+    code = _compile(_read_source(file, shown), file, shown)
+    module = _execute(code, file, shown, tuple(argv))
+    try:
+        pipeline = _build(module, file, shown, tuple(argv))
+    except BaseException:
+        sys.modules.pop(module.__name__, None)
+        raise
+    logger.debug("Loaded pipeline file %s as module %s", file, module.__name__)
+    return pipeline
+
+
+@contextlib.contextmanager
+def _pipeline_context(file: Path, argv: Sequence[str]) -> Iterator[None]:
+    directory = file.parent
+    saved_argv, saved_path, saved_entries = sys.argv, sys.path, list(sys.path)
+    saved_cwd = os.getcwd()
+    _forget_foreign_siblings(directory)
+    modules_before = set(sys.modules)
+    sys.argv = [str(file), *argv]
+    sys.path.insert(0, str(directory))
+    try:
+        yield
+    finally:
+        _remember_siblings(set(sys.modules) - modules_before, directory)
+        sys.argv = saved_argv
+        sys.path = saved_path
+        sys.path[:] = saved_entries
+        os.chdir(saved_cwd)
+
+
+def _remember_siblings(names: set[str], directory: Path) -> None:
+    for name in names:
+        if not name.startswith(_MODULE_PREFIX) and _lives_in(sys.modules.get(name), directory):
+            _SIBLINGS[name] = directory
+
+
+def _forget_foreign_siblings(directory: Path) -> None:
+    for name, home in list(_SIBLINGS.items()):
+        if home != directory:
+            del _SIBLINGS[name]
+            if _lives_in(sys.modules.get(name), home):
+                del sys.modules[name]
+
+
+def _lives_in(module: types.ModuleType | None, directory: Path) -> bool:
+    filename = getattr(module, "__file__", None)
+    return isinstance(filename, str) and is_user_file(filename, [directory])
+
+
+def _check_file(given: Path) -> Path:
+    if not given.exists():
+        raise PipelineFileError(_missing_message(given))
+    if given.is_dir():
+        python_files = sorted(child.name for child in given.glob("*.py"))
+        found = f"Python files there: {', '.join(python_files)}." if python_files else ""
+        raise PipelineFileError(
+            f"{given} is a directory, not a pipeline file. Point tfperf at the .py file in it "
+            f"that defines `make_dataset(knobs)`. {found or 'It holds no .py file.'}"
+        )
+    if given.suffix != ".py":
+        raise PipelineFileError(_not_python_message(given))
+    return given.resolve()
+
+
+def _missing_message(given: Path) -> str:
+    where = "" if given.is_absolute() else f" (relative paths start from {Path.cwd()})"
+    siblings = [c.name for c in given.parent.glob("*.py")] if given.parent.is_dir() else []
+    close = difflib.get_close_matches(given.name, siblings, n=1, cutoff=0.6)
+    guess = f" Did you mean {given.with_name(close[0])}?" if close else ""
+    return (
+        f"No such pipeline file: {given}. Check the path{where}.{guess} A pipeline file is a .py "
+        "file defining `make_dataset(knobs)` and `make_model(knobs)` or `make_train_step(knobs)`."
+    )
+
+
+def _not_python_message(given: Path) -> str:
+    suffix = f"'{given.suffix}'" if given.suffix else "no suffix"
+    message = (
+        f"{given} is not a Python file (expected a .py file, got {suffix}). tfperf imports the "
+        "pipeline file as a Python module; point it at the .py file that defines "
+        "`make_dataset(knobs)`."
+    )
+    if given.suffix == ".ipynb":
+        message += f" To use a notebook, export it first: `jupyter nbconvert --to script {given}`."
+    elif given.with_suffix(".py").is_file():
+        message += f" Did you mean {given.with_suffix('.py')}?"
+    return message
+
+
+def _read_source(file: Path, shown: str) -> str:
+    try:
+        data = file.read_bytes()
+    except OSError as error:
+        raise PipelineFileError(
+            f"Cannot read {shown}: {error.strerror}. Check that the file is readable by the user "
+            "running tfperf."
+        ) from error
+    try:
+        source = importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+        raise PipelineFileError(_decode_message(data, shown, error)) from error
+    if "\0" in source:
+        raise PipelineFileError(
+            f"{shown} is not Python source: it contains NUL bytes, so it looks like a binary "
+            "file. Point tfperf at the .py file that defines `make_dataset(knobs)`."
+        )
+    return source
+
+
+def _decode_message(data: bytes, shown: str, error: Exception) -> str:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        line = data[: bad.start].count(b"\n") + 1
+        return (
+            f"{shown} is not UTF-8 text: line {line} holds byte {data[bad.start]:#04x}, which "
+            f"UTF-8 cannot decode ({bad.reason}). Save the file as UTF-8, and check that it is "
+            "the Python source, not a binary or compiled file."
+        )
+    return (
+        f"{shown} declares an encoding Python cannot use ({error}). Remove or fix the "
+        "`# -*- coding: ... -*-` line and save the file as UTF-8."
+    )
+
+
+def _compile(source: str, file: Path, shown: str) -> types.CodeType:
+    try:
+        # dont_inherit: this module's `from __future__` imports must not leak into user code.
+        return compile(source, str(file), "exec", dont_inherit=True)
+    except SyntaxError as error:
+        raise PipelineFileError(
+            f"{shown} has a syntax error, so tfperf cannot import it:\n"
+            f"{_indent(format_syntax_error(error))}\n"
+            f"Fix that line; `python -m py_compile {shown}` checks the file without running it."
+        ) from error
+
+
+def _execute(
+    code: types.CodeType, file: Path, shown: str, argv: tuple[str, ...]
+) -> types.ModuleType:
+    name = _module_name(file)
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None:
+        raise PipelineFileError(f"{shown}: Python cannot import this file as a module.")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running, so dataclasses and pickling in the user's code find it.
+    sys.modules[name] = module
+    try:
+        with _pipeline_context(file, argv):
+            exec(code, module.__dict__)
+    except BaseException as error:
+        sys.modules.pop(name, None)
+        if isinstance(error, (Exception, SystemExit)):
+            raise PipelineFileError(_import_message(error, file, shown, argv)) from error
+        raise
+    return module
+
+
+def _module_name(file: Path) -> str:
+    stem = re.sub(r"\W", "_", file.stem)
+    digest = hashlib.sha1(str(file).encode(), usedforsecurity=False).hexdigest()[:8]
+    return f"{_MODULE_PREFIX}{stem}_{digest}"
+
+
+def _import_message(error: BaseException, file: Path, shown: str, argv: tuple[str, ...]) -> str:
+    if isinstance(error, SystemExit):
+        return (
+            f"{shown} called sys.exit({error.code!r}) while tfperf imported it. Top-level code "
+            'runs on import: move script code under `if __name__ == "__main__":`. If it parses '
+            f"arguments, it saw sys.argv = {[str(file), *argv]!r}; argparse exits on arguments it "
+            "does not know, so give them defaults or use `parse_known_args()`."
+        )
+    if isinstance(error, SyntaxError):
+        return (
+            f"{shown} imports a module with a syntax error:\n"
+            f"{_indent(format_syntax_error(error))}\nFix that line."
+        )
+    frames = format_frames(exception_user_frames(error, [file.parent]))
+    headline = f"{shown} raised {type(error).__name__} while tfperf imported it: {error}"
+    return "\n".join(part for part in (headline, frames, _import_fix(error, file)) if part)
+
+
+def _import_fix(error: BaseException, file: Path) -> str:
+    return missing_module_hint(error, file.parent) or (
+        "Top-level code runs when tfperf imports the file: fix the error above, or move work "
+        "that needs data or a device into `make_dataset` or `make_model`."
+    )
+
+
+def _build(module: types.ModuleType, file: Path, shown: str, argv: tuple[str, ...]) -> PipelineFile:
+    make_dataset = _function(module, "make_dataset", shown, required=True)
+    assert make_dataset is not None  # required=True raises instead of returning None
+    make_model = _function(module, "make_model", shown, required=False)
+    make_train_step = _function(module, "make_train_step", shown, required=False)
+    if make_model is None and make_train_step is None:
+        raise PipelineFileError(_no_training_message(module, shown))
+    baseline, has_baseline = _baseline(module, shown)
+    return PipelineFile(
+        path=file,
+        name=file.stem,
+        module=module,
+        baseline=baseline,
+        has_baseline=has_baseline,
+        search_space=_search_space(module, shown),
+        make_dataset=make_dataset,
+        make_model=make_model,
+        make_train_step=make_train_step,
+        argv=argv,
+    )
+
+
+def _function(
+    module: types.ModuleType, name: str, shown: str, *, required: bool
+) -> Callable[[Knobs], Any] | None:
+    if not hasattr(module, name) or (not required and getattr(module, name) is None):
+        if required:
+            raise PipelineFileError(
+                f"{shown} defines no `{name}`; tfperf calls `{name}(knobs)` {_PURPOSE[name]}. "
+                f"{_functions_found(module)}{_did_you_mean(module, [name])}"
+            )
+        return None
+    function = getattr(module, name)
+    if not callable(function):
+        raise PipelineFileError(
+            f"{shown}: `{name}` is a {type(function).__name__}, not a function; tfperf calls "
+            f"`{name}(knobs)` {_PURPOSE[name]}. Define it with `def {name}(knobs):`, and check "
+            f"that no later line assigns a value to `{name}`."
+        )
+    _check_signature(function, name, shown)
+    return cast("Callable[[Knobs], Any]", function)
+
+
+def _check_signature(function: Callable[..., Any], name: str, shown: str) -> None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return  # Some builtins and extension callables hide their signature; trust them.
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise PipelineFileError(
+            f"{shown}: `{name}` must accept exactly one positional argument (the knobs), but its "
+            f"signature is `{name}{signature}`. {_signature_fix(signature, name)}"
+        ) from None
+
+
+def _signature_fix(signature: inspect.Signature, name: str) -> str:
+    kind = inspect.Parameter
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
+    if not positional:
+        return f"Define it as `def {name}(knobs):` and read settings such as `knobs.batch_size`."
+    variadic = (kind.VAR_POSITIONAL, kind.VAR_KEYWORD)
+    extra = [
+        p.name
+        for p in params
+        if p is not positional[0] and p.default is p.empty and p.kind not in variadic
+    ]
+    if not extra:
+        return f"Define it as `def {name}(knobs):`."
+    return (
+        f"tfperf passes only the knobs, so give {', '.join(f'`{p}`' for p in extra)} a default "
+        f"(e.g. `{extra[0]}=...`), or read the value from the knobs or a constant."
+    )
+
+
+def _no_training_message(module: types.ModuleType, shown: str) -> str:
+    return (
+        f"{shown} defines neither `make_model` nor `make_train_step`; tfperf needs one of them "
+        "to measure training:\n"
+        "  - `make_model(knobs)` returning a compiled Keras model, which tfperf trains on each "
+        "batch, or\n"
+        "  - `make_train_step(knobs)` returning a callable that tfperf runs on each batch (e.g. "
+        "a `tf.function` doing one optimizer step).\n"
+        f"{_functions_found(module)}{_did_you_mean(module, ['make_model', 'make_train_step'])}"
+    )
+
+
+def _functions_found(module: types.ModuleType) -> str:
+    names = [
+        name
+        for name, value in vars(module).items()
+        if inspect.isfunction(value) and value.__module__ == module.__name__
+    ]
+    return f"Functions found: {', '.join(names) if names else 'none'}."
+
+
+def _did_you_mean(module: types.ModuleType, wanted: list[str]) -> str:
+    names = [n for n, value in vars(module).items() if callable(value) and n not in _PURPOSE]
+    for name in wanted:
+        close = [c for c in difflib.get_close_matches(name, names, n=1, cutoff=0.75) if c != name]
+        if close:
+            return f" Did you mean `{close[0]}`? Rename it to `{name}`."
+    return ""
+
+
+def _baseline(module: types.ModuleType, shown: str) -> tuple[Knobs, bool]:
+    raw = getattr(module, "BASELINE", None)
+    if raw is None:
+        return Knobs(), False
+    if isinstance(raw, Knobs):
+        return raw, True
+    if not isinstance(raw, Mapping):
+        raise PipelineFileError(
+            f"{shown}: BASELINE must be a dict of knob values, e.g. "
+            f'BASELINE = {{"batch_size": 64, "prefetch": 0}}, but it is a {type(raw).__name__} '
+            f"({_short(raw)})."
+        )
+    try:
+        return Knobs.from_mapping(raw, source=f"{shown}: BASELINE"), True
+    except KnobError as error:
+        raise PipelineFileError(str(error)) from error
+
+
+def _search_space(module: types.ModuleType, shown: str) -> dict[str, Domain]:
+    raw = getattr(module, "SEARCH_SPACE", None)
+    if raw is None:
+        return {}
+    try:
+        return parse_search_space(raw, source=f"{shown}: SEARCH_SPACE")
+    except KnobError as error:
+        raise PipelineFileError(str(error)) from error
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())

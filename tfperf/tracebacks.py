@@ -1,0 +1,232 @@
+"""Show the user's own lines of a traceback, not TensorFlow's or tfperf's.
+
+When a pipeline file fails, the useful frames are the few in the user's files. These helpers
+pick them out (by resolved path) and render them one per line:
+
+    pipeline.py:23 in parse: image = tf.io.decode_jpeg(x)
+
+Frames in the standard library, in installed packages (site-packages) and in tfperf itself never
+count as the user's, even when the user's directory contains them (a project-local `.venv`).
+
+Example:
+    >>> try:  # doctest: +SKIP
+    ...     pipeline.call(pipeline.make_dataset, knobs)
+    ... except Exception as error:
+    ...     print(describe_exception(error, pipeline.user_paths))
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import sysconfig
+import traceback
+from collections.abc import Collection, Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "describe_exception",
+    "exception_user_frames",
+    "format_frames",
+    "format_syntax_error",
+    "is_user_file",
+    "missing_module_hint",
+    "user_frames",
+]
+
+_TFPERF_DIR = Path(__file__).resolve().parent
+_INSTALLED_DIR_NAMES = frozenset({"site-packages", "dist-packages"})
+# Import names whose pip package is named otherwise, for the "install it" hint.
+_PIP_NAMES = {
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "sklearn": "scikit-learn",
+    "yaml": "pyyaml",
+    "tensorflow_datasets": "tensorflow-datasets",
+    "tensorflow_io": "tensorflow-io",
+}
+
+
+def user_frames(
+    frames: Iterable[traceback.FrameSummary | tuple[Any, ...]], user_paths: Collection[Path]
+) -> list[traceback.FrameSummary]:
+    """Keeps the frames whose file is one of `user_paths` or lies in one of them (a directory).
+
+    Args:
+        frames: `FrameSummary` objects, `(filename, lineno, name[, line])` tuples, or objects
+            with those attributes (TensorFlow's `op.traceback` frames).
+        user_paths: The user's files and directories; compared after resolving symlinks.
+
+    Returns:
+        The kept frames, in their original order (outermost first).
+    """
+    roots = tuple(_resolve(str(path)) for path in user_paths)
+    kept = []
+    for frame in frames:
+        summary = _summary(frame)
+        if _is_user_file(summary.filename, roots):
+            kept.append(summary)
+    return kept
+
+
+def is_user_file(filename: str, user_paths: Collection[Path]) -> bool:
+    """Whether `filename` is one of `user_paths` or lies in one, and is not library code."""
+    return _is_user_file(filename, tuple(_resolve(str(path)) for path in user_paths))
+
+
+def exception_user_frames(
+    error: BaseException, user_paths: Collection[Path]
+) -> list[traceback.FrameSummary]:
+    """The user's frames of `error`'s traceback.
+
+    When the error itself passed through none of the user's code (it was re-raised by a
+    library), the frames of its cause or context are used instead, if they have any.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        frames = user_frames(traceback.extract_tb(current.__traceback__), user_paths)
+        if frames:
+            return frames
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    return []
+
+
+def format_frames(frames: Iterable[traceback.FrameSummary], limit: int = 3) -> str:
+    """Renders the last `limit` frames (nearest the error), one per line, indented by two.
+
+    Example:
+        >>> frame = traceback.FrameSummary("/p/pipeline.py", 23, "parse", line="x = f(y)")
+        >>> format_frames([frame])
+        '  pipeline.py:23 in parse: x = f(y)'
+    """
+    frames = list(frames)
+    shown = frames[-limit:] if limit > 0 else []
+    lines = [_format_frame(frame) for frame in shown]
+    hidden = len(frames) - len(shown)
+    if hidden:
+        lines.insert(0, f"  ... ({hidden} earlier frame{'s' if hidden > 1 else ''})")
+    return "\n".join(lines)
+
+
+def describe_exception(error: BaseException, user_paths: Collection[Path], limit: int = 3) -> str:
+    """`Type: message` followed by the user's frames (or the syntax error's line and caret)."""
+    if isinstance(error, SyntaxError):
+        return format_syntax_error(error)
+    message = str(error)
+    headline = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    frames = format_frames(exception_user_frames(error, user_paths), limit)
+    return f"{headline}\n{frames}" if frames else headline
+
+
+def missing_module_hint(error: BaseException, user_dir: Path) -> str:
+    """How to fix a `ModuleNotFoundError` raised by user code in `user_dir`; "" for others.
+
+    Example:
+        >>> print(missing_module_hint(ModuleNotFoundError(name="cv2"), Path("/p")))
+        ... # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+        If `cv2` is a package, install it into the Python that runs tfperf:
+        `... -m pip install opencv-python`. If it is your own module, put cv2.py or a cv2/
+        package in /p; tfperf puts that directory first on sys.path.
+    """
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return ""
+    top = error.name.split(".")[0]
+    return (
+        f"If `{top}` is a package, install it into the Python that runs tfperf: "
+        f"`{sys.executable} -m pip install {_PIP_NAMES.get(top, top)}`. If it is your own "
+        f"module, put {top}.py or a {top}/ package in {user_dir}; tfperf puts that directory "
+        "first on sys.path."
+    )
+
+
+def format_syntax_error(error: SyntaxError) -> str:
+    """`file, line N: Type: message`, then the offending line and a caret under the mistake.
+
+    Example:
+        >>> try:
+        ...     compile("x = [1 2]", "/p/pipeline.py", "exec")
+        ... except SyntaxError as error:
+        ...     print(format_syntax_error(error))
+        pipeline.py, line 1: SyntaxError: invalid syntax. Perhaps you forgot a comma?
+            x = [1 2]
+                 ^^^
+    """
+    where = f"{Path(error.filename or '<unknown>').name}, line {error.lineno}"
+    lines = [f"{where}: {type(error).__name__}: {error.msg}"]
+    text = (error.text or "").rstrip("\n")
+    if text.strip():
+        stripped = text.lstrip()
+        lines.append(f"    {stripped.rstrip()}")
+        caret = _caret(error, indent=len(text) - len(stripped))
+        if caret:
+            lines.append(f"    {caret}")
+    return "\n".join(lines)
+
+
+def _caret(error: SyntaxError, indent: int) -> str:
+    if not error.offset or error.offset < 1:
+        return ""
+    start = max(error.offset - 1 - indent, 0)
+    width = 1
+    same_line = error.end_lineno in (None, error.lineno)
+    if error.end_offset and same_line and error.end_offset > error.offset:
+        width = error.end_offset - error.offset
+    return " " * start + "^" * width
+
+
+def _format_frame(frame: traceback.FrameSummary) -> str:
+    location = f"  {Path(frame.filename).name}:{frame.lineno} in {frame.name}"
+    line = (frame.line or "").strip()
+    return f"{location}: {line}" if line else location
+
+
+def _summary(frame: Any) -> traceback.FrameSummary:
+    if isinstance(frame, traceback.FrameSummary):
+        return frame
+    if hasattr(frame, "filename") and hasattr(frame, "lineno"):  # e.g. TensorFlow's StackFrame
+        filename, lineno, name = frame.filename, frame.lineno, getattr(frame, "name", "?")
+        line = getattr(frame, "line", None)
+    else:
+        filename, lineno, name, *rest = frame
+        line = rest[0] if rest else None
+    # An empty line means "unknown": None lets FrameSummary read it from the file.
+    return traceback.FrameSummary(str(filename), lineno, str(name), line=line or None)
+
+
+def _is_user_file(filename: str, roots: tuple[Path, ...]) -> bool:
+    if not filename or filename.startswith("<"):
+        return False
+    path = _resolve(filename)
+    if _is_library_file(path):
+        return False
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _is_library_file(path: Path) -> bool:
+    if _INSTALLED_DIR_NAMES.intersection(path.parts):
+        return True
+    return any(path.is_relative_to(root) for root in _library_roots())
+
+
+@functools.cache
+def _library_roots() -> tuple[Path, ...]:
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    paths = sysconfig.get_paths()
+    return (_TFPERF_DIR, *{_resolve(paths[name]) for name in names if name in paths})
+
+
+def _resolve(filename: str) -> Path:
+    # Made absolute first, so the cache never keeps a relative name from an old directory.
+    return _resolve_absolute(os.path.abspath(filename))
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolve_absolute(filename: str) -> Path:
+    # Tracebacks repeat the same few files; resolving each once keeps filtering cheap.
+    return Path(filename).resolve()
