@@ -99,7 +99,7 @@ def test_one_sample_gives_no_cpu_figure():
 
 def _scripted(monkeypatch, readings: list[tuple[int, float]]) -> None:
     usages = iter(TreeUsage(rss_bytes=rss, cpu_s=cpu) for rss, cpu in readings)
-    monkeypatch.setattr(host_module, "read_tree", lambda process: next(usages))
+    monkeypatch.setattr(host_module, "read_tree", lambda process, children=None: next(usages))
 
 
 def test_cpu_and_memory_figures_are_exact(monkeypatch):
@@ -142,10 +142,27 @@ def test_root_process_vanishing_skips_samples(monkeypatch):
     probe = HostProbe()
     probe.open()
 
-    def gone(process):
+    def gone(process, children=None):
         raise psutil.NoSuchProcess(process.pid)
 
     monkeypatch.setattr(host_module, "read_tree", gone)
     probe.sample(0.0)
     assert probe.available
     assert probe.memory().samples == []
+
+
+def test_children_are_relisted_only_every_interval(monkeypatch):
+    listings = []
+    real_children = psutil.Process.children
+
+    def counting(self, recursive=False):
+        listings.append(recursive)
+        return real_children(self, recursive=recursive)
+
+    monkeypatch.setattr(psutil.Process, "children", counting)
+    probe = HostProbe()
+    probe.open()
+    listings.clear()
+    for t in (0.0, 0.05, 0.5, 0.99, 1.0, 1.5, 2.1):
+        probe.sample(t)
+    assert len(listings) == 3  # at 0.0, 1.0 and 2.1

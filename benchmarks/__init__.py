@@ -1,0 +1,1 @@
+"""Benchmarks: real-time measurements, reported as ratios measured side by side in one run."""
