@@ -172,3 +172,18 @@ def test_quickstart_from_the_console_script(tmp_path):
     assert completed.stdout.startswith("Verdict: ")
     assert (tmp_path / "reports" / "pipeline-profile.json").exists()
     assert "Traceback" not in completed.stderr
+
+
+def test_top_level_help_lists_commands_and_debug(capsys):
+    status, out, _ = run(capsys, "--help")
+    assert status == 0
+    assert "profile" in out and "--debug" in out and "--version" in out
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    from tfperf.errors import PipelineFileError
+
+    with pytest.raises(PipelineFileError, match="No such pipeline file"):
+        main(["--debug", "profile", str(tmp_path / "nope.py")])
+    with pytest.raises(PipelineFileError):
+        main(["profile", "--debug", str(tmp_path / "nope.py")])

@@ -203,3 +203,14 @@ def test_batch_examples_reads_the_leading_dimension():
     assert batch_examples((Batch(16), Batch(3))) == 16
     assert batch_examples({"image": Batch(5)}) == 5
     assert batch_examples(7) == 1
+
+
+def test_breaking_out_of_a_user_loop_keeps_the_last_step(clock):
+    with Profiler(warmup=0, clock=clock, probes=[]) as profiler:
+        for number, _ in enumerate(profiler.iterate(TimedData(clock, [0.01] * 10))):
+            clock.advance(0.02)
+            if number == 2:
+                break
+    result = profiler.result()
+    assert result.end_to_end.steps == 3
+    assert result.end_to_end.compute_s == pytest.approx(0.06)

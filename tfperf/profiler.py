@@ -112,7 +112,9 @@ class Profiler:
 
     Args:
         warmup: steps excluded from the figures at the start of each phase; None detects the
-            end of warm-up from the step times (see `analysis.WarmupRule`).
+            end of warm-up from the step times.
+        warmup_rule: when automatic warm-up detection counts step times as settled; None
+            uses `analysis.WarmupRule()` (5-step windows within 15%, 3 to 100 steps).
         pipeline: a name for what is measured, recorded in the result.
         knobs: the configuration measured, recorded in the result.
         clock: seconds as a float; injectable so tests can assert exact figures.
