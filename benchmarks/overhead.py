@@ -6,6 +6,10 @@ a shared machine hits both alike, and reports the median of each and their ratio
 
     python -m benchmarks.overhead [--steps 300] [--repeats 7]
 
+It also measures the profiler's two costs directly, which is far less noisy than the A/B
+difference on a shared machine: the per-step instrumentation (a loop doing nothing but being
+profiled) and one pass of the background sampler (host and NVML probes).
+
 Two workloads: a fast step (about 1-2 ms, where fixed per-step costs show most) and the
 quick-start pipeline at its AUTOTUNE configuration.
 """
@@ -32,6 +36,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfperf import tfsupport  # noqa: E402
 from tfperf.loader import load_pipeline  # noqa: E402
+from tfperf.probes import HostProbe, NvmlProbe  # noqa: E402
 from tfperf.profiler import Profiler  # noqa: E402
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "examples" / "quickstart" / "pipeline.py"
@@ -80,6 +85,35 @@ def profiled(dataset: Any, step: Callable[[Any], Any], steps: int, probes: bool 
     return elapsed
 
 
+def instrumentation_us_per_step(steps: int = 20_000) -> float:
+    """Wall time the Profiler adds to one step: wait timing, sync of empty outputs, recording."""
+    with Profiler(warmup=0, probes=[]) as profiler:
+        start = time.perf_counter()
+        for _ in profiler.iterate(range(steps), steps=steps):
+            profiler.mark_step(None)
+        elapsed = time.perf_counter() - start
+    with_loop = elapsed / steps
+    start = time.perf_counter()
+    for _ in range(steps):
+        pass
+    return 1e6 * (with_loop - (time.perf_counter() - start) / steps)
+
+
+def sampler_us_per_sample(samples: int = 500) -> float:
+    """Time one background sampling pass takes (it holds the GIL for part of it)."""
+    probes = [HostProbe(), NvmlProbe()]
+    for probe in probes:
+        probe.open()
+    start = time.perf_counter()
+    for number in range(samples):
+        for probe in probes:
+            probe.sample(number * 0.05)
+    elapsed = time.perf_counter() - start
+    for probe in probes:
+        probe.close()
+    return 1e6 * elapsed / samples
+
+
 def measure(name: str, workload: Workload, steps: int, repeats: int) -> dict[str, float]:
     dataset, step = workload
     bare(dataset, step, steps)  # trace and fill caches once before timing anything
@@ -110,6 +144,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=11)
     args = parser.parse_args()
+    per_step = instrumentation_us_per_step()
+    per_sample = sampler_us_per_sample()
+    interval_ms = 50
+    print(f"per-step instrumentation: {per_step:.2f} us")
+    print(
+        f"one sampler pass: {per_sample:.0f} us, every {interval_ms} ms = "
+        f"{per_sample / (interval_ms * 10):.2f}% of one core"
+    )
     rows = [
         measure("fast step (Dense, cached batch)", fast_workload(), args.steps, args.repeats),
         measure("quickstart, AUTOTUNE", quickstart_workload(), args.steps // 3, args.repeats),
@@ -124,6 +166,8 @@ def main() -> None:
             f"{row['overhead_pct']:>9.2f}%{row['overhead_no_probes_pct']:>10.2f}%"
             f"{row['spread_bare_pct']:>8.1f}%/{row['spread_profiled_pct']:.1f}%"
         )
+        bound = 100 * per_step / (1000 * row["step_ms_bare"])
+        print(f"{'':<34}instrumentation alone: {bound:.2f}% of this step")
 
 
 if __name__ == "__main__":
