@@ -177,6 +177,10 @@ def test_progress_reports_warmup_then_measured_steps(clock):
         (False, 3),
     ]
     assert {e.target_steps for e in events} == {3}
+    # 8 examples per 20 ms step once measuring starts.
+    rates = [e.examples_per_sec for e in events]
+    assert rates[:2] == [None, None]
+    assert rates[2:] == pytest.approx([400.0, 400.0, 400.0])
     assert {e.phase for e in events} == {Phase.END_TO_END}
 
 

@@ -40,6 +40,9 @@ class Progress:
     warming_up: bool
     measured_steps: int
     target_steps: int | None
+    #: Examples/s over the measured steps so far (None during warm-up): lets a tuner prune a
+    #: hopeless trial from its first measured window.
+    examples_per_sec: float | None = None
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -76,6 +79,15 @@ class _PhaseRecorder:
     @property
     def measured_steps(self) -> int:
         return len(self.steps) - self.warmup_end[0] if self.warmup_end else 0
+
+    def measured_rate(self) -> float | None:
+        """Examples/s over the measured steps so far, from first request to last step's end."""
+        if not self.warmup_end or self.measured_steps == 0:
+            return None
+        measured = self.steps[self.warmup_end[0] :]
+        last_start, last_wait, last_compute, _, _ = measured[-1]
+        seconds = last_start + last_wait + last_compute - measured[0][0]
+        return sum(step[3] for step in measured) / seconds if seconds > 0 else None
 
     def finish(self) -> PhaseResult | None:
         if not self.steps:
@@ -296,9 +308,14 @@ class Profiler:
             step.epoch,
         )
         if self.progress is not None:
-            warming_up = recorder.warmup_end is None
             self.progress(
-                Progress(recorder.phase, warming_up, recorder.measured_steps, recorder.target)
+                Progress(
+                    phase=recorder.phase,
+                    warming_up=recorder.warmup_end is None,
+                    measured_steps=recorder.measured_steps,
+                    target_steps=recorder.target,
+                    examples_per_sec=recorder.measured_rate(),
+                )
             )
 
     def _elapsed_origin(self) -> float:
