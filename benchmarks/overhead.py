@@ -26,7 +26,7 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from tfperf.cli.quiet import import_tensorflow_quietly
+from tfperf.quiet import import_tensorflow_quietly
 
 import_tensorflow_quietly()
 

@@ -112,8 +112,8 @@ def _call_user(
     except Exception as error:
         where = tfsupport.user_frames_of(error, pipeline.user_paths)
         raise PipelineRuntimeError(
-            f"{pipeline.path.name}: {name}(knobs) raised {type(error).__name__}: {error}"
-            + (f"\n{where}" if where else "")
+            f"{pipeline.path.name}: {name}(knobs) raised {type(error).__name__}: "
+            f"{tfsupport.short_tf_message(error)}" + (f"\n{where}" if where else "")
         ) from error
 
 

@@ -68,3 +68,34 @@ def _bounded_int(text: str, *, lowest: int, meaning: str) -> int:
     if value < lowest:
         raise argparse.ArgumentTypeError(f"must be {meaning}, but got {value}")
     return value
+
+
+_UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def byte_size(text: str) -> int:
+    """argparse type for memory sizes: 512M, 8G, 1.5GiB, or plain bytes (binary units)."""
+    cleaned = text.strip().upper().removesuffix("IB").removesuffix("B")
+    number, unit = cleaned, ""
+    if cleaned and cleaned[-1] in _UNITS:
+        number, unit = cleaned[:-1], cleaned[-1]
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M, 8G or 1.5GiB, but got {text!r}"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a size must be positive, but got {text!r}")
+    return int(value)
+
+
+def positive_float(text: str) -> float:
+    """argparse type for durations in seconds, > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, but got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, but got {value:g}")
+    return value

@@ -16,11 +16,21 @@ from collections.abc import Sequence
 
 from tfperf.cli.base import Command
 from tfperf.cli.profile import ProfileCommand
+from tfperf.cli.tune import TuneCommand
 from tfperf.errors import KnobError, PipelineFileError, ResultFileError, TfperfError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-COMMANDS: tuple[Command, ...] = (ProfileCommand(),)
+COMMANDS: tuple[Command, ...] = (ProfileCommand(), TuneCommand())
+
+
+def _usage_errors() -> tuple[type[TfperfError], ...]:
+    # Imported here, not at the top: storage and study pull in nothing heavy until used, but
+    # keep `tfperf --help` independent of them.
+    from tfperf.storage import StorageError
+    from tfperf.study import StudyMismatchError
+
+    return (PipelineFileError, KnobError, ResultFileError, StorageError, StudyMismatchError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.debug)
     try:
         return int(args.handler.run(args))
-    except (PipelineFileError, KnobError, ResultFileError) as error:
+    except _usage_errors() as error:
         return _fail(error, args, EXIT_USAGE)
     except TfperfError as error:
         return _fail(error, args, EXIT_FAILED)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tfperf.cli.base import Command, knob_assignment, non_negative_int, positive_int
 from tfperf.cli.progress import ProgressDisplay
-from tfperf.cli.quiet import import_tensorflow_quietly
+from tfperf.quiet import import_tensorflow_quietly
 
 DEFAULT_REPORTS_DIR = Path("reports")
 

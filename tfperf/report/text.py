@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tfperf.knobs import format_value
 from tfperf.result import PhaseResult, ProfileResult, Verdict
+from tfperf.units import format_bytes, format_seconds
 
 _HEADLINES = {
     Verdict.HIGHLY_INPUT_BOUND: "HIGHLY INPUT-BOUND: the model waits for data",
@@ -23,19 +24,6 @@ def render_summary(result: ProfileResult) -> str:
         _configuration(result),
     ]
     return "\n\n".join(section for section in sections if section)
-
-
-def format_bytes(count: float) -> str:
-    """Binary units, three significant figures: 1.50 GiB, 512 MiB."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(count) < 1024:
-            return f"{count:.3g} {unit}"
-        count /= 1024
-    return f"{count:.3g} TiB"
-
-
-def format_seconds(seconds: float) -> str:
-    return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 def _verdict(result: ProfileResult) -> str:

@@ -1,0 +1,303 @@
+"""Study storage: default URLs, real SQLite and journal files, masking, and error messages."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import socket
+import sys
+import warnings
+from pathlib import Path
+
+import optuna
+import pytest
+import sqlalchemy.exc
+
+from tfperf.errors import TfperfError
+from tfperf.storage import (
+    StorageError,
+    default_storage_url,
+    mask_url,
+    open_storage,
+    study_name_for,
+)
+
+
+@pytest.fixture(autouse=True)
+def quiet_optuna():
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    yield
+    optuna.logging.set_verbosity(level)
+
+
+def storage_error(url: str, **kwargs) -> str:
+    with pytest.raises(StorageError) as caught:
+        open_storage(url, **kwargs)
+    return str(caught.value)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def add_study(storage, name: str) -> None:
+    study = optuna.create_study(storage=storage, study_name=name)
+    study.enqueue_trial({"x": 3})
+    study.optimize(lambda trial: trial.suggest_int("x", 0, 10) ** 2, n_trials=1)
+
+
+def assert_study(storage, name: str) -> None:
+    study = optuna.load_study(storage=storage, study_name=name)
+    assert [(trial.params, trial.value) for trial in study.trials] == [({"x": 3}, 9.0)]
+
+
+def test_default_url_is_an_absolute_sqlite_file_named_after_the_pipeline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    url = default_storage_url(Path("examples/cv/pipeline.py"))
+    assert url == f"sqlite:///{tmp_path.resolve().as_posix()}/studies/pipeline.db"
+    assert (tmp_path / "studies").is_dir()
+
+
+def test_default_url_honours_the_studies_dir(tmp_path):
+    url = default_storage_url(Path("p.py"), tmp_path / "deep" / "runs")
+    assert url == f"sqlite:///{tmp_path.resolve().as_posix()}/deep/runs/p.db"
+    assert (tmp_path / "deep" / "runs").is_dir()
+
+
+def test_study_name_is_the_file_stem():
+    assert study_name_for(Path("some/dir/my_pipeline.py")) == "my_pipeline"
+
+
+def test_sqlite_study_survives_reopening(tmp_path):
+    url = default_storage_url(tmp_path / "pipeline.py", tmp_path / "studies")
+    storage = open_storage(url)
+    assert isinstance(storage, optuna.storages.RDBStorage)
+    assert storage.engine_kwargs == {"connect_args": {"timeout": 60}}
+    add_study(storage, "pipeline")
+    storage.engine.dispose()
+
+    assert_study(open_storage(url), "pipeline")
+
+
+def test_relative_sqlite_path_is_taken_from_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    add_study(open_storage("sqlite:///study.db"), "s")
+    assert (tmp_path / "study.db").is_file()
+
+
+def test_heartbeat_settings_reach_the_rdb_storage(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage = open_storage(f"sqlite:///{tmp_path}/s.db", heartbeat_interval=30, grace_period=90)
+    assert (storage.heartbeat_interval, storage.grace_period) == (30, 90)
+
+
+@pytest.mark.parametrize("name", ["heartbeat_interval", "grace_period"])
+def test_heartbeat_settings_must_be_positive(tmp_path, name):
+    message = storage_error(f"sqlite:///{tmp_path}/s.db", **{name: 0})
+    assert message == f"`{name} > 0` must hold, but got {name}=0."
+
+
+def test_journal_storage_with_an_absolute_path_survives_reopening(tmp_path):
+    url = f"journal://{tmp_path.as_posix()}/study.log"
+    storage = open_storage(url)
+    assert isinstance(storage, optuna.storages.JournalStorage)
+    add_study(storage, "j")
+
+    assert_study(open_storage(url), "j")
+    assert (tmp_path / "study.log").is_file()
+
+
+def test_journal_storage_with_a_relative_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "studies").mkdir()
+    add_study(open_storage("journal://studies/study.log"), "j")
+    assert_study(open_storage(f"journal:///{(tmp_path / 'studies' / 'study.log').as_posix()}"), "j")
+
+
+def test_journal_storage_warns_that_it_keeps_no_heartbeat(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="tfperf.storage"):
+        open_storage(f"journal://{tmp_path.as_posix()}/s.log", heartbeat_interval=10)
+    assert "journal storages keep no heartbeats" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://user:secret@host/db", "postgresql://user:***@host/db"),
+        (
+            "postgresql+psycopg2://tuner:s3cr%40t@db.example.com:5432/studies",
+            "postgresql+psycopg2://tuner:***@db.example.com:5432/studies",
+        ),
+        (
+            "mysql+pymysql://me:secret@db:3306/t?charset=utf8",
+            "mysql+pymysql://me:***@db:3306/t?charset=utf8",
+        ),
+        ("mysql+pymysql://me:p@ss@db:3306/t", "mysql+pymysql://me:***@db:3306/t"),
+        ("postgresql://me:a/b?c@db/t", "postgresql://me:***@db/t"),
+        ("postgresql://db/t?user=me&password=secret", "postgresql://db/t?user=me&password=***"),
+        ("redis://:secret@localhost:6379/0", "redis://:***@localhost:6379/0"),
+        ("postgresql://user@host/db", "postgresql://user@host/db"),
+        ("sqlite:////abs/studies/p.db", "sqlite:////abs/studies/p.db"),
+        ("journal:///abs/studies/p.log", "journal:///abs/studies/p.log"),
+        ("journal://user:secret@odd/p.log", "journal://user:***@odd/p.log"),
+        ("just some text", "just some text"),
+        ("", ""),
+    ],
+)
+def test_mask_url(url, masked):
+    assert mask_url(url) == masked
+
+
+def test_unreachable_postgres_names_the_server_and_hides_the_password():
+    url = f"postgresql+psycopg2://tuner:secret@127.0.0.1:{closed_port()}/studies"
+    message = storage_error(url)
+    assert "secret" not in message
+    assert message.startswith("Storage postgresql+psycopg2://tuner:***@127.0.0.1:")
+    if importlib.util.find_spec("psycopg2") is None:
+        assert "pip install psycopg2-binary" in message
+    else:
+        assert "cannot reach the database server at 127.0.0.1:" in message
+
+
+def test_default_postgres_driver_message_names_both_packages(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    message = storage_error("postgresql://tuner:secret@127.0.0.1:1/studies")
+    assert "secret" not in message
+    assert 'pip install "psycopg[binary]"' in message
+    assert "pip install psycopg2-binary" in message
+
+
+def test_missing_mysql_driver_names_the_pip_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pymysql", None)
+    message = storage_error("mysql+pymysql://tuner:secret@127.0.0.1:1/studies")
+    assert message == (
+        "Storage mysql+pymysql://tuner:***@127.0.0.1:1/studies: the mysql driver 'pymysql' is "
+        "not installed. Install it with: pip install PyMySQL"
+    )
+
+
+class DriverError(Exception):
+    """Stands in for a DBAPI error (psycopg2.OperationalError and the like)."""
+
+
+def fail_with(monkeypatch, driver_message: str) -> None:
+    def refuse(*args, **kwargs):
+        raise sqlalchemy.exc.OperationalError("SELECT 1", {}, DriverError(driver_message))
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", refuse)
+
+
+URL = "postgresql+psycopg2://tuner:s%40cret@db.example.com:5432/studies"
+
+
+@pytest.mark.parametrize(
+    ("driver_message", "expected"),
+    [
+        (
+            'connection to server at "db.example.com", port 5432 failed: FATAL:  password '
+            'authentication failed for user "tuner" (password s@cret)',
+            "authentication failed for user 'tuner' at db.example.com:5432",
+        ),
+        (
+            "(1045, \"Access denied for user 'tuner'@'10.0.0.2' (using password: YES)\")",
+            "Check the user name and password in the URL.",
+        ),
+        (
+            'connection to server at "db.example.com", port 5432 failed: Connection refused',
+            "cannot reach the database server at db.example.com:5432",
+        ),
+        (
+            'could not translate host name "db.example.com" to address: Name or service not known',
+            "Is the server running, and are the host and port right?",
+        ),
+        ('FATAL:  database "studies" does not exist', "has no database 'studies'"),
+        ("something new s%40cret", "cannot open the study storage (DriverError: something new"),
+    ],
+)
+def test_server_errors_are_sorted_and_masked(monkeypatch, driver_message, expected):
+    fail_with(monkeypatch, driver_message)
+    message = storage_error(URL)
+    assert expected in message
+    assert message.startswith("Storage postgresql+psycopg2://tuner:***@db.example.com:5432/")
+    assert "s@cret" not in message
+    assert "s%40cret" not in message
+
+
+def test_storage_error_is_a_tfperf_error_without_a_cause(monkeypatch):
+    fail_with(monkeypatch, "password authentication failed")
+    with pytest.raises(TfperfError) as caught:
+        open_storage(URL)
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
+
+
+def test_sqlite_path_may_hold_an_at_sign(tmp_path):
+    folder = tmp_path / "me@host"
+    folder.mkdir()
+    add_study(open_storage(f"sqlite:///{folder}/s.db"), "s")
+    assert (folder / "s.db").is_file()
+
+
+def test_sqlite_in_a_missing_folder(tmp_path):
+    folder = tmp_path / "nope"
+    message = storage_error(f"sqlite:///{folder}/s.db")
+    assert message == (
+        f"Storage sqlite:///{folder}/s.db: the folder {str(folder)!r} for the SQLite file does "
+        f"not exist. Create it (mkdir -p {folder}) or point the URL elsewhere; note that "
+        "sqlite:///x.db is relative to the working directory and sqlite:////x.db absolute."
+    )
+
+
+def test_sqlite_in_an_unwritable_folder(tmp_path, monkeypatch):
+    # Tests may run as root, which writes anywhere: fake the permission check instead.
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
+    message = storage_error(f"sqlite:///{tmp_path}/s.db")
+    assert f"{str(tmp_path)!r} is not writable by this user" in message
+
+
+def test_sqlite_on_a_file_that_is_not_a_database(tmp_path):
+    (tmp_path / "notes.db").write_text("hello\n" * 200, encoding="utf-8")
+    message = storage_error(f"sqlite:///{tmp_path}/notes.db")
+    assert "is not an SQLite database" in message
+
+
+def test_journal_in_a_missing_folder(tmp_path):
+    message = storage_error(f"journal://{tmp_path.as_posix()}/nope/s.log")
+    assert "for the journal file does not exist" in message
+
+
+def test_journal_on_a_file_that_is_not_a_journal(tmp_path):
+    (tmp_path / "s.log").write_text("not json\nstill not\n", encoding="utf-8")
+    message = storage_error(f"journal://{tmp_path.as_posix()}/s.log")
+    assert "cannot use" in message
+    assert "as an Optuna journal" in message
+
+
+@pytest.mark.parametrize(
+    ("url", "hint"),
+    [
+        ("studies/p.db", "Did you mean sqlite:///studies/p.db?"),
+        ("studies/p.log", "Did you mean journal://studies/p.log?"),
+        ("postgres://me:secret@db/t", "spells the scheme postgresql://, not postgres://"),
+        ("redis://:secret@localhost:6379/0", "Accepted: sqlite:///relative/path.db"),
+        ("postgresql://me:p@ss:word@db/t", "Percent-encode an '@'"),
+    ],
+)
+def test_unknown_forms_list_the_accepted_ones(url, hint):
+    message = storage_error(url)
+    assert hint in message
+    assert "mysql+pymysql://user:password@host:3306/dbname (pip install PyMySQL)" in message
+    assert "secret" not in message
+    assert "ss:word" not in message
+
+
+def test_an_at_sign_in_the_password_is_refused_before_connecting():
+    message = storage_error("postgresql://me:hun@ter2@db.example.com/t")
+    assert "Percent-encode an '@'" in message
+    assert "hun" not in message
+    assert "ter2" not in message

@@ -1,0 +1,188 @@
+"""The tuner on a fake trial runner: real Optuna, real SQLite files, exact bookkeeping."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from tests.fakes.trials import FakeRunner, outcome
+from tfperf.errors import PipelineFileError
+from tfperf.knobs import AUTOTUNE
+from tfperf.loader import load_pipeline
+from tfperf.machine import Machine
+from tfperf.study import StudyMismatchError, trials_frame
+from tfperf.trial import TrialStatus
+from tfperf.tune_result import Objective
+from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneOptions, Tuner
+
+MACHINE = Machine(
+    cpu_count=2, total_ram_bytes=8 << 30, available_ram_bytes=6 << 30, gpu_names=(), cpu_bf16=False
+)
+SOURCE = """
+BASELINE = {"batch_size": 8, "num_parallel_calls": 1, "prefetch": 0}
+SEARCH_SPACE = {"batch_size": 8, "shuffle_buffer": 1024, "mixed_precision": "float32"}
+def make_dataset(knobs): pass
+def make_train_step(knobs): pass
+"""
+
+
+@pytest.fixture
+def pipeline(write_pipeline):
+    return load_pipeline(write_pipeline(SOURCE))
+
+
+def tuner(pipeline, tmp_path, runner, **options):
+    defaults = {
+        "trials": 8,
+        "storage": f"sqlite:///{tmp_path / 'study.db'}",
+        "seed": 1,
+        "rounds": 2,
+        "finalists": 2,
+    }
+    return Tuner(pipeline, TuneOptions(**{**defaults, **options}), runner=runner, machine=MACHINE)
+
+
+def load(tmp_path, name="pipeline"):
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path / 'study.db'}")
+
+
+def test_references_run_first_and_search_finds_a_faster_configuration(pipeline, tmp_path):
+    runner = FakeRunner()
+    result = tuner(pipeline, tmp_path, runner).run()
+    first, second = runner.requests[0].knobs, runner.requests[1].knobs
+    assert first == pipeline.baseline
+    assert second.num_parallel_calls == AUTOTUNE and second.prefetch == AUTOTUNE
+    assert result.best.knobs["num_parallel_calls"] in (4, 8, AUTOTUNE)
+    assert result.speedup_vs_baseline.ratio > 2
+    assert result.speedup_vs_baseline.significant  # the fake has no noise: spread 0
+    assert result.baseline.label == "baseline" and result.autotune is not None
+    assert sum(result.trial_counts.values()) == 8
+    assert "Use trial" in result.recommendation or result.best.label == "autotune"
+
+
+def test_every_trial_stores_knobs_status_and_result(pipeline, tmp_path):
+    tuner(pipeline, tmp_path, FakeRunner(), trials=4).run()
+    study = load(tmp_path)
+    for trial in study.trials:
+        assert trial.user_attrs["status"] == "complete"
+        assert "result" in trial.user_attrs and "knobs" in trial.user_attrs
+    frame = trials_frame(study)
+    assert list(frame.number) == [0, 1, 2, 3]
+    assert frame.reference.tolist()[:2] == ["baseline", "autotune"]
+    assert (frame.examples_per_sec > 0).all()
+
+
+def test_running_again_resumes_and_does_not_re_enqueue(pipeline, tmp_path):
+    tuner(pipeline, tmp_path, FakeRunner(), trials=3).run()
+    runner = FakeRunner()
+    result = tuner(pipeline, tmp_path, runner, trials=5).run()
+    study = load(tmp_path)
+    references = [t.user_attrs.get("reference") for t in study.trials]
+    assert references.count("baseline") == 1 and references.count("autotune") == 1
+    assert result.trials_this_run == 2
+    assert len(study.trials) == 5
+
+
+def test_budget_exceeded_is_infeasible_with_its_figure(pipeline, tmp_path):
+    def over_budget(index, request):
+        if request.knobs.num_parallel_calls == 8:
+            return outcome(TrialStatus.RAM_BUDGET, "used 3 GiB, over the 2 GiB budget", 3 << 30)
+        return None
+
+    result = tuner(
+        pipeline, tmp_path, FakeRunner(outcome=over_budget), ram_budget_bytes=2 << 30
+    ).run()
+    study = load(tmp_path)
+    infeasible = [t for t in study.trials if t.user_attrs["status"] == "ram-budget"]
+    for trial in infeasible:
+        assert trial.state is optuna.trial.TrialState.COMPLETE
+        assert trial.constraints["ram_bytes_over_budget"] == float(1 << 30)
+        assert "over the 2 GiB budget" in trial.user_attrs["reason"]
+    assert result.best.knobs["num_parallel_calls"] != 8
+
+
+def test_failures_are_recorded_and_the_study_goes_on(pipeline, tmp_path):
+    kinds = {
+        2: (TrialStatus.FAILED, "map raised ValueError"),
+        3: (TrialStatus.TIMEOUT, "still running after 30 s"),
+        4: (TrialStatus.CRASHED, "killed by SIGKILL"),
+    }
+
+    def fail_some(index, request):
+        return outcome(*kinds[index]) if index in kinds else None
+
+    tuner(pipeline, tmp_path, FakeRunner(outcome=fail_some), trials=7).run()
+    study = load(tmp_path)
+    by_number = {t.number: t for t in study.trials}
+    for number, (status, reason) in kinds.items():
+        assert by_number[number].state is optuna.trial.TrialState.FAIL
+        assert by_number[number].user_attrs["status"] == status.value
+        assert by_number[number].user_attrs["reason"] == reason
+    assert len(study.trials) == 7
+
+
+def test_consecutive_failures_stop_the_study(pipeline, tmp_path):
+    def always_fail(index, request):
+        return outcome(TrialStatus.FAILED, f"boom {index}") if index >= 1 else None
+
+    with pytest.raises(TooManyFailures, match="3 trials in a row failed") as caught:
+        tuner(pipeline, tmp_path, FakeRunner(outcome=always_fail), max_consecutive_failures=3).run()
+    assert "boom 3" in str(caught.value)
+    assert len(load(tmp_path).trials) == 4
+
+
+def test_broken_pipeline_stops_at_once(pipeline, tmp_path):
+    def fatal(index, request):
+        return outcome(TrialStatus.FATAL, "pipeline.py defines no `make_dataset`")
+
+    with pytest.raises(PipelineFileError, match="no `make_dataset`"):
+        tuner(pipeline, tmp_path, FakeRunner(outcome=fatal)).run()
+    # The baseline ran and failed; the AUTOTUNE reference never started.
+    assert [t.state.name for t in load(tmp_path).trials] == ["FAIL", "WAITING"]
+
+
+def test_ctrl_c_records_interrupted_and_keeps_finished_trials(pipeline, tmp_path):
+    def interrupt(index, request):
+        if index == 3:
+            raise KeyboardInterrupt
+        return None
+
+    with pytest.raises(TuneInterrupted, match="trial 3 was recorded as interrupted"):
+        tuner(pipeline, tmp_path, FakeRunner(outcome=interrupt)).run()
+    study = load(tmp_path)
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3 + ["FAIL"]
+    assert study.trials[3].user_attrs["status"] == "interrupted"
+    result = tuner(pipeline, tmp_path, FakeRunner(), trials=6).run()
+    assert result.trials_this_run == 2
+
+
+def test_clearly_slow_trials_are_pruned(pipeline, tmp_path):
+    def slow_unless_parallel(knobs):
+        return 0.001 if knobs.num_parallel_calls in (8, AUTOTUNE) else 0.5
+
+    tuner(pipeline, tmp_path, FakeRunner(wait_for=slow_unless_parallel), trials=10).run()
+    statuses = [t.user_attrs["status"] for t in load(tmp_path).trials]
+    assert statuses[0] == "complete"  # the references are never pruned
+    assert "pruned" in statuses
+
+
+def test_study_of_another_pipeline_is_refused(pipeline, tmp_path, write_pipeline):
+    tuner(pipeline, tmp_path, FakeRunner(), trials=2).run()
+    other = load_pipeline(write_pipeline(SOURCE, name="other.py"))
+    with pytest.raises(StudyMismatchError, match=r"tunes pipeline\.py, not other\.py"):
+        tuner(other, tmp_path, FakeRunner(), trials=2, study_name="pipeline").open_study()
+
+
+def test_multi_objective_returns_the_pareto_front(pipeline, tmp_path):
+    result = tuner(pipeline, tmp_path, FakeRunner(), objective=Objective.THROUGHPUT_RAM).run()
+    assert result.objective is Objective.THROUGHPUT_RAM
+    assert result.pareto_trials
+    study = load(tmp_path)
+    assert len(study.directions) == 2
+
+
+def test_fixed_knob_is_held(pipeline, tmp_path):
+    runner = FakeRunner()
+    tuner(pipeline, tmp_path, runner, fixes={"num_parallel_calls": 2}).run()
+    searched = [r.knobs for r in runner.requests[2:8]]  # after the references, before re-measuring
+    assert {k.num_parallel_calls for k in searched} == {2}

@@ -1,0 +1,302 @@
+"""`tfperf tune PIPELINE.py`: search for the fastest configuration, and prove it."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfperf.cli.base import (
+    Command,
+    byte_size,
+    knob_assignment,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from tfperf.quiet import import_tensorflow_quietly
+from tfperf.tune_result import Objective
+from tfperf.tuner import TuneListener
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tfperf.knobs import Knobs
+    from tfperf.profiler import Progress
+    from tfperf.remeasure import Finalist
+    from tfperf.trial import TrialOutcome
+
+DEFAULT_REPORTS_DIR = Path("reports")
+
+
+class TuneCommand(Command):
+    name = "tune"
+    help = "search for the fastest configuration of a pipeline (an Optuna study)"
+    description = (
+        "Search the knobs of a pipeline file (parallelism, interleave, shuffle buffer, batch "
+        "size, prefetch, precision, tf.data options) for the most examples per second. The "
+        "first trials are the file's BASELINE and an everything-AUTOTUNE configuration; each "
+        "trial runs in its own process under RAM, GPU-memory and time budgets; at the end the "
+        "best candidates and both references are re-measured side by side and compared by "
+        "median. Trials run ONE AT A TIME on a machine: parallel trials on the same cores "
+        "would corrupt each other's timings. To go faster, run this same command on several "
+        "machines with one shared --storage. Running the command again resumes the study."
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("pipeline", type=Path, metavar="PIPELINE.py", help="the pipeline file")
+        search = parser.add_argument_group("search")
+        search.add_argument(
+            "--trials",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="finish when the study holds N finished trials, this run's and earlier runs' "
+            "(default: 20 when --timeout is not given)",
+        )
+        search.add_argument(
+            "--timeout",
+            type=positive_float,
+            default=None,
+            metavar="S",
+            help="stop starting trials after S seconds (re-measurement still runs)",
+        )
+        search.add_argument(
+            "--fix",
+            dest="fixes",
+            type=knob_assignment,
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="hold a knob at a value, e.g. --fix batch_size=256 (repeatable)",
+        )
+        search.add_argument(
+            "--objective",
+            choices=[o.value for o in Objective],
+            default=Objective.THROUGHPUT.value,
+            help="throughput: most examples/s (default); throughput-ram: trade examples/s "
+            "against peak host RAM and report the Pareto front",
+        )
+        search.add_argument("--seed", type=int, default=None, help="seed of the TPE sampler")
+        search.add_argument(
+            "--no-prune",
+            dest="prune",
+            action="store_false",
+            help="measure every trial fully (by default a trial running below half the best "
+            "throughput so far is stopped after a quarter of its measured steps)",
+        )
+        measure = parser.add_argument_group("measurement")
+        measure.add_argument(
+            "--steps",
+            type=positive_int,
+            default=50,
+            metavar="N",
+            help="measured steps per phase in each trial (default: %(default)s)",
+        )
+        measure.add_argument(
+            "--warmup",
+            type=non_negative_int,
+            default=None,
+            metavar="N",
+            help="warm-up steps per phase (default: detected automatically)",
+        )
+        measure.add_argument(
+            "--finalists",
+            type=positive_int,
+            default=3,
+            metavar="K",
+            help="best trials re-measured beside the two references at the end "
+            "(default: %(default)s)",
+        )
+        measure.add_argument(
+            "--rounds",
+            type=positive_int,
+            default=3,
+            metavar="R",
+            help="interleaved rounds of re-measurement (default: %(default)s)",
+        )
+        budgets = parser.add_argument_group("budgets")
+        budgets.add_argument(
+            "--ram-budget",
+            type=byte_size,
+            default=None,
+            metavar="SIZE",
+            help="host RAM one trial may use, e.g. 8G (default: 60%% of the RAM available when "
+            "the study starts); a trial over it is stopped and recorded as infeasible",
+        )
+        budgets.add_argument(
+            "--gpu-memory-budget",
+            type=byte_size,
+            default=None,
+            metavar="SIZE",
+            help="GPU memory one trial may use, e.g. 20G (needs NVML)",
+        )
+        budgets.add_argument(
+            "--trial-timeout",
+            type=positive_float,
+            default=600.0,
+            metavar="S",
+            help="seconds one trial may run before it is stopped (default: %(default)s)",
+        )
+        budgets.add_argument(
+            "--max-failures",
+            type=positive_int,
+            default=5,
+            metavar="N",
+            help="stop the study after N consecutive failed trials (default: %(default)s)",
+        )
+        store = parser.add_argument_group("storage")
+        store.add_argument(
+            "--storage",
+            default=None,
+            metavar="URL",
+            help="an Optuna storage URL: sqlite:///path.db, postgresql://user@host/db, "
+            "journal:///path (default: sqlite under studies/, one file per pipeline)",
+        )
+        store.add_argument(
+            "--study",
+            default=None,
+            metavar="NAME",
+            help="study name (default: the pipeline file's name)",
+        )
+        output = parser.add_argument_group("output")
+        output.add_argument(
+            "--json",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="write the summary as JSON (default: reports/<study>-tune.json)",
+        )
+        output.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def run(self, args: argparse.Namespace) -> int:
+        from tfperf.loader import load_pipeline
+        from tfperf.report.tune_text import render_tune_summary
+        from tfperf.tuner import TuneInterrupted, TuneOptions, Tuner
+
+        if not args.debug:
+            import_tensorflow_quietly()
+            import optuna
+
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+        pipeline = load_pipeline(args.pipeline)
+        options = TuneOptions(
+            trials=args.trials if args.trials or args.timeout else 20,
+            timeout_s=args.timeout,
+            trial_timeout_s=args.trial_timeout,
+            steps=args.steps,
+            warmup=args.warmup,
+            ram_budget_bytes=args.ram_budget,
+            gpu_memory_budget_bytes=args.gpu_memory_budget,
+            objective=Objective(args.objective),
+            fixes=dict(args.fixes),
+            storage=args.storage,
+            study_name=args.study,
+            seed=args.seed,
+            finalists=args.finalists,
+            rounds=args.rounds,
+            max_consecutive_failures=args.max_failures,
+            prune=args.prune,
+        )
+        with TuneProgress(options.trials, enabled=not args.quiet) as listener:
+            tuner = Tuner(pipeline, options, listener)
+            try:
+                result = tuner.run()
+            except TuneInterrupted as error:
+                listener.close()
+                print(f"tfperf: {error}\nResume with: {resume_command(tuner)}", file=sys.stderr)
+                return 130
+        json_path = args.json or DEFAULT_REPORTS_DIR / f"{tuner.study_name}-tune.json"
+        result.save(json_path)
+        print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
+        print(f"\nSummary JSON: {json_path}")
+        return 0
+
+
+def resume_command(tuner: Any) -> str:
+    """The command line that resumes this study, with any storage password masked."""
+    argv = list(sys.argv[1:])
+    for index, value in enumerate(argv):
+        if index > 0 and argv[index - 1] == "--storage":
+            argv[index] = tuner.storage_shown
+        elif value.startswith("--storage="):
+            argv[index] = f"--storage={tuner.storage_shown}"
+    return "tfperf " + shlex.join(argv)
+
+
+class TuneProgress(TuneListener):
+    """A tqdm bar over trials (best so far in its postfix), then over re-measurement."""
+
+    def __init__(self, trials: int | None, enabled: bool = True) -> None:
+        self.trials = trials
+        self.enabled = enabled
+        self._bar: Any = None
+
+    def __enter__(self) -> TuneProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def _new_bar(self, total: int | None, desc: str, initial: int = 0) -> None:
+        from tqdm import tqdm
+
+        self.close()
+        if self.enabled:
+            self._bar = tqdm(
+                total=total,
+                initial=initial,
+                desc=desc,
+                unit="trial",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                disable=None,
+            )
+
+    def study_ready(
+        self, study: optuna.Study, storage: str, resumed: int, orphans: list[int]
+    ) -> None:
+        note = f"; failed orphaned trials {orphans}" if orphans else ""
+        print(
+            f"Study {study.study_name!r} in {storage}: {resumed} finished trials{note}.",
+            file=sys.stderr,
+        )
+        self._new_bar(self.trials, "tuning", initial=resumed)
+
+    def trial_started(self, number: int, label: str | None, knobs: Knobs) -> None:
+        if self._bar is not None:
+            self._bar.set_description(f"trial {number}" + (f" ({label})" if label else ""))
+
+    def trial_progress(self, progress: Progress) -> None:
+        return None
+
+    def trial_finished(
+        self,
+        number: int,
+        outcome: TrialOutcome | None,
+        best: float | None,
+        baseline: float | None,
+    ) -> None:
+        if self._bar is None:
+            return
+        postfix = {}
+        if best is not None:
+            postfix["best"] = f"{best:,.0f} ex/s"
+            if baseline:
+                postfix["vs baseline"] = f"{best / baseline:.2f}x (1 run each)"
+        self._bar.set_postfix(postfix)
+        self._bar.update(1)
+
+    def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
+        self._new_bar(len(finalists) * rounds, "re-measuring finalists")
+
+    def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
+        if self._bar is not None:
+            self._bar.update(1)

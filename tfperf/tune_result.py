@@ -1,0 +1,142 @@
+"""What a tuning run found, as plain dataclasses that round-trip through JSON.
+
+No TensorFlow and no Optuna here: a saved `TuneResult` is read by reports and scripts anywhere.
+Throughputs are examples per second; spreads are relative (0.05 = 5%).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from enum import Enum
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfperf.errors import ResultFileError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+TUNE_SCHEMA_VERSION = 1
+
+
+class Objective(str, Enum):
+    """What the study optimises."""
+
+    THROUGHPUT = "throughput"
+    THROUGHPUT_RAM = "throughput-ram"
+
+
+@dataclasses.dataclass
+class Measurement:
+    """One configuration re-measured several times, interleaved with the others."""
+
+    label: str
+    trial_number: int | None
+    knobs: dict[str, Any]
+    examples_per_sec: list[float]
+    peak_rss_bytes: int
+    peak_gpu_bytes: int | None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.examples_per_sec) if self.examples_per_sec else 0.0
+
+    @property
+    def spread(self) -> float:
+        """Half the range of the repeats, relative to their median: the noise of this figure."""
+        values = self.examples_per_sec
+        if len(values) < 2 or self.median <= 0:
+            return 0.0
+        return (max(values) - min(values)) / 2 / self.median
+
+
+@dataclasses.dataclass
+class Speedup:
+    """A ratio of medians, its spread, and whether it exceeds the measured noise."""
+
+    ratio: float
+    spread: float
+    significant: bool
+
+    def describe(self) -> str:
+        text = f"{self.ratio:.2f}x ± {self.ratio * self.spread:.2f}"
+        return text if self.significant else f"{text} (within noise: not a measured gain)"
+
+
+@dataclasses.dataclass
+class TuneResult:
+    """The outcome of `tfperf tune`: the recommendation, measured against both references."""
+
+    pipeline: str
+    study_name: str
+    storage: str
+    objective: Objective
+    best: Measurement
+    baseline: Measurement
+    autotune: Measurement | None
+    candidates: list[Measurement]
+    speedup_vs_baseline: Speedup
+    speedup_vs_autotune: Speedup | None
+    recommendation: str
+    changes_training: list[str]
+    pareto_trials: list[int]
+    trial_counts: dict[str, int]
+    trials_this_run: int
+    wall_s: float
+    ram_budget_bytes: int | None
+    gpu_memory_budget_bytes: int | None
+    schema_version: int = TUNE_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = _adapter().dump_python(self, mode="json")
+        return data
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def save(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(self.to_json() + "\n", encoding="utf-8")
+        return target
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TuneResult:
+        from pydantic import ValidationError
+
+        try:
+            result: TuneResult = _adapter().validate_python(data)
+        except ValidationError as error:
+            raise ResultFileError(f"not a tfperf tune result: {error}") from None
+        return result
+
+
+def relative_spread(values: list[float]) -> float:
+    """Half-range over median; 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / 2 / middle if middle > 0 else 0.0
+
+
+def speedup(new: Measurement, old: Measurement) -> Speedup:
+    """`new` over `old` by medians; significant only if the gain exceeds both figures' noise.
+
+    The spread of a ratio is taken as the sum of the two relative spreads (a first-order
+    bound), and a gain counts only when `ratio - 1` is larger than that spread.
+    """
+    if old.median <= 0:
+        return Speedup(ratio=0.0, spread=0.0, significant=False)
+    ratio = new.median / old.median
+    spread = new.spread + old.spread
+    return Speedup(ratio=ratio, spread=spread, significant=abs(ratio - 1) > spread)
+
+
+@cache
+def _adapter() -> TypeAdapter[TuneResult]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(TuneResult)
