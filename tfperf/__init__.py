@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from tfperf.profiler import Profiler, Progress, profile
     from tfperf.result import Phase, ProfileResult, Verdict
     from tfperf.runner import profile_pipeline
+    from tfperf.study import load_trials_frame as trials_frame
+    from tfperf.tune_result import TuneResult
+    from tfperf.tuner import TuneOptions, tune
 
 __all__ = [
     "AUTOTUNE",
@@ -41,10 +44,14 @@ __all__ = [
     "Profiler",
     "Progress",
     "TfperfError",
+    "TuneOptions",
+    "TuneResult",
     "Verdict",
     "load_pipeline",
     "profile",
     "profile_pipeline",
+    "trials_frame",
+    "tune",
 ]
 
 _HOMES = {
@@ -65,13 +72,19 @@ _HOMES = {
     "ProfileResult": "tfperf.result",
     "Verdict": "tfperf.result",
     "profile_pipeline": "tfperf.runner",
+    "TuneOptions": "tfperf.tuner",
+    "TuneResult": "tfperf.tune_result",
+    "tune": "tfperf.tuner",
+    "trials_frame": "tfperf.study",
 }
+
+_RENAMED = {"trials_frame": "load_trials_frame"}
 
 
 def __getattr__(name: str) -> Any:
     if name not in _HOMES:
         raise AttributeError(f"module 'tfperf' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
+    value = getattr(importlib.import_module(_HOMES[name]), _RENAMED.get(name, name))
     globals()[name] = value
     return value
 

@@ -233,6 +233,19 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
     return frame
 
 
+def load_trials_frame(storage: str, study_name: str) -> pd.DataFrame:
+    """The trials of a stored study as a DataFrame (see `trials_frame`).
+
+    Example:
+        >>> tfperf.trials_frame("sqlite:///studies/p.db", "p")  # doctest: +SKIP
+    """
+    import optuna
+
+    from tfperf.storage import open_storage
+
+    return trials_frame(optuna.load_study(study_name=study_name, storage=open_storage(storage)))
+
+
 def stored_result(trial: optuna.trial.FrozenTrial) -> Any:
     """The trial's `ProfileResult`, or None when it did not complete."""
     from tfperf.result import ProfileResult

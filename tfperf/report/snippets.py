@@ -19,8 +19,9 @@ def tf_data_snippet(knobs: Mapping[str, Any]) -> str:
     reads = _tf(knobs["num_parallel_reads"])
     lines = [
         f"ds = tf.data.TFRecordDataset(files, num_parallel_reads={reads})",
+        # tf.data refuses interleave parallelism above a fixed cycle_length: keep them equal.
         f"ds = files.interleave(read, cycle_length={_tf(knobs['cycle_length'])}, "
-        f"num_parallel_calls={_tf(knobs['num_parallel_reads'])})  # if you interleave",
+        f"num_parallel_calls={_tf(knobs['cycle_length'])})  # if you interleave",
         f"ds = ds.shuffle({knobs['shuffle_buffer']})",
         f"ds = ds.map(parse, num_parallel_calls={_tf(knobs['num_parallel_calls'])})",
         f"ds = ds.batch({knobs['batch_size']})",

@@ -20,9 +20,11 @@ def render_tune_summary(result: TuneResult, dashboard_url: str | None = None) ->
 
 
 def format_measurement(measurement: Measurement) -> str:
+    gpu = measurement.peak_gpu_bytes
     return (
         f"{measurement.median:,.1f} examples/s (median of {len(measurement.examples_per_sec)}, "
         f"±{measurement.spread:.1%}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
+        + (f", peak GPU memory {format_bytes(gpu)}" if gpu is not None else "")
     )
 
 
@@ -34,6 +36,11 @@ def _headline(result: TuneResult) -> str:
     lines.append(f"  speed-up over baseline: {result.speedup_vs_baseline.describe()}")
     if result.speedup_vs_autotune is not None:
         lines.append(f"  speed-up over AUTOTUNE: {result.speedup_vs_autotune.describe()}")
+    if result.pareto_trials:
+        lines.append(
+            "  Pareto front (no trial is both faster and lighter on RAM): trials "
+            + ", ".join(str(n) for n in result.pareto_trials)
+        )
     others = [m for m in result.candidates if m is not result.best and m.label.startswith("trial")]
     for other in others:
         lines.append(f"  also re-measured: {other.label}: {format_measurement(other)}")
