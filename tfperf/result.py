@@ -14,15 +14,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from enum import Enum
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import ResultFileError
+from tfperf.jsonrecord import JsonRecord
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pydantic import TypeAdapter
 
 SCHEMA_VERSION = 1
 
@@ -164,7 +163,7 @@ class Environment:
 
 
 @dataclasses.dataclass
-class ProfileResult:
+class ProfileResult(JsonRecord):
     """Everything one profile measured. Save with `save`, read back with `ProfileResult.load`.
 
     `pipeline_only` and `compute_only` are `None` when the profile measured only the user's own
@@ -199,40 +198,16 @@ class ProfileResult:
         found = (self.end_to_end, self.pipeline_only, self.compute_only)
         return [phase for phase in found if phase is not None]
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready nested dicts (enums as their string values)."""
-        result: dict[str, Any] = _adapter().dump_python(self, mode="json")
-        return result
-
-    def to_json(self, *, indent: int | None = 2) -> str:
-        """The result as JSON text; `ProfileResult.from_json` reads it back."""
-        return json.dumps(self.to_dict(), indent=indent)
-
-    def save(self, path: str | Path) -> Path:
-        """Writes the JSON to `path`, creating its folder; returns the path written."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.to_json() + "\n", encoding="utf-8")
-        return target
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProfileResult:
         """Validates and rebuilds a result from `to_dict` output."""
-        from pydantic import ValidationError
-
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
             raise ResultFileError(
                 f"result has schema_version {version!r}, but this tfperf reads version "
                 f"{SCHEMA_VERSION}. Re-run `tfperf profile`, or use the tfperf that wrote it."
             )
-        try:
-            result: ProfileResult = _adapter().validate_python(data)
-        except ValidationError as error:
-            raise ResultFileError(
-                f"result does not match the ProfileResult schema: {error}"
-            ) from None
-        return result
+        return cls.validate(data)
 
     @classmethod
     def from_json(cls, text: str) -> ProfileResult:
@@ -284,11 +259,3 @@ class ProfileResult:
         columns = ["phase", "step", "start_s", "wait_s", "compute_s", "step_s", "examples"]
         frame: pd.DataFrame = pd.DataFrame(rows, columns=[*columns, "epoch", "warmup"])
         return frame
-
-
-@cache
-def _adapter() -> TypeAdapter[ProfileResult]:
-    # pydantic is imported on first use: it validates loaded files, which `json` alone cannot.
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(ProfileResult)

@@ -7,17 +7,11 @@ Throughputs are examples per second; spreads are relative (0.05 = 5%).
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 from enum import Enum
-from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tfperf.errors import ResultFileError
-
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
+from tfperf.jsonrecord import JsonRecord
 
 TUNE_SCHEMA_VERSION = 1
 
@@ -67,7 +61,7 @@ class Speedup:
 
 
 @dataclasses.dataclass
-class TuneResult:
+class TuneResult(JsonRecord):
     """The outcome of `tfperf tune`: the recommendation, measured against both references."""
 
     pipeline: str
@@ -90,28 +84,9 @@ class TuneResult:
     gpu_memory_budget_bytes: int | None
     schema_version: int = TUNE_SCHEMA_VERSION
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = _adapter().dump_python(self, mode="json")
-        return data
-
-    def to_json(self, *, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
-
-    def save(self, path: str | Path) -> Path:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.to_json() + "\n", encoding="utf-8")
-        return target
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:
-        from pydantic import ValidationError
-
-        try:
-            result: TuneResult = _adapter().validate_python(data)
-        except ValidationError as error:
-            raise ResultFileError(f"not a tfperf tune result: {error}") from None
-        return result
+        return cls.validate(data)
 
 
 def relative_spread(values: list[float]) -> float:
@@ -133,10 +108,3 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
     ratio = new.median / old.median
     spread = new.spread + old.spread
     return Speedup(ratio=ratio, spread=spread, significant=abs(ratio - 1) > spread)
-
-
-@cache
-def _adapter() -> TypeAdapter[TuneResult]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(TuneResult)
