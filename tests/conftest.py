@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,17 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 WritePipeline = Callable[..., Path]
+
+
+@pytest.fixture(autouse=True)
+def quiet_optuna() -> Iterator[None]:
+    """Optuna logs every trial at INFO; tests keep its output to warnings."""
+    import optuna
+
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    yield
+    optuna.logging.set_verbosity(level)
 
 
 @pytest.fixture

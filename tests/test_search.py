@@ -24,14 +24,6 @@ A = AUTOTUNE
 F32, BF16, F16 = Precision.FLOAT32, Precision.MIXED_BFLOAT16, Precision.MIXED_FLOAT16
 
 
-@pytest.fixture(autouse=True)
-def quiet_optuna():
-    level = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    yield
-    optuna.logging.set_verbosity(level)
-
-
 def machine(cpus: int = 2, *, gpus: tuple[str, ...] = (), bf16: bool = False) -> Machine:
     return Machine(
         cpu_count=cpus,

@@ -24,14 +24,6 @@ from tfperf.storage import (
 )
 
 
-@pytest.fixture(autouse=True)
-def quiet_optuna():
-    level = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    yield
-    optuna.logging.set_verbosity(level)
-
-
 def storage_error(url: str, **kwargs) -> str:
     with pytest.raises(StorageError) as caught:
         open_storage(url, **kwargs)

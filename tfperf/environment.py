@@ -65,13 +65,22 @@ def cpu_model(cpuinfo: Path = _CPUINFO) -> str:
     return _model_from_cpuinfo(cpuinfo) or platform.processor() or "unknown"
 
 
-def _model_from_cpuinfo(cpuinfo: Path) -> str | None:
+def read_cpuinfo(cpuinfo: Path = _CPUINFO) -> dict[str, str]:
+    """The first value of each `key: value` line of `/proc/cpuinfo`; empty when unreadable.
+
+    The first processor's entries stand for all: they share model and flags in practice.
+    """
     try:
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return None
+        return {}
+    fields: dict[str, str] = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == "model name" and value.strip():
-            return value.strip()
-    return None
+        if value.strip():
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _model_from_cpuinfo(cpuinfo: Path) -> str | None:
+    return read_cpuinfo(cpuinfo).get("model name")

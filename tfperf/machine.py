@@ -21,6 +21,7 @@ from types import ModuleType
 
 import psutil
 
+from tfperf.environment import read_cpuinfo
 from tfperf.probes.nvml import NvmlProbe
 
 __all__ = [
@@ -129,14 +130,10 @@ def default_ram_budget(machine: Machine) -> int:
 
 def cpu_bf16_supported(cpuinfo: Path = _CPUINFO) -> bool:
     """Whether `/proc/cpuinfo` lists a native bfloat16 flag; False when it cannot be read."""
-    try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        # x86 names the list "flags", Arm names it "Features".
-        if key.strip() in ("flags", "Features") and _BF16_FLAGS.intersection(value.split()):
+    fields = read_cpuinfo(cpuinfo)
+    # x86 names the list "flags", Arm names it "Features".
+    for key in ("flags", "Features"):
+        if _BF16_FLAGS.intersection(fields.get(key, "").split()):
             return True
     return False
 
