@@ -171,6 +171,9 @@ def test_quickstart_from_the_console_script(tmp_path):
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith("Verdict: ")
     assert (tmp_path / "reports" / "pipeline-profile.json").exists()
+    html = tmp_path / "reports" / "pipeline-profile.html"
+    assert f"HTML report: {html.relative_to(tmp_path)}" in completed.stdout
+    assert 'id="verdict"' in html.read_text()
     assert "Traceback" not in completed.stderr
 
 

@@ -74,6 +74,9 @@ def test_search_beats_the_baseline_on_the_knob_that_matters(write_pipeline, tmp_
     stored = trials(tmp_path / "studies" / "pipeline.db")
     assert [t.user_attrs.get("reference") for t in stored[:2]] == ["baseline", "autotune"]
     assert all("result" in t.user_attrs for t in stored if t.user_attrs["status"] == "complete")
+    report = (tmp_path / "reports" / "pipeline.html").read_text()
+    assert "HTML report: reports/pipeline.html" in out
+    assert "vs your baseline:" in report and "Every trial" in report
 
 
 def test_sigkilled_tuner_loses_nothing_and_the_next_run_carries_on(write_pipeline, tmp_path):

@@ -108,3 +108,32 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
     ratio = new.median / old.median
     spread = new.spread + old.spread
     return Speedup(ratio=ratio, spread=spread, significant=abs(ratio - 1) > spread)
+
+
+#: Knobs that change what the model trains on or how it computes, not only how fast input
+#: arrives: a recommendation that changes them needs an accuracy check before adoption.
+TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
+
+REFERENCE_LABELS = ("baseline", "autotune")
+
+
+def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
+    """The training-relevant knobs (`TRAINING_KNOBS`) whose values differ from the baseline."""
+    return [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
+
+
+def recommend(best: Measurement, vs_baseline: Speedup, changes: list[str]) -> str:
+    """One sentence a person can act on: which configuration to use, and what to check."""
+    if best.label == "baseline" or not vs_baseline.significant:
+        return (
+            "Keep your baseline: no configuration beat it by more than the measured noise "
+            f"(±{vs_baseline.spread:.0%})."
+        )
+    name = "the AUTOTUNE configuration" if best.label == "autotune" else f"{best.label}'s knobs"
+    text = f"Use {name}: {vs_baseline.describe()} your baseline's examples/s."
+    if changes:
+        text += (
+            f" It changes {', '.join(changes)}, which alters training, not only speed: "
+            "check accuracy before adopting it."
+        )
+    return text

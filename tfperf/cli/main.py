@@ -16,12 +16,13 @@ from collections.abc import Sequence
 
 from tfperf.cli.base import Command
 from tfperf.cli.profile import ProfileCommand
+from tfperf.cli.report import ReportCommand
 from tfperf.cli.tune import TuneCommand
 from tfperf.errors import KnobError, PipelineFileError, ResultFileError, TfperfError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-COMMANDS: tuple[Command, ...] = (ProfileCommand(), TuneCommand())
+COMMANDS: tuple[Command, ...] = (ProfileCommand(), TuneCommand(), ReportCommand())
 
 
 def _usage_errors() -> tuple[type[TfperfError], ...]:

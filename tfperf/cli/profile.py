@@ -65,11 +65,19 @@ class ProfileCommand(Command):
             help="where to write the result JSON (default: reports/<pipeline>-profile.json)",
         )
         parser.add_argument(
+            "--html",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="where to write the HTML report (default: reports/<pipeline>-profile.html)",
+        )
+        parser.add_argument(
             "--quiet", action="store_true", help="no progress bars, only the summary"
         )
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.loader import load_pipeline
+        from tfperf.report.html import default_profile_path, render_profile_html, write_html
         from tfperf.report.text import render_summary
 
         if not args.debug:
@@ -90,8 +98,11 @@ class ProfileCommand(Command):
             )
         json_path = args.json or DEFAULT_REPORTS_DIR / f"{pipeline.name}-profile.json"
         result.save(json_path)
+        html_path = write_html(
+            render_profile_html(result), args.html or default_profile_path(pipeline.name)
+        )
         print(render_summary(result))
-        print(f"\nResult JSON: {json_path}")
+        print(f"\nResult JSON: {json_path}\nHTML report: {html_path}")
         return 0
 
 

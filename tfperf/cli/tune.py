@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from tfperf.profiler import Progress
     from tfperf.remeasure import Finalist
     from tfperf.trial import TrialOutcome
+    from tfperf.tuner import Tuner
 
 DEFAULT_REPORTS_DIR = Path("reports")
 
@@ -169,12 +170,20 @@ class TuneCommand(Command):
             metavar="PATH",
             help="write the summary as JSON (default: reports/<study>-tune.json)",
         )
+        output.add_argument(
+            "--html",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="where to write the HTML report (default: reports/<study>.html); written "
+            "also when the study stops early, with the trials so far",
+        )
         output.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.loader import load_pipeline
         from tfperf.report.tune_text import render_tune_summary
-        from tfperf.tuner import TuneInterrupted, TuneOptions, Tuner
+        from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneOptions, Tuner
 
         if not args.debug:
             import_tensorflow_quietly()
@@ -206,13 +215,33 @@ class TuneCommand(Command):
                 result = tuner.run()
             except TuneInterrupted as error:
                 listener.close()
-                print(f"tfperf: {error}\nResume with: {resume_command(tuner)}", file=sys.stderr)
+                html_path = write_study_report(tuner, args.html)
+                print(
+                    f"tfperf: {error}\nReport of the trials so far: {html_path}\n"
+                    f"Resume with: {resume_command(tuner)}",
+                    file=sys.stderr,
+                )
                 return 130
+            except TooManyFailures:
+                # The report shows every failed trial with its reason.
+                listener.close()
+                print(f"Report: {write_study_report(tuner, args.html)}", file=sys.stderr)
+                raise
         json_path = args.json or DEFAULT_REPORTS_DIR / f"{tuner.study_name}-tune.json"
         result.save(json_path)
+        html_path = write_study_report(tuner, args.html)
         print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
-        print(f"\nSummary JSON: {json_path}")
+        print(f"\nSummary JSON: {json_path}\nHTML report: {html_path}")
         return 0
+
+
+def write_study_report(tuner: Tuner, path: Path | None) -> Path:
+    """Renders the study's HTML report from storage, as `tfperf report` would."""
+    from tfperf.report.html import default_study_path, render_study_html, write_html
+    from tfperf.report.study_data import load_snapshot
+
+    snapshot = load_snapshot(tuner.storage_url, tuner.study_name)
+    return write_html(render_study_html(snapshot), path or default_study_path(tuner.study_name))
 
 
 def resume_command(tuner: Any) -> str:

@@ -1,0 +1,157 @@
+"""Inputs for the report tests: a profile measured on a fake clock, and a real Optuna study.
+
+The study is written through Optuna's public API with the attributes tfperf's tuner stores
+(see tfperf/study.py), so the report reads it exactly as it reads a study `tfperf tune` made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import optuna
+
+from tests.fakes.clock import FakeClock, TimedData, timed_step
+from tfperf.knobs import AUTOTUNE, Knobs
+from tfperf.probes import HostProbe
+from tfperf.profiler import profile
+from tfperf.result import GpuStats, ProfileResult, TimedValue
+from tfperf.study import OBJECTIVE_ATTR, PIPELINE_ATTR, REMEASURE_ATTR
+
+MIB = 1024**2
+RAM_BUDGET = 2048 * MIB
+
+
+def fake_profile(pipeline: str = "demo.py", gpu: bool = False) -> ProfileResult:
+    """Input takes 20 ms per batch of 4 and a step computes 10 ms: highly input-bound."""
+    clock = FakeClock()
+    result = profile(
+        TimedData(clock, [0.02] * 8, batch=4),
+        timed_step(clock, 0.01),
+        steps=5,
+        warmup=2,
+        clock=clock,
+        probes=[HostProbe()],
+        pipeline=pipeline,
+        knobs=Knobs(batch_size=4).to_dict(),
+    )
+    if gpu:
+        result = dataclasses.replace(result, gpus=[fake_gpu()], gpu_unavailable_reason=None)
+    return result
+
+
+def fake_gpu() -> GpuStats:
+    return GpuStats(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        memory_total_bytes=80 * 1024 * MIB,
+        memory_used_peak_bytes=3 * 1024 * MIB,
+        memory_used_mean_bytes=2 * 1024 * MIB,
+        utilization_mean_percent=41.0,
+        utilization_peak_percent=97.0,
+        process_memory_peak_bytes=3 * 1024 * MIB,
+        tf_allocator_peak_bytes=2 * 1024 * MIB,
+        memory_samples=[TimedValue(0.0, 1024 * MIB), TimedValue(0.5, 3 * 1024 * MIB)],
+    )
+
+
+@dataclasses.dataclass
+class Planned:
+    """One trial to write: examples/s (None unless it completed), knobs, how it ended."""
+
+    knobs: Knobs
+    examples_per_sec: float | None
+    status: str = "complete"
+    peak_mib: int = 500
+    reference: str | None = None
+    reason: str | None = None
+    host: str = "node-a"
+
+
+BASELINE = Knobs(batch_size=32, num_parallel_calls=1, cycle_length=1, prefetch=0)
+AUTO = Knobs(batch_size=32)
+PLAN = (
+    Planned(BASELINE, 1000.0, reference="baseline", peak_mib=400),
+    Planned(AUTO, 1500.0, reference="autotune", peak_mib=420),
+    Planned(Knobs(batch_size=64, num_parallel_calls=4, prefetch=2), 2000.0, peak_mib=450),
+    Planned(Knobs(batch_size=32, num_parallel_calls=2, prefetch=AUTOTUNE), 1800.0, peak_mib=380),
+    Planned(Knobs(batch_size=32, shuffle_buffer=9000), None, "ram-budget", 2600, reason="over"),
+    Planned(Knobs(batch_size=16, num_parallel_calls=8), None, "failed", reason="boom"),
+    Planned(Knobs(batch_size=64, num_parallel_calls=2), 1200.0, peak_mib=600),
+)
+
+
+def make_study(
+    storage: Any = None,
+    name: str = "demo",
+    plan: tuple[Planned, ...] = PLAN,
+    remeasure: bool = True,
+    pipeline: str = "demo.py",
+    best_result: ProfileResult | None = None,
+) -> optuna.Study:
+    """A finished study of `plan`; trial 2 is the best and carries `best_result`."""
+    study = optuna.create_study(storage=storage, study_name=name, direction="maximize")
+    study.set_user_attr(PIPELINE_ATTR, pipeline)
+    study.set_user_attr(OBJECTIVE_ATTR, "throughput")
+    for number, planned in enumerate(plan):
+        study.add_trial(_frozen(planned, best_result if number == 2 else None))
+    if remeasure:
+        study.set_user_attr(REMEASURE_ATTR, _remeasured(plan))
+    return study
+
+
+def _frozen(planned: Planned, result: ProfileResult | None) -> optuna.trial.FrozenTrial:
+    state = optuna.trial.TrialState
+    peak = planned.peak_mib * MIB
+    attrs: dict[str, Any] = {
+        "knobs": planned.knobs.to_dict(),
+        "status": planned.status,
+        "reason": planned.reason,
+        "peak_rss_bytes": peak,
+        "peak_gpu_bytes": None,
+        "wall_s": 3.5,
+        "worker": {"host": planned.host, "pid": 1234},
+    }
+    if planned.reference:
+        attrs["reference"] = planned.reference
+    if result is not None:
+        attrs["result"] = result.to_json(indent=None)
+    complete = planned.status in ("complete", "ram-budget")
+    value = planned.examples_per_sec if planned.status == "complete" else 0.0
+    return optuna.trial.create_trial(
+        state=state.COMPLETE if complete else state.FAIL,
+        value=value if complete else None,
+        params={"num_parallel_calls": planned.knobs.num_parallel_calls},
+        distributions={
+            "num_parallel_calls": optuna.distributions.CategoricalDistribution([-1, 1, 2, 4, 8])
+        },
+        user_attrs=attrs,
+        constraints={
+            "ram_bytes_over_budget": float(peak - RAM_BUDGET),
+            "gpu_bytes_over_budget": 0.0,
+        },
+    )
+
+
+def _remeasured(plan: tuple[Planned, ...]) -> list[dict[str, Any]]:
+    def measured(label: str, number: int, values: list[float]) -> dict[str, Any]:
+        return {
+            "label": label,
+            "trial_number": number,
+            "knobs": plan[number].knobs.to_dict(),
+            "examples_per_sec": values,
+            "peak_rss_bytes": plan[number].peak_mib * MIB,
+            "peak_gpu_bytes": None,
+        }
+
+    return [
+        measured("trial 2", 2, [1900.0, 2000.0, 2100.0]),
+        measured("baseline", 0, [990.0, 1000.0, 1010.0]),
+        measured("autotune", 1, [1400.0, 1500.0, 1600.0]),
+    ]
+
+
+def stored_json(study: optuna.Study, number: int) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(study.trials[number].user_attrs["result"])
+    return data

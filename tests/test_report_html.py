@@ -1,0 +1,116 @@
+"""Page assembly: self-contained, escaped, written atomically. The browser tests draw them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import stat
+
+import pytest
+
+from tests.reports import PLAN, Planned, fake_profile, make_study
+from tfperf.report.html import Charts, render_profile_html, render_study_html, write_html
+from tfperf.report.study_data import snapshot_study
+
+EVIL = "<script>window.__pwned = 1</script>"
+
+
+@pytest.fixture(scope="module")
+def profile_html() -> str:
+    return render_profile_html(fake_profile(gpu=True))
+
+
+def _tags(html: str) -> list[str]:
+    # Only the page's own markup: the inlined scripts and chart JSON are dropped.
+    return re.findall(r"<[a-z][^>]*>", re.sub(r"<script.*?</script>", "", html, flags=re.S))
+
+
+def test_profile_page_is_self_contained(profile_html):
+    tags = _tags(profile_html)
+    assert not [tag for tag in tags if re.search(r"(src|href)=\"(https?:)?//", tag)]
+    assert not [tag for tag in tags if tag.startswith("<link")]
+    assert profile_html.count("<script") == 3  # chart data, plotly.js, tfperf's script
+    assert "Plotly" in profile_html
+
+
+def test_profile_page_carries_every_section(profile_html):
+    for text in (
+        "Highly input-bound",
+        "67%",  # wait fraction
+        "3.00×",  # speed-up if input were free
+        "Configuration measured",
+        "Environment",
+        "NVIDIA H100 80GB HBM3",
+    ):
+        assert text in profile_html
+    charts = set(re.findall(r'data-chart="([^"]+)"', profile_html))
+    assert charts == {
+        "profile-throughput",
+        "profile-timeline",
+        "profile-distribution",
+        "profile-memory",
+        "profile-cpu",
+    }
+    data = json.loads(_chart_json(profile_html))
+    assert set(data) == charts
+
+
+def test_user_text_is_escaped_everywhere():
+    result = dataclasses.replace(fake_profile(pipeline=f"{EVIL}.py"), advice=EVIL)
+    html = render_profile_html(result)
+    assert EVIL not in html
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
+
+    plan = (*PLAN[:4], Planned(PLAN[4].knobs, None, "failed", reason=EVIL, host=EVIL))
+    study = make_study(plan=plan, remeasure=False, pipeline=f"{EVIL}.py", name=EVIL)
+    html = render_study_html(snapshot_study(study, f"sqlite:///{EVIL}"))
+    assert EVIL not in html
+    assert html.count("&lt;script&gt;window.__pwned") >= 4
+
+
+def test_chart_json_cannot_close_its_script_element():
+    import plotly.graph_objects as go
+
+    charts = Charts()
+    charts.add("x", go.Figure(go.Bar(x=[1], y=[1], name="</script><b>&")))
+    text = charts.to_json()
+    assert "</script>" not in text and "<" not in text and "&" not in text
+    assert json.loads(text)["x"]["data"][0]["name"] == "</script><b>&"
+
+
+def test_study_page_sections():
+    html = render_study_html(snapshot_study(make_study(best_result=fake_profile()), "memory"))
+    for text in (
+        "Use trial 2&#39;s knobs",
+        "vs your baseline:",
+        "The winner changes the batch size",
+        "Ready to paste",
+        "Every trial",
+        "Profile of the recommended configuration (trial 2)",
+    ):
+        assert text in html
+    charts = set(re.findall(r'data-chart="([^"]+)"', html))
+    assert {"history", "ram", "importances", "parallel", "best-throughput"} <= charts
+    assert html.count('<tr data-host="node-a"') == len(PLAN)
+
+
+def test_study_page_without_any_completed_trial():
+    plan = (Planned(PLAN[0].knobs, None, "failed", reason="boom"),)
+    html = render_study_html(snapshot_study(make_study(plan=plan, remeasure=False), "m"))
+    assert "No configuration has completed yet" in html
+    assert "boom" in html
+    assert "data-chart=" not in html
+
+
+def test_write_html_is_atomic_and_readable(tmp_path, profile_html):
+    target = write_html(profile_html, tmp_path / "deep" / "r.html")
+    assert target.read_text() == profile_html
+    assert stat.S_IMODE(target.stat().st_mode) & 0o044  # group/other may read, as with cp
+    assert [p.name for p in target.parent.iterdir()] == ["r.html"]
+
+
+def _chart_json(html: str) -> str:
+    match = re.search(r'<script type="application/json" id="tfperf-charts">(.*?)</script>', html)
+    assert match is not None
+    return match.group(1)

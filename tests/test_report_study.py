@@ -1,0 +1,181 @@
+"""The study report's data: a real Optuna study read into a snapshot, then each chart's record."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from tests.reports import MIB, PLAN, RAM_BUDGET, Planned, fake_profile, make_study
+from tfperf.knobs import Knobs
+from tfperf.report import study_charts as sc
+from tfperf.report.study_data import StudySnapshot, load_snapshot, snapshot_study
+from tfperf.storage import StorageError
+from tfperf.study import StudyMismatchError
+
+
+@pytest.fixture(scope="module")
+def snapshot() -> StudySnapshot:
+    return snapshot_study(make_study(best_result=fake_profile()), "memory")
+
+
+def test_snapshot_copies_every_trial(snapshot):
+    assert [row.number for row in snapshot.trials] == list(range(len(PLAN)))
+    assert [row.status for row in snapshot.trials] == [p.status for p in PLAN]
+    assert [row.feasible for row in snapshot.trials] == [True, True, True, True, False, False, True]
+    failed = snapshot.trials[5]
+    assert (failed.state, failed.examples_per_sec, failed.reason) == ("FAIL", None, "boom")
+    assert snapshot.trials[4].examples_per_sec is None  # over budget: its 0.0 is not a figure
+    assert snapshot.trials[0].reference == "baseline"
+    assert snapshot.trials[0].host == "node-a"
+
+
+def test_snapshot_recovers_budget_best_trial_and_its_profile(snapshot):
+    assert snapshot.ram_budget_bytes == RAM_BUDGET
+    assert snapshot.gpu_budget_bytes is None
+    assert snapshot.best_trial == 2
+    assert snapshot.best_result is not None and snapshot.best_result.pipeline == "demo.py"
+    assert snapshot.remeasured
+    assert snapshot.pipeline == "demo.py" and snapshot.objective == "throughput"
+
+
+def test_importances_need_enough_trials():
+    small = snapshot_study(make_study(plan=PLAN[:2], remeasure=False), "memory")
+    assert small.importances == {}
+    assert small.importance_note == "needs at least 4 completed trials; the study has 2"
+
+
+def test_summary_compares_best_with_both_references(snapshot):
+    summary = sc.summary(snapshot)
+    assert summary is not None
+    assert [(r.role, r.label, r.median, r.runs) for r in summary.rows] == [
+        ("best", "best: trial 2", 2000.0, 3),
+        ("baseline", "your baseline", 1000.0, 3),
+        ("autotune", "everything AUTOTUNE", 1500.0, 3),
+    ]
+    assert summary.vs_baseline is not None and summary.vs_baseline.ratio == pytest.approx(2.0)
+    assert summary.vs_autotune is not None and summary.vs_autotune.ratio == pytest.approx(4 / 3)
+    assert summary.recommendation.startswith("Use trial 2's knobs: 2.00x")
+    assert summary.remeasured
+
+
+def test_summary_diff_and_warning_when_batch_size_changes(snapshot):
+    summary = sc.summary(snapshot)
+    assert summary is not None
+    assert [(c.name, c.baseline, c.best, c.changes_training) for c in summary.changes] == [
+        ("batch_size", "32", "64", True),
+        ("num_parallel_calls", "1", "4", False),
+        ("cycle_length", "1", "AUTOTUNE", False),
+        ("prefetch", "0", "2", False),
+    ]
+    assert len(summary.warnings) == 1
+    assert summary.warnings[0].startswith("The winner changes the batch size (32 → 64)")
+    assert "ds = ds.batch(64)" in summary.tf_data_code
+    assert "'batch_size': 64," in summary.baseline_code
+
+
+def test_summary_before_remeasurement_uses_single_runs_and_says_so():
+    snapshot = snapshot_study(make_study(remeasure=False), "memory")
+    summary = sc.summary(snapshot)
+    assert summary is not None and not summary.remeasured
+    assert [(r.label, r.median, r.runs) for r in summary.rows] == [
+        ("best: trial 2", 2000.0, 1),
+        ("your baseline", 1000.0, 1),
+        ("everything AUTOTUNE", 1500.0, 1),
+    ]
+    assert "not yet re-measured" in summary.recommendation
+
+
+def test_summary_is_none_when_nothing_completed():
+    plan = (Planned(Knobs(), None, "failed", reason="boom"),)
+    assert sc.summary(snapshot_study(make_study(plan=plan, remeasure=False), "m")) is None
+
+
+def test_history_tracks_best_feasible_so_far(snapshot):
+    history = sc.history(snapshot)
+    assert history.numbers == (0, 1, 2, 3, 4, 6)
+    assert history.kinds == ("baseline", "AUTOTUNE", "search", "search", "over a budget", "search")
+    assert history.examples_per_sec == (1000.0, 1500.0, 2000.0, 1800.0, 0.0, 1200.0)
+    assert history.best_so_far == (1000.0, 1500.0, 2000.0, 2000.0, 2000.0, 2000.0)
+    figure = sc.history_figure(history)
+    names = [trace.name for trace in figure.data]
+    assert names == [
+        "trial",
+        "trial (baseline)",
+        "trial (AUTOTUNE)",
+        "trial (over a budget)",
+        "best so far",
+    ]
+    assert figure.layout.yaxis.title.text == "examples/s"
+
+
+def test_parallel_view_axes_are_the_knobs_that_varied(snapshot):
+    view = sc.parallel_view(snapshot)
+    assert [axis.label for axis in view.axes] == [
+        "batch_size",
+        "num_parallel_calls",
+        "cycle_length",
+        "prefetch",
+    ]
+    assert view.axes[0].tick_text is None  # plain numbers keep a numeric axis
+    prefetch = view.axes[3]
+    assert prefetch.tick_text == ("0", "2", "AUTOTUNE")
+    assert prefetch.values == (0.0, 2.0, 1.0, 2.0, 2.0)
+    assert view.examples_per_sec == (1000.0, 1500.0, 2000.0, 1800.0, 1200.0)
+    figure = sc.parallel_figure(view)
+    assert [d.label for d in figure.data[0].dimensions][-1] == "examples/s"
+
+
+def test_ram_tradeoff_front_and_budget(snapshot):
+    data = sc.ram_tradeoff(snapshot)
+    assert data.front_numbers == (3, 2)  # 380 MiB at 1800/s, then 450 MiB at 2000/s
+    assert data.budget_mib == RAM_BUDGET / MIB
+    assert data.feasible == (True, True, True, True, False, True)
+    figure = sc.ram_figure(data)
+    assert figure.layout.xaxis.title.text == "peak host RAM (MiB)"
+    assert "Pareto front" in [trace.name for trace in figure.data]
+    assert any("RAM budget" in (a.text or "") for a in figure.layout.annotations)
+
+
+def test_host_groups_and_mixed_hardware():
+    plan = tuple(
+        Planned(p.knobs, p.examples_per_sec, p.status, reference=p.reference, host=host)
+        for p, host in zip(PLAN[:4], ("a", "b", "a", "b"), strict=True)
+    )
+    snapshot = snapshot_study(make_study(plan=plan), "m")
+    groups = sc.host_groups(snapshot)
+    assert [(g.host, g.trials, g.best_examples_per_sec) for g in groups] == [
+        ("a", 2, 2000.0),
+        ("b", 2, 1800.0),
+    ]
+    assert not sc.mixed_hardware(groups)
+    mixed = (
+        sc.HostGroup("a", "cpu_model=EPYC", 1, None),
+        sc.HostGroup("b", "cpu_model=Xeon", 1, None),
+    )
+    assert sc.mixed_hardware(mixed)
+
+
+def test_load_snapshot_from_sqlite_picks_the_only_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    make_study(storage=url, name="p")
+    assert load_snapshot(url, None).study_name == "p"
+    make_study(storage=url, name="q")
+    with pytest.raises(StudyMismatchError, match=r"holds 2 studies \(p, q\); name one"):
+        load_snapshot(url, None)
+    with pytest.raises(StudyMismatchError, match="no study named 'r'.*studies there: p, q"):
+        load_snapshot(url, "r")
+
+
+def test_load_snapshot_refuses_a_missing_file_without_creating_it(tmp_path):
+    missing = tmp_path / "none.db"
+    with pytest.raises(StorageError, match="no study storage at"):
+        load_snapshot(f"sqlite:///{missing}", None)
+    assert not missing.exists()
+
+
+def test_load_snapshot_refuses_a_study_tfperf_did_not_make(tmp_path):
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    study = optuna.create_study(storage=url, study_name="other")
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    with pytest.raises(StudyMismatchError, match="'other' .* was not created by tfperf"):
+        load_snapshot(url, "other")

@@ -1,0 +1,101 @@
+"""`tfperf report`: re-draw an HTML report from a saved profile or a stored study.
+
+Nothing is re-run and TensorFlow is never imported, so a report can be made on a laptop from a
+result JSON copied off a training machine, or from a study database shared by many.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from tfperf.cli.base import Command
+from tfperf.errors import ResultFileError
+
+
+class ReportCommand(Command):
+    name = "report"
+    help = "write the HTML report of a saved profile (JSON) or of a study (--storage)"
+    description = (
+        "Write a self-contained HTML report without re-running anything and without "
+        "TensorFlow: from the JSON that `tfperf profile` saved, or from a study in an Optuna "
+        "storage (--storage, --study), the same report `tfperf tune` writes."
+    )
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "result",
+            type=Path,
+            nargs="?",
+            metavar="RESULT.json",
+            help="a profile result, e.g. reports/pipeline-profile.json",
+        )
+        parser.add_argument(
+            "--storage",
+            default=None,
+            metavar="URL",
+            help="the study's storage, as given to `tfperf tune` (sqlite:///studies/p.db, "
+            "postgresql://user@host/db, journal:///path)",
+        )
+        parser.add_argument(
+            "--study",
+            default=None,
+            metavar="NAME",
+            help="the study's name (default: the only study in the storage)",
+        )
+        parser.add_argument(
+            "--html",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="where to write the report (default: reports/<pipeline>-profile.html for a "
+            "profile, reports/<study>.html for a study)",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        from tfperf.report.html import write_html
+
+        if (args.result is None) == (args.storage is None):
+            raise ResultFileError(
+                "give either a profile RESULT.json or --storage URL (with --study NAME), "
+                "e.g. `tfperf report reports/pipeline-profile.json` or "
+                "`tfperf report --storage sqlite:///studies/pipeline.db --study pipeline`."
+            )
+        if args.result is not None:
+            html, default = _profile_report(args.result)
+        else:
+            html, default = _study_report(args.storage, args.study)
+        print(f"HTML report: {write_html(html, args.html or default)}")
+        return 0
+
+
+def _profile_report(path: Path) -> tuple[str, Path]:
+    from tfperf.report.html import default_profile_path, render_profile_html
+    from tfperf.result import ProfileResult
+
+    _refuse_tune_summary(path)
+    result = ProfileResult.load(path)
+    return render_profile_html(result), default_profile_path(Path(result.pipeline).stem)
+
+
+def _study_report(storage: str, study: str | None) -> tuple[str, Path]:
+    from tfperf.report.html import default_study_path, render_study_html
+    from tfperf.report.study_data import load_snapshot
+
+    snapshot = load_snapshot(storage, study)
+    return render_study_html(snapshot), default_study_path(snapshot.study_name)
+
+
+def _refuse_tune_summary(path: Path) -> None:
+    """A `tfperf tune` summary JSON holds no trials: point at the study it came from."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # ProfileResult.load reports unreadable and invalid files
+    if isinstance(data, dict) and "study_name" in data and "storage" in data:
+        raise ResultFileError(
+            f"{path} is the summary of `tfperf tune`, not a profile; its report is drawn from "
+            f"the study itself: tfperf report --storage {data['storage']} "
+            f"--study {data['study_name']} (put back the password if the URL needs one)."
+        )
