@@ -123,9 +123,7 @@ def _frozen(planned: Planned, result: ProfileResult | None) -> optuna.trial.Froz
         state=state.COMPLETE if complete else state.FAIL,
         value=value if complete else None,
         params={"num_parallel_calls": planned.knobs.num_parallel_calls},
-        distributions={
-            "num_parallel_calls": optuna.distributions.CategoricalDistribution([-1, 1, 2, 4, 8])
-        },
+        distributions={"num_parallel_calls": optuna.distributions.IntDistribution(-1, 64)},
         user_attrs=attrs,
         constraints={
             "ram_bytes_over_budget": float(peak - RAM_BUDGET),

@@ -63,7 +63,7 @@ def test_report_from_study_without_tensorflow(tmp_path):
 )
 def test_bad_input_exits_2_with_one_message(capsys, tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
-    status, out, err = run(capsys, "report", *argv)
+    status, _, err = run(capsys, "report", *argv)
     assert status == 2
     assert message in err
     assert "Traceback" not in err

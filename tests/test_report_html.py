@@ -38,7 +38,7 @@ def test_profile_page_carries_every_section(profile_html):
     for text in (
         "Highly input-bound",
         "67%",  # wait fraction
-        "3.00×",  # speed-up if input were free
+        "3.00\u00d7",  # speed-up if input were free: 3.00x
         "Configuration measured",
         "Environment",
         "NVIDIA H100 80GB HBM3",

@@ -162,7 +162,7 @@ def test_load_snapshot_from_sqlite_picks_the_only_study(tmp_path):
     make_study(storage=url, name="q")
     with pytest.raises(StudyMismatchError, match=r"holds 2 studies \(p, q\); name one"):
         load_snapshot(url, None)
-    with pytest.raises(StudyMismatchError, match="no study named 'r'.*studies there: p, q"):
+    with pytest.raises(StudyMismatchError, match=r"no study named 'r'.*studies there: p, q"):
         load_snapshot(url, "r")
 
 
@@ -177,5 +177,5 @@ def test_load_snapshot_refuses_a_study_tfperf_did_not_make(tmp_path):
     url = f"sqlite:///{tmp_path / 'other.db'}"
     study = optuna.create_study(storage=url, study_name="other")
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
-    with pytest.raises(StudyMismatchError, match="'other' .* was not created by tfperf"):
+    with pytest.raises(StudyMismatchError, match=r"'other' .* was not created by tfperf"):
         load_snapshot(url, "other")
