@@ -229,15 +229,13 @@ def history_figure(data: History) -> go.Figure:
 
     figure = go.Figure()
     for kind, (colour, symbol) in _KIND_STYLE.items():
-        picked = [i for i, k in enumerate(data.kinds) if k == kind]
-        if picked:
-            figure.add_scatter(
-                x=[data.numbers[i] for i in picked],
-                y=[data.examples_per_sec[i] for i in picked],
-                mode="markers",
-                name=f"trial ({kind})" if kind != "search" else "trial",
-                marker={"color": colour, "symbol": symbol, "size": 9},
-            )
+        _add_markers(
+            figure,
+            [i for i, k in enumerate(data.kinds) if k == kind],
+            (data.numbers, data.examples_per_sec, data.numbers),
+            f"trial ({kind})" if kind != "search" else "trial",
+            {"color": colour, "symbol": symbol},
+        )
     figure.add_scatter(
         x=data.best_numbers,
         y=data.best_so_far,
@@ -248,6 +246,27 @@ def history_figure(data: History) -> go.Figure:
     )
     return theme.apply_layout(
         figure, "Optimisation history: each trial and the best so far", "trial", "examples/s"
+    )
+
+
+def _add_markers(
+    figure: go.Figure,
+    picked: list[int],
+    columns: tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...]],
+    name: str,
+    marker: dict[str, str],
+) -> None:
+    """One marker trace of the rows `picked` from (x, y, trial number); none if none picked."""
+    if not picked:
+        return
+    xs, ys, numbers = columns
+    figure.add_scatter(
+        x=[xs[i] for i in picked],
+        y=[ys[i] for i in picked],
+        text=[f"trial {numbers[i]}" for i in picked],
+        mode="markers",
+        name=name,
+        marker={**marker, "size": 9},
     )
 
 
@@ -430,16 +449,13 @@ def ram_figure(data: RamTradeoff) -> go.Figure:
         (True, "trial", theme.COMPUTE, "circle"),
         (False, "trial (over a budget)", theme.WAIT, "x"),
     ):
-        picked = [i for i, ok in enumerate(data.feasible) if ok is feasible]
-        if picked:
-            figure.add_scatter(
-                x=[data.peak_rss_mib[i] for i in picked],
-                y=[data.examples_per_sec[i] for i in picked],
-                text=[f"trial {data.numbers[i]}" for i in picked],
-                mode="markers",
-                name=name,
-                marker={"color": colour, "symbol": symbol, "size": 9},
-            )
+        _add_markers(
+            figure,
+            [i for i, ok in enumerate(data.feasible) if ok is feasible],
+            (data.peak_rss_mib, data.examples_per_sec, data.numbers),
+            name,
+            {"color": colour, "symbol": symbol},
+        )
     figure.add_scatter(
         x=data.front_peak_rss_mib,
         y=data.front_examples_per_sec,
