@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,7 +11,16 @@ from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.errors import ResultFileError
 from tfperf.probes import HostProbe
 from tfperf.profiler import profile
-from tfperf.result import ProfileResult, Verdict
+from tfperf.result import (
+    AutotuneChoice,
+    AutotuneReadout,
+    ProfileResult,
+    StageKind,
+    StageReport,
+    StageStat,
+    StageUnit,
+    Verdict,
+)
 
 
 @pytest.fixture(scope="module")
@@ -95,3 +105,57 @@ def test_load_corrupted_field(tmp_path, result):
     path.write_text(json.dumps(data))
     with pytest.raises(ResultFileError, match="does not match the ProfileResult schema"):
         ProfileResult.load(path)
+
+
+def _with_stages(result):
+    stage = StageStat(
+        index=0,
+        kind=StageKind.MAP,
+        label="map(parse)",
+        location="pipeline.py:12",
+        parameters={"num_parallel_calls": -1, "deterministic": True},
+        unit=StageUnit.EXAMPLE,
+        elements_per_sec=2000.0,
+        examples_per_sec=2000.0,
+        cpu_s_per_element=0.0005,
+        cpu_s_per_example=0.0005,
+        added_s_per_example=0.0005,
+        added_cpu_s_per_example=0.0005,
+        elements=1000,
+        duration_s=0.5,
+    )
+    report = StageReport(
+        stages=[stage],
+        bottleneck_index=0,
+        falls_short_index=0,
+        consumption_examples_per_sec=13_500.0,
+        seconds_per_stage=0.5,
+        warmup_s=0.2,
+        duration_s=0.9,
+        note=None,
+        advice="The limiting stage is map(parse).",
+    )
+    choice = AutotuneChoice(
+        0, "map(parse)", "ParallelMapV2", "parallelism", "num_parallel_calls", 2, True
+    )
+    return dataclasses.replace(result, stages=report, autotune=AutotuneReadout([choice]))
+
+
+def test_stages_and_autotune_choices_round_trip(result, tmp_path):
+    full = _with_stages(result)
+    loaded = ProfileResult.load(full.save(tmp_path / "stages.json"))
+    assert loaded == full
+    assert loaded.stages is not None and loaded.stages.bottleneck is loaded.stages.stages[0]
+    # A bool parameter stays a bool and AUTOTUNE (-1) an int through JSON.
+    assert loaded.stages.stages[0].parameters == {"num_parallel_calls": -1, "deterministic": True}
+    assert loaded.stages.stages[0].kind is StageKind.MAP
+
+
+def test_a_result_saved_before_stages_existed_still_loads(result, tmp_path):
+    data = _with_stages(result).to_dict()
+    del data["stages"], data["autotune"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    loaded = ProfileResult.load(path)
+    assert loaded.stages is None and loaded.autotune is None
+    assert loaded == result

@@ -111,3 +111,35 @@ def test_uncompiled_model_is_explained(write_pipeline):
     source = pipelines.INPUT_BOUND.replace('    model.compile(optimizer="sgd", loss="mse")\n', "")
     with pytest.raises(PipelineFileError, match=r"not compiled\. Call `model\.compile"):
         profile_pipeline(load_pipeline(write_pipeline(source)), steps=2)
+
+
+def test_stage_analysis_names_the_slow_map_and_autotune_choices_are_read(write_pipeline):
+    source = pipelines.INPUT_BOUND.replace(
+        "num_parallel_calls=knobs.num_parallel_calls)", "num_parallel_calls=-1)"
+    )
+    path = write_pipeline(source)
+    lines = path.read_text().splitlines()
+    slow_line = next(n for n, line in enumerate(lines, 1) if "numpy_function(_slow" in line)
+    result = profile_pipeline(
+        load_pipeline(path), steps=6, warmup=2, analyse_stages=True, stage_seconds=0.3
+    )
+
+    assert result.stages is not None
+    labels = [stage.label for stage in result.stages.stages]
+    assert labels == ["from_tensor_slices", "batch(16)", "map(lambda)", "map(lambda)"]
+    assert result.stages.bottleneck_index == 2
+    assert result.stages.stages[2].location == f"pipeline.py:{slow_line}"
+    assert result.compute_only is not None
+    assert result.stages.consumption_examples_per_sec == result.compute_only.examples_per_sec
+    assert result.advice.endswith(result.stages.advice)
+    assert "The limiting stage is map(lambda)" in result.advice
+    assert result.autotune is not None and result.autotune.unavailable_reason is None
+    chosen = {(c.stage_index, c.argument) for c in result.autotune.choices}
+    assert (2, "num_parallel_calls") in chosen
+
+
+def test_stage_analysis_is_off_unless_asked(write_pipeline):
+    pipeline = load_pipeline(write_pipeline(pipelines.TRAIN_STEP))
+    result = profile_pipeline(pipeline, steps=2, warmup=1)
+    assert result.stages is None
+    assert result.autotune is not None

@@ -7,12 +7,14 @@ code are turned into messages that point at the user's own line.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tfperf import tfsupport
+from tfperf import stages, tfsupport
+from tfperf.autotune_readout import IteratorRecorder
 from tfperf.errors import (
     EmptyDatasetError,
     InputPipelineError,
@@ -24,7 +26,13 @@ from tfperf.knobs import Knobs
 from tfperf.loader import PipelineFile
 from tfperf.probes import Probe
 from tfperf.profiler import ProgressCallback, profile
-from tfperf.result import ProfileResult
+from tfperf.result import ProfileResult, StageReport
+from tfperf.stagechain import StageNode, recover_chain
+
+logger = logging.getLogger(__name__)
+
+#: Measured seconds per stage in the stage analysis (plus ~0.2 s warm-up and start-up each).
+STAGE_SECONDS = 0.5
 
 
 def profile_pipeline(
@@ -36,12 +44,21 @@ def profile_pipeline(
     owns_process: bool = False,
     probes: Sequence[Probe] | None = None,
     progress: ProgressCallback | None = None,
+    analyse_stages: bool = False,
+    stage_seconds: float = STAGE_SECONDS,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
+
+    The values AUTOTUNE settled on are read at the end of the end-to-end phase
+    (`result.autotune`). With `analyse_stages`, every stage is then measured on its own
+    (`result.stages`, see `tfperf.stages`) and the advice names the limiting stage.
 
     Args:
         owns_process: True when tfperf runs this process (the CLI, a trial child): it may then
             set process-wide TensorFlow state such as GPU memory growth.
+        analyse_stages: run the stage analysis after the three phases; off for tuning
+            trials, where it would cost each trial seconds for figures nobody reads.
+        stage_seconds: measured window per stage in that analysis.
 
     Raises:
         PipelineFileError: the file's functions break the contract (wrong return types).
@@ -53,17 +70,18 @@ def profile_pipeline(
     with tfsupport.precision_policy(knobs.mixed_precision):
         dataset = _build_dataset(pipeline, knobs)
         model, train_step = _build_train_step(pipeline, knobs)
+        recorder = IteratorRecorder(dataset, _stage_chain(dataset))
         tfsupport.reset_allocator_peaks()
         try:
             result = profile(
-                dataset,
+                recorder,
                 train_step,
                 steps=steps,
                 warmup=warmup,
                 pipeline=display_path(pipeline.path),
                 knobs=knobs,
                 probes=probes,
-                progress=progress,
+                progress=recorder.progress(progress),
             )
         except InputPipelineError as error:
             raise _explain_input_error(error, dataset, pipeline) from error.__cause__
@@ -71,6 +89,11 @@ def profile_pipeline(
             raise _explain_step_error(error, dataset, model, pipeline) from error.__cause__
         except EmptyDatasetError as error:
             raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
+        result.autotune = recorder.readout
+        if analyse_stages:
+            result.stages = _stage_report(dataset, result, stage_seconds)
+            if result.stages.advice:
+                result.advice = f"{result.advice} {result.stages.advice}"
     tfsupport.attach_allocator_peaks(result.gpus)
     return result
 
@@ -81,6 +104,33 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
     except ValueError:
         return str(path)
+
+
+def _stage_chain(dataset: Any) -> list[StageNode]:
+    try:
+        return recover_chain(dataset).stages
+    except Exception:  # unexpected dataset internals: AUTOTUNE's choices go unattributed
+        logger.warning("could not recover the stages of the dataset", exc_info=True)
+        return []
+
+
+def _stage_report(dataset: Any, result: ProfileResult, seconds: float) -> StageReport:
+    consumption = result.compute_only.examples_per_sec if result.compute_only else None
+    try:
+        return stages.analyse_stages(dataset, consumption, seconds_per_stage=seconds)
+    except Exception as error:  # the profile stands without it; say why it is missing
+        logger.warning("the stage analysis failed", exc_info=True)
+        return StageReport(
+            stages=[],
+            bottleneck_index=None,
+            falls_short_index=None,
+            consumption_examples_per_sec=consumption,
+            seconds_per_stage=seconds,
+            warmup_s=0.0,
+            duration_s=0.0,
+            note=f"the stage analysis failed: {type(error).__name__}: {error}",
+            advice="",
+        )
 
 
 def _build_dataset(pipeline: PipelineFile, knobs: Knobs) -> Any:

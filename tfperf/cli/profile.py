@@ -72,6 +72,12 @@ class ProfileCommand(Command):
             help="where to write the HTML report (default: reports/<pipeline>-profile.html)",
         )
         parser.add_argument(
+            "--no-stages",
+            action="store_true",
+            help="skip the stage analysis (each stage of the pipeline run alone for ~0.7 s "
+            "to name the one that limits throughput)",
+        )
+        parser.add_argument(
             "--quiet", action="store_true", help="no progress bars, only the summary"
         )
 
@@ -95,6 +101,7 @@ class ProfileCommand(Command):
                 warmup=args.warmup,
                 owns_process=True,
                 progress=progress,
+                analyse_stages=not args.no_stages,
             )
         json_path = args.json or DEFAULT_REPORTS_DIR / f"{pipeline.name}-profile.json"
         result.save(json_path)

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from tfperf.knobs import format_value
-from tfperf.result import PhaseResult, ProfileResult, Verdict
+from tfperf.result import (
+    AutotuneReadout,
+    PhaseResult,
+    ProfileResult,
+    StageReport,
+    StageStat,
+    StageUnit,
+    Verdict,
+)
 from tfperf.units import format_bytes, format_seconds
 
 _HEADLINES = {
@@ -18,8 +26,10 @@ def render_summary(result: ProfileResult) -> str:
     sections = [
         _verdict(result),
         _throughput(result),
+        _stages(result.stages) if result.stages is not None else "",
         _warmup(result),
         _memory(result),
+        _autotune(result.autotune) if result.autotune is not None else "",
         f"Advice: {result.advice}",
         _configuration(result),
     ]
@@ -64,6 +74,69 @@ def _phase_detail(phase: PhaseResult) -> str:
         f"p90 {format_seconds(times.p90_s)}, p99 {format_seconds(times.p99_s)} "
         f"over {phase.steps} steps"
     )
+
+
+_CONSUMES = "the model consumes (compute only)"
+
+
+def _stages(report: StageReport) -> str:
+    lines = [
+        f"Stages (the pipeline cut after each one, run alone for {report.seconds_per_stage:g} s "
+        f"each; {report.duration_s:.1f} s in all):"
+    ]
+    if report.stages:
+        width = max(len(_CONSUMES), *(len(stage.label) for stage in report.stages))
+        lines.append(
+            f"  {'#':>2}  {'stage':<{width}}  {'examples/s':>12}  {'CPU ms/example':>14}  "
+            f"{'adds ms/example':>15}"
+        )
+        lines.extend(_stage_row(stage, report, width) for stage in report.stages)
+        if report.consumption_examples_per_sec is not None:
+            lines.append(
+                f"  {'':>2}  {_CONSUMES:<{width}}  {report.consumption_examples_per_sec:>12,.1f}"
+            )
+    if report.note:
+        lines.append(f"  Note: {report.note}")
+    return "\n".join(lines)
+
+
+def _stage_row(stage: StageStat, report: StageReport, width: int) -> str:
+    head = f"  {stage.index:>2}  {stage.label:<{width}}  "
+    if stage.examples_per_sec is None:
+        if stage.unit is StageUnit.INPUT and stage.elements_per_sec is not None:
+            return (
+                head
+                + f"{stage.elements_per_sec:>12,.1f}  (inputs/s: its elements are not examples)"
+            )
+        return head + (stage.note or "not measured")
+    row = (
+        head
+        + f"{stage.examples_per_sec:>12,.1f}  {_ms(stage.cpu_s_per_example):>14}  "
+        + f"{_ms(stage.added_s_per_example):>15}"
+    )
+    marks = []
+    if stage.index == report.bottleneck_index:
+        marks.append("limiting stage" + (f", {stage.location}" if stage.location else ""))
+    if stage.index == report.falls_short_index:
+        marks.append("first below the model's rate")
+    return row + (f"   <- {'; '.join(marks)}" if marks else "")
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.3f}"
+
+
+def _autotune(readout: AutotuneReadout) -> str:
+    if readout.unavailable_reason is not None:
+        return f"AUTOTUNE's choices: not read ({readout.unavailable_reason})."
+    if not readout.choices:
+        return ""
+    chosen = "; ".join(
+        f"{choice.stage_label} {choice.argument or choice.parameter}={choice.value}"
+        + ("" if choice.tuned else " (fixed at start)")
+        for choice in readout.choices
+    )
+    return f"AUTOTUNE chose (end of the end-to-end phase): {chosen}."
 
 
 def _warmup(result: ProfileResult) -> str:

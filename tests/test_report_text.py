@@ -1,0 +1,112 @@
+"""The terminal summary: the stage table and AUTOTUNE's choices, on a saved-style result."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tests.fakes.clock import FakeClock, TimedData, timed_step
+from tfperf import analysis
+from tfperf.probes import HostProbe
+from tfperf.profiler import profile
+from tfperf.report.text import render_summary
+from tfperf.result import (
+    AutotuneChoice,
+    AutotuneReadout,
+    ProfileResult,
+    StageKind,
+    StageStat,
+    StageUnit,
+)
+
+
+def _result() -> ProfileResult:
+    clock = FakeClock()
+    return profile(
+        TimedData(clock, [0.02] * 6, batch=4),
+        timed_step(clock, 0.01),
+        steps=4,
+        warmup=1,
+        clock=clock,
+        probes=[HostProbe()],
+        pipeline="demo.py",
+        knobs={"batch_size": 4},
+    )
+
+
+def _stage(index, kind, label, rate, cpu, unit=StageUnit.EXAMPLE, location=None, note=None):
+    return StageStat(
+        index=index,
+        kind=kind,
+        label=label,
+        location=location,
+        parameters={},
+        unit=unit,
+        elements_per_sec=rate,
+        examples_per_sec=None if unit is StageUnit.INPUT else rate,
+        cpu_s_per_element=cpu,
+        cpu_s_per_example=None if unit is StageUnit.INPUT else cpu,
+        added_s_per_example=None,
+        added_cpu_s_per_example=None,
+        elements=100,
+        duration_s=0.5,
+        note=note,
+    )
+
+
+def test_stage_table_marks_the_limiting_stage_and_the_models_rate():
+    stages = analysis.with_added_costs(
+        [
+            _stage(0, StageKind.SOURCE, "from_tensor_slices", 50_000.0, None, StageUnit.INPUT),
+            _stage(1, StageKind.READ, "TFRecordDataset", 40_000.0, 0.000025),
+            _stage(2, StageKind.MAP, "map(parse)", 2_000.0, 0.0005, location="pipeline.py:9"),
+            _stage(3, StageKind.BATCH, "batch(64)", 2_000.0, 0.0005, StageUnit.BATCH),
+            _stage(
+                4,
+                StageKind.PREFETCH,
+                "prefetch(2)",
+                None,
+                None,
+                note="could not be measured: OSError",
+            ),
+        ]
+    )
+    report = analysis.stage_report(
+        stages, 13_500.0, seconds_per_stage=0.5, warmup_s=0.2, duration_s=3.5, note=None
+    )
+    text = render_summary(dataclasses.replace(_result(), stages=report))
+    table = text[text.index("Stages") :].split("\n\n")[0].splitlines()
+    assert table == [
+        "Stages (the pipeline cut after each one, run alone for 0.5 s each; 3.5 s in all):",
+        "   #  stage                                examples/s  CPU ms/example  adds ms/example",
+        "   0  from_tensor_slices                     50,000.0  (inputs/s: its elements are not "
+        "examples)",
+        "   1  TFRecordDataset                        40,000.0           0.025            0.025",
+        "   2  map(parse)                              2,000.0           0.500            0.475   "
+        "<- limiting stage, pipeline.py:9; first below the model's rate",
+        "   3  batch(64)                               2,000.0           0.500            0.000",
+        "   4  prefetch(2)                        could not be measured: OSError",
+        "      the model consumes (compute only)      13,500.0",
+    ]
+
+
+def test_autotune_choices_are_listed_and_an_unreadable_model_says_why():
+    added = "Prefetch (added by tf.data)"
+    choices = [
+        AutotuneChoice(1, "interleave(f)", "Interleave", "cycle_length", "cycle_length", 1, False),
+        AutotuneChoice(2, "map(parse)", "MapV2", "parallelism", "num_parallel_calls", 2, True),
+        AutotuneChoice(None, added, "Prefetch", "buffer_size", None, 4, True),
+    ]
+    text = render_summary(dataclasses.replace(_result(), autotune=AutotuneReadout(choices)))
+    assert (
+        "AUTOTUNE chose (end of the end-to-end phase): interleave(f) cycle_length=1 (fixed "
+        "at start); map(parse) num_parallel_calls=2; Prefetch (added by tf.data) "
+        "buffer_size=4." in text
+    )
+    off = AutotuneReadout([], "tf.data autotuning is off for this dataset")
+    text = render_summary(dataclasses.replace(_result(), autotune=off))
+    assert "AUTOTUNE's choices: not read (tf.data autotuning is off for this dataset)." in text
+
+
+def test_a_result_without_stages_or_autotune_shows_neither():
+    text = render_summary(_result())
+    assert "Stages (" not in text and "AUTOTUNE" not in text
