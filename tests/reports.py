@@ -16,7 +16,17 @@ from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.probes import HostProbe
 from tfperf.profiler import profile
-from tfperf.result import GpuStats, ProfileResult, TimedValue
+from tfperf.result import (
+    AutotuneChoice,
+    AutotuneReadout,
+    GpuStats,
+    ProfileResult,
+    StageKind,
+    StageReport,
+    StageStat,
+    StageUnit,
+    TimedValue,
+)
 from tfperf.study import OBJECTIVE_ATTR, PIPELINE_ATTR, REMEASURE_ATTR
 
 MIB = 1024**2
@@ -39,6 +49,51 @@ def fake_profile(pipeline: str = "demo.py", gpu: bool = False) -> ProfileResult:
     if gpu:
         result = dataclasses.replace(result, gpus=[fake_gpu()], gpu_unavailable_reason=None)
     return result
+
+
+def with_stages(result: ProfileResult) -> ProfileResult:
+    """`result` with a stage analysis (a slow map) and AUTOTUNE's choices attached."""
+
+    def stage(index, kind, label, unit, rate, added):
+        return StageStat(
+            index=index,
+            kind=kind,
+            label=label,
+            location="demo.py:12" if kind is StageKind.MAP else None,
+            parameters={},
+            unit=unit,
+            elements_per_sec=rate,
+            examples_per_sec=None if unit is StageUnit.INPUT else rate,
+            cpu_s_per_element=None,
+            cpu_s_per_example=None if rate is None else 1 / rate,
+            added_s_per_example=added,
+            added_cpu_s_per_example=None,
+            elements=100,
+            duration_s=0.5,
+        )
+
+    stages = StageReport(
+        stages=[
+            stage(0, StageKind.SOURCE, "from_tensor_slices", StageUnit.INPUT, 9000.0, None),
+            stage(
+                1, StageKind.READ, "interleave(TFRecordDataset)", StageUnit.EXAMPLE, 5000.0, None
+            ),
+            stage(2, StageKind.MAP, "map(parse)", StageUnit.EXAMPLE, 200.0, 0.0048),
+            stage(3, StageKind.BATCH, "batch(4)", StageUnit.BATCH, 190.0, 0.0003),
+        ],
+        bottleneck_index=2,
+        falls_short_index=2,
+        consumption_examples_per_sec=400.0,
+        seconds_per_stage=0.5,
+        warmup_s=0.2,
+        duration_s=3.0,
+        note=None,
+        advice="The limiting stage is map(parse): it adds 4.8 ms per example.",
+    )
+    choice = AutotuneChoice(
+        2, "map(parse)", "ParallelMapV2", "parallelism", "num_parallel_calls", 2, True
+    )
+    return dataclasses.replace(result, stages=stages, autotune=AutotuneReadout([choice]))
 
 
 def fake_gpu() -> GpuStats:

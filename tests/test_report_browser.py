@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reports import PLAN, Planned, fake_profile, make_study
+from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
 from tfperf.knobs import Knobs
 from tfperf.report.html import render_profile_html, render_study_html, write_html
 from tfperf.report.study_data import snapshot_study
@@ -83,7 +83,7 @@ def assert_loaded_offline_and_drawn(visit: Visit, path: Path, charts: int) -> No
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("reports")
-    write_html(render_profile_html(fake_profile(gpu=True)), folder / "profile.html")
+    write_html(render_profile_html(with_stages(fake_profile(gpu=True))), folder / "profile.html")
     plan = tuple(
         Planned(p.knobs, p.examples_per_sec, p.status, p.peak_mib, p.reference, p.reason, host)
         for p, host in zip(PLAN, ("node-a", "node-b") * 4, strict=False)
@@ -98,8 +98,9 @@ def reports(tmp_path_factory) -> Path:
 def test_profile_report_draws_offline(browser, reports):
     path = reports / "profile.html"
     visit = open_report(browser, path, "profile-report")
-    assert_loaded_offline_and_drawn(visit, path, charts=5)
-    assert "Highly input-bound" in visit.page.inner_text("#verdict")
+    assert_loaded_offline_and_drawn(visit, path, charts=6)
+    verdict = visit.page.inner_text("#verdict")
+    assert "Highly input-bound" in verdict and "map(parse)" in verdict
 
 
 def test_study_report_draws_offline(browser, reports):

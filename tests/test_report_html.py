@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from tests.reports import PLAN, Planned, fake_profile, make_study
+from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
 from tfperf.report.html import Charts, render_profile_html, render_study_html, write_html
 from tfperf.report.study_data import snapshot_study
 
@@ -18,7 +18,7 @@ EVIL = "<script>window.__pwned = 1</script>"
 
 @pytest.fixture(scope="module")
 def profile_html() -> str:
-    return render_profile_html(fake_profile(gpu=True))
+    return render_profile_html(with_stages(fake_profile(gpu=True)))
 
 
 def _tags(html: str) -> list[str]:
@@ -42,6 +42,9 @@ def test_profile_page_carries_every_section(profile_html):
         "Configuration measured",
         "Environment",
         "NVIDIA H100 80GB HBM3",
+        "Which stage limits the pipeline",
+        "What AUTOTUNE chose",
+        "tuned while running",
     ):
         assert text in profile_html
     charts = set(re.findall(r'data-chart="([^"]+)"', profile_html))
@@ -51,6 +54,7 @@ def test_profile_page_carries_every_section(profile_html):
         "profile-distribution",
         "profile-memory",
         "profile-cpu",
+        "profile-stages",
     }
     data = json.loads(_chart_json(profile_html))
     assert set(data) == charts

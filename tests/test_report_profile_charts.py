@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reports import MIB, fake_profile
+from tests.reports import MIB, fake_profile, with_stages
 from tfperf.report import profile_charts as pc
 from tfperf.report import theme
 from tfperf.result import ProfileResult
@@ -107,3 +107,29 @@ def test_cpu_figure_draws_the_all_cores_line(result):
     assert figure.layout.yaxis.title.text == "CPU (%)"
     lines = [shape for shape in figure.layout.shapes if shape.y0 == shape.y1]
     assert lines and lines[0].y0 == 100 * chart.cpu_count
+
+
+def test_stage_waterfall_draws_stages_counted_in_examples():
+    result = with_stages(fake_profile())
+    data = pc.stage_waterfall(result)
+    assert data == pc.StageWaterfall(
+        labels=("1. interleave(TFRecordDataset)", "2. map(parse)", "3. batch(4)"),
+        examples_per_sec=(5000.0, 200.0, 190.0),
+        stage_indices=(1, 2, 3),
+        bottleneck_index=2,
+        consumption_examples_per_sec=400.0,
+    )
+    figure = pc.waterfall_figure(data)
+    bars, line = figure.data
+    assert list(bars.marker.color) == [theme.PIPELINE, theme.WAIT, theme.PIPELINE]
+    assert list(bars.text)[1] == "200 (limiting)"
+    assert line.name == "the model consumes (compute only)"
+    assert set(line.y) == {400.0}
+    assert figure.layout.yaxis.type == "log"
+    assert figure.layout.yaxis.title.text == "examples/s (log scale)"
+    assert pc.verdict_banner(result).limiting_stage == "map(parse)"
+
+
+def test_no_waterfall_without_a_stage_analysis(result):
+    assert pc.stage_waterfall(result) is None
+    assert pc.verdict_banner(result).limiting_stage is None

@@ -127,6 +127,9 @@ def profile_section(result: ProfileResult, charts: Charts, prefix: str) -> dict[
         "cpu": pc.cpu_chart(result),
     }
     section["memory_chart"] = charts.add(f"{prefix}-memory", pc.memory_figure(section["memory"]))
+    waterfall = pc.stage_waterfall(result)
+    if waterfall is not None and waterfall.labels:
+        section["stages_chart"] = charts.add(f"{prefix}-stages", pc.waterfall_figure(waterfall))
     section["cpu_chart"] = charts.add(f"{prefix}-cpu", pc.cpu_figure(section["cpu"]))
     return section
 

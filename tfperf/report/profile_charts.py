@@ -32,6 +32,7 @@ class VerdictBanner:
     speedup_if_input_free: float | None
     compute_slowdown: float | None
     advice: str
+    limiting_stage: str | None  # the stage analysis's bottleneck, when it ran
 
 
 _BANNERS = {
@@ -51,7 +52,13 @@ def verdict_banner(result: ProfileResult) -> VerdictBanner:
         speedup_if_input_free=result.speedup_if_input_free,
         compute_slowdown=result.compute_slowdown,
         advice=result.advice,
+        limiting_stage=_limiting_stage(result),
     )
+
+
+def _limiting_stage(result: ProfileResult) -> str | None:
+    stage = result.stages.bottleneck if result.stages is not None else None
+    return stage.label if stage is not None else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,11 +106,11 @@ def timeline_figure(data: StepTimeline) -> go.Figure:
         # scale to the measured steps so their split stays readable, and say what is cut off.
         extra["yaxis"] = {"range": [0, top]}
         figure.add_annotation(
-            x=0,
+            x=data.steps[-1],
             y=top,
             text="warm-up steps run off the scale",
             showarrow=False,
-            xanchor="left",
+            xanchor="right",
             yanchor="top",
             yshift=-16,
         )
@@ -358,3 +365,71 @@ def _shade_phases(figure: go.Figure, spans: tuple[PhaseSpan, ...]) -> None:
             annotation_text=_PHASE_NAMES.get(span.label, span.label),
             annotation_position="top left",
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class StageWaterfall:
+    """Examples/s of the pipeline cut after each stage, and the model's rate to compare with.
+
+    Stages whose elements are not examples (file names) have no examples/s: they are listed
+    in the table but not drawn.
+    """
+
+    labels: tuple[str, ...]
+    examples_per_sec: tuple[float, ...]
+    stage_indices: tuple[int, ...]
+    bottleneck_index: int | None
+    consumption_examples_per_sec: float | None
+
+
+def stage_waterfall(result: ProfileResult) -> StageWaterfall | None:
+    report = result.stages
+    if report is None:
+        return None
+    drawn = [stage for stage in report.stages if stage.examples_per_sec]
+    return StageWaterfall(
+        labels=tuple(f"{stage.index}. {stage.label}" for stage in drawn),
+        examples_per_sec=tuple(stage.examples_per_sec or 0.0 for stage in drawn),
+        stage_indices=tuple(stage.index for stage in drawn),
+        bottleneck_index=report.bottleneck_index,
+        consumption_examples_per_sec=report.consumption_examples_per_sec,
+    )
+
+
+def waterfall_figure(data: StageWaterfall) -> go.Figure:
+    import plotly.graph_objects as go
+
+    limiting = [index == data.bottleneck_index for index in data.stage_indices]
+    figure = go.Figure(
+        go.Bar(
+            x=list(data.labels),
+            y=list(data.examples_per_sec),
+            marker_color=[theme.WAIT if flag else theme.PIPELINE for flag in limiting],
+            text=[
+                f"{rate:,.0f}" + (" (limiting)" if flag else "")
+                for rate, flag in zip(data.examples_per_sec, limiting, strict=True)
+            ],
+            textposition="outside",
+            name="pipeline cut after this stage",
+        )
+    )
+    rate = data.consumption_examples_per_sec
+    if rate:
+        # A line trace, not add_hline: plotly misplaces a shape's label on a log axis.
+        figure.add_scatter(
+            x=list(data.labels),
+            y=[rate] * len(data.labels),
+            mode="lines+text",
+            text=[""] * (len(data.labels) - 1) + [f"the model consumes {rate:,.0f}/s"],
+            textposition="top left",
+            line={"dash": "dash", "color": theme.CEILING, "width": 3},
+            name="the model consumes (compute only)",
+        )
+    return theme.apply_layout(
+        figure,
+        "Stage by stage: examples/s of the pipeline cut after each stage",
+        "stage, in data-flow order",
+        "examples/s (log scale)",
+        yaxis={"type": "log"},
+        showlegend=False,
+    )
