@@ -25,6 +25,17 @@ unit: $(VENV)/.installed-dev
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# Benchmarks (benchmarks/, see its RESULTS.md). `make bench` tunes and measures six pipelines,
+# 35-45 minutes on 2 cores, and rewrites benchmarks/RESULTS.md: run it on a quiet machine.
+# `make bench-smoke` checks the runner end to end on one pipeline in about 40 seconds.
+.PHONY: bench bench-smoke
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m benchmarks
+
+bench-smoke: $(VENV)/.installed
+	$(BIN)/python -m benchmarks --smoke
+
 $(VENV)/bin/pip:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

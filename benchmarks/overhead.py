@@ -4,19 +4,22 @@ Runs the same loop bare and under `tfperf.Profiler` (iterator wrapped, every ste
 and recorded, host and GPU probes sampling in the background), interleaved A/B/A/B so drift on
 a shared machine hits both alike, and reports the median of each and their ratio.
 
-    python -m benchmarks.overhead [--steps 300] [--repeats 7]
+    python -m benchmarks.overhead [--steps 300] [--repeats 11] [--workload fast] [--json PATH]
 
 It also measures the profiler's two costs directly, which is far less noisy than the A/B
 difference on a shared machine: the per-step instrumentation (a loop doing nothing but being
 profiled) and one pass of the background sampler (host and NVML probes).
 
 Two workloads: a fast step (about 1-2 ms, where fixed per-step costs show most) and the
-quick-start pipeline at its AUTOTUNE configuration.
+quick-start pipeline at its AUTOTUNE configuration (`--workload` picks; both by default).
+`--json PATH` also writes the figures for `python -m benchmarks`, which runs this module in a
+child process and puts them in `benchmarks/RESULTS.md`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -114,7 +117,10 @@ def sampler_us_per_sample(samples: int = 500) -> float:
     return 1e6 * elapsed / samples
 
 
-def measure(name: str, workload: Workload, steps: int, repeats: int) -> dict[str, float]:
+def measure(
+    name: str, workload: Workload, steps: int, repeats: int, per_step_us: float
+) -> dict[str, Any]:
+    """Bare and profiled timings of one workload, interleaved; medians and spreads in percent."""
     dataset, step = workload
     bare(dataset, step, steps)  # trace and fill caches once before timing anything
     plain, timed, unsampled = [], [], []
@@ -123,51 +129,89 @@ def measure(name: str, workload: Workload, steps: int, repeats: int) -> dict[str
         timed.append(profiled(dataset, step, steps))
         unsampled.append(profiled(dataset, step, steps, probes=False))
     a, b, c = (statistics.median(x) for x in (plain, timed, unsampled))
+    step_ms_bare = 1000 * a / steps
     return {
         "workload": name,
-        "step_ms_bare": 1000 * a / steps,
+        "steps": steps,
+        "step_ms_bare": step_ms_bare,
         "step_ms_profiled": 1000 * b / steps,
         "overhead_pct": 100 * (b - a) / a,
         "overhead_no_probes_pct": 100 * (c - a) / a,
         "spread_bare_pct": 100 * _iqr(plain) / a,
         "spread_profiled_pct": 100 * _iqr(timed) / b,
+        "instrumentation_pct": 100 * per_step_us / (1000 * step_ms_bare),
     }
 
 
 def _iqr(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
     quartiles = statistics.quantiles(values, n=4)
     return quartiles[2] - quartiles[0]
+
+
+WORKLOADS: dict[str, tuple[str, Callable[[], Workload], int]] = {
+    # name: (label, builder, divisor of --steps: the quick-start step is ~20x slower)
+    "fast": ("fast step (Dense, cached batch)", fast_workload, 1),
+    "quickstart": ("quickstart, AUTOTUNE", quickstart_workload, 3),
+}
+SAMPLER_INTERVAL_MS = 50
+
+
+def run(steps: int, repeats: int, workloads: list[str]) -> dict[str, Any]:
+    """Every figure of this benchmark, JSON-ready (the fields of `benchmarks.record.Overhead`)."""
+    per_step = instrumentation_us_per_step()
+    rows = []
+    for name in workloads:
+        label, build, divisor = WORKLOADS[name]
+        rows.append(measure(label, build(), max(1, steps // divisor), repeats, per_step))
+    return {
+        "instrumentation_us_per_step": per_step,
+        "sampler_us_per_sample": sampler_us_per_sample(),
+        "sampler_interval_ms": SAMPLER_INTERVAL_MS,
+        "steps": steps,
+        "repeats": repeats,
+        "rows": rows,
+    }
+
+
+def print_figures(figures: dict[str, Any]) -> None:
+    per_sample, interval_ms = figures["sampler_us_per_sample"], figures["sampler_interval_ms"]
+    print(f"per-step instrumentation: {figures['instrumentation_us_per_step']:.2f} us")
+    print(
+        f"one sampler pass: {per_sample:.0f} us, every {interval_ms} ms = "
+        f"{per_sample / (interval_ms * 10):.2f}% of one core"
+    )
+    print(
+        f"{'workload':<34}{'bare ms/step':>13}{'profiled':>10}{'overhead':>10}"
+        f"{'no probes':>11}{'IQR bare/prof':>15}"
+    )
+    for row in figures["rows"]:
+        print(
+            f"{row['workload']:<34}{row['step_ms_bare']:>13.3f}{row['step_ms_profiled']:>10.3f}"
+            f"{row['overhead_pct']:>9.2f}%{row['overhead_no_probes_pct']:>10.2f}%"
+            f"{row['spread_bare_pct']:>8.1f}%/{row['spread_profiled_pct']:.1f}%"
+        )
+        print(f"{'':<34}instrumentation alone: {row['instrumentation_pct']:.2f}% of this step")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument(
+        "--workload",
+        dest="workloads",
+        action="append",
+        choices=list(WORKLOADS),
+        help="measure only this workload (repeatable; default: all)",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
-    per_step = instrumentation_us_per_step()
-    per_sample = sampler_us_per_sample()
-    interval_ms = 50
-    print(f"per-step instrumentation: {per_step:.2f} us")
-    print(
-        f"one sampler pass: {per_sample:.0f} us, every {interval_ms} ms = "
-        f"{per_sample / (interval_ms * 10):.2f}% of one core"
-    )
-    rows = [
-        measure("fast step (Dense, cached batch)", fast_workload(), args.steps, args.repeats),
-        measure("quickstart, AUTOTUNE", quickstart_workload(), args.steps // 3, args.repeats),
-    ]
-    print(
-        f"{'workload':<34}{'bare ms/step':>13}{'profiled':>10}{'overhead':>10}"
-        f"{'no probes':>11}{'IQR bare/prof':>15}"
-    )
-    for row in rows:
-        print(
-            f"{row['workload']:<34}{row['step_ms_bare']:>13.3f}{row['step_ms_profiled']:>10.3f}"
-            f"{row['overhead_pct']:>9.2f}%{row['overhead_no_probes_pct']:>10.2f}%"
-            f"{row['spread_bare_pct']:>8.1f}%/{row['spread_profiled_pct']:.1f}%"
-        )
-        bound = 100 * per_step / (1000 * row["step_ms_bare"])
-        print(f"{'':<34}instrumentation alone: {bound:.2f}% of this step")
+    figures = run(args.steps, args.repeats, args.workloads or list(WORKLOADS))
+    print_figures(figures)
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

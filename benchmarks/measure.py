@@ -1,0 +1,258 @@
+"""Measures one benchmark pipeline with tfperf's own machinery, and returns plain records.
+
+For each pipeline: `prepare` runs it once so its data exists before anything is timed; `tune`
+runs `tfperf.tune` on a fresh study and reads the study's trials back; `measure_final` runs
+the baseline, AUTOTUNE and tuned configurations side by side (`tfperf.remeasure`: interleaved
+rounds, each run a `run_trial` child process), keeping every phase of every run, so the
+ceilings come from the tuned configuration's own pipeline-only and compute-only phases.
+Nothing here prints: progress goes to the `log` callback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchmarks.record import Figure, Overhead, OverheadRow, Repeatability, Trial, Tuning
+from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
+from tfperf.knobs import Knobs
+from tfperf.remeasure import Finalist, remeasure
+from tfperf.search import autotune_knobs
+from tfperf.trial import Budgets, TrialOutcome, TrialRequest, TrialStatus, run_trial
+
+if TYPE_CHECKING:
+    import optuna
+
+    from tfperf.loader import PipelineFile
+    from tfperf.tune_result import TuneResult
+
+Log = Callable[[str], None]
+
+#: How long preparing a pipeline (writing its data, one step) may take.
+PREPARE_TIMEOUT_S = 900.0
+
+
+class BenchError(RuntimeError):
+    """A benchmark could not be measured; the message names the pipeline and the fix."""
+
+
+def prepare(spec: Spec, pipeline: PipelineFile) -> None:
+    """Runs the baseline for one step in a child, so data generation is never timed.
+
+    Raises:
+        BenchError: the pipeline failed; the message says how to see why.
+    """
+    request = TrialRequest(spec.path, pipeline.baseline, steps=1, warmup=0)
+    outcome = run_trial(request, Budgets(timeout_s=PREPARE_TIMEOUT_S))
+    if outcome.status is not TrialStatus.COMPLETE or outcome.result is None:
+        raise BenchError(
+            f"{spec.name}: preparing its data failed ({outcome.status.value}): {outcome.reason}\n"
+            f"Run `tfperf profile {spec.path} --steps 5 --debug` to see the full error."
+        )
+
+
+def tune(
+    spec: Spec, pipeline: PipelineFile, settings: Settings, storage: str
+) -> tuple[TuneResult, Tuning]:
+    """Runs `tfperf.tune` on a new study in `storage`; returns its result and its trials."""
+    import tfperf
+
+    options = tfperf.TuneOptions(
+        trials=settings.trials,
+        steps=settings.steps_for(spec),
+        warmup=settings.warmup,
+        ram_budget_bytes=spec.ram_budget_bytes,
+        trial_timeout_s=spec.trial_timeout_s,
+        storage=storage,
+        study_name=spec.name,
+        seed=settings.seed,
+        finalists=settings.finalists,
+        rounds=settings.rounds,
+    )
+    result = tfperf.tune(pipeline, options)
+    trials, search_s = study_trials(storage, spec.name)
+    tuning = Tuning(
+        trials_budget=settings.trials,
+        steps=settings.steps_for(spec),
+        wall_s=result.wall_s,
+        search_s=search_s,
+        ram_budget_bytes=result.ram_budget_bytes,
+        trials=trials,
+        best_label=result.best.label,
+        recommendation=result.recommendation,
+        changes_training=list(result.changes_training),
+    )
+    return result, tuning
+
+
+def study_trials(storage: str, study_name: str) -> tuple[list[Trial], float]:
+    """The study's finished trials in order, and the seconds from the first start to the last end.
+
+    A trial's figure is its end-to-end examples/s when it completed within every budget;
+    pruned, failed and over-budget trials have None.
+    """
+    import optuna
+
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    # Only trials that measured knobs: tfperf may keep bookkeeping trials (locks) in a study.
+    finished = [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if t.state.is_finished() and "knobs" in t.user_attrs
+    ]
+    starts = [t.datetime_start for t in finished if t.datetime_start is not None]
+    ends = [t.datetime_complete for t in finished if t.datetime_complete is not None]
+    if not starts or not ends:
+        return [], 0.0
+    origin = min(starts)
+    trials = [
+        Trial(
+            number=t.number,
+            status=str(t.user_attrs.get("status") or t.state.name.lower()),
+            examples_per_sec=_figure(t),
+            elapsed_s=(t.datetime_complete - origin).total_seconds()
+            if t.datetime_complete
+            else None,
+            reference=t.user_attrs.get("reference"),
+        )
+        for t in sorted(finished, key=lambda t: t.number)
+    ]
+    return trials, (max(ends) - origin).total_seconds()
+
+
+def _figure(trial: optuna.trial.FrozenTrial) -> float | None:
+    feasible = all(value <= 0 for value in trial.constraints.values())
+    if trial.user_attrs.get("status") != TrialStatus.COMPLETE.value or not feasible:
+        return None
+    return float(trial.values[0]) if trial.values else None
+
+
+def final_configurations(pipeline: PipelineFile, result: TuneResult) -> dict[str, Knobs]:
+    """The three configurations the table compares, by label."""
+    return {
+        "baseline": pipeline.baseline,
+        "autotune": autotune_knobs(pipeline.baseline),
+        "tuned": Knobs.from_mapping(result.best.knobs, source="the tuned configuration"),
+    }
+
+
+def measure_final(
+    spec: Spec,
+    configurations: dict[str, Knobs],
+    settings: Settings,
+    budgets: Budgets,
+    log: Log,
+) -> dict[str, Figure]:
+    """Measures each configuration `settings.repeats` times, interleaved; one Figure per label.
+
+    Labels with the same knobs (the tuned configuration may be AUTOTUNE's) are measured once
+    and share their figures: the report then shows one measurement, not two noisy copies.
+    """
+    distinct: dict[str, str] = {}  # knobs key -> the first label with those knobs
+    for label, knobs in configurations.items():
+        distinct.setdefault(_key(knobs), label)
+    finalists = [Finalist(label, None, configurations[label]) for label in distinct.values()]
+    runs: dict[str, list[TrialOutcome]] = {finalist.label: [] for finalist in finalists}
+
+    def measured(finalist: Finalist, outcome: TrialOutcome) -> None:
+        runs[finalist.label].append(outcome)
+        log(f"  {finalist.label:<9} {_describe(outcome)}")
+
+    remeasure(finalists, settings.repeats, _requester(spec, settings), budgets, run_trial, measured)
+    return {
+        label: _as_figure(label, knobs, runs[distinct[_key(knobs)]])
+        for label, knobs in configurations.items()
+    }
+
+
+def measure_repeatability(
+    spec: Spec, knobs: Knobs, settings: Settings, budgets: Budgets, log: Log
+) -> Repeatability:
+    """One configuration measured `settings.cv_repeats` times in a row."""
+    outcomes: list[TrialOutcome] = []
+
+    def measured(finalist: Finalist, outcome: TrialOutcome) -> None:
+        outcomes.append(outcome)
+        log(f"  repeat {len(outcomes)}/{settings.cv_repeats}: {_describe(outcome)}")
+
+    finalist = Finalist("repeatability", None, knobs)
+    requester = _requester(spec, settings)
+    remeasure([finalist], settings.cv_repeats, requester, budgets, run_trial, measured)
+    figure = _as_figure("repeatability", knobs, outcomes)
+    return Repeatability(pipeline=spec.name, knobs=figure.knobs, end_to_end=figure.end_to_end)
+
+
+def measure_overhead(settings: Settings, workloads: Sequence[str]) -> Overhead:
+    """Runs `python -m benchmarks.overhead` in a child (its own TensorFlow) and reads its JSON.
+
+    Raises:
+        BenchError: the overhead benchmark failed; the message carries the end of its output.
+    """
+    with tempfile.TemporaryDirectory(prefix="tfperf-overhead-") as folder:
+        path = Path(folder) / "overhead.json"
+        command = [
+            sys.executable,
+            "-m",
+            "benchmarks.overhead",
+            "--steps",
+            str(settings.overhead_steps),
+            "--repeats",
+            str(settings.overhead_repeats),
+            "--json",
+            str(path),
+            *(argument for name in workloads for argument in ("--workload", name)),
+        ]
+        done = subprocess.run(
+            command, cwd=BENCHMARKS_DIR.parent, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0 or not path.exists():
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+            raise BenchError(
+                f"the overhead benchmark failed (exit status {done.returncode}); run "
+                f"`python -m benchmarks.overhead` to see why. Its output ended with:\n{tail}"
+            )
+        data = json.loads(path.read_text(encoding="utf-8"))
+    rows = [OverheadRow(**row) for row in data.pop("rows")]
+    return Overhead(**data, rows=rows)
+
+
+def _requester(spec: Spec, settings: Settings) -> Callable[[Knobs], TrialRequest]:
+    steps = settings.steps_for(spec)
+
+    def request(knobs: Knobs) -> TrialRequest:
+        return TrialRequest(spec.path, knobs, steps=steps, warmup=settings.warmup)
+
+    return request
+
+
+def _as_figure(label: str, knobs: Knobs, outcomes: Sequence[TrialOutcome]) -> Figure:
+    results = [o.result for o in outcomes if o.status is TrialStatus.COMPLETE and o.result]
+    return Figure(
+        label=label,
+        knobs=knobs.to_dict(),
+        end_to_end=[r.end_to_end.examples_per_sec for r in results],
+        pipeline_only=[r.pipeline_only.examples_per_sec for r in results if r.pipeline_only],
+        compute_only=[r.compute_only.examples_per_sec for r in results if r.compute_only],
+        cpu_percent=[r.cpu.mean_percent for r in results if r.cpu is not None],
+        peak_rss_bytes=max((o.peak_rss_bytes for o in outcomes), default=0),
+        failures=[_failure(o) for o in outcomes if o.status is not TrialStatus.COMPLETE],
+    )
+
+
+def _failure(outcome: TrialOutcome) -> str:
+    return f"{outcome.status.value}: {outcome.reason}"
+
+
+def _describe(outcome: TrialOutcome) -> str:
+    if outcome.status is TrialStatus.COMPLETE and outcome.result is not None:
+        return f"{outcome.result.end_to_end.examples_per_sec:,.0f} examples/s"
+    return f"{outcome.status.value}: {outcome.reason.splitlines()[0] if outcome.reason else ''}"
+
+
+def _key(knobs: Knobs) -> str:
+    return json.dumps(knobs.to_dict(), sort_keys=True)

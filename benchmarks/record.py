@@ -1,0 +1,253 @@
+"""What one benchmark run measured, as plain dataclasses that round-trip through JSON.
+
+No TensorFlow and no Optuna here: `python -m benchmarks --render RESULTS.json` re-renders a
+saved run anywhere. Throughputs are examples per second, memory is bytes, times are seconds;
+spreads are relative (0.05 = 5%). The statistics the report needs are small pure functions
+below, so they are tested by equality.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tfperf.errors import ResultFileError
+from tfperf.jsonrecord import JsonRecord
+
+BENCH_SCHEMA_VERSION = 1
+#: "Within 5% of the final best": the tolerance of `first_within`.
+CONVERGENCE_TOLERANCE = 0.05
+
+
+@dataclasses.dataclass
+class Figure:
+    """One configuration measured `repeats` times, interleaved with the others of its pipeline.
+
+    Each list holds one value per completed repeat, in the order they ran: end-to-end,
+    pipeline-only and compute-only examples/s, and the mean CPU use of the run (100 = one
+    core). `failures` holds the reason of every repeat that did not complete.
+    """
+
+    label: str
+    knobs: dict[str, Any]
+    end_to_end: list[float]
+    pipeline_only: list[float]
+    compute_only: list[float]
+    cpu_percent: list[float]
+    peak_rss_bytes: int
+    failures: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Trial:
+    """One finished trial of the study: its end-to-end examples/s, or None with its status."""
+
+    number: int
+    status: str
+    examples_per_sec: float | None
+    elapsed_s: float | None
+    reference: str | None = None
+
+
+@dataclasses.dataclass
+class Tuning:
+    """How the study went: its budget, its cost, and every trial's figure."""
+
+    trials_budget: int
+    steps: int
+    wall_s: float
+    search_s: float
+    ram_budget_bytes: int | None
+    trials: list[Trial]
+    best_label: str
+    recommendation: str
+    changes_training: list[str]
+
+
+@dataclasses.dataclass
+class PipelineRecord:
+    """One benchmark pipeline: its tuning, and its final side-by-side figures."""
+
+    name: str
+    bottleneck: str
+    expectation: str
+    beyond_autotune: bool
+    steps: int
+    repeats: int
+    tuning: Tuning
+    baseline: Figure
+    autotune: Figure
+    tuned: Figure
+
+
+@dataclasses.dataclass
+class Repeatability:
+    """One configuration measured several times in a row: the noise of a single figure."""
+
+    pipeline: str
+    knobs: dict[str, Any]
+    end_to_end: list[float]
+
+
+@dataclasses.dataclass
+class OverheadRow:
+    """The profiler's cost on one workload (see `benchmarks.overhead`)."""
+
+    workload: str
+    steps: int
+    step_ms_bare: float
+    step_ms_profiled: float
+    overhead_pct: float
+    overhead_no_probes_pct: float
+    spread_bare_pct: float
+    spread_profiled_pct: float
+    instrumentation_pct: float
+
+
+@dataclasses.dataclass
+class Overhead:
+    """Per-step instrumentation, one sampler pass, and A/B timings per workload."""
+
+    instrumentation_us_per_step: float
+    sampler_us_per_sample: float
+    sampler_interval_ms: float
+    steps: int
+    repeats: int
+    rows: list[OverheadRow]
+
+
+@dataclasses.dataclass
+class Machine:
+    """Where the run happened."""
+
+    cpu_model: str
+    cpu_count: int
+    total_ram_bytes: int
+    bf16_flags: list[str]
+    platform: str
+    python_version: str
+    tensorflow_version: str | None
+    tfperf_version: str
+
+
+@dataclasses.dataclass
+class Failure:
+    """A pipeline (or the overhead benchmark) that could not be measured, and why."""
+
+    name: str
+    reason: str
+
+
+@dataclasses.dataclass
+class BenchRecord(JsonRecord):
+    """A whole benchmark run: what ran, where, and every figure the report shows."""
+
+    command: str
+    started_at: str
+    wall_s: float
+    smoke: bool
+    machine: Machine
+    settings: dict[str, Any]
+    pipelines: list[PipelineRecord]
+    repeatability: Repeatability | None
+    overhead: Overhead | None
+    failures: list[Failure] = dataclasses.field(default_factory=list)
+    schema_version: int = BENCH_SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchRecord:
+        return cls.validate(data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> BenchRecord:
+        """Reads a record written by `save`.
+
+        Raises:
+            ResultFileError: the file is missing, not JSON, or not a benchmark record.
+        """
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ResultFileError(f"cannot read the benchmark record {path}: {error}") from None
+        return cls.from_dict(data)
+
+
+def median(values: Sequence[float]) -> float:
+    """The median; 0 for no values."""
+    return statistics.median(values) if values else 0.0
+
+
+def spread(values: Sequence[float]) -> float:
+    """Half the range over the median, as tfperf reports noise; 0 for fewer than two values."""
+    middle = median(values)
+    if len(values) < 2 or middle <= 0:
+        return 0.0
+    return (max(values) - min(values)) / 2 / middle
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float | None:
+    """Sample standard deviation over the mean; None for fewer than two values."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean > 0 else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Ratio:
+    """A ratio of medians and its noise (the sum of both figures' relative spreads)."""
+
+    value: float
+    spread: float
+
+    @property
+    def significant(self) -> bool:
+        """Whether the ratio differs from 1 by more than its noise."""
+        return abs(self.value - 1) > self.spread
+
+
+def ratio(new: Sequence[float], old: Sequence[float]) -> Ratio | None:
+    """`median(new) / median(old)` with its spread; None when either is empty or zero."""
+    if not new or not old or median(old) <= 0:
+        return None
+    return Ratio(median(new) / median(old), spread(new) + spread(old))
+
+
+def first_within(
+    values: Sequence[float | None], tolerance: float = CONVERGENCE_TOLERANCE
+) -> int | None:
+    """Index of the first value within `tolerance` of the best of all; None if none is set.
+
+    `values` are in trial order; None marks a trial without a figure (pruned, failed, over a
+    budget). The best is the final best of the study, so this says how early the search found
+    a configuration it would not meaningfully improve on.
+
+    Example:
+        >>> first_within([100.0, None, 190.0, 200.0])
+        2
+    """
+    measured = [value for value in values if value is not None]
+    if not measured:
+        return None
+    threshold = (1 - tolerance) * max(measured)
+    return next(i for i, value in enumerate(values) if value is not None and value >= threshold)
+
+
+def shared_cpu_bound(pipeline_only: float, compute_only: float) -> float | None:
+    """End-to-end examples/s if input and model each needed every core for their own rate.
+
+    When both stages are CPU-bound on the same cores, an example costs `1/P` of the machine's
+    time in the pipeline and `1/C` in the model, so the best end to end is `1/(1/P + 1/C)`,
+    below `min(P, C)`. None when either figure is missing.
+
+    Example:
+        >>> shared_cpu_bound(300.0, 600.0)
+        200.0
+    """
+    if pipeline_only <= 0 or compute_only <= 0:
+        return None
+    return 1 / (1 / pipeline_only + 1 / compute_only)

@@ -1,0 +1,460 @@
+"""The benchmark runner: statistics, goals and report by equality; a real smoke run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.goals import (
+    check_autotune,
+    check_ceiling,
+    check_convergence,
+    check_overhead,
+    check_ram_budget,
+    check_repeatability,
+)
+from benchmarks.record import (
+    BenchRecord,
+    Failure,
+    Figure,
+    Machine,
+    Overhead,
+    OverheadRow,
+    PipelineRecord,
+    Repeatability,
+    Trial,
+    Tuning,
+    coefficient_of_variation,
+    first_within,
+    ratio,
+    shared_cpu_bound,
+    spread,
+)
+from benchmarks.render import render
+from benchmarks.suite import SUITE, Settings, SuiteError, select
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = {"batch_size": 32, "num_parallel_calls": 1, "prefetch": 0}
+AUTO = {"batch_size": 32, "num_parallel_calls": -1, "prefetch": -1}
+TUNED = {"batch_size": 64, "num_parallel_calls": 4, "prefetch": 2}
+
+
+# -- first trial within 5% of the final best -------------------------------------------------
+
+
+def test_first_within_finds_the_first_trial_near_the_final_best():
+    assert first_within([100.0, None, 190.0, 200.0]) == 2  # 190 >= 0.95 * 200
+
+
+def test_first_within_counts_exactly_five_percent_and_not_below():
+    assert first_within([95.0, 100.0]) == 0
+    assert first_within([94.9, 100.0]) == 1
+
+
+def test_first_within_when_the_first_trial_is_the_best():
+    assert first_within([300.0, 100.0, None, 200.0]) == 0
+
+
+def test_first_within_without_any_figure():
+    assert first_within([None, None]) is None
+    assert first_within([]) is None
+
+
+def test_first_within_takes_its_tolerance():
+    assert first_within([80.0, 90.0, 100.0], tolerance=0.25) == 0
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+
+def test_spread_is_half_range_over_median():
+    assert spread([90.0, 100.0, 120.0]) == pytest.approx(0.15)
+    assert spread([100.0]) == 0.0
+
+
+def test_ratio_of_medians_with_summed_spreads():
+    found = ratio([200.0, 210.0, 190.0], [100.0, 102.0, 98.0])
+    assert found is not None
+    assert found.value == pytest.approx(2.0)
+    assert found.spread == pytest.approx(0.07)
+    assert found.significant
+    assert ratio([], [1.0]) is None
+
+
+def test_coefficient_of_variation():
+    assert coefficient_of_variation([98.0, 100.0, 102.0]) == pytest.approx(0.02)
+    assert coefficient_of_variation([100.0]) is None
+
+
+def test_shared_cpu_bound():
+    assert shared_cpu_bound(300.0, 600.0) == pytest.approx(200.0)
+    assert shared_cpu_bound(0.0, 600.0) is None
+
+
+# -- a small record ---------------------------------------------------------------------------
+
+
+def figure(label, knobs, end_to_end, pipeline_only=(), compute_only=(), peak=1 << 30):
+    return Figure(
+        label=label,
+        knobs=knobs,
+        end_to_end=list(end_to_end),
+        pipeline_only=list(pipeline_only),
+        compute_only=list(compute_only),
+        cpu_percent=[190.0],
+        peak_rss_bytes=peak,
+    )
+
+
+def pipeline_record(**changes):
+    trials = [
+        Trial(0, "complete", 100.0, 10.0, "baseline"),
+        Trial(1, "complete", 200.0, 20.0, "autotune"),
+        Trial(2, "pruned", None, 25.0),
+        Trial(3, "complete", 390.0, 40.0),
+        Trial(4, "ram-budget", None, 50.0),
+        Trial(5, "complete", 400.0, 60.0),
+    ]
+    fields = {
+        "name": "demo",
+        "bottleneck": "a sleepy map",
+        "expectation": "Parallel calls help.",
+        "beyond_autotune": False,
+        "steps": 30,
+        "repeats": 3,
+        "tuning": Tuning(
+            trials_budget=6,
+            steps=30,
+            wall_s=90.0,
+            search_s=60.0,
+            ram_budget_bytes=2 << 30,
+            trials=trials,
+            best_label="trial 5",
+            recommendation="Use trial 5's knobs.",
+            changes_training=["batch_size"],
+        ),
+        "baseline": figure("baseline", BASE, [100.0, 100.0, 100.0]),
+        "autotune": figure("autotune", AUTO, [190.0, 200.0, 210.0]),
+        "tuned": figure("tuned", TUNED, [400.0, 400.0, 400.0], [500.0] * 3, [2000.0] * 3),
+    }
+    fields.update(changes)
+    return PipelineRecord(**fields)
+
+
+def bench_record():
+    return BenchRecord(
+        command="python -m benchmarks --only demo",
+        started_at="2025-01-02 03:04 UTC",
+        wall_s=600.0,
+        smoke=False,
+        machine=Machine(
+            cpu_model="Test CPU",
+            cpu_count=2,
+            total_ram_bytes=8 << 30,
+            bf16_flags=["avx512_bf16"],
+            platform="Linux",
+            python_version="3.11.7",
+            tensorflow_version="2.21.0",
+            tfperf_version="0.1.0",
+        ),
+        settings={"trials": 6, "seed": 0, "finalists": 3, "rounds": 3, "repeats": 3},
+        pipelines=[pipeline_record()],
+        repeatability=Repeatability("demo", TUNED, [98.0, 100.0, 102.0]),
+        overhead=Overhead(
+            instrumentation_us_per_step=2.0,
+            sampler_us_per_sample=100.0,
+            sampler_interval_ms=50.0,
+            steps=150,
+            repeats=7,
+            rows=[
+                OverheadRow(
+                    workload="fast step",
+                    steps=150,
+                    step_ms_bare=1.0,
+                    step_ms_profiled=1.005,
+                    overhead_pct=0.5,
+                    overhead_no_probes_pct=0.25,
+                    spread_bare_pct=1.0,
+                    spread_profiled_pct=1.5,
+                    instrumentation_pct=0.2,
+                )
+            ],
+        ),
+    )
+
+
+EXPECTED = """\
+# tfperf benchmarks
+
+tfperf against each pipeline's hand-written baseline, tf.data's AUTOTUNE and the ceilings, \
+measured side by side on one machine. Generated by `python -m benchmarks`; do not edit: \
+re-render a saved run with `python -m benchmarks --render benchmarks/RESULTS.json`.
+
+- Command: `python -m benchmarks --only demo`
+- Date: 2025-01-02 03:04 UTC; the run took 10.0 min
+- Trial budget: 6 trials per pipeline (seed 0), then tfperf's re-measurement of 3 finalists \
+and both references over 3 rounds
+- Final figures: baseline, AUTOTUNE and tuned, 3 interleaved repeats each, every repeat a \
+fresh process; shown as median ± spread (half the range over the median)
+
+## Machine
+
+| CPU | cores | RAM | bf16 units | TensorFlow | tfperf | Python | platform |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| Test CPU | 2 | 8 GiB | avx512_bf16 | 2.21.0 | 0.1.0 | 3.11.7 | Linux |
+
+## Throughput (examples/s)
+
+Ceilings are the tuned configuration's own pipeline-only and compute-only phases; \
+tuned/ceiling divides by the smaller of the two. A ratio marked (noise) is within the sum of \
+its two figures' spreads.
+
+| pipeline | baseline | AUTOTUNE | tuned | pipeline-only | compute-only | tuned/baseline \
+| tuned/AUTOTUNE | tuned/ceiling |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| demo | 100 ± 0% | 200 ± 5% | 400 ± 0% | 500 ± 0% | 2,000 ± 0% | 4.00x ± 0.00 \
+| 2.00x ± 0.05 | 80% |
+
+## Tuning
+
+Trials to 5%: the first trial (counting from 1; trial 1 is the baseline, 2 AUTOTUNE) whose \
+examples/s came within 5% of the study's final best. Search: the trials; tune: the whole \
+`tfperf tune`, its re-measurement of the finalists included.
+
+| pipeline | budget | trials to 5% | time to 5% | search | tune | chosen | trial outcomes |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| demo | 6 trials of 30 steps | 4 | 40 s | 60 s | 90 s | trial 5 \
+| 4 complete, 1 pruned, 1 ram-budget |
+
+Each study's trials in order (examples/s; `p` pruned, `x` failed or over a budget):
+
+- demo: 100 200 p 390 x 400
+
+## Peak host RAM
+
+The highest RSS of a run's whole process tree over its repeats (TensorFlow itself is most of \
+it). The ceilings are phases of the tuned runs.
+
+| pipeline | RAM budget per trial | baseline | AUTOTUNE | tuned |
+| --- | --- | --- | --- | --- |
+| demo | 2 GiB | 1 GiB | 1 GiB | 1 GiB |
+
+## Goals
+
+| pipeline | goal | measured | met |
+| --- | --- | --- | --- |
+| demo | tuned >= AUTOTUNE | 2.00x ± 0.05 | yes |
+| demo | tuned >= 90% of ceiling | 80% | **no** |
+| demo | within 5% of best in < 20 trials and <= 5 min | trial 4 of 6, 0.7 min | yes |
+| demo | tuned within the RAM budget | 1 GiB of 2 GiB (1 trial stopped over the budget \
+during the search) | yes |
+| all | profiler overhead < 2% | 0.40% direct | yes |
+| demo | repeatability CV < 3% | 2.0% over 3 runs | yes |
+
+### What limits each pipeline (written before the figures)
+
+- **demo** (a sleepy map): Parallel calls help.
+
+### Why a goal was missed
+
+- **demo, tuned >= 90% of ceiling** (80%): The smaller ceiling is pipeline-only (input), \
+500 examples/s. End to end, the input pipeline and the model share the same 2 cores (CPU use \
+190% of 200%). If each stage needs the whole CPU for its own ceiling rate, the best possible \
+end to end is 1/(1/500 + 1/2,000) = 400 examples/s, and tuned reaches 100% of that. So the \
+gap is the cost of sharing cores, not a configuration the search missed: the ceiling, as \
+defined, is only reachable when input and training run on different hardware (training on a \
+GPU, or input on other hosts with the tf.data service).
+
+## Profiler overhead
+
+`python -m benchmarks.overhead`: the same loop bare and under `tfperf.Profiler`, interleaved, \
+7 repeats. The direct costs: 2.00 µs of instrumentation per step, and one sampler pass of \
+100 µs every 50 ms (0.20% of one core).
+
+| workload | steps | bare ms/step | profiled ms/step | A/B overhead | without probes \
+| instrumentation share |
+| --- | --- | --- | --- | --- | --- | --- |
+| fast step | 150 | 1.000 | 1.005 | +0.50% (IQR 1.0%/1.5%) | +0.25% | 0.20% |
+
+## Repeatability
+
+The tuned configuration of demo, measured 3 times in a row, each run a fresh process: 98, \
+100, 102 examples/s; median 100, coefficient of variation 2.0%.
+
+## Configurations
+
+- **demo** baseline: batch_size=32, num_parallel_calls=1, prefetch=0
+  - AUTOTUNE changes: num_parallel_calls 1 -> AUTOTUNE, prefetch 0 -> AUTOTUNE
+  - tuned changes: batch_size 32 -> 64, num_parallel_calls 1 -> 4, prefetch 0 -> 2
+  - the tuned configuration changes batch_size, which alters training, not only speed
+"""
+
+
+def test_render_is_a_pure_function_of_the_record():
+    assert render(bench_record()) == EXPECTED
+
+
+def test_tuned_equal_to_a_reference_is_marked_in_the_table():
+    record = bench_record()
+    record.pipelines = [pipeline_record(tuned=figure("tuned", AUTO, [190.0, 200.0, 210.0]))]
+    assert "| demo | 100 ± 0% | 200 ± 5% | 200 ± 5% (= AUTOTUNE) |" in render(record)
+
+
+def test_failed_pipelines_are_listed_with_their_reason():
+    record = bench_record()
+    record.failures = [Failure("text_classify", "preparing its data failed (crashed): ...")]
+    assert (
+        "\n## Failed\n\n- **text_classify**: preparing its data failed (crashed): ...\n"
+        in render(record)
+    )
+
+
+def test_record_round_trips_through_json(tmp_path):
+    record = bench_record()
+    loaded = BenchRecord.load(record.save(tmp_path / "results.json"))
+    assert loaded == record
+    assert render(loaded) == EXPECTED
+
+
+# -- goals -----------------------------------------------------------------------------------
+
+
+def test_tuned_within_noise_of_autotune_meets_the_plain_goal():
+    record = pipeline_record(tuned=figure("tuned", TUNED, [195.0, 200.0, 205.0]))
+    check = check_autotune(record)
+    assert check.met is True and check.measured == "1.00x ± 0.08"
+
+
+def test_where_autotune_cannot_reach_a_gain_within_noise_is_a_miss_with_a_reason():
+    record = pipeline_record(
+        beyond_autotune=True, tuned=figure("tuned", TUNED, [195.0, 200.0, 205.0])
+    )
+    check = check_autotune(record)
+    assert check.met is False
+    assert "differs from AUTOTUNE in batch_size 32 -> 64" in check.note
+    assert "smaller than this machine's run-to-run noise" in check.note
+
+
+def test_tuned_equal_to_autotune_says_so():
+    record = pipeline_record(
+        beyond_autotune=True, tuned=figure("tuned", AUTO, [190.0, 200.0, 210.0])
+    )
+    assert "chose the AUTOTUNE configuration itself" in check_autotune(record).note
+
+
+def test_ceiling_miss_that_sharing_does_not_explain_says_the_search_left_some():
+    tuned = figure("tuned", TUNED, [300.0] * 3, [500.0] * 3, [2000.0] * 3)
+    check = check_ceiling(pipeline_record(tuned=tuned), cpu_count=2)
+    assert check.met is False and check.measured == "60%"
+    assert "tuned reaches 75% of that" in check.note
+    assert "part of the gap is left by the search" in check.note
+
+
+def test_ceiling_met():
+    tuned = figure("tuned", TUNED, [480.0] * 3, [500.0] * 3, [20000.0] * 3)
+    assert check_ceiling(pipeline_record(tuned=tuned), cpu_count=2).met is True
+
+
+def test_late_and_slow_convergence_is_explained():
+    trials = [Trial(n, "complete", 100.0 + n, 30.0 * (n + 1)) for n in range(25)]
+    trials.append(Trial(25, "complete", 500.0, 800.0))
+    tuning = pipeline_record().tuning
+    record = pipeline_record(tuning=Tuning(**{**tuning.__dict__, "trials": trials}))
+    check = check_convergence(record)
+    assert check.met is False
+    assert check.measured == "trial 26 of 26, 13.3 min"
+    assert "The study's best came late (trial 26)" in check.note
+    assert "Each trial took 31 s on average" in check.note
+
+
+def test_ram_budget_broken_by_the_final_runs_is_a_miss():
+    tuned = figure("tuned", TUNED, [400.0], peak=3 << 30)
+    check = check_ram_budget(pipeline_record(tuned=tuned))
+    assert check.met is False and check.measured == "3 GiB of 2 GiB"
+
+
+def test_overhead_judged_on_direct_costs_and_cross_checked_by_ab():
+    overhead = bench_record().overhead
+    assert check_overhead(overhead).met is True
+    row = overhead.rows[0]
+    contradicted = Overhead(
+        **{**overhead.__dict__, "rows": [OverheadRow(**{**row.__dict__, "overhead_pct": 5.0})]}
+    )
+    check = check_overhead(contradicted)
+    assert check.met is False and "differ by more than their spread" in check.note
+
+
+def test_repeatability_miss_is_explained():
+    check = check_repeatability(Repeatability("demo", TUNED, [90.0, 100.0, 110.0]))
+    assert check.met is False and check.measured == "10.0% over 3 runs"
+    assert "Longer runs (`--steps`)" in check.note
+
+
+# -- the suite -------------------------------------------------------------------------------
+
+
+def test_every_suite_pipeline_file_exists_and_names_are_unique():
+    assert len({spec.name for spec in SUITE}) == len(SUITE) >= 6
+    assert all(spec.path.is_file() for spec in SUITE)
+
+
+def test_unknown_pipeline_name_lists_the_choices():
+    with pytest.raises(SuiteError, match=r"no benchmark pipeline named 'imgae'; choose from"):
+        select(["imgae"])
+
+
+def test_settings_are_checked():
+    with pytest.raises(SuiteError, match=r"`repeats >= 1` must hold, but got repeats=0"):
+        Settings(repeats=0)
+
+
+def test_an_existing_study_is_refused(tmp_path):
+    (tmp_path / "remote_storage.db").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--smoke", "--studies", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "would resume an old study instead of starting fresh" in done.stderr
+
+
+# -- the smoke run ---------------------------------------------------------------------------
+
+
+@pytest.mark.tf
+def test_smoke_run_measures_and_renders(tmp_path):
+    """`make bench-smoke`: one pipeline, the two reference trials, every figure once."""
+    output = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--smoke",
+            "--output",
+            str(output),
+            "--studies",
+            str(tmp_path / "studies"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    record = BenchRecord.load(tmp_path / "RESULTS.json")
+    assert record.smoke and [p.name for p in record.pipelines] == ["remote_storage"]
+    pipeline = record.pipelines[0]
+    assert pipeline.baseline.end_to_end and pipeline.tuned.end_to_end
+    assert pipeline.tuned.pipeline_only and pipeline.tuned.compute_only
+    assert [t.reference for t in pipeline.tuning.trials] == ["baseline", "autotune"]
+    assert record.repeatability is not None and len(record.repeatability.end_to_end) == 2
+    assert record.overhead is not None and record.overhead.rows
+    assert output.read_text(encoding="utf-8") == render(record)
