@@ -8,6 +8,7 @@ import pytest
 from tests.reports import MIB, PLAN, RAM_BUDGET, Planned, fake_profile, make_study
 from tfperf.knobs import Knobs
 from tfperf.report import study_charts as sc
+from tfperf.report.html import render_study_html
 from tfperf.report.study_data import StudySnapshot, load_snapshot, snapshot_study
 from tfperf.storage import StorageError
 from tfperf.study import StudyMismatchError
@@ -179,3 +180,35 @@ def test_load_snapshot_refuses_a_study_tfperf_did_not_make(tmp_path):
     study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
     with pytest.raises(StudyMismatchError, match=r"'other' .* was not created by tfperf"):
         load_snapshot(url, "other")
+
+
+def test_a_study_of_call_sites_shows_each_site_as_a_knob():
+    site = "map@train.py:12.num_parallel_calls"
+    batch = "batch@train.py:13.batch_size"
+
+    def knobs(calls: int, size: int) -> Knobs:
+        return Knobs.from_mapping({site: calls, batch: size})
+
+    plan = (
+        Planned(knobs(1, 32), 1000.0, reference="baseline"),
+        Planned(knobs(-1, 32), 1500.0, reference="autotune"),
+        Planned(knobs(4, 64), 2000.0),
+        Planned(knobs(2, 32), 1800.0),
+        Planned(knobs(8, 16), 1200.0),
+    )
+    snapshot = snapshot_study(make_study(plan=plan, remeasure=False), "memory")
+    summary = sc.summary(snapshot)
+    assert summary is not None
+    assert [(c.name, c.baseline, c.best, c.changes_training) for c in summary.changes] == [
+        (batch, "32", "64", True),
+        (site, "1", "4", False),
+    ]
+    assert summary.baseline_code == "" and summary.tf_data_code == ""
+    assert summary.warnings == (
+        f"The winner changes {batch} (32 → 64), a batch size or shuffle buffer in your code: "
+        "this alters training, not only speed. Check accuracy before adopting it.",
+    )
+    assert [axis.label for axis in sc.parallel_view(snapshot).axes] == [batch, site]
+    html = render_study_html(snapshot)
+    assert f'<th data-sort="text">{batch}</th>' in html
+    assert "Apply it as a patch" in html

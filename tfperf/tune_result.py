@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from tfperf.jsonrecord import JsonRecord
+from tfperf.sites import training_sites
 
 TUNE_SCHEMA_VERSION = 1
 
@@ -118,8 +119,15 @@ REFERENCE_LABELS = ("baseline", "autotune")
 
 
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
-    """The training-relevant knobs (`TRAINING_KNOBS`) whose values differ from the baseline."""
-    return [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
+    """Knobs and call sites that change training, not only speed, and differ from the baseline.
+
+    Those are `TRAINING_KNOBS` and, for code tuned at its call sites, batch sizes and shuffle
+    buffers written in it (`tfperf.sites.training_sites`).
+    """
+    changed = [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
+    return changed + training_sites(
+        baseline.knobs.get("sites") or {}, best.knobs.get("sites") or {}
+    )
 
 
 def recommend(best: Measurement, vs_baseline: Speedup, changes: list[str]) -> str:

@@ -210,11 +210,12 @@ def _status_counts(snapshot: StudySnapshot) -> dict[str, int]:
 def _knob_columns(snapshot: StudySnapshot) -> list[str]:
     """Knobs whose values differ between trials: the table's other columns add nothing."""
     from tfperf.knobs import Knobs
+    from tfperf.report.study_data import site_names
 
     return [
         name
-        for name in Knobs.names()
-        if len({repr(row.knobs.get(name)) for row in snapshot.trials if row.knobs}) > 1
+        for name in (*Knobs.names(), *site_names(snapshot.trials))
+        if len({repr(row.flat_knobs.get(name)) for row in snapshot.trials if row.knobs}) > 1
     ]
 
 

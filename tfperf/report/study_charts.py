@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf.knobs import AUTOTUNE, Knobs, format_value
 from tfperf.report import theme
 from tfperf.report.snippets import baseline_snippet, tf_data_snippet
-from tfperf.report.study_data import StudySnapshot, TrialRow
+from tfperf.report.study_data import StudySnapshot, TrialRow, flat_knobs, site_names
 from tfperf.tune_result import Measurement, Speedup, recommend, speedup, training_changes
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Summary:
     recommendation: str
     changes: tuple[KnobChange, ...]
     warnings: tuple[str, ...]
-    tf_data_code: str
+    tf_data_code: str  # empty for code tuned at its call sites: it gets a patch instead
     baseline_code: str
     remeasured: bool
 
@@ -81,10 +81,14 @@ def summary(snapshot: StudySnapshot) -> Summary | None:
         recommendation=_recommendation(best, vs_baseline, changes, snapshot.remeasured),
         changes=_changes(best, baseline, changes),
         warnings=tuple(_warnings(best, baseline, changes)),
-        tf_data_code=tf_data_snippet(Knobs.from_mapping(best.knobs).to_dict()),
-        baseline_code=baseline_snippet(Knobs.from_mapping(best.knobs).to_dict()),
+        tf_data_code="" if best.knobs.get("sites") else tf_data_snippet(_all_knobs(best)),
+        baseline_code="" if best.knobs.get("sites") else baseline_snippet(_all_knobs(best)),
         remeasured=snapshot.remeasured,
     )
+
+
+def _all_knobs(measurement: Measurement) -> dict[str, Any]:
+    return Knobs.from_mapping(measurement.knobs).to_dict()
 
 
 def _single_runs(snapshot: StudySnapshot) -> list[Measurement]:
@@ -148,10 +152,12 @@ def _changes(
 ) -> tuple[KnobChange, ...]:
     if baseline is None:
         return ()
+    before, after = flat_knobs(baseline.knobs), flat_knobs(best.knobs)
+    names = [*Knobs.names(), *sorted(set(after) - set(Knobs.names()))]
     return tuple(
         KnobChange(name, format_value(old), format_value(new), name in training)
-        for name in Knobs.names()
-        if (old := baseline.knobs.get(name)) != (new := best.knobs.get(name))
+        for name in names
+        if (old := before.get(name)) != (new := after.get(name))
     )
 
 
@@ -166,12 +172,16 @@ def _warnings(best: Measurement, baseline: Measurement | None, changes: list[str
         "shuffle_buffer": "The winner changes the shuffle buffer ({old} → {new}): examples are "
         "mixed less (or more) thoroughly, which can affect accuracy.",
     }
+    site = (
+        "The winner changes {name} ({old} → {new}), a batch size or shuffle buffer in your "
+        "code: this alters training, not only speed. Check accuracy before adopting it."
+    )
+    before, after = flat_knobs(baseline.knobs), flat_knobs(best.knobs)
     return [
-        notes[name].format(
-            old=format_value(baseline.knobs.get(name)), new=format_value(best.knobs.get(name))
+        notes.get(name, site).format(
+            name=name, old=format_value(before.get(name)), new=format_value(after.get(name))
         )
         for name in changes
-        if name in notes
     ]
 
 
@@ -334,8 +344,8 @@ class ParallelView:
 def parallel_view(snapshot: StudySnapshot) -> ParallelView:
     rows = [row for row in snapshot.trials if row.feasible and row.examples_per_sec]
     axes = []
-    for name in Knobs.names():
-        raw = [row.knobs.get(name) for row in rows]
+    for name in (*Knobs.names(), *site_names(rows)):
+        raw = [row.flat_knobs.get(name) for row in rows]
         if len({repr(value) for value in raw}) > 1:
             axes.append(_axis(name, raw))
     return ParallelView(tuple(axes), tuple(row.examples_per_sec or 0.0 for row in rows))

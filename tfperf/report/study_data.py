@@ -52,6 +52,10 @@ class TrialRow:
     reason: str | None
     duplicate_of: int | None
 
+    @property
+    def flat_knobs(self) -> dict[str, Any]:
+        return flat_knobs(self.knobs)
+
 
 @dataclasses.dataclass(frozen=True)
 class StudySnapshot:
@@ -176,6 +180,24 @@ def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
         reason=attrs.get("reason"),
         duplicate_of=attrs.get("duplicate_of"),
     )
+
+
+def flat_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """Global knobs and call-site values side by side: `sites` entries become knobs of their own.
+
+    A plain pipeline or a script is tuned through the values at its tf.data call sites
+    (`Knobs.sites`); the report shows each as one more knob, named by its place.
+    """
+    flat = {name: value for name, value in knobs.items() if name != "sites"}
+    flat.update(knobs.get("sites") or {})
+    return flat
+
+
+def site_names(rows: Iterable[TrialRow]) -> list[str]:
+    """The call-site knobs that appear in any trial, in order of their names."""
+    from tfperf.knobs import Knobs
+
+    return sorted({name for row in rows for name in row.flat_knobs if name not in Knobs.names()})
 
 
 def _hardware(worker: dict[str, Any]) -> str | None:
