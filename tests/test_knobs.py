@@ -90,3 +90,29 @@ def test_check_value_and_format_value():
     assert format_value(AUTOTUNE) == "AUTOTUNE"
     assert format_value(Precision.MIXED_FLOAT16) == "mixed_float16"
     assert format_value(True) == "True"
+
+
+def test_site_values_travel_inside_knobs():
+    name = "map@pipeline.py:23.num_parallel_calls"
+    knobs = Knobs().replace(**{name: "AUTOTUNE"})
+    assert knobs.sites == {name: AUTOTUNE}
+    assert knobs.to_dict()["sites"] == {name: AUTOTUNE}
+    assert "sites" not in Knobs().to_dict()  # files that read knobs store what they did
+    assert Knobs.from_mapping(knobs.to_dict()) == knobs
+    assert hash(knobs) == hash(Knobs.from_mapping({name: -1}))
+    assert knobs.diff(Knobs()) == {name: (AUTOTUNE, None)}
+    assert "sites" not in Knobs.names()
+
+
+def test_site_values_are_checked_by_what_the_argument_controls():
+    assert check_value("batch@pipeline.py:7.batch_size", 64) == 64
+    with pytest.raises(
+        KnobError,
+        match=r"site 'batch@pipeline.py:7.batch_size' must be an "
+        r"integer >= 1, but got -1",
+    ):
+        Knobs().replace(**{"batch@pipeline.py:7.batch_size": -1})
+    with pytest.raises(KnobError, match=r"tfperf does not tune `batch\(drop_remainder=...\)`"):
+        check_value("batch@pipeline.py:7.drop_remainder", 1)
+    with pytest.raises(KnobError, match="is not a call-site name"):
+        check_value("batch@pipeline.py.batch_size", 1)

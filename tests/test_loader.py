@@ -12,7 +12,7 @@ import pytest
 
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.loader import PipelineFile, load_pipeline
+from tfperf.loader import PipelineFile, PipelineKind, load_pipeline
 from tfperf.space import Choices, Fixed, IntRange
 
 CONTRACT = """
@@ -499,14 +499,22 @@ def test_make_dataset_not_callable(in_tmp):
     assert "`def make_dataset(knobs):`" in message
 
 
-@pytest.mark.parametrize("name", ["make_dataset", "make_model", "make_train_step"])
+SIGNATURES = [
+    ("", "()", "Define it as `def {name}(knobs):` and read settings such as"),
+    ("knobs, split", "(knobs, split)", "give `split` a default (e.g. `split=...`)"),
+    ("*, knobs", "(*, knobs)", "Define it as `def {name}(knobs):`"),
+    ("knobs, *, seed", "(knobs, *, seed)", "give `seed` a default"),
+]
+
+
 @pytest.mark.parametrize(
-    ("params", "shown", "fix"),
+    ("name", "params", "shown", "fix"),
     [
-        ("", "()", "Define it as `def {name}(knobs):` and read settings such as"),
-        ("knobs, split", "(knobs, split)", "give `split` a default (e.g. `split=...`)"),
-        ("*, knobs", "(*, knobs)", "Define it as `def {name}(knobs):`"),
-        ("knobs, *, seed", "(knobs, *, seed)", "give `seed` a default"),
+        (name, *signature)
+        for name in ("make_dataset", "make_model", "make_train_step")
+        for signature in SIGNATURES
+        # `def make_dataset():` is a plain file, not a mistake: see the plain-file tests.
+        if (name, signature[0]) != ("make_dataset", "")
     ],
 )
 def test_functions_must_take_one_positional_argument(in_tmp, name, params, shown, fix):
@@ -585,3 +593,73 @@ def test_knob_errors_are_chained(in_tmp):
     with pytest.raises(PipelineFileError) as caught:
         load_pipeline("pipeline.py")
     assert type(caught.value.__cause__).__name__ == "KnobError"
+
+
+# --- files whose code takes no knobs, and training scripts -----------------------------------
+
+
+def test_plain_file_takes_no_knobs_and_fixes_the_knobs_only_code_reads(tmp_path):
+    source = """
+    def make_dataset():
+        return "dataset"
+
+    def make_model():
+        return "model"
+
+    BASELINE = {"mixed_precision": "mixed_bfloat16"}
+    """
+    pipeline = load_pipeline(write(tmp_path, source))
+    assert pipeline.kind is PipelineKind.PLAIN
+    assert pipeline.make_dataset is not None and pipeline.make_dataset(Knobs()) == "dataset"
+    assert pipeline.make_model is not None and pipeline.make_model(Knobs()) == "model"
+    assert pipeline.shown_call("make_dataset") == "make_dataset()"
+    assert pipeline.search_space["batch_size"] == Fixed(32)
+    assert pipeline.search_space["prefetch"] == Fixed(AUTOTUNE)
+    assert "mixed_precision" not in pipeline.search_space
+    assert pipeline.baseline.mixed_precision.value == "mixed_bfloat16"
+
+
+def test_plain_file_may_still_pass_knobs_to_its_model(tmp_path):
+    source = "def make_dataset():\n    return 1\ndef make_model(knobs):\n    return knobs\n"
+    pipeline = load_pipeline(write(tmp_path, source))
+    assert pipeline.shown_call("make_model") == "make_model(knobs)"
+    assert pipeline.make_model is not None and pipeline.make_model(Knobs()) == Knobs()
+
+
+def test_plain_file_baseline_cannot_set_knobs_nothing_reads(in_tmp):
+    write(
+        in_tmp,
+        "def make_dataset():\n    return 1\nmake_model = make_dataset\n"
+        "BASELINE = {'batch_size': 64}\n",
+    )
+    assert load_error("pipeline.py") == (
+        "pipeline.py: BASELINE sets batch_size, but `make_dataset()` takes no knobs, so nothing "
+        "would apply them. tfperf tunes the values written in your tf.data calls instead "
+        "(`tfperf profile` lists them as call sites, e.g. batch@pipeline.py:LINE.batch_size): "
+        "remove batch_size from BASELINE, or define `make_dataset(knobs)` and read them from "
+        "the knobs."
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "model = object()\nmodel.fit(1)\n",
+        "if __name__ == '__main__':\n    print('training')\n",
+    ],
+    ids=["calls-fit", "main-guard"],
+)
+def test_a_training_script_is_recognised_without_running_it(tmp_path, source):
+    marker = tmp_path / "ran"
+    path = write(tmp_path, f"open({str(marker)!r}, 'w').close()\n" + source)
+    pipeline = load_pipeline(path, ["--epochs", "3"])
+    assert pipeline.kind is PipelineKind.SCRIPT
+    assert (pipeline.module, pipeline.make_dataset) == (None, None)
+    assert pipeline.argv == ("--epochs", "3")
+    assert pipeline.search_space["num_parallel_calls"] == Fixed(AUTOTUNE)
+    assert not marker.exists()
+
+
+def test_a_file_with_contract_names_is_never_a_script(in_tmp):
+    write(in_tmp, "def make_model(knobs):\n    return 1\nif __name__ == '__main__':\n    pass\n")
+    assert load_error("pipeline.py").startswith("pipeline.py defines no `make_dataset`")

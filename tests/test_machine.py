@@ -146,3 +146,44 @@ def test_machine_is_frozen_and_has_gpu_follows_the_names():
     assert machine(gpu_names=("Tesla T4",)).has_gpu
     with pytest.raises(dataclasses.FrozenInstanceError):
         machine().cpu_count = 8  # type: ignore[misc]
+
+
+def test_hardware_record_has_the_hardware_fields():
+    from tfperf.environment import cpu_model, tensorflow_version
+    from tfperf.machine import HARDWARE_FIELDS, hardware_record
+
+    record = hardware_record(machine(cpu_count=6, gpu_names=("NVIDIA L4", "NVIDIA L4")))
+    assert tuple(record) == HARDWARE_FIELDS
+    assert record == {
+        "cpu_model": cpu_model(),
+        "cpu_count": 6,
+        "gpu_model": "2 x NVIDIA L4",
+        "tf_version": tensorflow_version(),
+    }
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        ((), None),
+        (("NVIDIA T4",), "NVIDIA T4"),
+        (("NVIDIA A100",) * 8, "8 x NVIDIA A100"),
+        (("NVIDIA A100", "NVIDIA T4", "NVIDIA A100"), "2 x NVIDIA A100 + NVIDIA T4"),
+    ],
+)
+def test_gpu_model(names, expected):
+    from tfperf.machine import gpu_model
+
+    assert gpu_model(names) == expected
+
+
+def test_describe_hardware_says_what_is_unknown():
+    from tfperf.machine import describe_hardware
+
+    record = {
+        "cpu_model": "Intel Xeon",
+        "cpu_count": 4,
+        "gpu_model": "NVIDIA L4",
+        "tf_version": None,
+    }
+    assert describe_hardware(record) == "4 CPUs (Intel Xeon), NVIDIA L4, TensorFlow unknown"

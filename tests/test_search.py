@@ -304,3 +304,41 @@ def test_describe_space_lists_knobs_in_declaration_order():
         "mixed_precision  mixed_bfloat16 (fixed)",
         "deterministic    None, False (2 choices)",
     ]
+
+
+# --- call sites of a plain file or script ------------------------------------------------------
+
+MAP, BATCH = "map@p.py:4.num_parallel_calls", "batch@p.py:5.batch_size"
+SHUFFLE, PREFETCH = "shuffle@p.py:5.buffer_size", "prefetch@p.py:6.buffer_size"
+
+
+def test_each_site_gets_a_domain_by_what_its_argument_controls():
+    sites = {MAP: None, BATCH: 32, SHUFFLE: 100, PREFETCH: 1}
+    space = default_space(Knobs(sites=sites), machine(cpus=2))
+    assert space[MAP] == Choices((1, 2, 4, 8, A, None))
+    assert space[BATCH] == Choices((16, 32, 64, 128))
+    assert space[SHUFFLE] == Choices((25, 50, 100, 200, 400))
+    assert space[PREFETCH] == Choices((0, 1, 2, 4, 8, A))
+
+
+def test_sites_round_trip_through_optuna_with_both_references():
+    baseline = Knobs(sites={MAP: 1, BATCH: 32})
+    space = build_space(baseline, machine(), {}, {})
+    autotune = autotune_knobs(baseline)
+    assert autotune.sites == {MAP: A, BATCH: 32}  # parallelism goes to AUTOTUNE, batch stays
+    seen = run_study(space, baseline, [baseline, autotune], trials=6)
+    assert seen[:2] == [baseline, autotune]
+    assert all(set(knobs.sites) == {MAP, BATCH} for knobs in seen)
+    assert len({knobs.sites[MAP] for knobs in seen}) > 2
+
+
+def test_a_site_can_be_fixed_and_an_unknown_site_is_named():
+    baseline = Knobs(sites={MAP: 1})
+    assert build_space(baseline, machine(), {}, {MAP: "AUTOTUNE"})[MAP] == Fixed(A)
+    with pytest.raises(KnobError, match=r"--fix: no call site 'map@p\.py:9\.num_parallel_calls'"):
+        build_space(baseline, machine(), {}, {"map@p.py:9.num_parallel_calls": 2})
+
+
+def test_describe_space_lists_sites_after_knobs():
+    lines = describe_space({"prefetch": Fixed(2), BATCH: Choices((16, 32))})
+    assert lines == ["prefetch                 2 (fixed)", f"{BATCH}  16, 32 (2 choices)"]

@@ -111,10 +111,12 @@ def test_journal_storage_with_a_relative_path(tmp_path, monkeypatch):
     assert_study(open_storage(f"journal:///{(tmp_path / 'studies' / 'study.log').as_posix()}"), "j")
 
 
-def test_journal_storage_warns_that_it_keeps_no_heartbeat(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="tfperf.storage"):
-        open_storage(f"journal://{tmp_path.as_posix()}/s.log", heartbeat_interval=10)
-    assert "journal storages keep no heartbeats" in caplog.text
+def test_journal_storage_takes_heartbeat_settings_quietly(tmp_path, caplog):
+    # tfperf.cluster beats for journal trials itself, so there is nothing to warn about.
+    with caplog.at_level(logging.WARNING):
+        storage = open_storage(f"journal://{tmp_path.as_posix()}/s.log", heartbeat_interval=10)
+    assert isinstance(storage, optuna.storages.JournalStorage)
+    assert caplog.text == ""
 
 
 @pytest.mark.parametrize(
@@ -157,11 +159,31 @@ def test_unreachable_postgres_names_the_server_and_hides_the_password():
 
 
 def test_default_postgres_driver_message_names_both_packages(monkeypatch):
-    monkeypatch.setitem(sys.modules, "psycopg", None)
+    for module in ("psycopg", "psycopg2", "pg8000"):
+        monkeypatch.setitem(sys.modules, module, None)
     message = storage_error("postgresql://tuner:secret@127.0.0.1:1/studies")
     assert "secret" not in message
     assert 'pip install "psycopg[binary]"' in message
     assert "pip install psycopg2-binary" in message
+
+
+@pytest.mark.skipif(importlib.util.find_spec("psycopg2") is None, reason="needs psycopg2")
+def test_a_url_without_driver_uses_psycopg2_when_psycopg_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    message = storage_error(f"postgresql://tuner:secret@127.0.0.1:{closed_port()}/studies")
+    # psycopg2 was used: the server is unreachable, no driver is missing.
+    assert "cannot reach the database server at 127.0.0.1:" in message
+    assert "pip install" not in message
+    assert "secret" not in message
+
+
+def test_missing_default_mysql_driver_names_the_pip_package(monkeypatch):
+    for module in ("MySQLdb", "pymysql", "mysql.connector", "mysql"):
+        monkeypatch.setitem(sys.modules, module, None)
+    message = storage_error("mysql://tuner:secret@127.0.0.1:1/studies")
+    assert "secret" not in message
+    assert "the mysql driver 'MySQLdb' is not installed" in message
+    assert "pip install mysqlclient" in message
 
 
 def test_missing_mysql_driver_names_the_pip_package(monkeypatch):
@@ -293,3 +315,37 @@ def test_an_at_sign_in_the_password_is_refused_before_connecting():
     assert "Percent-encode an '@'" in message
     assert "hun" not in message
     assert "ter2" not in message
+
+
+def test_opening_is_retried_while_another_tuner_creates_the_tables(monkeypatch):
+    attempts = []
+
+    def racing(*args, **kwargs):
+        attempts.append(args[0])
+        if len(attempts) < 3:
+            raise sqlalchemy.exc.IntegrityError(
+                "CREATE TYPE studydirection",
+                {},
+                DriverError(
+                    'duplicate key value violates unique constraint "pg_type_typname_nsp_index"'
+                ),
+            )
+        return "storage"
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", racing)
+    monkeypatch.setattr("tfperf.storage.time.sleep", lambda seconds: None)
+    assert open_storage(URL) == "storage"
+    assert attempts == [URL] * 3
+
+
+def test_other_integrity_errors_are_not_retried(monkeypatch):
+    calls = []
+
+    def refuse(*args, **kwargs):
+        calls.append(args)
+        raise sqlalchemy.exc.IntegrityError("INSERT", {}, DriverError("null value in column"))
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", refuse)
+    message = storage_error(URL)
+    assert len(calls) == 1
+    assert "cannot open the study storage (DriverError: null value in column)" in message

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+
 import optuna
+import psutil
 import pytest
 
 from tests.fakes.trials import FakeRunner, outcome
+from tfperf.cluster import pid_scope
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import AUTOTUNE
 from tfperf.loader import load_pipeline
 from tfperf.machine import Machine
-from tfperf.study import StudyMismatchError, trials_frame
+from tfperf.study import StudyMismatchError, search_trials, trials_frame
 from tfperf.trial import TrialStatus
 from tfperf.tune_result import Objective
-from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneOptions, Tuner
+from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneListener, TuneOptions, Tuner
 
 MACHINE = Machine(
     cpu_count=2, total_ram_bytes=8 << 30, available_ram_bytes=6 << 30, gpu_names=(), cpu_bf16=False
@@ -46,6 +52,11 @@ def load(tmp_path, name="pipeline"):
     return optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path / 'study.db'}")
 
 
+def searched(tmp_path):
+    """The study's search trials: without the lock trial of each re-measurement."""
+    return search_trials(load(tmp_path))
+
+
 def test_references_run_first_and_search_finds_a_faster_configuration(pipeline, tmp_path):
     runner = FakeRunner()
     result = tuner(pipeline, tmp_path, runner).run()
@@ -63,7 +74,7 @@ def test_references_run_first_and_search_finds_a_faster_configuration(pipeline, 
 def test_every_trial_stores_knobs_status_and_result(pipeline, tmp_path):
     tuner(pipeline, tmp_path, FakeRunner(), trials=4).run()
     study = load(tmp_path)
-    for trial in study.trials:
+    for trial in search_trials(study):
         assert trial.user_attrs["status"] == "complete"
         assert "result" in trial.user_attrs and "knobs" in trial.user_attrs
     frame = trials_frame(study)
@@ -76,11 +87,11 @@ def test_running_again_resumes_and_does_not_re_enqueue(pipeline, tmp_path):
     tuner(pipeline, tmp_path, FakeRunner(), trials=3).run()
     runner = FakeRunner()
     result = tuner(pipeline, tmp_path, runner, trials=5).run()
-    study = load(tmp_path)
-    references = [t.user_attrs.get("reference") for t in study.trials]
+    trials = searched(tmp_path)
+    references = [t.user_attrs.get("reference") for t in trials]
     assert references.count("baseline") == 1 and references.count("autotune") == 1
     assert result.trials_this_run == 2
-    assert len(study.trials) == 5
+    assert len(trials) == 5
 
 
 def test_budget_exceeded_is_infeasible_with_its_figure(pipeline, tmp_path):
@@ -92,8 +103,7 @@ def test_budget_exceeded_is_infeasible_with_its_figure(pipeline, tmp_path):
     result = tuner(
         pipeline, tmp_path, FakeRunner(outcome=over_budget), ram_budget_bytes=2 << 30
     ).run()
-    study = load(tmp_path)
-    infeasible = [t for t in study.trials if t.user_attrs["status"] == "ram-budget"]
+    infeasible = [t for t in searched(tmp_path) if t.user_attrs["status"] == "ram-budget"]
     for trial in infeasible:
         assert trial.state is optuna.trial.TrialState.COMPLETE
         assert trial.constraints["ram_bytes_over_budget"] == float(1 << 30)
@@ -112,13 +122,13 @@ def test_failures_are_recorded_and_the_study_goes_on(pipeline, tmp_path):
         return outcome(*kinds[index]) if index in kinds else None
 
     tuner(pipeline, tmp_path, FakeRunner(outcome=fail_some), trials=7).run()
-    study = load(tmp_path)
-    by_number = {t.number: t for t in study.trials}
+    trials = searched(tmp_path)
+    by_number = {t.number: t for t in trials}
     for number, (status, reason) in kinds.items():
         assert by_number[number].state is optuna.trial.TrialState.FAIL
         assert by_number[number].user_attrs["status"] == status.value
         assert by_number[number].user_attrs["reason"] == reason
-    assert len(study.trials) == 7
+    assert len(trials) == 7
 
 
 def test_consecutive_failures_stop_the_study(pipeline, tmp_path):
@@ -161,7 +171,7 @@ def test_clearly_slow_trials_are_pruned(pipeline, tmp_path):
         return 0.001 if knobs.num_parallel_calls in (8, AUTOTUNE) else 0.5
 
     tuner(pipeline, tmp_path, FakeRunner(wait_for=slow_unless_parallel), trials=10).run()
-    statuses = [t.user_attrs["status"] for t in load(tmp_path).trials]
+    statuses = [t.user_attrs["status"] for t in searched(tmp_path)]
     assert statuses[0] == "complete"  # the references are never pruned
     assert "pruned" in statuses
 
@@ -186,3 +196,92 @@ def test_fixed_knob_is_held(pipeline, tmp_path):
     tuner(pipeline, tmp_path, runner, fixes={"num_parallel_calls": 2}).run()
     searched = [r.knobs for r in runner.requests[2:8]]  # after the references, before re-measuring
     assert {k.num_parallel_calls for k in searched} == {2}
+
+
+class Recorder(TuneListener):
+    def __init__(self) -> None:
+        self.orphans: list[int] = []
+        self.mixed: list[dict] = []
+        self.remeasures = 0
+
+    def study_ready(self, study, storage, resumed, orphans) -> None:
+        self.orphans = orphans
+
+    def hardware_mixed(self, groups) -> None:
+        self.mixed.append(dict(groups))
+
+    def remeasure_started(self, finalists, rounds) -> None:
+        self.remeasures += 1
+
+
+def test_running_again_on_a_finished_study_reuses_its_remeasurement(pipeline, tmp_path):
+    first = tuner(pipeline, tmp_path, FakeRunner(), trials=3).run()
+    runner, listener = FakeRunner(), Recorder()
+    again = Tuner(
+        pipeline,
+        TuneOptions(trials=3, storage=f"sqlite:///{tmp_path / 'study.db'}", rounds=2, finalists=2),
+        listener,
+        runner=runner,
+        machine=MACHINE,
+    ).run()
+    assert runner.requests == [] and listener.remeasures == 0
+    assert again.best == first.best and again.trials_this_run == 0
+
+
+def test_a_trial_whose_tuner_died_is_failed_retried_and_not_counted(pipeline, tmp_path):
+    tuner(pipeline, tmp_path, FakeRunner(), trials=2).run()
+    study = load(tmp_path)
+    orphan = study.ask()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = psutil.Process(child.pid).create_time()
+    child.wait()
+    orphan.set_user_attr("knobs", {"batch_size": 8})
+    orphan.set_user_attr(
+        "worker",
+        {
+            "host": socket.gethostname(),
+            "pid": child.pid,
+            "started": started,
+            "pid_scope": pid_scope(),
+        },
+    )
+    listener = Recorder()
+    options = TuneOptions(
+        trials=4, storage=f"sqlite:///{tmp_path / 'study.db'}", rounds=1, finalists=1, prune=False
+    )
+    result = Tuner(
+        pipeline,
+        options,
+        listener,
+        runner=FakeRunner(),
+        machine=MACHINE,
+    ).run()
+    assert listener.orphans == [orphan.number]
+    trials = {t.number: t for t in load(tmp_path).trials}
+    assert trials[orphan.number].user_attrs["lost"] is True
+    assert "orphaned" in trials[orphan.number].user_attrs["reason"]
+    (retry,) = [t for t in trials.values() if t.user_attrs.get("retry_of") == orphan.number]
+    assert retry.state.name == "COMPLETE"
+    assert result.trials_this_run == 2  # the retry and one more: the lost trial does not count
+
+
+def test_a_study_that_mixes_hardware_is_reported(pipeline, tmp_path):
+    tuner(pipeline, tmp_path, FakeRunner(), trials=2).run()
+    other = {"host": "big-box", "cpu_model": "Other CPU", "cpu_count": 64, "gpu_model": None}
+    load(tmp_path).add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.FAIL,
+            user_attrs={"worker": {**other, "tf_version": "2.16.1"}, "status": "failed"},
+        )
+    )
+    listener = Recorder()
+    Tuner(
+        pipeline,
+        TuneOptions(trials=4, storage=f"sqlite:///{tmp_path / 'study.db'}", rounds=1, finalists=1),
+        listener,
+        runner=FakeRunner(),
+        machine=MACHINE,
+    ).run()
+    (groups,) = listener.mixed  # said once, not after every trial
+    assert groups["64 CPUs (Other CPU), no GPU, TensorFlow 2.16.1"] == ["big-box"]
+    assert [socket.gethostname()] in groups.values()

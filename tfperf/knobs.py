@@ -4,6 +4,11 @@
 `make_train_step(knobs)` receive. It imports no TensorFlow, so results and reports that carry
 knobs can be read on a machine without it.
 
+For code that reads no knobs (a plain `make_dataset()`, a training script), `Knobs.sites` holds
+the values of the tf.data call sites tfperf found in it (`tfperf.sites`), by name:
+`{"map@pipeline.py:23.num_parallel_calls": 8}`. They travel inside `Knobs` wherever knobs do
+(trials, stored studies, results), and a site name is accepted wherever a knob name is.
+
 Example:
     >>> knobs = Knobs.from_mapping({"batch_size": 64, "num_parallel_calls": "AUTOTUNE"})
     >>> knobs.batch_size, knobs.num_parallel_calls == AUTOTUNE
@@ -19,9 +24,24 @@ from enum import Enum
 from typing import Any
 
 from tfperf.errors import KnobError
+from tfperf.sites import SiteValues, check_site_value, is_site_name
 
 #: The value of `tf.data.AUTOTUNE`; repeated here so knobs never need TensorFlow to import.
 AUTOTUNE = -1
+
+#: Knobs that only the user's code applies, by reading them in `make_dataset(knobs)`. A
+#: pipeline whose code takes no knobs (a plain `make_dataset()`, a script) tunes the values
+#: written in its calls instead, as `Knobs.sites`.
+CODE_KNOBS = (
+    "batch_size",
+    "shuffle_buffer",
+    "num_parallel_calls",
+    "cycle_length",
+    "num_parallel_reads",
+    "prefetch",
+)
+#: The field holding the call-site values.
+SITES = "sites"
 
 
 class Precision(str, Enum):
@@ -42,6 +62,7 @@ class _Kind(str, Enum):
     OPTIONAL_BOOL = "true, false or None"
     OPTIONAL_THREADS = "an integer >= 1 or None"
     PRECISION = "one of 'float32', 'mixed_float16', 'mixed_bfloat16'"
+    SITES = "a mapping of call-site names to values"
 
 
 def _knob(default: Any, kind: _Kind, doc: str) -> Any:
@@ -88,6 +109,12 @@ class Knobs:
         _Kind.OPTIONAL_THREADS,
         "tf.data `threading.private_threadpool_size`, set by tfperf; None uses the shared pool.",
     )
+    sites: SiteValues = _knob(  # noqa: RUF009 (`_knob` returns a dataclasses.field)
+        SiteValues(),
+        _Kind.SITES,
+        "Values tfperf passes instead of those written at call sites in the user's code, e.g. "
+        "`{'map@pipeline.py:23.num_parallel_calls': 8}`; empty for a file that reads knobs.",
+    )
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -96,12 +123,15 @@ class Knobs:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        """The knob names, in declaration order."""
-        return tuple(field.name for field in dataclasses.fields(cls))
+        """The knob names, in declaration order; site values are apart, under `sites`."""
+        return tuple(field.name for field in dataclasses.fields(cls) if field.name != SITES)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, source: str = "knobs") -> Knobs:
-        """Builds knobs from a dict such as a pipeline file's `BASELINE`.
+        """Builds knobs from a dict such as a pipeline file's `BASELINE` or `to_dict()`.
+
+        Site values may come under `"sites"` (as `to_dict()` writes them) or as names of
+        their own (`{"map@pipeline.py:23.num_parallel_calls": 8}`).
 
         Raises:
             KnobError: a name is not a knob, or a value has the wrong type or range. `source`
@@ -109,28 +139,49 @@ class Knobs:
         """
         check_names(values, source=source)
         try:
-            return cls(**dict(values))
+            return cls(**_with_sites(values, SiteValues()))
         except KnobError as error:
             raise KnobError(f"{source}: {error}") from None
 
     def replace(self, **changes: Any) -> Knobs:
-        """A copy with `changes` applied; unknown names raise `KnobError`."""
+        """A copy with `changes` applied; a site name changes that site's value.
+
+        Raises:
+            KnobError: a name is unknown, or a value is invalid.
+        """
         check_names(changes, source="Knobs.replace")
-        return dataclasses.replace(self, **changes)
+        return dataclasses.replace(self, **_with_sites(changes, self.sites))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values (the precision as its string)."""
-        return {name: _plain(getattr(self, name)) for name in self.names()}
+        """Plain JSON-ready values (the precision as its string); `sites` only when set."""
+        values = {name: _plain(getattr(self, name)) for name in self.names()}
+        if self.sites:
+            values[SITES] = dict(self.sites)
+        return values
 
     def diff(self, other: Knobs) -> dict[str, tuple[Any, Any]]:
-        """Knobs whose values differ, as `{name: (self_value, other_value)}`."""
-        mine, theirs = self.to_dict(), other.to_dict()
-        return {name: (mine[name], theirs[name]) for name in mine if mine[name] != theirs[name]}
+        """Knobs and sites whose values differ, as `{name: (self_value, other_value)}`."""
+        mine = {**self.to_dict(), **self.sites}
+        theirs = {**other.to_dict(), **other.sites}
+        mine.pop(SITES, None)
+        theirs.pop(SITES, None)
+        return {
+            name: (mine.get(name), theirs.get(name))
+            for name in {**mine, **theirs}
+            if mine.get(name) != theirs.get(name)
+        }
 
 
 def check_names(values: Mapping[str, Any], *, source: str) -> None:
-    """Raises `KnobError` listing the valid names if `values` holds a name that is not a knob."""
-    unknown = [name for name in values if name not in Knobs.names()]
+    """Raises `KnobError` listing the valid names if `values` holds a name that is not a knob.
+
+    `sites` and call-site names (`map@pipeline.py:23.num_parallel_calls`) are valid too.
+    """
+    unknown = [
+        name
+        for name in values
+        if name not in Knobs.names() and name != SITES and not is_site_name(name)
+    ]
     if unknown:
         raise KnobError(
             f"{source}: unknown knob name{'s' if len(unknown) > 1 else ''} "
@@ -139,8 +190,13 @@ def check_names(values: Mapping[str, Any], *, source: str) -> None:
 
 
 def check_value(name: str, value: Any) -> Any:
-    """Validates one value for knob `name` and returns it normalised (e.g. 'AUTOTUNE' -> -1)."""
+    """Validates one value for knob `name` and returns it normalised (e.g. 'AUTOTUNE' -> -1).
+
+    `name` may be a call site (`map@pipeline.py:23.num_parallel_calls`).
+    """
     check_names({name: value}, source="knob")
+    if is_site_name(name):
+        return check_site_value(name, value)
     field = next(f for f in dataclasses.fields(Knobs) if f.name == name)
     return _check_value(name, field.metadata["kind"], value)
 
@@ -158,7 +214,25 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
+def _with_sites(values: Mapping[str, Any], sites: SiteValues) -> dict[str, Any]:
+    """`values` with call-site names (and a `sites` mapping) merged into `sites`."""
+    plain = {name: value for name, value in values.items() if not is_site_name(name)}
+    given = plain.pop(SITES, None)
+    if given is not None and not isinstance(given, Mapping):
+        raise _bad(SITES, given, _Kind.SITES)
+    changes = {**(given or {}), **{n: v for n, v in values.items() if is_site_name(n)}}
+    if changes or given is not None:
+        plain[SITES] = (sites if given is None else SiteValues()).updated(changes)
+    return plain
+
+
 def _check_value(name: str, kind: _Kind, value: Any) -> Any:
+    if kind is _Kind.SITES:
+        if isinstance(value, SiteValues):
+            return value
+        if isinstance(value, Mapping):
+            return SiteValues(value)
+        raise _bad(name, value, kind)
     if kind is _Kind.PRECISION:
         return _check_precision(name, value)
     if kind is _Kind.OPTIONAL_BOOL:

@@ -2,7 +2,10 @@
 
 A pipeline file defines `make_dataset(knobs)` and `make_model(knobs)` or `make_train_step(knobs)`
 (the train step wins when both exist), and optionally `BASELINE` (the knobs the user runs today)
-and `SEARCH_SPACE` (what `tfperf tune` may change). The file is imported as a module under a
+and `SEARCH_SPACE` (what `tfperf tune` may change). A *plain* file's `make_dataset()` takes no
+knobs (see `tfperf.contract`). A file that defines none of these names but calls `fit` or has an
+`if __name__ == "__main__":` block is a training *script*: it is not imported here, but run
+later by `tfperf.script` up to its first `model.fit(...)`. The file is imported as a module under a
 unique name, so its `if __name__ == "__main__":` block does not run, while its directory is first
 on `sys.path` and `sys.argv` is `[file, *argv]`, as if run with `python file`. `sys.argv`,
 `sys.path` and the working directory are restored afterwards, also when loading fails. Every
@@ -19,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import difflib
@@ -30,12 +34,14 @@ import re
 import sys
 import types
 from collections.abc import Callable, Iterator, Sequence
+from enum import Enum
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from tfperf.contract import check_contract
+from tfperf.contract import check_contract, fixed_code_knobs, is_script
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Knobs
+from tfperf.sites import Discovery
 from tfperf.space import Domain
 from tfperf.tracebacks import (
     exception_user_frames,
@@ -45,7 +51,7 @@ from tfperf.tracebacks import (
     missing_module_hint,
 )
 
-__all__ = ["PipelineFile", "load_pipeline"]
+__all__ = ["PipelineFile", "PipelineKind", "load_pipeline"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,30 +64,55 @@ _MODULE_PREFIX = "tfperf_pipeline_"
 _SIBLINGS: dict[str, Path] = {}
 
 
+class PipelineKind(str, Enum):
+    """How a file hands tfperf its pipeline, which decides what tfperf can tune."""
+
+    KNOBS = "knobs"  # make_dataset(knobs): the code reads the knobs
+    PLAIN = "plain"  # make_dataset(): values written in the calls, tuned as call sites
+    SCRIPT = "script"  # a training script: run up to model.fit, its calls tuned as sites
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineFile:
-    """A loaded pipeline file whose contract has been checked.
+    """A loaded pipeline file whose contract has been checked, or a training script.
 
-    `make_model` or `make_train_step` may be None, never both; `baseline` is `Knobs()` when the
-    file has no `BASELINE` (then `has_baseline` is False); `search_space` is empty without a
-    `SEARCH_SPACE`. `argv` is what the file sees after its own path in `sys.argv`.
+    For a pipeline file, `make_model` or `make_train_step` may be None, never both; each
+    function takes the knobs (`without_knobs` names those the file defines without them, which
+    ignore the knobs they are passed). `baseline` is `Knobs()` when the file has no `BASELINE`
+    (then `has_baseline` is False); `search_space` is empty without a `SEARCH_SPACE`, and fixes
+    the knobs only code applies when the code takes none (`kind` PLAIN or SCRIPT). A script has
+    no module and no functions. `argv` is what the file sees after its own path in `sys.argv`.
+    `discovery` holds the call sites once found (`tfperf.discovery.with_sites`), and then the
+    baseline's `sites` hold their values as written.
     """
 
     path: Path
     name: str
-    module: types.ModuleType
+    module: types.ModuleType | None
     baseline: Knobs
     has_baseline: bool
     search_space: dict[str, Domain]
-    make_dataset: Callable[[Knobs], Any]
+    make_dataset: Callable[[Knobs], Any] | None
     make_model: Callable[[Knobs], Any] | None
     make_train_step: Callable[[Knobs], Any] | None
     argv: tuple[str, ...] = ()
+    kind: PipelineKind = PipelineKind.KNOBS
+    without_knobs: frozenset[str] = frozenset()
+    discovery: Discovery | None = None
 
     @property
     def user_paths(self) -> tuple[Path, ...]:
         """Where the user's code lives (the file's directory), for filtering tracebacks."""
         return (self.path.parent,)
+
+    def shown_call(self, name: str) -> str:
+        """How a call of the file's function `name` reads in messages: `make_dataset()`."""
+        return f"{name}()" if name in self.without_knobs else f"{name}(knobs)"
+
+    def with_discovery(self, discovery: Discovery) -> PipelineFile:
+        """This file with its call sites found: their written values become the baseline's."""
+        baseline = self.baseline.replace(sites=discovery.values())
+        return dataclasses.replace(self, baseline=baseline, discovery=discovery)
 
     def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Runs `fn` (usually one of the user's functions) as the file was loaded.
@@ -109,8 +140,11 @@ def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
     """
     shown = str(path)
     file = _check_file(Path(path))
-    code = _compile(_read_source(file, shown), file, shown)
-    module = _execute(code, file, shown, tuple(argv))
+    tree = _parse(_read_source(file, shown), file, shown)
+    if is_script(tree):
+        logger.debug("%s is a training script: it runs when the pipeline is built", file)
+        return _script(file, tuple(argv))
+    module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
         checked = check_contract(module, shown)
     except BaseException:
@@ -128,6 +162,24 @@ def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
         make_model=checked.make_model,
         make_train_step=checked.make_train_step,
         argv=tuple(argv),
+        kind=PipelineKind.PLAIN if checked.plain else PipelineKind.KNOBS,
+        without_knobs=checked.without_knobs,
+    )
+
+
+def _script(file: Path, argv: tuple[str, ...]) -> PipelineFile:
+    return PipelineFile(
+        path=file,
+        name=file.stem,
+        module=None,
+        baseline=Knobs(),
+        has_baseline=False,
+        search_space=fixed_code_knobs(),
+        make_dataset=None,
+        make_model=None,
+        make_train_step=None,
+        argv=argv,
+        kind=PipelineKind.SCRIPT,
     )
 
 
@@ -245,10 +297,16 @@ def _decode_message(data: bytes, shown: str, error: Exception) -> str:
     )
 
 
-def _compile(source: str, file: Path, shown: str) -> types.CodeType:
+def _parse(source: str, file: Path, shown: str) -> ast.Module:
+    tree = _compile(source, file, shown, flags=ast.PyCF_ONLY_AST)
+    assert isinstance(tree, ast.Module)
+    return tree
+
+
+def _compile(source: str | ast.Module, file: Path, shown: str, flags: int = 0) -> Any:
     try:
         # dont_inherit: this module's `from __future__` imports must not leak into user code.
-        return compile(source, str(file), "exec", dont_inherit=True)
+        return compile(source, str(file), "exec", flags=flags, dont_inherit=True)
     except SyntaxError as error:
         raise PipelineFileError(
             f"{shown} has a syntax error, so tfperf cannot import it:\n"

@@ -16,22 +16,29 @@ import dataclasses
 import logging
 import math
 import os
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import psutil
 
-from tfperf.environment import read_cpuinfo
+from tfperf.environment import cpu_model, read_cpuinfo, tensorflow_version
 from tfperf.probes.nvml import NvmlProbe
 
 __all__ = [
+    "HARDWARE_FIELDS",
     "RAM_BUDGET_SHARE",
     "Machine",
     "cgroup_cpu_limit",
     "cgroup_memory_limit",
     "cpu_bf16_supported",
     "default_ram_budget",
+    "describe_hardware",
     "detect_machine",
+    "gpu_model",
+    "hardware_record",
 ]
 
 logger = logging.getLogger(__name__)
@@ -43,6 +50,9 @@ _CGROUP = Path("/sys/fs/cgroup")
 _BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 # cgroup v1 writes "no limit" as a huge number (2**63 rounded down to a page), not as "max".
 _NO_LIMIT = 2**62
+
+#: The fields of `hardware_record`: what makes two machines' timings comparable or not.
+HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
 
 #: Share of the RAM available when the study starts that one trial may use; see
 #: `default_ram_budget`.
@@ -106,6 +116,54 @@ def detect_machine(
         available_ram_bytes=available,
         gpu_names=_gpu_names(nvml),
         cpu_bf16=cpu_bf16_supported(cpuinfo),
+    )
+
+
+def hardware_record(machine: Machine) -> dict[str, Any]:
+    """What a trial records about the hardware and software that measured it.
+
+    Two machines with the same record give comparable timings; a study whose trials carry
+    different records mixes machines, and its figures should be compared per machine. Cheap:
+    TensorFlow's version comes from package metadata, not from importing it.
+
+    Example:
+        >>> record = hardware_record(Machine(8, 2**34, 2**33, ("NVIDIA L4",), False))
+        >>> record["cpu_count"], record["gpu_model"]
+        (8, 'NVIDIA L4')
+    """
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_count": machine.cpu_count,
+        "gpu_model": gpu_model(machine.gpu_names),
+        "tf_version": tensorflow_version(),
+    }
+
+
+def gpu_model(names: tuple[str, ...] | list[str]) -> str | None:
+    """The visible GPUs in one phrase: "NVIDIA L4", "4 x NVIDIA A100", or None without GPUs.
+
+    Example:
+        >>> gpu_model(("NVIDIA A100", "NVIDIA A100", "NVIDIA T4"))
+        '2 x NVIDIA A100 + NVIDIA T4'
+    """
+    counts = Counter(names)
+    parts = [name if count == 1 else f"{count} x {name}" for name, count in counts.items()]
+    return " + ".join(parts) or None
+
+
+def describe_hardware(record: Mapping[str, Any]) -> str:
+    """A `hardware_record` (or a trial's `worker` attribute) as one line for people.
+
+    Example:
+        >>> describe_hardware({"cpu_model": "AMD EPYC 7B13", "cpu_count": 16,
+        ...                    "gpu_model": None, "tf_version": "2.16.1"})
+        '16 CPUs (AMD EPYC 7B13), no GPU, TensorFlow 2.16.1'
+    """
+    gpu = record.get("gpu_model") or "no GPU"
+    tf = record.get("tf_version") or "unknown"
+    return (
+        f"{record.get('cpu_count', '?')} CPUs ({record.get('cpu_model') or 'unknown model'}), "
+        f"{gpu}, TensorFlow {tf}"
     )
 
 

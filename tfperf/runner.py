@@ -1,8 +1,8 @@
 """Profiles a pipeline file: builds its dataset and train step for given knobs, then measures.
 
 This is where the pipeline-file contract meets the profiler: the precision policy is set before
-`make_model`, the knobs that are tf.data options are applied, and failures inside the user's
-code are turned into messages that point at the user's own line.
+the model is built (`tfperf.build` builds it, for a knobs file, a plain file or a script), and
+failures inside the user's code are turned into messages that point at the user's own line.
 """
 
 from __future__ import annotations
@@ -15,18 +15,19 @@ from typing import Any
 
 from tfperf import stages, tfsupport
 from tfperf.autotune_readout import IteratorRecorder
+from tfperf.build import build
 from tfperf.errors import (
     EmptyDatasetError,
     InputPipelineError,
-    PipelineFileError,
     PipelineRuntimeError,
     TrainStepError,
 )
-from tfperf.knobs import Knobs
+from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.loader import PipelineFile
 from tfperf.probes import Probe
 from tfperf.profiler import ProgressCallback, profile
 from tfperf.result import ProfileResult, StageReport
+from tfperf.sites import Discovery
 from tfperf.stagechain import StageNode, recover_chain
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ def profile_pipeline(
     progress: ProgressCallback | None = None,
     analyse_stages: bool = False,
     stage_seconds: float = STAGE_SECONDS,
+    on_discovery: Callable[[Discovery], None] | None = None,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
@@ -54,6 +56,8 @@ def profile_pipeline(
     (`result.stages`, see `tfperf.stages`) and the advice names the limiting stage.
 
     Args:
+        on_discovery: for a plain file or a script, called with the call sites found while
+            the dataset was built, before measuring starts.
         owns_process: True when tfperf runs this process (the CLI, a trial child): it may then
             set process-wide TensorFlow state such as GPU memory growth.
         analyse_stages: run the stage analysis after the three phases; off for tuning
@@ -68,8 +72,13 @@ def profile_pipeline(
     if owns_process:
         tfsupport.enable_gpu_memory_growth()
     with tfsupport.precision_policy(knobs.mixed_precision):
-        dataset = _build_dataset(pipeline, knobs)
-        model, train_step = _build_train_step(pipeline, knobs)
+        built = build(pipeline, knobs)
+        dataset, model, train_step = built.dataset, built.model, built.train_step
+        measured: Knobs | dict[str, Any] = knobs
+        if built.discovery is not None:
+            measured = measured_knobs(knobs, built.discovery)
+            if on_discovery is not None:
+                on_discovery(built.discovery)
         recorder = IteratorRecorder(dataset, _stage_chain(dataset))
         tfsupport.reset_allocator_peaks()
         try:
@@ -79,7 +88,7 @@ def profile_pipeline(
                 steps=steps,
                 warmup=warmup,
                 pipeline=display_path(pipeline.path),
-                knobs=knobs,
+                knobs=measured,
                 probes=probes,
                 progress=recorder.progress(progress),
             )
@@ -96,6 +105,17 @@ def profile_pipeline(
                 result.advice = f"{result.advice} {result.stages.advice}"
     tfsupport.attach_allocator_peaks(result.gpus)
     return result
+
+
+def measured_knobs(knobs: Knobs, discovery: Discovery) -> dict[str, Any]:
+    """What a plain file or script ran with: the knobs tfperf applies, and every site's value.
+
+    The knobs only user code reads (`CODE_KNOBS`) are left out: such code reads none, so
+    their values would describe a configuration that never ran.
+    """
+    applied = {k: v for k, v in knobs.to_dict().items() if k not in CODE_KNOBS and k != SITES}
+    values = {site.name: knobs.sites.get(site.name, site.value) for site in discovery.sites}
+    return {**applied, **values}
 
 
 def display_path(path: Path) -> str:
@@ -131,40 +151,6 @@ def _stage_report(dataset: Any, result: ProfileResult, seconds: float) -> StageR
             note=f"the stage analysis failed: {type(error).__name__}: {error}",
             advice="",
         )
-
-
-def _build_dataset(pipeline: PipelineFile, knobs: Knobs) -> Any:
-    dataset = _call_user(pipeline, pipeline.make_dataset, knobs, "make_dataset")
-    tfsupport.check_dataset(dataset, pipeline.path.name)
-    return tfsupport.apply_options(dataset, knobs)
-
-
-def _build_train_step(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Callable[[Any], Any]]:
-    if pipeline.make_train_step is not None:
-        step = _call_user(pipeline, pipeline.make_train_step, knobs, "make_train_step")
-        if not callable(step):
-            raise PipelineFileError(
-                f"{pipeline.path.name}: make_train_step(knobs) must return a callable that takes "
-                f"a batch, but returned {type(step).__name__}. Did you forget to `return step`?"
-            )
-        return None, step
-    assert pipeline.make_model is not None
-    model = _call_user(pipeline, pipeline.make_model, knobs, "make_model")
-    tfsupport.check_model(model, pipeline.path.name)
-    return model, tfsupport.keras_train_step(model)
-
-
-def _call_user(
-    pipeline: PipelineFile, function: Callable[..., Any], knobs: Knobs, name: str
-) -> Any:
-    try:
-        return pipeline.call(function, knobs)
-    except Exception as error:
-        where = tfsupport.user_frames_of(error, pipeline.user_paths)
-        raise PipelineRuntimeError(
-            f"{pipeline.path.name}: {name}(knobs) raised {type(error).__name__}: "
-            f"{tfsupport.short_tf_message(error)}" + (f"\n{where}" if where else "")
-        ) from error
 
 
 def _explain_input_error(

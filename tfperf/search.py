@@ -7,6 +7,11 @@ everything AUTOTUNE) lie inside it. `suggest_knobs` turns an Optuna trial into `
 `reference_params` is its inverse, for `study.enqueue_trial`. Optuna itself is not imported
 here: the functions take a trial object and call its `suggest_*` methods.
 
+A plain file or script tunes its call sites (`Knobs.sites`, found by `tfperf.callsites`): each
+site is a dimension of its own, named like the site (`map@train.py:23.num_parallel_calls`),
+with a range by what its argument controls (`site_space`). The tuner needs nothing else: the
+site values travel inside `Knobs` to the trial, into the stored `knobs` and back.
+
 Example:
     >>> from tfperf.machine import Machine
     >>> machine = Machine(cpu_count=2, total_ram_bytes=2**34, available_ram_bytes=2**33,
@@ -26,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf.errors import KnobError
 from tfperf.knobs import AUTOTUNE, Knobs, Precision, check_names, check_value, format_value
 from tfperf.machine import Machine
+from tfperf.sites import SiteKind, is_site_name, parse_site_name, site_kind
 from tfperf.space import Choices, Domain, Fixed, IntRange
 
 if TYPE_CHECKING:
@@ -38,6 +44,7 @@ __all__ = [
     "default_space",
     "describe_space",
     "reference_params",
+    "site_space",
     "suggest_knobs",
 ]
 
@@ -80,7 +87,7 @@ def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
     - `private_threadpool_size`: None (the shared pool), `cpu_count` and `2 * cpu_count`.
     """
     cpus = machine.cpu_count
-    parallelism = _sorted_numbers([*_powers_of_two(1, max(_MIN_PARALLELISM_CAP, 4 * cpus)), cpus])
+    parallelism = _parallelism(machine)
     raw: dict[str, list[Any]] = {
         "batch_size": _scaled(baseline.batch_size, _BATCH_FACTORS),
         "shuffle_buffer": _scaled(baseline.shuffle_buffer, _SHUFFLE_FACTORS),
@@ -90,10 +97,47 @@ def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
         "deterministic": [None, False],
         "private_threadpool_size": [None, cpus, 2 * cpus],
     }
-    return {
+    knobs = {
         name: _domain(_with(values, [getattr(baseline, name)]))
         for name, values in ((name, raw[name]) for name in Knobs.names())
     }
+    return {**knobs, **site_space(baseline.sites, machine)}
+
+
+def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, Domain]:
+    """A domain for each call site, by what its argument controls, holding its written value.
+
+    Parallelism (`map(num_parallel_calls)`, `interleave(cycle_length)`, readers'
+    `num_parallel_reads`) and `prefetch` take the knobs' ranges; a `shuffle` buffer
+    1/4-4x and a `batch` size 1/2-4x the written value. A value the call leaves out is None,
+    tf.data's default, and stays a choice, so the baseline is reachable.
+
+    Example:
+        >>> machine = Machine(cpu_count=2, total_ram_bytes=2**34, available_ram_bytes=2**33,
+        ...                   gpu_names=(), cpu_bf16=False)
+        >>> site_space({"batch@p.py:9.batch_size": 32}, machine)
+        {'batch@p.py:9.batch_size': Choices(values=(16, 32, 64, 128))}
+    """
+    domains: dict[str, Domain] = {}
+    for name, value in sites.items():
+        parsed = parse_site_name(name)
+        kind = site_kind(parsed.method, parsed.argument, name)
+        domains[name] = _domain(_with(_site_values(kind, value, machine), [value]))
+    return domains
+
+
+def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[Any]:
+    if kind is SiteKind.PARALLELISM:
+        return [*_parallelism(machine), AUTOTUNE]
+    if kind is SiteKind.PREFETCH:
+        return [*_PREFETCH_DEPTHS, AUTOTUNE]
+    factors = _SHUFFLE_FACTORS if kind is SiteKind.SHUFFLE else _BATCH_FACTORS
+    return _scaled(value, factors) if value is not None and value > 0 else []
+
+
+def _parallelism(machine: Machine) -> list[int]:
+    cpus = machine.cpu_count
+    return _sorted_numbers([*_powers_of_two(1, max(_MIN_PARALLELISM_CAP, 4 * cpus)), cpus])
 
 
 def build_space(
@@ -121,6 +165,9 @@ def build_space(
     space.update(file_space)
     check_names(fixes, source="--fix")
     for name, value in fixes.items():
+        if is_site_name(name) and name not in baseline.sites:
+            known = ", ".join(baseline.sites) or "none (the file reads knobs)"
+            raise KnobError(f"--fix: no call site {name!r} in this pipeline. Sites: {known}.")
         try:
             space[name] = Fixed(check_value(name, value))
         except KnobError as error:
@@ -132,8 +179,18 @@ def build_space(
 
 
 def autotune_knobs(baseline: Knobs) -> Knobs:
-    """The baseline with every parallelism knob and `prefetch` left to tf.data's autotuner."""
-    return baseline.replace(**dict.fromkeys(AUTOTUNE_KNOBS, AUTOTUNE))
+    """The baseline with every parallelism knob and `prefetch` left to tf.data's autotuner.
+
+    Call sites of parallelism and `prefetch` are set to AUTOTUNE too.
+    """
+    sites = {name: AUTOTUNE for name in baseline.sites if _autotunes(name)}
+    return baseline.replace(**dict.fromkeys(AUTOTUNE_KNOBS, AUTOTUNE), **sites)
+
+
+def _autotunes(name: str) -> bool:
+    parsed = parse_site_name(name)
+    kind = site_kind(parsed.method, parsed.argument, name)
+    return kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
 
 
 def suggest_knobs(trial: optuna.trial.BaseTrial, space: Mapping[str, Domain], base: Knobs) -> Knobs:
@@ -178,7 +235,7 @@ def reference_params(knobs: Knobs, space: Mapping[str, Domain]) -> dict[str, Any
     for name, domain in space.items():
         if isinstance(domain, Fixed):
             continue
-        value = getattr(knobs, name)
+        value = _value_of(knobs, name)
         if not _contains(domain, value):
             raise KnobError(
                 f"knob {name!r} = {format_value(value)} is outside its search domain "
@@ -197,8 +254,13 @@ def describe_space(space: Mapping[str, Domain]) -> list[str]:
         ['batch_size  16 to 256, log scale', 'prefetch    2 (fixed)']
     """
     names = [name for name in Knobs.names() if name in space]
+    names += sorted(name for name in space if is_site_name(name))
     width = max((len(name) for name in names), default=0)
     return [f"{name.ljust(width)}  {_describe_domain(space[name])}" for name in names]
+
+
+def _value_of(knobs: Knobs, name: str) -> Any:
+    return knobs.sites.get(name) if is_site_name(name) else getattr(knobs, name)
 
 
 def _describe_domain(domain: Domain) -> str:
@@ -211,8 +273,9 @@ def _describe_domain(domain: Domain) -> str:
 
 
 def _reference_values(name: str, baseline: Knobs) -> list[Any]:
-    values = [getattr(baseline, name)]
-    return [*values, AUTOTUNE] if name in AUTOTUNE_KNOBS else values
+    values = [_value_of(baseline, name)]
+    autotuned = _autotunes(name) if is_site_name(name) else name in AUTOTUNE_KNOBS
+    return [*values, AUTOTUNE] if autotuned else values
 
 
 def _with_references(name: str, domain: Choices | IntRange, needed: list[Any]) -> Domain:

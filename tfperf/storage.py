@@ -13,9 +13,12 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
+import random
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -44,6 +47,22 @@ _RDB_BACKENDS = ("sqlite", "postgresql", "mysql")
 SQLITE_LOCK_TIMEOUT_S = 60
 #: Seconds a PostgreSQL connection attempt may take, so an unreachable host fails in time.
 CONNECT_TIMEOUT_S = 10
+#: Attempts at opening a database whose tables another tuner may be creating at that moment.
+SCHEMA_ATTEMPTS = 6
+# A URL without a driver gets SQLAlchemy's default driver; when that one is missing and an
+# alternative is installed, tfperf uses the alternative: scheme -> (default, alternatives).
+_DEFAULT_DRIVERS = {
+    "postgresql": ("psycopg", ("psycopg2", "pg8000")),
+    "mysql": ("MySQLdb", ("pymysql", "mysql.connector")),
+}
+_DIALECT_DRIVERS = {
+    "psycopg2": "psycopg2",
+    "pg8000": "pg8000",
+    "pymysql": "pymysql",
+    "mysql.connector": "mysqlconnector",
+}
+# Catalog races of PostgreSQL and MySQL when several processes create the same tables at once.
+_SCHEMA_RACE_PHRASES = ("already exists", "duplicate key", "pg_type_typname_nsp_index")
 # SQLAlchemy driver name -> the pip package that provides it.
 _DRIVER_PACKAGES = {
     "psycopg2": "psycopg2-binary",
@@ -152,13 +171,18 @@ def open_storage(
     Accepted forms: `sqlite:///path.db`, `postgresql://...`, `mysql+driver://...` (through
     `optuna.storages.RDBStorage`), and `journal:///absolute/path` or `journal://relative/path`
     (through `JournalStorage` on a `JournalFileBackend`). SQLite writers wait up to 60 s for
-    the file's lock, so parallel workers do not fail at once.
+    the file's lock, so parallel workers do not fail at once. A URL that names no driver
+    (`postgresql://`, `mysql://`) uses SQLAlchemy's default driver, or an installed
+    alternative when the default is missing (psycopg2 or pg8000; PyMySQL or
+    mysql-connector). Several tuners may open a new database at the same moment: opening is
+    retried while another one creates Optuna's tables.
 
     Args:
         url: The storage URL.
-        heartbeat_interval: Seconds between a running trial's heartbeats; a trial silent for
-            `grace_period` seconds (default: twice the interval) is marked failed when another
-            worker starts. Database storages only: a journal storage ignores it with a warning.
+        heartbeat_interval: Seconds between a running trial's heartbeats in a database
+            storage; a trial silent for `grace_period` seconds (default: twice the interval)
+            counts as stale (see `tfperf.cluster`). Journal storages have no heartbeat table:
+            `tfperf.cluster` keeps their heartbeats in the trials themselves.
         grace_period: See `heartbeat_interval`.
 
     Raises:
@@ -170,11 +194,6 @@ def open_storage(
         if value is not None and (isinstance(value, bool) or value <= 0):
             raise StorageError(f"`{name} > 0` must hold, but got {name}={value!r}.")
     if url.startswith(_JOURNAL_PREFIX):
-        if heartbeat_interval is not None:
-            logger.warning(
-                "Storage %s: journal storages keep no heartbeats; a crashed trial stays RUNNING.",
-                mask_url(url),
-            )
         return _open_journal(url)
     parsed = _parse(url)
     if parsed is None or parsed.get_backend_name() not in _RDB_BACKENDS:
@@ -192,18 +211,14 @@ def open_storage(
 def _open_rdb(
     url: str, parsed: URL, heartbeat_interval: int | None, grace_period: int | None
 ) -> optuna.storages.BaseStorage:
-    import optuna
     import sqlalchemy.exc
 
     if parsed.get_backend_name() == "sqlite":
         _check_sqlite_file(url, parsed)
+    target = _with_installed_driver(parsed)
+    connect = url if target is parsed else target.render_as_string(hide_password=False)
     try:
-        return optuna.storages.RDBStorage(
-            url,
-            engine_kwargs=_engine_kwargs(parsed),
-            heartbeat_interval=heartbeat_interval,
-            grace_period=grace_period,
-        )
+        return _rdb_storage(connect, target, heartbeat_interval, grace_period)
     except ImportError as error:
         raise StorageError(_missing_driver_message(url, parsed, error)) from None
     except sqlalchemy.exc.NoSuchModuleError:
@@ -214,6 +229,58 @@ def _open_rdb(
     except (sqlalchemy.exc.SQLAlchemyError, RuntimeError) as error:
         # `from None`: the original's traceback may quote connection parameters.
         raise StorageError(_database_message(url, parsed, error)) from None
+
+
+def _rdb_storage(
+    url: str, parsed: URL, heartbeat_interval: int | None, grace_period: int | None
+) -> optuna.storages.RDBStorage:
+    """`RDBStorage(url)`, retried while another tuner creates Optuna's tables at that moment."""
+    import optuna
+    import sqlalchemy.exc
+
+    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+        try:
+            return optuna.storages.RDBStorage(
+                url,
+                engine_kwargs=_engine_kwargs(parsed),
+                heartbeat_interval=heartbeat_interval,
+                grace_period=grace_period,
+            )
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError) as error:
+            # PostgreSQL's CREATE TABLE (and MySQL's) is not safe against a concurrent twin:
+            # the loser fails on the catalog, and finds the tables made when it looks again.
+            if attempt == SCHEMA_ATTEMPTS or not _schema_race(error):
+                raise
+            time.sleep(random.uniform(0.2, 1.0))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _with_installed_driver(parsed: URL) -> URL:
+    """`parsed`, naming an installed driver when it names none and the default is missing."""
+    defaults = _DEFAULT_DRIVERS.get(parsed.drivername)
+    if defaults is None:
+        return parsed
+    default, alternatives = defaults
+    if _installed(default):
+        return parsed
+    for module in alternatives:
+        if _installed(module):
+            driver = f"{parsed.drivername}+{_DIALECT_DRIVERS[module]}"
+            logger.info("Storage driver %s is missing; using %s instead.", default, driver)
+            return parsed.set(drivername=driver)
+    return parsed
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package is missing, or a stub in sys.modules
+        return False
+
+
+def _schema_race(error: Exception) -> bool:
+    detail = _driver_detail(error).lower()
+    return any(phrase in detail for phrase in _SCHEMA_RACE_PHRASES)
 
 
 def _engine_kwargs(parsed: URL) -> dict[str, Any]:

@@ -1,30 +1,48 @@
 """What tfperf keeps in an Optuna study, and how it reads it back.
 
 Budgets are Optuna constraints (`ram_bytes_over_budget`, `gpu_bytes_over_budget`: the figure
-minus the budget, feasible when <= 0), so the sampler learns where the limits bind. Each trial
-also carries, as user attributes: the knobs measured (`knobs`), how it ended (`status`,
-a `TrialStatus` value, and `reason`), the peak memory it reached, the machine that ran it
-(`worker`), and on success the full `ProfileResult` JSON (`result`), so reports need no re-run.
-The study itself records which pipeline it tunes, so a study name reused for another pipeline,
-or a study created by another tool, is refused with a clear message.
+minus the budget, feasible when <= 0), so the sampler learns where the limits bind. The study
+records which pipeline it tunes, so a study name reused for another pipeline, or a study
+created by another tool, is refused with a clear message.
+
+Trial user attributes (each absent when it does not apply):
+
+- `knobs`: the knobs measured, `Knobs.to_dict()`.
+- `status`, `reason`: how it ended, a `TrialStatus` value or `interrupted` (Ctrl-C, or its
+  tuner died); on trials outside the search, their `role`; and why ("" when complete).
+- `peak_rss_bytes`, `peak_gpu_bytes`, `wall_s`: what it cost.
+- `result`: on success, the full `ProfileResult` as JSON, so reports need no re-run.
+- `reference`: `baseline` or `autotune`, on the two references.
+- `duplicate_of`: the earlier trial whose figures it copies (the sampler proposed its knobs).
+- `worker`: who ran it, a flat dict: `host`, `pid`, `started` (Unix time), `pid_scope`, and
+  the hardware fields of `tfperf.machine.HARDWARE_FIELDS`: `cpu_model`, `cpu_count`,
+  `gpu_model` (None without a GPU), `tf_version`.
+- `lost`: true when its tuner died (SIGKILL, power loss) and another tuner failed it. Lost
+  trials do not count toward `--trials`; `retry_of` marks the trial that runs them again.
+- `role`: only on trials that are not part of the search: `remeasure` (the lock of a final
+  re-measurement, see `tfperf.cluster`) or `duplicate` (a second copy of a reference, never
+  run). `search_trials` leaves them out.
+
+Study user attributes: `tfperf_pipeline` (the pipeline file's name), `tfperf_objective`,
+`tfperf_references_enqueued` (true once the references are queued), `tfperf_remeasure` (the
+final re-measurement: a list of `Measurement` dicts) and `tfperf_remeasured_by` (`trials`:
+how many counted trials had finished when it was measured, `lock_trial`, `worker`).
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
-import os
-import socket
-import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-import psutil
-
+from tfperf.cluster import counted
 from tfperf.errors import TfperfError
 from tfperf.knobs import Knobs
+from tfperf.machine import describe_hardware
 from tfperf.trial import TrialOutcome, TrialStatus
-from tfperf.tune_result import Objective
+from tfperf.tune_result import Measurement, Objective
 
 if TYPE_CHECKING:
     import optuna
@@ -35,6 +53,7 @@ PIPELINE_ATTR = "tfperf_pipeline"
 OBJECTIVE_ATTR = "tfperf_objective"
 REFERENCES_ATTR = "tfperf_references_enqueued"
 REMEASURE_ATTR = "tfperf_remeasure"
+REMEASURED_BY_ATTR = "tfperf_remeasured_by"
 
 BASELINE, AUTOTUNE_REF = "baseline", "autotune"
 
@@ -93,31 +112,54 @@ def enqueue_references(
     return True
 
 
-def worker_identity() -> dict[str, Any]:
-    return {"host": socket.gethostname(), "pid": os.getpid()}
+def await_references(study: optuna.Study, wait_s: float, poll_s: float) -> None:
+    """Waits until the tuner that created the study has queued the references.
 
-
-def fail_orphans(study: optuna.Study) -> list[int]:
-    """Fails RUNNING trials whose tuner process on this host is gone (killed, power loss).
-
-    Trials running on other hosts are left to Optuna's heartbeat. Returns the numbers failed.
+    Creating a study and queueing its references are separate writes; a tuner that joins in
+    between waits for them rather than queueing its own copies. A study of another tool is
+    left to `claim_study` at once; if the creator died mid-way, this tuner queues them after
+    `wait_s`.
     """
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        attrs = study.user_attrs
+        if attrs.get(REFERENCES_ATTR):
+            return
+        if PIPELINE_ATTR not in attrs and study.get_trials(deepcopy=False):
+            return
+        time.sleep(poll_s)
+
+
+def same_knobs(study: optuna.Study, knobs: Knobs, number: int) -> optuna.trial.FrozenTrial | None:
+    """A feasible completed trial other than `number` that measured `knobs`."""
+    wanted = knobs.to_dict()
+    for trial in feasible_complete(study):
+        if trial.number != number and trial.user_attrs.get("knobs") == wanted:
+            return trial
+    return None
+
+
+def running_twin(study: optuna.Study, knobs: Knobs, number: int) -> optuna.trial.FrozenTrial | None:
+    """The lowest-numbered trial measuring `knobs` on another tuner now, if below `number`."""
     import optuna
 
-    host = socket.gethostname()
-    failed = []
-    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        worker = trial.user_attrs.get("worker") or {}
-        if worker.get("host") != host or psutil.pid_exists(int(worker.get("pid", -1))):
-            continue
-        storage = study._storage
-        storage.set_trial_user_attr(trial._trial_id, "status", "interrupted")
-        storage.set_trial_user_attr(
-            trial._trial_id, "reason", "orphaned: the tuner running it stopped before it ended"
-        )
-        study.tell(trial.number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
-        failed.append(trial.number)
-    return failed
+    wanted = knobs.to_dict()
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    for trial in running:
+        if trial.number < number and trial.user_attrs.get("knobs") == wanted:
+            return trial
+    return None
+
+
+def reference_trial(study: optuna.Study, label: str) -> int | None:
+    """The trial that measured a reference: its completed run, else its first counted one."""
+    runs = [
+        t
+        for t in counted(study.get_trials(deepcopy=False))
+        if t.user_attrs.get("reference") == label
+    ]
+    complete = [t for t in runs if t.state.name == "COMPLETE"]
+    return (complete or runs)[0].number if runs else None
 
 
 def record_outcome(
@@ -146,35 +188,6 @@ def copy_constraints(source: optuna.trial.FrozenTrial, target: optuna.trial.Tria
         target.set_constraint(key, value)
 
 
-@contextlib.contextmanager
-def heartbeat(study: optuna.Study, trial: optuna.trial.Trial) -> Iterator[None]:
-    """Beats for `trial` while the block runs, when the storage has heartbeats enabled.
-
-    Optuna beats only inside `Study.optimize`; tfperf drives trials with ask and tell, so it
-    beats itself. Other tuners sharing the storage then fail this trial if this process dies.
-    """
-    storage: Any = study._storage  # RDBStorage implements Optuna's BaseHeartbeat
-    interval = getattr(storage, "get_heartbeat_interval", lambda: None)()
-    if not interval:
-        yield
-        return
-    stop = threading.Event()
-
-    def beat() -> None:
-        while True:
-            storage.record_heartbeat(trial._trial_id)
-            if stop.wait(interval):
-                return
-
-    thread = threading.Thread(target=beat, name="tfperf-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
 def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     """Trials that finished a full measurement within every budget."""
     import optuna
@@ -199,22 +212,80 @@ def pareto_front(trials: Sequence[optuna.trial.FrozenTrial]) -> list[optuna.tria
     return sorted((t for t in trials if not dominated(t)), key=lambda t: -t.values[0])
 
 
+def search_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The study's trials without those that are not part of the search (locks, copies)."""
+    return [trial for trial in study.get_trials(deepcopy=False) if not trial.user_attrs.get("role")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Remeasurement:
+    """The stored final re-measurement, and the state of the study it was made for."""
+
+    measurements: list[Measurement]
+    trials: int  # counted trials finished when it was measured
+    lock_trial: int | None
+    worker: dict[str, Any]
+
+
+def store_remeasurement(study: optuna.Study, remeasurement: Remeasurement) -> None:
+    """Saves the measurements first, then what they cover, which readers check first."""
+    study.set_user_attr(REMEASURE_ATTR, [dataclasses.asdict(m) for m in remeasurement.measurements])
+    study.set_user_attr(
+        REMEASURED_BY_ATTR,
+        {
+            "trials": remeasurement.trials,
+            "lock_trial": remeasurement.lock_trial,
+            "worker": remeasurement.worker,
+        },
+    )
+
+
+def stored_remeasurement(study: optuna.Study) -> Remeasurement | None:
+    """The last re-measurement stored in the study, or None (or from an older tfperf)."""
+    attrs = study.user_attrs
+    covered = attrs.get(REMEASURED_BY_ATTR)
+    if not covered or REMEASURE_ATTR not in attrs:
+        return None
+    return Remeasurement(
+        measurements=[Measurement(**item) for item in attrs[REMEASURE_ATTR]],
+        trials=int(covered["trials"]),
+        lock_trial=covered.get("lock_trial"),
+        worker=dict(covered.get("worker") or {}),
+    )
+
+
+def hardware_groups(study: optuna.Study, *workers: dict[str, Any]) -> dict[str, list[str]]:
+    """Hosts by hardware, over the study's trials and `workers`: one key when all alike."""
+    groups: dict[str, set[str]] = {}
+    records = [trial.user_attrs.get("worker") for trial in search_trials(study)]
+    for worker in [*records, *workers]:
+        if worker and "cpu_model" in worker:
+            groups.setdefault(describe_hardware(worker), set()).add(str(worker.get("host")))
+    return {hardware: sorted(hosts) for hardware, hosts in sorted(groups.items())}
+
+
 def status_counts(study: optuna.Study) -> dict[str, int]:
     """Trials by tfperf status (complete, failed, ram-budget, ...) or Optuna state (waiting)."""
     counts: dict[str, int] = {}
-    for trial in study.get_trials(deepcopy=False):
+    for trial in search_trials(study):
         status = trial.user_attrs.get("status") or trial.state.name.lower()
         counts[status] = counts.get(status, 0) + 1
     return dict(sorted(counts.items()))
 
 
 def trials_frame(study: optuna.Study) -> pd.DataFrame:
-    """One row per trial: number, state, status, reason, examples/s, peak RAM, and every knob."""
+    """One row per search trial: number, state, status, reason, examples/s, peak RAM, the
+    host and its hardware, and every knob (`knob_<name>`).
+
+    `hardware` is `tfperf.machine.describe_hardware` of the trial's host: group or filter by
+    it (or by `host`) to compare only timings taken on alike machines.
+    """
     import pandas as pd
 
     rows = []
-    for trial in study.get_trials(deepcopy=False):
+    for trial in search_trials(study):
         attrs = trial.user_attrs
+        worker = attrs.get("worker") or {}
         row: dict[str, Any] = {
             "number": trial.number,
             "state": trial.state.name,
@@ -225,7 +296,15 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
             "peak_gpu_bytes": attrs.get("peak_gpu_bytes"),
             "wall_s": attrs.get("wall_s"),
             "reason": attrs.get("reason"),
-            "host": (attrs.get("worker") or {}).get("host"),
+            "lost": bool(attrs.get("lost")),
+            "retry_of": attrs.get("retry_of"),
+            "duplicate_of": attrs.get("duplicate_of"),
+            "host": worker.get("host"),
+            "hardware": describe_hardware(worker) if "cpu_model" in worker else None,
+            "cpu_model": worker.get("cpu_model"),
+            "cpu_count": worker.get("cpu_count"),
+            "gpu_model": worker.get("gpu_model"),
+            "tf_version": worker.get("tf_version"),
         }
         row.update({f"knob_{k}": v for k, v in (attrs.get("knobs") or {}).items()})
         rows.append(row)

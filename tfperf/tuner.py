@@ -9,18 +9,34 @@ are. At the end the best candidates and both references are re-measured side by 
 
 Trials run one at a time on purpose: parallel trials on the same cores would corrupt each
 other's timings. To go faster, run the same command on several machines against one shared
-storage.
+storage: the tuners then share the study's trial budget, recover each other's lost trials,
+and leave the final re-measurement to one of them (`tfperf.cluster`, docs/distributed.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
+import random
 import time
 import warnings
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+from tfperf.cluster import (
+    DUPLICATE_ROLE,
+    LOCK_ROLE,
+    Heartbeats,
+    LostTrial,
+    Step,
+    duplicate_reference,
+    finished_count,
+    in_budget,
+    next_step,
+    recover_lost,
+    release_lock,
+    take_lock,
+    worker_record,
+)
 from tfperf.errors import PipelineFileError, TfperfError
 from tfperf.knobs import Knobs
 from tfperf.loader import PipelineFile
@@ -34,125 +50,65 @@ from tfperf.storage import default_storage_url, mask_url, open_storage
 from tfperf.study import (
     AUTOTUNE_REF,
     BASELINE,
-    REMEASURE_ATTR,
+    Remeasurement,
+    await_references,
     claim_study,
     copy_constraints,
     directions,
     enqueue_references,
-    fail_orphans,
     feasible_complete,
-    heartbeat,
+    hardware_groups,
     pareto_front,
     record_outcome,
+    reference_trial,
+    running_twin,
+    same_knobs,
     status_counts,
-    worker_identity,
+    store_remeasurement,
+    stored_remeasurement,
 )
 from tfperf.trial import Budgets, TrialOutcome, TrialRequest, TrialStatus, run_trial
 from tfperf.tune_result import Measurement, Objective, Speedup, TuneResult, speedup
+from tfperf.tuning import (
+    TooManyFailures,
+    TrialRunner,
+    TuneInterrupted,
+    TuneListener,
+    TuneOptions,
+    Wait,
+)
+
+__all__ = [
+    "TooManyFailures",
+    "TrialRunner",
+    "TuneInterrupted",
+    "TuneListener",
+    "TuneOptions",
+    "Tuner",
+    "Wait",
+    "tune",
+]
 
 if TYPE_CHECKING:
     import optuna
 
 
-class TrialRunner(Protocol):
-    """Runs one trial; `tfperf.trial.run_trial` in production, a fake in unit tests."""
-
-    def __call__(
-        self,
-        request: TrialRequest,
-        budgets: Budgets,
-        *,
-        on_progress: Callable[[Progress], bool] | None = None,
-    ) -> TrialOutcome: ...
-
-
 logger = logging.getLogger(__name__)
 
-# tfperf drives trials with ask/tell and beats for them itself (`study.heartbeat`), and calls
-# Optuna's experimental stale-trial check on purpose: these warnings would only confuse users.
+# tfperf drives trials with ask/tell and beats for them itself (`tfperf.cluster`), and uses
+# Optuna's experimental heartbeat and constant-liar options on purpose: these warnings would
+# only confuse users.
 warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
-warnings.filterwarnings("ignore", message=r".*fail_stale_trials is experimental")
 warnings.filterwarnings("ignore", message=r"Argument ``(heartbeat_interval|grace_period)``")
+warnings.filterwarnings("ignore", message=r"Argument ``constant_liar`` is an experimental")
 
 #: Knobs whose change alters what the model learns, not only how fast: flagged in the result.
 TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
-#: Heartbeat for RDB storages: a trial whose tuner stops beating for GRACE_S is failed.
-HEARTBEAT_S, GRACE_S = 20, 120
-
-
-@dataclasses.dataclass(frozen=True)
-class TuneOptions:
-    """How long and how carefully to search. See `tfperf tune --help` for each."""
-
-    trials: int | None = 20
-    timeout_s: float | None = None
-    trial_timeout_s: float | None = 600.0
-    steps: int = 50
-    warmup: int | None = None
-    ram_budget_bytes: int | None = None
-    gpu_memory_budget_bytes: int | None = None
-    objective: Objective = Objective.THROUGHPUT
-    fixes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    storage: str | None = None
-    study_name: str | None = None
-    seed: int | None = None
-    finalists: int = 3
-    rounds: int = 3
-    max_consecutive_failures: int = 5
-    prune: bool = True
-    prune_below: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.trials is None and self.timeout_s is None:
-            raise ValueError("give `trials`, `timeout_s` or both, or the search never ends")
-        for name in ("trials", "steps", "finalists", "rounds", "max_consecutive_failures"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"`{name} >= 1` must hold, but got {name}={value}")
-        if not 0 < self.prune_below < 1:
-            raise ValueError(f"`0 < prune_below < 1` must hold, but got {self.prune_below}")
-
-
-class TuneListener:
-    """Callbacks for a front end; the library itself never prints. Every method is optional."""
-
-    def study_ready(
-        self, study: optuna.Study, storage: str, resumed: int, orphans: list[int]
-    ) -> None:
-        """The study is open; `resumed` trials were already finished in it."""
-
-    def trial_started(self, number: int, label: str | None, knobs: Knobs) -> None:
-        """A trial begins (label: "baseline", "autotune" or None)."""
-
-    def trial_progress(self, progress: Progress) -> None:
-        """A step of the running trial's child process."""
-
-    def trial_finished(
-        self,
-        number: int,
-        outcome: TrialOutcome | None,
-        best: float | None,
-        baseline: float | None,
-    ) -> None:
-        """A trial ended (outcome None when it repeated an earlier trial's knobs).
-
-        `best` is the best feasible examples/s in the study so far, `baseline` the baseline
-        trial's (None until it has completed).
-        """
-
-    def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
-        """Re-measurement of the finalists begins."""
-
-    def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
-        """One repeat of one finalist ended."""
-
-
-class TuneInterrupted(TfperfError):
-    """Ctrl-C: the running trial was recorded as interrupted; finished trials are kept."""
-
-
-class TooManyFailures(TfperfError):
-    """Several trials in a row failed: the pipeline or the budgets need attention."""
+#: Seconds a tuner that finds a study being set up by another waits for its references.
+SETUP_WAIT_S, SETUP_POLL_S = 10.0, 0.1
+#: Most seconds between two looks at the study by a tuner waiting for others: a few seconds
+#: of delay at the end of a study, and one cheap query per look.
+WAIT_POLL_S = 5
 
 
 class Tuner:
@@ -182,38 +138,53 @@ class Tuner:
         autotune = autotune_knobs(pipeline.baseline)
         if autotune != pipeline.baseline:
             self.references[AUTOTUNE_REF] = autotune
+        self.worker = worker_record(self.machine)
+        self._heartbeats: Heartbeats | None = None
+        self._ran = 0  # trials this tuner finished (measured, or copied from a twin)
+        self._hardware_seen: set[str] = set()
+        self._last_wait: tuple[Wait, tuple[int, ...]] | None = None
 
     @property
     def storage_shown(self) -> str:
         return mask_url(self.storage_url)
 
+    @property
+    def heartbeats(self) -> Heartbeats:
+        if self._heartbeats is None:
+            raise RuntimeError("open_study() must run before the tuner touches trials")
+        return self._heartbeats
+
     def run(self) -> TuneResult:
         started = time.monotonic()
         study = self.open_study()
-        before = _finished(study)
-        self._search(study)
-        measurements = self._remeasure(study)
-        return self._result(study, measurements, _finished(study) - before, started)
+        try:
+            self._search(study)
+            measurements = self._final(study)
+        except KeyboardInterrupt:
+            raise TuneInterrupted(
+                f"interrupted between trials; "
+                f"{finished_count(study.get_trials(deepcopy=False))} finished trials are kept "
+                f"in {self.storage_shown}."
+            ) from None
+        return self._result(study, measurements, started)
 
     def open_study(self) -> optuna.Study:
-        """Opens (or creates) the study, checks it is this pipeline's, enqueues the references."""
-        import optuna
+        """Opens (or creates) the study, checks it is this pipeline's, enqueues the references.
 
+        Only the tuner that creates the study enqueues the references, so tuners started at
+        the same moment on many machines queue them once; the others wait for that.
+        """
+        liveness = self.options.liveness
         storage = open_storage(
-            self.storage_url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S
+            self.storage_url,
+            heartbeat_interval=liveness.heartbeat_s,
+            grace_period=liveness.grace_s,
         )
-        sampler = optuna.samplers.TPESampler(seed=self.options.seed, n_startup_trials=8)
-        study = optuna.create_study(
-            storage=storage,
-            study_name=self.study_name,
-            sampler=sampler,
-            directions=directions(self.options.objective),
-            load_if_exists=True,
-        )
+        study, created = self._create_or_load(storage)
+        if not created:
+            await_references(study, SETUP_WAIT_S, SETUP_POLL_S)
         shown = f"{self.storage_shown} (study {self.study_name!r})"
         claim_study(study, self.pipeline.path.name, self.options.objective, shown)
-        orphans = fail_orphans(study)
-        optuna.storages.fail_stale_trials(study)
         enqueue_references(
             study,
             {
@@ -221,15 +192,60 @@ class Tuner:
                 for label, knobs in self.references.items()
             },
         )
-        self.listener.study_ready(study, self.storage_shown, _finished(study), orphans)
+        self._heartbeats = Heartbeats(study, liveness)
+        lost = self._recover(study, announce=False)
+        finished = finished_count(study.get_trials(deepcopy=False))
+        self.listener.study_ready(study, self.storage_shown, finished, [t.number for t in lost])
+        self._check_hardware(study)
         return study
+
+    def _create_or_load(self, storage: optuna.storages.BaseStorage) -> tuple[optuna.Study, bool]:
+        """The study, and whether this tuner created it (the storage lets exactly one)."""
+        import optuna
+
+        sampler = self._sampler(None)
+        try:
+            study = optuna.create_study(
+                storage=storage,
+                study_name=self.study_name,
+                sampler=sampler,
+                directions=directions(self.options.objective),
+            )
+            return study, True
+        except optuna.exceptions.DuplicatedStudyError:
+            return optuna.load_study(
+                study_name=self.study_name, storage=storage, sampler=sampler
+            ), False
+
+    def _sampler(self, number: int | None) -> optuna.samplers.BaseSampler:
+        """TPE, seeded per trial number when `seed` is set.
+
+        With one seed for the whole run, tuners on several machines started with the same
+        `--seed` would all propose the same configurations; a seed per trial number keeps a
+        run reproducible and makes every trial's proposal its own. `constant_liar` counts the
+        trials running elsewhere as poor, so concurrent tuners spread out.
+        """
+        import optuna
+
+        seed = self.options.seed
+        if seed is not None and number is not None:
+            seed = (seed * 1_000_003 + number) % 2**32
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8, constant_liar=True)
 
     def _search(self, study: optuna.Study) -> None:
         deadline = (
             None if self.options.timeout_s is None else time.monotonic() + self.options.timeout_s
         )
         failures: list[str] = []
-        while not self._done(study, deadline):
+        while deadline is None or time.monotonic() < deadline:
+            self._recover(study)
+            trials = study.get_trials(deepcopy=False)
+            step = next_step(trials, self.options.trials)
+            if step is Step.DONE:
+                return
+            if step is Step.WAIT:
+                self._wait(Wait.SLOTS, trials)
+                continue
             outcome = self._one_trial(study)
             if outcome is None or outcome.status in (TrialStatus.COMPLETE, TrialStatus.PRUNED):
                 failures.clear()
@@ -245,48 +261,171 @@ class Tuner:
                     "then run the same command again to resume."
                 )
 
-    def _done(self, study: optuna.Study, deadline: float | None) -> bool:
-        if deadline is not None and time.monotonic() >= deadline:
-            return True
-        return self.options.trials is not None and _finished(study) >= self.options.trials
+    def _wait(self, kind: Wait, trials: Sequence[optuna.trial.FrozenTrial]) -> None:
+        """Tells the listener what this tuner waits for (once per change), then sleeps."""
+        import optuna
+
+        running = [t for t in trials if t.state is optuna.trial.TrialState.RUNNING]
+        numbers = tuple(t.number for t in running)
+        if (kind, numbers) != self._last_wait:
+            self._last_wait = (kind, numbers)
+            hosts = sorted({str((t.user_attrs.get("worker") or {}).get("host")) for t in running})
+            self.listener.waiting(kind, list(numbers), hosts)
+        # Jitter: tuners that woke together would otherwise keep colliding.
+        poll = min(self.options.liveness.heartbeat_s, WAIT_POLL_S)
+        time.sleep(poll * random.uniform(0.5, 1.0))
+
+    def _recover(self, study: optuna.Study, announce: bool = True) -> list[LostTrial]:
+        lost = recover_lost(study, self.heartbeats)
+        if announce:
+            for item in lost:
+                self.listener.trial_lost(item)
+        return lost
+
+    def _check_hardware(self, study: optuna.Study) -> None:
+        groups = hardware_groups(study, self.worker)
+        if len(groups) > 1 and not set(groups) <= self._hardware_seen:
+            self._hardware_seen |= set(groups)
+            self.listener.hardware_mixed(groups)
 
     def _one_trial(self, study: optuna.Study) -> TrialOutcome | None:
+        """Claims a trial and runs it; None when it ran nothing (no free slot, a twin, lost)."""
         import optuna
 
         trial = study.ask()
+        if self.options.seed is not None:
+            study.sampler = self._sampler(trial.number)
+        try:
+            with self.heartbeats.keep(trial._trial_id):
+                return self._run_claimed(study, trial) if self._claim(study, trial) else None
+        except optuna.exceptions.UpdateFinishedTrialError:
+            # Another tuner failed this trial as lost while it ran here.
+            self.listener.own_trial_lost(trial.number)
+            return None
+
+    def _claim(self, study: optuna.Study, trial: optuna.trial.Trial) -> bool:
+        """Whether this trial is one to run: in the budget, and not a copy of a reference.
+
+        A trial beyond the budget goes back to WAITING for a later run with a larger
+        `--trials`; a second copy of a reference is failed unrun, with its reason.
+        """
+        import optuna
+
+        trials = study.get_trials(deepcopy=False)
+        first = duplicate_reference(trials, trial.number)
+        if first is not None:
+            trial.set_user_attr("role", DUPLICATE_ROLE)
+            trial.set_user_attr("status", "duplicate")
+            trial.set_user_attr(
+                "reason", f"a second copy of the reference measured by trial {first}; not run"
+            )
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            return False
+        if in_budget(trials, trial.number, self.options.trials):
+            return True
+        study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.WAITING)
+        return False
+
+    def _run_claimed(self, study: optuna.Study, trial: optuna.trial.Trial) -> TrialOutcome | None:
+        import optuna
+
         label = trial.user_attrs.get("reference")
         knobs = self.references.get(label) if label else None
         knobs = knobs or suggest_knobs(trial, self.space, self.pipeline.baseline)
         trial.set_user_attr("knobs", knobs.to_dict())
-        trial.set_user_attr("worker", worker_identity())
-        if label is None and (twin := _same_knobs(study, knobs, trial.number)) is not None:
-            # TPE may propose a configuration already measured: reuse it rather than re-run.
+        trial.set_user_attr("worker", self.worker)
+        if label is None and (twin := self._twin(study, knobs, trial.number)) is not None:
+            # The sampler proposed knobs already measured: reuse the figures rather than re-run.
             for key in ("status", "reason", "peak_rss_bytes", "peak_gpu_bytes", "result"):
                 if key in twin.user_attrs:
                     trial.set_user_attr(key, twin.user_attrs[key])
             copy_constraints(twin, trial)
             trial.set_user_attr("duplicate_of", twin.number)
             study.tell(trial, twin.values)
+            self._ran += 1
             self.listener.trial_finished(trial.number, None, *self._standing(study))
             return None
         self.listener.trial_started(trial.number, label, knobs)
         try:
-            with heartbeat(study, trial):
-                outcome = self.runner(
-                    self._request(knobs), self.budgets, on_progress=self._pruner(study, trial)
-                )
+            outcome = self.runner(
+                self._request(knobs), self.budgets, on_progress=self._pruner(study, trial)
+            )
         except KeyboardInterrupt:
             trial.set_user_attr("status", "interrupted")
             trial.set_user_attr("reason", "interrupted by Ctrl-C")
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             raise TuneInterrupted(
                 f"interrupted: trial {trial.number} was recorded as interrupted; "
-                f"{_finished(study) - 1} finished trials are kept in {self.storage_shown}."
+                f"{finished_count(study.get_trials(deepcopy=False)) - 1} finished trials are "
+                f"kept in {self.storage_shown}."
             ) from None
         record_outcome(trial, outcome, (self.budgets.ram_bytes, self.budgets.gpu_memory_bytes))
         self._tell(study, trial, outcome)
+        self._ran += 1
         self.listener.trial_finished(trial.number, outcome, *self._standing(study))
+        self._check_hardware(study)
         return outcome
+
+    def _twin(
+        self, study: optuna.Study, knobs: Knobs, number: int
+    ) -> optuna.trial.FrozenTrial | None:
+        """A finished trial with these knobs, waiting first for one running elsewhere.
+
+        Of two tuners proposed the same knobs at once, the one with the lower trial number
+        measures them and the other copies its figures, so no configuration runs twice.
+        """
+        while True:
+            twin = same_knobs(study, knobs, number)
+            running = running_twin(study, knobs, number)
+            if twin is not None or running is None:
+                return twin
+            self._wait(Wait.TWIN, [running])
+            self._recover(study)
+
+    def _final(self, study: optuna.Study) -> list[Measurement]:
+        """The finalists' re-measurement: made here under the lock, or read once stored.
+
+        It starts when no trial of the study runs. The first tuner to take the lock measures;
+        the others wait for its result, and one of them takes over if its tuner dies.
+        """
+        import optuna
+
+        while True:
+            self._recover(study)
+            trials = study.get_trials(deepcopy=False)
+            done = finished_count(trials)
+            stored = stored_remeasurement(study)  # read after the trials: it is written first
+            if stored is not None and stored.trials == done:
+                if not _same_worker(stored.worker, self.worker):
+                    self.listener.remeasure_adopted(stored.worker)
+                return stored.measurements
+            running = [t for t in trials if t.state is optuna.trial.TrialState.RUNNING]
+            if running:
+                locked = any(t.user_attrs.get("role") == LOCK_ROLE for t in running)
+                self._wait(Wait.REMEASURE if locked else Wait.SLOTS, running)
+                continue
+            lock = take_lock(study, self.worker)
+            if lock is None:
+                self._wait(Wait.REMEASURE, trials)
+                continue
+            return self._remeasure_locked(study, lock, done)
+
+    def _remeasure_locked(self, study: optuna.Study, lock: int, done: int) -> list[Measurement]:
+        try:
+            with self.heartbeats.keep(lock):
+                measurements = self._remeasure(study)
+        except BaseException:
+            release_lock(study, lock, "the re-measurement stopped before it ended")
+            raise
+        number = study._storage.get_trial(lock).number
+        store_remeasurement(study, Remeasurement(measurements, done, number, self.worker))
+        release_lock(
+            study,
+            lock,
+            f"lock of the final re-measurement ({len(measurements)} configurations, "
+            f"{self.options.rounds} rounds) by {self.worker['host']} (pid {self.worker['pid']})",
+        )
+        return measurements
 
     def _request(self, knobs: Knobs) -> TrialRequest:
         return TrialRequest(
@@ -356,7 +495,6 @@ class Tuner:
             lambda request, budgets: self.runner(request, budgets),
             self.listener.remeasured,
         )
-        study.set_user_attr(REMEASURE_ATTR, [dataclasses.asdict(m) for m in measurements])
         return measurements
 
     def _finalists(self, study: optuna.Study) -> list[Finalist]:
@@ -376,13 +514,13 @@ class Tuner:
             if len(finalists) == self.options.finalists:
                 break
         references = [
-            Finalist(label, _reference_trial(study, label), knobs)
+            Finalist(label, reference_trial(study, label), knobs)
             for label, knobs in self.references.items()
         ]
         return finalists + references
 
     def _result(
-        self, study: optuna.Study, measured: list[Measurement], trials_run: int, started: float
+        self, study: optuna.Study, measured: list[Measurement], started: float
     ) -> TuneResult:
         by_label = {m.label: m for m in measured}
         baseline = by_label.get(BASELINE)
@@ -413,7 +551,7 @@ class Tuner:
             changes_training=changes,
             pareto_trials=[t.number for t in front],
             trial_counts=status_counts(study),
-            trials_this_run=trials_run,
+            trials_this_run=self._ran,
             wall_s=time.monotonic() - started,
             ram_budget_bytes=self.budgets.ram_bytes,
             gpu_memory_budget_bytes=self.budgets.gpu_memory_bytes,
@@ -430,27 +568,8 @@ def tune(pipeline: PipelineFile, options: TuneOptions | None = None, **kwargs: A
     return Tuner(pipeline, options or TuneOptions(**kwargs)).run()
 
 
-def _finished(study: optuna.Study) -> int:
-    import optuna
-
-    state = optuna.trial.TrialState
-    done = (state.COMPLETE, state.PRUNED, state.FAIL)
-    return len(study.get_trials(deepcopy=False, states=done))
-
-
-def _same_knobs(study: optuna.Study, knobs: Knobs, number: int) -> optuna.trial.FrozenTrial | None:
-    wanted = knobs.to_dict()
-    for trial in feasible_complete(study):
-        if trial.number != number and trial.user_attrs.get("knobs") == wanted:
-            return trial
-    return None
-
-
-def _reference_trial(study: optuna.Study, label: str) -> int | None:
-    for trial in study.get_trials(deepcopy=False):
-        if trial.user_attrs.get("reference") == label:
-            return trial.number
-    return None
+def _same_worker(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(a.get(key) == b.get(key) for key in ("host", "pid", "started"))
 
 
 def _recommendation(best: Measurement, vs_baseline: Speedup, changes: list[str]) -> str:

@@ -8,6 +8,8 @@ The request is a JSON object, `WorkRequest.to_dict()`: the pipeline file, its ar
 values, `steps`, `warmup` and where to write the result. The worker loads the pipeline, profiles
 it with `profile_pipeline(..., owns_process=True)` and writes the `ProfileResult` JSON to
 `result_path` through a temporary file and `os.replace`, so a half-written result never exists.
+With `mode` "discover" it only builds the pipeline of a plain file or script and writes the
+call sites it found (`Discovery` JSON) instead (see `tfperf.discovery`).
 
 It talks to its parent on stdout, one JSON object per line, each line starting with
 `PROTOCOL_PREFIX`; the parent ignores every other line. The real stdout is kept for these lines
@@ -46,11 +48,14 @@ from tfperf.errors import KnobError, PipelineFileError, TfperfError
 if TYPE_CHECKING:
     from tfperf.profiler import Progress
     from tfperf.result import ProfileResult
+    from tfperf.sites import Discovery
 
 __all__ = [
+    "DISCOVER",
     "EXIT_FAILED",
     "EXIT_FATAL",
     "EXIT_OK",
+    "PROFILE",
     "PROTOCOL_PREFIX",
     "ProgressThrottle",
     "WorkRequest",
@@ -65,6 +70,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PROTOCOL_PREFIX = "@@tfperf "
+PROFILE, DISCOVER = "profile", "discover"
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_FATAL = 2
@@ -86,6 +92,8 @@ class WorkRequest:
     """What one worker measures; the JSON the parent writes and the worker reads.
 
     `knobs` holds plain knob values (`Knobs.to_dict()`); `warmup` None detects the warm-up.
+    `mode` is "profile" (measure) or "discover" (find the call sites; with `stages`, also
+    measure each stage alone to name the limiting one).
     """
 
     pipeline: str
@@ -94,6 +102,8 @@ class WorkRequest:
     result_path: str
     warmup: int | None = None
     argv: tuple[str, ...] = ()
+    mode: str = PROFILE
+    stages: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "argv": list(self.argv)}
@@ -115,6 +125,8 @@ class WorkRequest:
                 result_path=data["result_path"],
                 warmup=data.get("warmup"),
                 argv=tuple(data.get("argv", ())),
+                mode=data.get("mode", PROFILE),
+                stages=data.get("stages", False),
             )
         except KeyError as error:
             raise RequestError(f"the request lacks field {error} in {data!r}") from None
@@ -128,6 +140,8 @@ class WorkRequest:
             "warmup": request.warmup is None
             or (isinstance(request.warmup, int) and request.warmup >= 0),
             "argv": all(isinstance(arg, str) for arg in request.argv),
+            "mode": request.mode in (PROFILE, DISCOVER),
+            "stages": isinstance(request.stages, bool),
         }
         wrong = [name for name, ok in checks.items() if not ok]
         if wrong:
@@ -268,8 +282,11 @@ def run(request_path: Path, send: Send) -> int:
     """
     try:
         request = WorkRequest.load(request_path)
-        result = _measure(request, send)
-        _write_atomically(Path(request.result_path), result.to_json())
+        if request.mode == DISCOVER:
+            text = json.dumps(_discover(request).to_dict())
+        else:
+            text = _measure(request, send).to_json()
+        _write_atomically(Path(request.result_path), text)
     except (Exception, SystemExit) as error:
         status, message = error_message(error)
         send(message)
@@ -303,6 +320,19 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         owns_process=True,
         progress=report,
     )
+
+
+def _discover(request: WorkRequest) -> Discovery:
+    from tfperf.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
+    from tfperf.build import discover_sites
+    from tfperf.loader import load_pipeline
+    from tfperf.tfsupport import enable_gpu_memory_growth
+
+    enable_gpu_memory_growth()  # a script builds its model: take only the memory it needs
+    pipeline = load_pipeline(request.pipeline, request.argv)
+    return discover_sites(pipeline, measure_stages=request.stages)
 
 
 def _write_atomically(path: Path, text: str) -> None:

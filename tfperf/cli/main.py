@@ -64,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    own, script_args = split_script_args(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(own)
+    args.script_args = script_args
     _configure_logging(args.debug)
     try:
         return int(args.handler.run(args))
@@ -84,6 +86,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILED
+
+
+def split_script_args(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
+    """tfperf's own arguments, and those after the first `--`, which go to the user's script.
+
+    Split before argparse sees them: argparse cannot tell a positional list after options
+    (`train.py --steps 5 -- --epochs 3`) from its own arguments.
+    """
+    items = list(argv)
+    if "--" not in items:
+        return items, ()
+    cut = items.index("--")
+    return items[:cut], tuple(items[cut + 1 :])
 
 
 def _fail(error: TfperfError, args: argparse.Namespace, status: int) -> int:

@@ -1,4 +1,8 @@
-"""`tfperf profile PIPELINE.py`: measure one configuration and say where the time goes."""
+"""`tfperf profile PIPELINE.py`: measure one configuration and say where the time goes.
+
+PIPELINE.py may be a pipeline file (`make_dataset(knobs)` or a plain `make_dataset()`) or a
+training script that calls `model.fit`; arguments after `--` go to the script or file.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from pathlib import Path
 from tfperf.cli.base import Command, knob_assignment, non_negative_int, positive_int
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.quiet import import_tensorflow_quietly
+from tfperf.sites import Discovery, describe_discovery
 
 DEFAULT_REPORTS_DIR = Path("reports")
 
@@ -20,7 +25,11 @@ class ProfileCommand(Command):
         "Measure one configuration of a pipeline file three ways: end to end (per step, the "
         "time waiting for the next batch and the time computing), the pipeline alone, and the "
         "model alone on one cached batch (the ceiling if input were free). Prints a verdict on "
-        "TensorBoard's scale, the throughputs, memory and advice, and writes the result as JSON."
+        "TensorBoard's scale, the throughputs, memory and advice, and writes the result as JSON. "
+        "PIPELINE.py may also be a plain file whose make_dataset() takes no knobs, or a "
+        "training script that calls model.fit: tfperf runs it up to fit and measures its model "
+        "and dataset there, and lists the tf.data call sites it can tune. Arguments after `--` "
+        "go to the file: tfperf profile train.py -- --epochs 3"
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -28,8 +37,9 @@ class ProfileCommand(Command):
             "pipeline",
             type=Path,
             metavar="PIPELINE.py",
-            help="a pipeline file defining make_dataset(knobs) and make_model(knobs) or "
-            "make_train_step(knobs); see the README for the contract",
+            help="a pipeline file defining make_dataset(knobs) (or make_dataset()) and "
+            "make_model or make_train_step, or a training script calling model.fit; see the "
+            "README and docs/zero-change.md",
         )
         parser.add_argument(
             "--steps",
@@ -55,7 +65,8 @@ class ProfileCommand(Command):
             default=[],
             metavar="NAME=VALUE",
             help="override a knob of the file's BASELINE, e.g. --set batch_size=128 or "
-            "--set num_parallel_calls=AUTOTUNE (repeatable)",
+            "--set num_parallel_calls=AUTOTUNE, or a call site of a plain file or script, "
+            "e.g. --set map@train.py:23.num_parallel_calls=8 (repeatable)",
         )
         parser.add_argument(
             "--json",
@@ -88,11 +99,12 @@ class ProfileCommand(Command):
 
         if not args.debug:
             import_tensorflow_quietly()
-        pipeline = load_pipeline(args.pipeline)
+        pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         _status(f"Profiling {args.pipeline} ({args.steps} measured steps per phase)...", args)
         from tfperf.runner import profile_pipeline
 
+        found: list[Discovery] = []
         with ProgressDisplay(enabled=not args.quiet) as progress:
             result = profile_pipeline(
                 pipeline,
@@ -102,6 +114,7 @@ class ProfileCommand(Command):
                 owns_process=True,
                 progress=progress,
                 analyse_stages=not args.no_stages,
+                on_discovery=found.append,
             )
         json_path = args.json or DEFAULT_REPORTS_DIR / f"{pipeline.name}-profile.json"
         result.save(json_path)
@@ -109,6 +122,9 @@ class ProfileCommand(Command):
             render_profile_html(result), args.html or default_profile_path(pipeline.name)
         )
         print(render_summary(result))
+        if found:
+            print("\n" + "\n".join(describe_discovery(found[0])))
+            print(f"`tfperf tune {args.pipeline}` searches these values and writes the patch.")
         print(f"\nResult JSON: {json_path}\nHTML report: {html_path}")
         return 0
 

@@ -21,15 +21,20 @@ from tfperf.tune_result import Objective
 from tfperf.tuner import TuneListener
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     import optuna
 
+    from tfperf.cluster import LostTrial
     from tfperf.knobs import Knobs
     from tfperf.profiler import Progress
     from tfperf.remeasure import Finalist
     from tfperf.trial import TrialOutcome
-    from tfperf.tuner import Tuner
+    from tfperf.tuner import Tuner, Wait
 
 DEFAULT_REPORTS_DIR = Path("reports")
+#: `--write-patch` given without a path: the patch goes next to the study's reports.
+_STUDY_PATCH = Path("<study>.patch")
 
 
 class TuneCommand(Command):
@@ -43,11 +48,20 @@ class TuneCommand(Command):
         "best candidates and both references are re-measured side by side and compared by "
         "median. Trials run ONE AT A TIME on a machine: parallel trials on the same cores "
         "would corrupt each other's timings. To go faster, run this same command on several "
-        "machines with one shared --storage. Running the command again resumes the study."
+        "machines with one shared --storage. Running the command again resumes the study. "
+        "PIPELINE.py may also be a plain file whose make_dataset() takes no knobs, or a "
+        "training script that calls model.fit: tfperf then tunes the values written in its "
+        "tf.data calls and gives the result as a patch. Arguments after `--` go to the file: "
+        "tfperf tune train.py -- --epochs 3"
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("pipeline", type=Path, metavar="PIPELINE.py", help="the pipeline file")
+        parser.add_argument(
+            "pipeline",
+            type=Path,
+            metavar="PIPELINE.py",
+            help="the pipeline file, or a training script that calls model.fit",
+        )
         search = parser.add_argument_group("search")
         search.add_argument(
             "--trials",
@@ -71,7 +85,8 @@ class TuneCommand(Command):
             action="append",
             default=[],
             metavar="NAME=VALUE",
-            help="hold a knob at a value, e.g. --fix batch_size=256 (repeatable)",
+            help="hold a knob at a value, e.g. --fix batch_size=256, or a call site of a plain "
+            "file or script, e.g. --fix batch@train.py:30.batch_size=64 (repeatable)",
         )
         search.add_argument(
             "--objective",
@@ -178,6 +193,17 @@ class TuneCommand(Command):
             help="where to write the HTML report (default: reports/<study>.html); written "
             "also when the study stops early, with the trials so far",
         )
+        output.add_argument(
+            "--write-patch",
+            type=Path,
+            nargs="?",
+            const=_STUDY_PATCH,
+            default=None,
+            metavar="PATH",
+            help="for a plain file or a script: save the recommended values as a unified diff "
+            "of your files (default PATH: reports/<study>.patch); apply it from the file's "
+            "folder with `patch -p0 < PATH` or `git apply PATH`",
+        )
         output.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -190,7 +216,10 @@ class TuneCommand(Command):
             import optuna
 
             optuna.logging.set_verbosity(optuna.logging.WARNING)
-        pipeline = load_pipeline(args.pipeline)
+        from tfperf.cli.sites import find_sites, patch_section
+
+        pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
+        pipeline = find_sites(pipeline, quiet=args.quiet)
         options = TuneOptions(
             trials=args.trials if args.trials or args.timeout else 20,
             timeout_s=args.timeout,
@@ -231,6 +260,12 @@ class TuneCommand(Command):
         result.save(json_path)
         html_path = write_study_report(tuner, args.html)
         print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
+        patch_path = args.write_patch
+        if patch_path == _STUDY_PATCH:
+            patch_path = DEFAULT_REPORTS_DIR / f"{tuner.study_name}.patch"
+        patch = patch_section(pipeline, result, patch_path)
+        if patch:
+            print(f"\n{patch}")
         print(f"\nSummary JSON: {json_path}\nHTML report: {html_path}")
         return 0
 
@@ -289,15 +324,75 @@ class TuneProgress(TuneListener):
                 disable=None,
             )
 
+    def _say(self, text: str) -> None:
+        """A line above the bar (or alone without one), on stderr beside the bar."""
+        if self._bar is not None:
+            self._bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr)
+
     def study_ready(
         self, study: optuna.Study, storage: str, resumed: int, orphans: list[int]
     ) -> None:
-        note = f"; failed orphaned trials {orphans}" if orphans else ""
+        note = (
+            f"; failed lost trials {orphans} (their tuner stopped) and queued their knobs again"
+            if orphans
+            else ""
+        )
         print(
             f"Study {study.study_name!r} in {storage}: {resumed} finished trials{note}.",
             file=sys.stderr,
         )
         self._new_bar(self.trials, "tuning", initial=resumed)
+
+    def trial_lost(self, lost: LostTrial) -> None:
+        again = f" Its knobs run again as trial {lost.retry}." if lost.retry is not None else ""
+        self._say(f"Trial {lost.number} failed: {lost.reason}.{again}")
+
+    def own_trial_lost(self, number: int) -> None:
+        self._say(
+            f"Trial {number} was failed by another tuner: no heartbeat from this machine reached "
+            "the storage in time (overloaded, or cut off from the database?). Its figures are "
+            "dropped; its retry measures it again."
+        )
+
+    def waiting(self, kind: Wait, trials: Sequence[int], hosts: Sequence[str]) -> None:
+        from tfperf.tuner import Wait
+
+        where = f" on {', '.join(hosts)}" if hosts else ""
+        numbers = ", ".join(str(number) for number in trials)
+        if kind is Wait.TWIN:
+            text = (
+                f"Trial {numbers}{where} measures the same knobs as this tuner's next trial; "
+                "waiting to reuse its figures."
+            )
+        elif kind is Wait.REMEASURE:
+            text = (
+                f"The final re-measurement runs{where} (lock trial {numbers}); waiting for its "
+                "result."
+                if trials
+                else "Another tuner is taking the re-measurement lock; waiting."
+            )
+        else:
+            text = (
+                f"Every trial of the study is taken; waiting for trials {numbers}{where}. "
+                "A trial whose tuner dies is failed and run again here."
+            )
+        self._say(text)
+
+    def remeasure_adopted(self, worker: Mapping[str, Any]) -> None:
+        self._say(
+            f"The final figures were re-measured by {worker.get('host')} "
+            f"(pid {worker.get('pid')}) for the whole study; this tuner re-measured nothing."
+        )
+
+    def hardware_mixed(self, groups: Mapping[str, Sequence[str]]) -> None:
+        lines = "\n".join(f"  {', '.join(hosts)}: {kind}" for kind, hosts in groups.items())
+        self._say(
+            "Warning: this study mixes machines, so its timings are comparable only within "
+            f"each group:\n{lines}\nCompare trials per host (the report's host column), or give "
+            "each kind of machine its own --study."
+        )
 
     def trial_started(self, number: int, label: str | None, knobs: Knobs) -> None:
         if self._bar is not None:

@@ -21,6 +21,7 @@ from tfperf.study import (
     PIPELINE_ATTR,
     REMEASURE_ATTR,
     StudyMismatchError,
+    search_trials,
     stored_result,
 )
 from tfperf.trial import TrialStatus
@@ -138,10 +139,11 @@ def _require_file(url: str, shown: str) -> None:
 
 def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
     """Copies what the report needs out of a study (see the module docstring)."""
-    trials = tuple(_row(trial) for trial in study.get_trials(deepcopy=False))
+    searched = search_trials(study)  # without re-measurement locks and unrun copies
+    trials = tuple(_row(trial) for trial in searched)
     measurements = tuple(Measurement(**item) for item in study.user_attrs.get(REMEASURE_ATTR) or [])
     importances, note = _importances(study)
-    frozen = {trial.number: trial for trial in study.get_trials(deepcopy=False)}
+    frozen = {trial.number: trial for trial in searched}
     best = _best_trial(trials, measurements)
     return StudySnapshot(
         study_name=study.study_name,
