@@ -212,3 +212,36 @@ def test_a_study_of_call_sites_shows_each_site_as_a_knob():
     html = render_study_html(snapshot)
     assert f'<th data-sort="text">{batch}</th>' in html
     assert "Apply it as a patch" in html
+
+
+def test_a_study_of_a_plain_file_carries_its_sites_slow_stage_and_patch(tmp_path):
+    from tfperf.sites import ArgumentForm, CallSite, Discovery, SlowStage
+    from tfperf.study import DISCOVERY_ATTR
+
+    (tmp_path / "train.py").write_text(
+        "import tensorflow as tf\n"
+        "ds = tf.data.Dataset.range(8)\n"
+        "ds = ds.map(lambda x: x, num_parallel_calls=1)\n",
+        encoding="utf-8",
+    )
+    name = "map@train.py:3.num_parallel_calls"
+    site = CallSite(name, "train.py", 3, None, None, None, "map", "num_parallel_calls",
+                    ArgumentForm.KEYWORD, None, 1)  # fmt: skip
+    discovery = Discovery(
+        sites=(site,), slowest=SlowStage("map(<lambda>)", "train.py:3", 0.002, (name,))
+    )
+    plan = (
+        Planned(Knobs.from_mapping({name: 1}), 1000.0, reference="baseline"),
+        Planned(Knobs.from_mapping({name: -1}), 1500.0, reference="autotune"),
+        Planned(Knobs.from_mapping({name: 4}), 2000.0),
+    )
+    study = make_study(plan=plan, remeasure=False)
+    study.set_user_attr(DISCOVERY_ATTR, {"root": str(tmp_path), **discovery.to_dict()})
+    snapshot = snapshot_study(study, "memory")
+    assert snapshot.discovery == discovery and snapshot.code_root == tmp_path
+    summary = sc.summary(snapshot)
+    assert summary is not None and summary.patch is not None
+    assert "+ds = ds.map(lambda x: x, num_parallel_calls=4)" in summary.patch.diff
+    html = render_study_html(snapshot)
+    assert "The stage that limits your pipeline as written: map(&lt;lambda&gt;)" in html
+    assert "num_parallel_calls=4)" in html

@@ -54,6 +54,9 @@ OBJECTIVE_ATTR = "tfperf_objective"
 REFERENCES_ATTR = "tfperf_references_enqueued"
 REMEASURE_ATTR = "tfperf_remeasure"
 REMEASURED_BY_ATTR = "tfperf_remeasured_by"
+#: For a plain pipeline or a script: the call sites found in its code (`Discovery.to_dict()`)
+#: and `root`, the folder they are relative to, so a report can write the patch.
+DISCOVERY_ATTR = "tfperf_discovery"
 
 BASELINE, AUTOTUNE_REF = "baseline", "autotune"
 

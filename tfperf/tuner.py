@@ -50,6 +50,7 @@ from tfperf.storage import default_storage_url, mask_url, open_storage
 from tfperf.study import (
     AUTOTUNE_REF,
     BASELINE,
+    DISCOVERY_ATTR,
     Remeasurement,
     await_references,
     claim_study,
@@ -185,6 +186,9 @@ class Tuner:
             await_references(study, SETUP_WAIT_S, SETUP_POLL_S)
         shown = f"{self.storage_shown} (study {self.study_name!r})"
         claim_study(study, self.pipeline.path.name, self.options.objective, shown)
+        if self.pipeline.discovery is not None:
+            root = str(self.pipeline.path.parent.resolve())
+            study.set_user_attr(DISCOVERY_ATTR, {"root": root, **self.pipeline.discovery.to_dict()})
         enqueue_references(
             study,
             {

@@ -11,6 +11,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from tfperf.knobs import AUTOTUNE, Knobs, format_value
+from tfperf.patch import Patch, changes_between, make_patch
 from tfperf.report import theme
 from tfperf.report.snippets import baseline_snippet, tf_data_snippet
 from tfperf.report.study_data import StudySnapshot, TrialRow, flat_knobs, site_names
@@ -57,6 +58,8 @@ class Summary:
     tf_data_code: str  # empty for code tuned at its call sites: it gets a patch instead
     baseline_code: str
     remeasured: bool
+    patch: Patch | None = None  # for code tuned at its call sites, when its files are at hand
+    patch_problem: str | None = None  # why there is no patch although sites changed
 
 
 def summary(snapshot: StudySnapshot) -> Summary | None:
@@ -84,7 +87,22 @@ def summary(snapshot: StudySnapshot) -> Summary | None:
         tf_data_code="" if best.knobs.get("sites") else tf_data_snippet(_all_knobs(best)),
         baseline_code="" if best.knobs.get("sites") else baseline_snippet(_all_knobs(best)),
         remeasured=snapshot.remeasured,
+        **_patch(snapshot, best),
     )
+
+
+def _patch(snapshot: StudySnapshot, best: Measurement) -> dict[str, Any]:
+    """The best configuration's call-site values as a diff of the user's files."""
+    chosen = best.knobs.get("sites") or {}
+    if not chosen or snapshot.discovery is None or snapshot.code_root is None:
+        return {}
+    changes = changes_between(snapshot.discovery.sites, chosen)
+    if not changes:
+        return {}
+    try:
+        return {"patch": make_patch(snapshot.code_root, changes)}
+    except OSError as error:
+        return {"patch_problem": f"the pipeline's files cannot be read here ({error})"}
 
 
 def _all_knobs(measurement: Measurement) -> dict[str, Any]:

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.result import ProfileResult
+from tfperf.sites import Discovery
 from tfperf.study import (
     AUTOTUNE_REF,
     BASELINE,
+    DISCOVERY_ATTR,
     OBJECTIVE_ATTR,
     PIPELINE_ATTR,
     REMEASURE_ATTR,
@@ -74,6 +76,8 @@ class StudySnapshot:
     gpu_budget_bytes: int | None
     best_trial: int | None
     best_result: ProfileResult | None
+    discovery: Discovery | None = None  # the call sites of a plain pipeline or a script
+    code_root: Path | None = None  # the folder the discovery's files are relative to
 
     @property
     def remeasured(self) -> bool:
@@ -158,7 +162,15 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
         gpu_budget_bytes=_budget(frozen.values(), "gpu_bytes_over_budget", "peak_gpu_bytes"),
         best_trial=best,
         best_result=stored_result(frozen[best]) if best is not None else None,
+        **_discovery(study),
     )
+
+
+def _discovery(study: optuna.Study) -> dict[str, Any]:
+    stored = study.user_attrs.get(DISCOVERY_ATTR)
+    if not stored:
+        return {}
+    return {"discovery": Discovery.from_dict(stored), "code_root": Path(stored["root"])}
 
 
 def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
