@@ -173,6 +173,24 @@ def test_tuners_on_several_machines_share_one_study(storage_url, write_pipeline,
     bests = {out.splitlines()[0] for out, _ in outputs}
     assert len(bests) == 1 and next(iter(bests)).startswith("Best: ")
     assert sum("re-measured by" in err for _, err in outputs) == 1
+    assert_report_from_storage(storage_url, tmp_path, len(search_trials(study)))
+
+
+def assert_report_from_storage(url: str, cwd: Path, trials: int) -> None:
+    """`tfperf report` from any machine shows the whole study, without its credentials."""
+    completed = subprocess.run(
+        [TFPERF, "report", "--storage", url, "--study", "shared"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    html = (cwd / "reports" / "shared.html").read_text()
+    assert html.count("<tr data-host=") == trials
+    assert "Use " in html or "Keep your baseline" in html
+    assert_no_password(completed.stdout + completed.stderr + html)
 
 
 def test_a_silent_machine_s_trial_is_failed_by_heartbeat(storage_url, write_pipeline):
