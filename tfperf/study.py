@@ -34,8 +34,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from tfperf.cluster import counted
 from tfperf.errors import TfperfError
@@ -47,6 +47,8 @@ from tfperf.tune_result import Measurement, Objective
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
+
+T = TypeVar("T")
 
 #: Study attribute naming the pipeline file a study tunes.
 PIPELINE_ATTR = "tfperf_pipeline"
@@ -205,14 +207,20 @@ def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
 
 def pareto_front(trials: Sequence[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
     """Trials no other trial beats on both throughput (higher) and peak RAM (lower)."""
+    return pareto(trials, lambda trial: (trial.values[0], trial.values[1]))
 
-    def dominated(a: optuna.trial.FrozenTrial) -> bool:
-        return any(
-            b.values[0] >= a.values[0] and b.values[1] <= a.values[1] and b.values != a.values
-            for b in trials
-        )
 
-    return sorted((t for t in trials if not dominated(t)), key=lambda t: -t.values[0])
+def pareto(items: Sequence[T], key: Callable[[T], tuple[float, float]]) -> list[T]:
+    """Items no other beats on both throughput (higher) and peak RAM (lower), fastest first.
+
+    `key` gives an item's (throughput, peak RAM).
+    """
+
+    def dominated(a: T) -> bool:
+        speed, ram = key(a)
+        return any(key(b)[0] >= speed and key(b)[1] <= ram and key(b) != key(a) for b in items)
+
+    return sorted((item for item in items if not dominated(item)), key=lambda i: -key(i)[0])
 
 
 def search_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:

@@ -118,14 +118,18 @@ TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
 REFERENCE_LABELS = ("baseline", "autotune")
 
 
+def training_knob_changes(best: Measurement, baseline: Measurement) -> list[str]:
+    """The `TRAINING_KNOBS` whose values differ from the baseline (call sites left out)."""
+    return [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
+
+
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
     """Knobs and call sites that change training, not only speed, and differ from the baseline.
 
     Those are `TRAINING_KNOBS` and, for code tuned at its call sites, batch sizes and shuffle
     buffers written in it (`tfperf.sites.training_sites`).
     """
-    changed = [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
-    return changed + training_sites(
+    return training_knob_changes(best, baseline) + training_sites(
         baseline.knobs.get("sites") or {}, best.knobs.get("sites") or {}
     )
 

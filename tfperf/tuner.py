@@ -69,7 +69,14 @@ from tfperf.study import (
     stored_remeasurement,
 )
 from tfperf.trial import Budgets, TrialOutcome, TrialRequest, TrialStatus, run_trial
-from tfperf.tune_result import Measurement, Objective, Speedup, TuneResult, speedup
+from tfperf.tune_result import (
+    Measurement,
+    Objective,
+    TuneResult,
+    recommend,
+    speedup,
+    training_knob_changes,
+)
 from tfperf.tuning import (
     TooManyFailures,
     TrialRunner,
@@ -103,8 +110,6 @@ warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to b
 warnings.filterwarnings("ignore", message=r"Argument ``(heartbeat_interval|grace_period)``")
 warnings.filterwarnings("ignore", message=r"Argument ``constant_liar`` is an experimental")
 
-#: Knobs whose change alters what the model learns, not only how fast: flagged in the result.
-TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
 #: Seconds a tuner that finds a study being set up by another waits for its references.
 SETUP_WAIT_S, SETUP_POLL_S = 10.0, 0.1
 #: Most seconds between two looks at the study by a tuner waiting for others: a few seconds
@@ -536,9 +541,8 @@ class Tuner:
         autotune = by_label.get(AUTOTUNE_REF)
         best = max(measured, key=lambda m: m.median)
         vs_baseline = speedup(best, baseline)
-        changes = [
-            name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)
-        ]
+        # Call sites that change training are warned about by the CLI's patch section.
+        changes = training_knob_changes(best, baseline)
         front = pareto_front(feasible_complete(study)) if len(study.directions) > 1 else []
         return TuneResult(
             pipeline=str(self.pipeline.path),
@@ -551,7 +555,7 @@ class Tuner:
             candidates=measured,
             speedup_vs_baseline=vs_baseline,
             speedup_vs_autotune=speedup(best, autotune) if autotune else None,
-            recommendation=_recommendation(best, vs_baseline, changes),
+            recommendation=recommend(best, vs_baseline, changes),
             changes_training=changes,
             pareto_trials=[t.number for t in front],
             trial_counts=status_counts(study),
@@ -574,19 +578,3 @@ def tune(pipeline: PipelineFile, options: TuneOptions | None = None, **kwargs: A
 
 def _same_worker(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return all(a.get(key) == b.get(key) for key in ("host", "pid", "started"))
-
-
-def _recommendation(best: Measurement, vs_baseline: Speedup, changes: list[str]) -> str:
-    if best.label == BASELINE or not vs_baseline.significant:
-        return (
-            "Keep your baseline: no configuration beat it by more than the measured noise "
-            f"(±{vs_baseline.spread:.0%})."
-        )
-    name = "the AUTOTUNE configuration" if best.label == AUTOTUNE_REF else f"{best.label}'s knobs"
-    text = f"Use {name}: {vs_baseline.describe()} your baseline's examples/s."
-    if changes:
-        text += (
-            f" It changes {', '.join(changes)}, which alters training, not only speed: "
-            "check accuracy before adopting it."
-        )
-    return text

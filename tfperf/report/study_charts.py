@@ -15,6 +15,7 @@ from tfperf.patch import Patch, changes_between, make_patch
 from tfperf.report import theme
 from tfperf.report.snippets import baseline_snippet, tf_data_snippet
 from tfperf.report.study_data import StudySnapshot, TrialRow, flat_knobs, site_names
+from tfperf.study import pareto
 from tfperf.tune_result import Measurement, Speedup, recommend, speedup, training_changes
 
 if TYPE_CHECKING:
@@ -454,19 +455,12 @@ def ram_tradeoff(snapshot: StudySnapshot) -> RamTradeoff:
 
 
 def _pareto(rows: list[TrialRow]) -> list[TrialRow]:
-    """Rows no other row beats on both examples/s (higher) and peak RAM (lower), by RAM."""
+    """The Pareto front of `rows` (`tfperf.study.pareto`), by increasing peak RAM."""
 
-    def key(row: TrialRow) -> tuple[float, int]:
-        return (row.examples_per_sec or 0.0, row.peak_rss_bytes or 0)
+    def key(row: TrialRow) -> tuple[float, float]:
+        return (row.examples_per_sec or 0.0, float(row.peak_rss_bytes or 0))
 
-    def dominated(row: TrialRow) -> bool:
-        speed, ram = key(row)
-        return any(
-            key(other)[0] >= speed and key(other)[1] <= ram and key(other) != key(row)
-            for other in rows
-        )
-
-    return sorted((row for row in rows if not dominated(row)), key=lambda row: key(row)[1])
+    return sorted(pareto(rows, key), key=lambda row: key(row)[1])
 
 
 def ram_figure(data: RamTradeoff) -> go.Figure:
