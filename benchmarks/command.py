@@ -37,11 +37,11 @@ from benchmarks.suite import (
     select,
 )
 from tfperf.errors import ResultFileError, TfperfError
-from tfperf.trial import Budgets
+from tfperf.trials import Budgets
 
 if TYPE_CHECKING:
     from tfperf.knobs import Knobs
-    from tfperf.loader import PipelineFile
+    from tfperf.pipeline import PipelineFile
 
 REPO = BENCHMARKS_DIR.parent
 FULL_OUTPUT = BENCHMARKS_DIR / "RESULTS.md"
@@ -91,7 +91,7 @@ def run(
     import optuna
 
     import tfperf
-    from tfperf.quiet import import_tensorflow_quietly
+    from tfperf._tf import import_tensorflow_quietly
     from tfperf.tuner import TuneInterrupted
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # tfperf reports what matters
@@ -169,8 +169,7 @@ def _bench_one(
 
 
 def _machine() -> Machine:
-    from tfperf.environment import collect_environment, read_cpuinfo
-    from tfperf.machine import detect_machine
+    from tfperf.hardware import collect_environment, detect_machine, read_cpuinfo
 
     environment = collect_environment([])
     machine = detect_machine()

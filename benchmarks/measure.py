@@ -1,8 +1,8 @@
 """Measures one benchmark pipeline with tfperf's own machinery, and returns plain records.
 
 For each pipeline: `prepare` runs it once so its data exists before anything is timed; `tune`
-runs `tfperf.tune` on a fresh study and reads the study's trials back; `measure_final` runs
-the baseline, AUTOTUNE and tuned configurations side by side (`tfperf.remeasure`: interleaved
+runs `tfperf.tuner` on a fresh study and reads the study's trials back; `measure_final` runs
+the baseline, AUTOTUNE and tuned configurations side by side (`tfperf.tuner._remeasure`: interleaved
 rounds, each run a `run_trial` child process), keeping every phase of every run, so the
 ceilings come from the tuned configuration's own pipeline-only and compute-only phases.
 Nothing here prints: progress goes to the `log` callback.
@@ -21,15 +21,17 @@ from typing import TYPE_CHECKING
 from benchmarks.record import Figure, Overhead, OverheadRow, Repeatability, Trial, Tuning
 from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
 from tfperf.knobs import Knobs
-from tfperf.remeasure import Finalist, remeasure
-from tfperf.search import autotune_knobs
-from tfperf.trial import Budgets, TrialOutcome, TrialRequest, TrialStatus, run_trial
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.trials import Budgets, TrialRequest, run_trial
+from tfperf.tuner import Finalist
+from tfperf.tuner._remeasure import remeasure
+from tfperf.tuner._search import autotune_knobs
 
 if TYPE_CHECKING:
     import optuna
 
-    from tfperf.loader import PipelineFile
-    from tfperf.tune_result import TuneResult
+    from tfperf.pipeline import PipelineFile
+    from tfperf.results import TuneResult
 
 Log = Callable[[str], None]
 
@@ -59,7 +61,7 @@ def prepare(spec: Spec, pipeline: PipelineFile) -> None:
 def tune(
     spec: Spec, pipeline: PipelineFile, settings: Settings, storage: str
 ) -> tuple[TuneResult, Tuning]:
-    """Runs `tfperf.tune` on a new study in `storage`; returns its result and its trials."""
+    """Runs `tfperf.tuner` on a new study in `storage`; returns its result and its trials."""
     import tfperf
 
     options = tfperf.TuneOptions(
@@ -74,7 +76,7 @@ def tune(
         finalists=settings.finalists,
         rounds=settings.rounds,
     )
-    result = tfperf.tune(pipeline, options)
+    result = tfperf.tuner(pipeline, options)
     trials, search_s = study_trials(storage, spec.name)
     tuning = Tuning(
         trials_budget=settings.trials,

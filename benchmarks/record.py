@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tfperf.errors import ResultFileError
-from tfperf.jsonrecord import JsonRecord
+from tfperf.results._json import JsonRecord
 
 BENCH_SCHEMA_VERSION = 1
 #: "Within 5% of the final best": the tolerance of `first_within`.

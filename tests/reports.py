@@ -14,9 +14,9 @@ import optuna
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.knobs import AUTOTUNE, Knobs
+from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
-from tfperf.profiler import profile
-from tfperf.result import (
+from tfperf.results import (
     AutotuneChoice,
     AutotuneReadout,
     GpuStats,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfperf import analysis
-from tfperf.result import Phase, StageKind, StageStat, StageUnit, StepRecord, Verdict
+from tfperf.measure import _analysis as analysis
+from tfperf.results import Phase, StageKind, StageStat, StageUnit, StepRecord, Verdict
 
 
 @pytest.mark.parametrize(

@@ -6,15 +6,15 @@ import dataclasses
 
 import pytest
 
-from tfperf.autotune_readout import (
+from tfperf.measure import Progress
+from tfperf.measure._autotune import (
     IteratorRecorder,
     ModelNode,
     ModelParameter,
     match_choices,
     read_choices,
 )
-from tfperf.profiler import Progress
-from tfperf.result import AutotuneChoice, Phase, StageKind
+from tfperf.results import AutotuneChoice, Phase, StageKind
 
 
 @dataclasses.dataclass
@@ -93,7 +93,7 @@ def test_reading_without_an_iterator_says_why():
 @pytest.mark.tf
 def test_a_map_with_autotune_reports_the_parallelism_in_use():
     tf = pytest.importorskip("tensorflow")
-    from tfperf.stagechain import recover_chain
+    from tfperf.measure._chain import recover_chain
 
     def parse(x):
         return x * 2

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tfperf.build import build_dataset, discover_sites
 from tfperf.errors import KnobError, PipelineRuntimeError
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.loader import PipelineKind, load_pipeline
-from tfperf.sites import ArgumentForm
+from tfperf.measure import discover_sites
+from tfperf.pipeline import PipelineKind, load_pipeline
+from tfperf.pipeline._build import build_dataset
+from tfperf.results import ArgumentForm
 
 pytestmark = pytest.mark.tf
 
@@ -103,7 +104,7 @@ def tfrecords(folder: Path, count: int = 2) -> list[str]:
 
 
 def stage_parameters(dataset) -> list[tuple[str, dict]]:
-    from tfperf.stagechain import recover_chain
+    from tfperf.measure._chain import recover_chain
 
     return [(stage.label, stage.parameters) for stage in recover_chain(dataset).stages]
 

@@ -14,25 +14,24 @@ import optuna
 import psutil
 import pytest
 
-from tfperf.cluster import (
+from tfperf.hardware import HARDWARE_FIELDS, Machine
+from tfperf.study import (
     LOCK_ROLE,
     Heartbeats,
     Liveness,
     Step,
-    counted,
+    StorageError,
     duplicate_reference,
     finished_count,
     in_budget,
     next_step,
-    pid_scope,
+    open_storage,
     recover_lost,
     release_lock,
     take_lock,
-    tuner_gone,
     worker_record,
 )
-from tfperf.machine import HARDWARE_FIELDS, Machine
-from tfperf.storage import StorageError, open_storage
+from tfperf.study._cluster import counted, pid_scope, tuner_gone
 
 State = optuna.trial.TrialState
 START = datetime.datetime(2026, 1, 1)
@@ -268,7 +267,7 @@ def test_a_lost_trial_is_failed_with_its_reason_and_retried_once(study):
 
 
 def test_only_one_of_two_tuners_fails_a_lost_trial(study):
-    from tfperf.cluster import _fail_lost
+    from tfperf.study._cluster import _fail_lost
 
     trial = running_trial(study)
     snapshot = study._storage.get_trial(trial._trial_id)

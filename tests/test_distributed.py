@@ -31,10 +31,18 @@ from tests import pipelines
 from tests.fakes.trials import FakeRunner
 from tests.postgres_server import PostgresServer, PostgresUnavailable, find_bin_dir, free_port
 from tests.test_tuner import SOURCE
-from tfperf.cluster import LOCK_ROLE, Liveness, LostTrial, counted, finished_count
-from tfperf.loader import load_pipeline
-from tfperf.storage import StorageError, open_storage
-from tfperf.study import StudyMismatchError, search_trials
+from tfperf.pipeline import load_pipeline
+from tfperf.study import (
+    LOCK_ROLE,
+    Liveness,
+    LostTrial,
+    StorageError,
+    StudyMismatchError,
+    finished_count,
+    open_storage,
+    search_trials,
+)
+from tfperf.study._cluster import counted
 from tfperf.tuner import TuneListener, TuneOptions, Tuner
 
 REPO = Path(__file__).resolve().parents[1]
@@ -309,7 +317,7 @@ FAKE_TUNER = textwrap.dedent(
     """
     import dataclasses, json, sys
     from tests.fakes.trials import FakeRunner
-    from tfperf.loader import load_pipeline
+    from tfperf.pipeline import load_pipeline
     from tfperf.tuner import TuneListener, TuneOptions, Tuner
 
     class Record(TuneListener):
@@ -339,8 +347,8 @@ FOREIGN_TRIAL = textwrap.dedent(
     import sys, threading, warnings
     warnings.simplefilter("ignore")  # Optuna's notes on its experimental heartbeat
     import optuna
-    from tfperf.cluster import Heartbeats, Liveness
-    from tfperf.storage import open_storage
+    from tfperf.study import Heartbeats, Liveness
+    from tfperf.study import open_storage
 
     study = optuna.load_study(study_name="shared", storage=open_storage(
         sys.argv[1], heartbeat_interval=1, grace_period=3))

@@ -8,8 +8,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from tfperf import environment
-from tfperf.environment import collect_environment, cpu_model, tensorflow_version
+from tfperf import hardware as environment
+from tfperf.hardware import collect_environment, cpu_model, tensorflow_version
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def test_gpu_names_are_copied():
 def test_tensorflow_version_is_read_without_importing_tensorflow():
     code = (
         "import sys\n"
-        "from tfperf.environment import collect_environment\n"
+        "from tfperf.hardware import collect_environment\n"
         "before = 'tensorflow' in sys.modules\n"
         "collect_environment([])\n"
         "print(before, 'tensorflow' in sys.modules)\n"

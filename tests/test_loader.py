@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from tfperf.errors import PipelineFileError
-from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.loader import PipelineFile, PipelineKind, load_pipeline
-from tfperf.space import Choices, Fixed, IntRange
+from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs
+from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
 
 CONTRACT = """
 def make_dataset(knobs):

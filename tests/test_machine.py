@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from tests.fakes.fake_nvml import FakeNvml, two_gpus
-from tfperf.machine import (
+from tfperf.hardware import (
     Machine,
     cgroup_cpu_limit,
     cgroup_memory_limit,
@@ -149,8 +149,7 @@ def test_machine_is_frozen_and_has_gpu_follows_the_names():
 
 
 def test_hardware_record_has_the_hardware_fields():
-    from tfperf.environment import cpu_model, tensorflow_version
-    from tfperf.machine import HARDWARE_FIELDS, hardware_record
+    from tfperf.hardware import HARDWARE_FIELDS, cpu_model, hardware_record, tensorflow_version
 
     record = hardware_record(machine(cpu_count=6, gpu_names=("NVIDIA L4", "NVIDIA L4")))
     assert tuple(record) == HARDWARE_FIELDS
@@ -172,13 +171,13 @@ def test_hardware_record_has_the_hardware_fields():
     ],
 )
 def test_gpu_model(names, expected):
-    from tfperf.machine import gpu_model
+    from tfperf.hardware import gpu_model
 
     assert gpu_model(names) == expected
 
 
 def test_describe_hardware_says_what_is_unknown():
-    from tfperf.machine import describe_hardware
+    from tfperf.hardware import describe_hardware
 
     record = {
         "cpu_model": "Intel Xeon",

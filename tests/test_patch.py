@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.trials import FakeRunner
-from tfperf.build import discover_sites
 from tfperf.cli.sites import patch_section
-from tfperf.discovery import with_sites
-from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.loader import load_pipeline
-from tfperf.machine import Machine
-from tfperf.patch import Change, changes_between, make_patch
-from tfperf.sites import ArgumentForm, CallSite, parse_site_name
+from tfperf.hardware import Machine
+from tfperf.knobs import AUTOTUNE, Knobs, parse_site_name
+from tfperf.measure import discover_sites
+from tfperf.pipeline import load_pipeline
+from tfperf.results import ArgumentForm, CallSite
+from tfperf.sites import changes_between, make_patch
+from tfperf.sites._patch import Change
+from tfperf.trials import with_sites
 from tfperf.tuner import TuneOptions, Tuner
 
 
@@ -299,7 +300,7 @@ def test_tune_a_plain_file_prints_and_writes_the_patch(tmp_path, monkeypatch, ca
 
     write(tmp_path, TUNED)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("tfperf.tuner.run_trial", FakeRunner(wait_for=map_speed))
+    monkeypatch.setattr("tfperf.tuner._tuner.run_trial", FakeRunner(wait_for=map_speed))
     fixes = ["--fix", "batch@pipeline.py:5.batch_size=8", "--fix", "mixed_precision=float32"]
     options = ["--trials", "5", "--finalists", "1", "--rounds", "2", "--seed", "3", *fixes]
     status = main(["tune", "pipeline.py", *options, "--quiet", "--write-patch", "--", "--x"])

@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakes.fake_nvml import FakeNvml, two_gpus
 from tfperf.probes import HostProbe, NvmlProbe, Probe, RunningStats, Sampler, Series
-from tfperf.result import TimedValue
+from tfperf.results import TimedValue
 
 # --- one contract, every probe ---------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import pytest
 from tfperf.probes import HostProbe
 from tfperf.probes import host as host_module
 from tfperf.probes.host import TreeUsage
-from tfperf.result import CpuUsage, HostMemory, TimedValue
+from tfperf.results import CpuUsage, HostMemory, TimedValue
 
 MB = 1024 * 1024
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.fakes.fake_nvml import GPU_IS_LOST, OTHER_PID, FakeNvml, process, two_gpus
 from tfperf.probes import NvmlProbe
-from tfperf.result import GpuStats, TimedValue
+from tfperf.results import GpuStats, TimedValue
 
 
 @pytest.fixture(autouse=True)

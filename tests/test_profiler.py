@@ -6,8 +6,9 @@ import pytest
 
 from tests.fakes.clock import Batch, FakeClock, TimedData, timed_step
 from tfperf.errors import EmptyDatasetError, InputPipelineError, TfperfError, TrainStepError
-from tfperf.profiler import Profiler, Progress, batch_examples, profile
-from tfperf.result import Phase, Verdict
+from tfperf.measure import Progress
+from tfperf.measure._profiler import Profiler, batch_examples, profile
+from tfperf.results import Phase, Verdict
 
 
 @pytest.fixture

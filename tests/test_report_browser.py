@@ -16,8 +16,8 @@ import pytest
 
 from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
 from tfperf.knobs import Knobs
-from tfperf.report.html import render_profile_html, render_study_html, write_html
-from tfperf.report.study_data import snapshot_study
+from tfperf.report import render_profile_html, render_study_html, write_html
+from tfperf.report._study_data import snapshot_study
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 EVIL = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 1</script>'

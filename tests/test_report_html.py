@@ -10,8 +10,9 @@ import stat
 import pytest
 
 from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
-from tfperf.report.html import Charts, render_profile_html, render_study_html, write_html
-from tfperf.report.study_data import snapshot_study
+from tfperf.report import render_profile_html, render_study_html, write_html
+from tfperf.report._html import Charts
+from tfperf.report._study_data import snapshot_study
 
 EVIL = "<script>window.__pwned = 1</script>"
 

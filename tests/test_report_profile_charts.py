@@ -7,7 +7,7 @@ import pytest
 from tests.reports import MIB, fake_profile, with_stages
 from tfperf.report import profile_charts as pc
 from tfperf.report import theme
-from tfperf.result import ProfileResult
+from tfperf.results import ProfileResult
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,10 @@ import pytest
 
 from tests.reports import MIB, PLAN, RAM_BUDGET, Planned, fake_profile, make_study
 from tfperf.knobs import Knobs
+from tfperf.report import load_snapshot, render_study_html
 from tfperf.report import study_charts as sc
-from tfperf.report.html import render_study_html
-from tfperf.report.study_data import StudySnapshot, load_snapshot, snapshot_study
-from tfperf.storage import StorageError
-from tfperf.study import StudyMismatchError
+from tfperf.report._study_data import StudySnapshot, snapshot_study
+from tfperf.study import StorageError, StudyMismatchError
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +214,8 @@ def test_a_study_of_call_sites_shows_each_site_as_a_knob():
 
 
 def test_a_study_of_a_plain_file_carries_its_sites_slow_stage_and_patch(tmp_path):
-    from tfperf.sites import ArgumentForm, CallSite, Discovery, SlowStage
+    from tfperf.results import ArgumentForm, CallSite, Discovery
+    from tfperf.results._discovery import SlowStage
     from tfperf.study import DISCOVERY_ATTR
 
     (tmp_path / "train.py").write_text(

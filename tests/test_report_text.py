@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
-from tfperf import analysis
+from tfperf.measure import _analysis as analysis
+from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
-from tfperf.profiler import profile
-from tfperf.report.text import render_summary
-from tfperf.result import (
+from tfperf.report import render_summary
+from tfperf.results import (
     AutotuneChoice,
     AutotuneReadout,
     ProfileResult,

@@ -9,9 +9,9 @@ import pytest
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.errors import ResultFileError
+from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
-from tfperf.profiler import profile
-from tfperf.result import (
+from tfperf.results import (
     AutotuneChoice,
     AutotuneReadout,
     ProfileResult,

@@ -6,9 +6,9 @@ import pytest
 
 from tests import pipelines
 from tfperf.errors import EmptyDatasetError, PipelineFileError, PipelineRuntimeError
-from tfperf.loader import load_pipeline
-from tfperf.result import Verdict
-from tfperf.runner import profile_pipeline
+from tfperf.measure import profile_pipeline
+from tfperf.pipeline import load_pipeline
+from tfperf.results import Verdict
 
 pytestmark = pytest.mark.tf
 

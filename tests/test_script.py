@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tfperf.build import build, discover_sites
 from tfperf.cli.main import EXIT_USAGE, main
-from tfperf.discovery import with_sites
 from tfperf.errors import PipelineFileError, PipelineRuntimeError
 from tfperf.knobs import Knobs
-from tfperf.loader import PipelineKind, load_pipeline
-from tfperf.script import fit_dataset, run_until_fit
-from tfperf.trial import Budgets, TrialRequest, TrialStatus, run_trial
+from tfperf.measure import discover_sites
+from tfperf.pipeline import PipelineKind, build, load_pipeline
+from tfperf.pipeline._script import fit_dataset, run_until_fit
+from tfperf.results import TrialStatus
+from tfperf.trials import Budgets, TrialRequest, run_trial, with_sites
 
 pytestmark = pytest.mark.tf
 

@@ -8,9 +8,9 @@ import optuna
 import pytest
 
 from tfperf.errors import KnobError
-from tfperf.knobs import AUTOTUNE, Knobs, Precision
-from tfperf.machine import Machine
-from tfperf.search import (
+from tfperf.hardware import Machine
+from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs, Precision, parse_search_space
+from tfperf.tuner._search import (
     autotune_knobs,
     build_space,
     default_space,
@@ -18,7 +18,6 @@ from tfperf.search import (
     reference_params,
     suggest_knobs,
 )
-from tfperf.space import Choices, Fixed, IntRange, parse_search_space
 
 A = AUTOTUNE
 F32, BF16, F16 = Precision.FLOAT32, Precision.MIXED_BFLOAT16, Precision.MIXED_FLOAT16

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.report.snippets import baseline_snippet, tf_data_snippet
+from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 
 
 def test_baseline_snippet_is_valid_python_that_round_trips():

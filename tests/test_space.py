@@ -7,15 +7,8 @@ import json
 import pytest
 
 from tfperf.errors import KnobError
-from tfperf.knobs import AUTOTUNE, Precision
-from tfperf.space import (
-    Choices,
-    Fixed,
-    IntRange,
-    from_jsonable,
-    parse_search_space,
-    to_jsonable,
-)
+from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Precision, parse_search_space
+from tfperf.knobs._space import from_jsonable, to_jsonable
 
 SOURCE = "pipeline.py: SEARCH_SPACE"
 

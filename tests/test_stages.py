@@ -7,8 +7,8 @@ import time
 import pytest
 
 from tests.fakes.clock import FakeClock
-from tfperf.result import StageKind, StageUnit
-from tfperf.stages import analyse_stages, measure_pulls
+from tfperf.measure._stages import analyse_stages, measure_pulls
+from tfperf.results import StageKind, StageUnit
 
 #: Short windows keep the file fast. A scheduling stall on a loaded machine adds its length to
 #: one stage's window; the slow stages below cost more per example than a stall as long as the

@@ -15,13 +15,8 @@ import pytest
 import sqlalchemy.exc
 
 from tfperf.errors import TfperfError
-from tfperf.storage import (
-    StorageError,
-    default_storage_url,
-    mask_url,
-    open_storage,
-    study_name_for,
-)
+from tfperf.study import StorageError, default_storage_url, mask_url, open_storage
+from tfperf.study._storage import study_name_for
 
 
 def storage_error(url: str, **kwargs) -> str:
@@ -112,7 +107,7 @@ def test_journal_storage_with_a_relative_path(tmp_path, monkeypatch):
 
 
 def test_journal_storage_takes_heartbeat_settings_quietly(tmp_path, caplog):
-    # tfperf.cluster beats for journal trials itself, so there is nothing to warn about.
+    # tfperf.study._cluster beats for journal trials itself, so there is nothing to warn about.
     with caplog.at_level(logging.WARNING):
         storage = open_storage(f"journal://{tmp_path.as_posix()}/s.log", heartbeat_interval=10)
     assert isinstance(storage, optuna.storages.JournalStorage)
@@ -333,7 +328,7 @@ def test_opening_is_retried_while_another_tuner_creates_the_tables(monkeypatch):
         return "storage"
 
     monkeypatch.setattr(optuna.storages, "RDBStorage", racing)
-    monkeypatch.setattr("tfperf.storage.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("tfperf.study._storage.time.sleep", lambda seconds: None)
     assert open_storage(URL) == "storage"
     assert attempts == [URL] * 3
 

@@ -8,9 +8,9 @@ import optuna
 import pytest
 
 from tfperf.knobs import Knobs
+from tfperf.results import Measurement
 from tfperf.study import (
     PIPELINE_ATTR,
-    REFERENCES_ATTR,
     Remeasurement,
     await_references,
     hardware_groups,
@@ -21,9 +21,8 @@ from tfperf.study import (
     status_counts,
     store_remeasurement,
     stored_remeasurement,
-    trials_frame,
 )
-from tfperf.tune_result import Measurement
+from tfperf.study._study import REFERENCES_ATTR, trials_frame
 
 ALIKE = {"cpu_model": "AMD EPYC 7B13", "cpu_count": 16, "gpu_model": None, "tf_version": "2.16.1"}
 OTHER = {**ALIKE, "cpu_model": "Intel Xeon Gold 6338", "cpu_count": 8}

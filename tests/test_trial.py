@@ -13,26 +13,22 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tfperf import worker
 from tfperf.errors import KnobError, PipelineFileError, PipelineRuntimeError
 from tfperf.knobs import Knobs
-from tfperf.profiler import Progress
-from tfperf.result import Phase
-from tfperf.trial import (
-    Budgets,
-    TrialOutcome,
-    TrialRequest,
-    TrialStatus,
+from tfperf.measure import Progress
+from tfperf.results import Phase, TrialOutcome, TrialStatus
+from tfperf.trials import Budgets, TrialRequest, run_trial
+from tfperf.trials import _worker as worker
+from tfperf.trials._runner import (
     classify_exit,
     gpu_budget_problem,
     gpu_reason,
     pruned_reason,
     ram_reason,
-    run_trial,
     signal_reason,
     timeout_reason,
 )
-from tfperf.worker import (
+from tfperf.trials._worker import (
     PROTOCOL_PREFIX,
     ProgressThrottle,
     WorkRequest,
@@ -318,7 +314,7 @@ def test_gpu_budget_problem_explains_why_without_a_gpu():
 
 
 def _fake_python(folder: Path, script: str) -> str:
-    """An executable standing in for `python -m tfperf.worker REQUEST.json`."""
+    """An executable standing in for `python -m tfperf.trials._worker REQUEST.json`."""
     path = folder / "fake-python"
     path.write_text("#!/bin/sh\n" + textwrap.dedent(script).lstrip(), encoding="utf-8")
     path.chmod(0o755)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfperf.tune_result import Measurement, Objective, Speedup, TuneResult, speedup
+from tfperf.results import Measurement, Objective, Speedup, TuneResult, speedup
 
 
 def measured(label, values, knobs=None):

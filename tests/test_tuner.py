@@ -11,14 +11,14 @@ import psutil
 import pytest
 
 from tests.fakes.trials import FakeRunner, outcome
-from tfperf.cluster import pid_scope
 from tfperf.errors import PipelineFileError
+from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE
-from tfperf.loader import load_pipeline
-from tfperf.machine import Machine
-from tfperf.study import StudyMismatchError, search_trials, trials_frame
-from tfperf.trial import TrialStatus
-from tfperf.tune_result import Objective
+from tfperf.pipeline import load_pipeline
+from tfperf.results import Objective, TrialStatus
+from tfperf.study import StudyMismatchError, search_trials
+from tfperf.study._cluster import pid_scope
+from tfperf.study._study import trials_frame
 from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneListener, TuneOptions, Tuner
 
 MACHINE = Machine(

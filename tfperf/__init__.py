@@ -22,12 +22,10 @@ if TYPE_CHECKING:
         TfperfError,
     )
     from tfperf.knobs import AUTOTUNE, Knobs, Precision
-    from tfperf.loader import PipelineFile, load_pipeline
-    from tfperf.profiler import Profiler, Progress, profile
-    from tfperf.result import Phase, ProfileResult, Verdict
-    from tfperf.runner import profile_pipeline
+    from tfperf.measure import Profiler, Progress, profile, profile_pipeline
+    from tfperf.pipeline import PipelineFile, load_pipeline
+    from tfperf.results import Phase, ProfileResult, TuneResult, Verdict
     from tfperf.study import load_trials_frame as trials_frame
-    from tfperf.tune_result import TuneResult
     from tfperf.tuner import TuneOptions, tune
 
 __all__ = [
@@ -63,17 +61,17 @@ _HOMES = {
     "PipelineFileError": "tfperf.errors",
     "PipelineRuntimeError": "tfperf.errors",
     "TfperfError": "tfperf.errors",
-    "PipelineFile": "tfperf.loader",
-    "load_pipeline": "tfperf.loader",
-    "Profiler": "tfperf.profiler",
-    "Progress": "tfperf.profiler",
-    "profile": "tfperf.profiler",
-    "Phase": "tfperf.result",
-    "ProfileResult": "tfperf.result",
-    "Verdict": "tfperf.result",
-    "profile_pipeline": "tfperf.runner",
+    "PipelineFile": "tfperf.pipeline",
+    "load_pipeline": "tfperf.pipeline",
+    "Profiler": "tfperf.measure",
+    "Progress": "tfperf.measure",
+    "profile": "tfperf.measure",
+    "Phase": "tfperf.results",
+    "ProfileResult": "tfperf.results",
+    "Verdict": "tfperf.results",
+    "profile_pipeline": "tfperf.measure",
     "TuneOptions": "tfperf.tuner",
-    "TuneResult": "tfperf.tune_result",
+    "TuneResult": "tfperf.results",
     "tune": "tfperf.tuner",
     "trials_frame": "tfperf.study",
 }

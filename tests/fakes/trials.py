@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.profiler import Progress, profile
-from tfperf.result import Phase, ProfileResult
-from tfperf.trial import Budgets, TrialOutcome, TrialRequest, TrialStatus
+from tfperf.measure import Progress
+from tfperf.measure._profiler import profile
+from tfperf.results import Phase, ProfileResult, TrialOutcome, TrialStatus
+from tfperf.trials import Budgets, TrialRequest
 
 
 def fake_result(knobs: Knobs, wait_s: float, compute_s: float = 0.01) -> ProfileResult:

@@ -10,10 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from tfperf._tf import import_tensorflow_quietly
 from tfperf.cli.base import Command, knob_assignment, non_negative_int, positive_int
 from tfperf.cli.progress import ProgressDisplay
-from tfperf.quiet import import_tensorflow_quietly
-from tfperf.sites import Discovery, describe_discovery
+from tfperf.results import Discovery, describe_discovery
 
 DEFAULT_REPORTS_DIR = Path("reports")
 
@@ -93,16 +93,20 @@ class ProfileCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from tfperf.loader import load_pipeline
-        from tfperf.report.html import default_profile_path, render_profile_html, write_html
-        from tfperf.report.text import render_summary
+        from tfperf.pipeline import load_pipeline
+        from tfperf.report import (
+            default_profile_path,
+            render_profile_html,
+            render_summary,
+            write_html,
+        )
 
         if not args.debug:
             import_tensorflow_quietly()
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         _status(f"Profiling {args.pipeline} ({args.steps} measured steps per phase)...", args)
-        from tfperf.runner import profile_pipeline
+        from tfperf.measure import profile_pipeline
 
         found: list[Discovery] = []
         with ProgressDisplay(enabled=not args.quiet) as progress:

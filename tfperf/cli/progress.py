@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from types import TracebackType
 
-from tfperf.profiler import Progress
-from tfperf.result import Phase
+from tfperf.measure import Progress
+from tfperf.results import Phase
 
 _LABELS = {
     Phase.END_TO_END: "end to end",

@@ -54,7 +54,7 @@ class ReportCommand(Command):
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from tfperf.report.html import write_html
+        from tfperf.report import write_html
 
         if (args.result is None) == (args.storage is None):
             raise ResultFileError(
@@ -71,8 +71,8 @@ class ReportCommand(Command):
 
 
 def _profile_report(path: Path) -> tuple[str, Path]:
-    from tfperf.report.html import default_profile_path, render_profile_html
-    from tfperf.result import ProfileResult
+    from tfperf.report import default_profile_path, render_profile_html
+    from tfperf.results import ProfileResult
 
     _refuse_tune_summary(path)
     result = ProfileResult.load(path)
@@ -80,8 +80,7 @@ def _profile_report(path: Path) -> tuple[str, Path]:
 
 
 def _study_report(storage: str, study: str | None) -> tuple[str, Path]:
-    from tfperf.report.html import default_study_path, render_study_html
-    from tfperf.report.study_data import load_snapshot
+    from tfperf.report import default_study_path, load_snapshot, render_study_html
 
     snapshot = load_snapshot(storage, study)
     return render_study_html(snapshot), default_study_path(snapshot.study_name)

@@ -10,17 +10,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tfperf.loader import PipelineFile, PipelineKind
-from tfperf.patch import Patch, changes_between, make_patch
-from tfperf.sites import describe_discovery, training_sites
-from tfperf.tune_result import TuneResult
+from tfperf.knobs import training_sites
+from tfperf.pipeline import PipelineFile, PipelineKind
+from tfperf.results import TuneResult, describe_discovery
+from tfperf.sites import Patch, changes_between, make_patch
 
 
 def find_sites(pipeline: PipelineFile, *, quiet: bool) -> PipelineFile:
     """`pipeline` with its call sites found and listed on stderr; a knobs file as it is."""
     if pipeline.kind is PipelineKind.KNOBS:
         return pipeline
-    from tfperf.discovery import with_sites
+    from tfperf.trials import with_sites
 
     what = "script up to model.fit" if pipeline.kind is PipelineKind.SCRIPT else "make_dataset()"
     if not quiet:

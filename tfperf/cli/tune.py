@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfperf._tf import import_tensorflow_quietly
 from tfperf.cli.base import (
     Command,
     byte_size,
@@ -16,8 +17,7 @@ from tfperf.cli.base import (
     positive_float,
     positive_int,
 )
-from tfperf.quiet import import_tensorflow_quietly
-from tfperf.tune_result import Objective
+from tfperf.results import Objective
 from tfperf.tuner import TuneListener
 
 if TYPE_CHECKING:
@@ -25,12 +25,11 @@ if TYPE_CHECKING:
 
     import optuna
 
-    from tfperf.cluster import LostTrial
     from tfperf.knobs import Knobs
-    from tfperf.profiler import Progress
-    from tfperf.remeasure import Finalist
-    from tfperf.trial import TrialOutcome
-    from tfperf.tuner import Tuner, Wait
+    from tfperf.measure import Progress
+    from tfperf.results import TrialOutcome
+    from tfperf.study import LostTrial
+    from tfperf.tuner import Finalist, Tuner, Wait
 
 DEFAULT_REPORTS_DIR = Path("reports")
 #: `--write-patch` given without a path: the patch goes next to the study's reports.
@@ -207,8 +206,8 @@ class TuneCommand(Command):
         output.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> int:
-        from tfperf.loader import load_pipeline
-        from tfperf.report.tune_text import render_tune_summary
+        from tfperf.pipeline import load_pipeline
+        from tfperf.report import render_tune_summary
         from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneOptions, Tuner
 
         if not args.debug:
@@ -272,8 +271,7 @@ class TuneCommand(Command):
 
 def write_study_report(tuner: Tuner, path: Path | None) -> Path:
     """Renders the study's HTML report from storage, as `tfperf report` would."""
-    from tfperf.report.html import default_study_path, render_study_html, write_html
-    from tfperf.report.study_data import load_snapshot
+    from tfperf.report import default_study_path, load_snapshot, render_study_html, write_html
 
     snapshot = load_snapshot(tuner.storage_url, tuner.study_name)
     return write_html(render_study_html(snapshot), path or default_study_path(tuner.study_name))

@@ -13,8 +13,17 @@ Example:
 from __future__ import annotations
 
 from tfperf.probes.base import Probe, RunningStats, Series
-from tfperf.probes.host import HostProbe
+from tfperf.probes.host import HostProbe, TreeUsage, read_tree
 from tfperf.probes.nvml import NvmlProbe
 from tfperf.probes.sampler import Sampler
 
-__all__ = ["HostProbe", "NvmlProbe", "Probe", "RunningStats", "Sampler", "Series"]
+__all__ = [
+    "HostProbe",
+    "NvmlProbe",
+    "Probe",
+    "RunningStats",
+    "Sampler",
+    "Series",
+    "TreeUsage",
+    "read_tree",
+]

@@ -11,7 +11,7 @@ import abc
 import dataclasses
 import math
 
-from tfperf.result import TimedValue
+from tfperf.results import TimedValue
 
 
 class Probe(abc.ABC):

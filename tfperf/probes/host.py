@@ -21,7 +21,7 @@ import os
 import psutil
 
 from tfperf.probes.base import Probe, RunningStats, Series
-from tfperf.result import CpuUsage, HostMemory
+from tfperf.results import CpuUsage, HostMemory
 
 logger = logging.getLogger(__name__)
 

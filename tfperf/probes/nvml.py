@@ -34,7 +34,7 @@ from typing import Any
 import psutil
 
 from tfperf.probes.base import Probe, RunningStats, Series
-from tfperf.result import GpuStats
+from tfperf.results import GpuStats
 
 logger = logging.getLogger(__name__)
 

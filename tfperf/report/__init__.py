@@ -1,1 +1,26 @@
 """Renderers: they read saved results and return text, never touching a live profiler."""
+
+from __future__ import annotations
+
+from tfperf.report._html import (
+    default_profile_path,
+    default_study_path,
+    render_profile_html,
+    render_study_html,
+    write_html,
+)
+from tfperf.report._study_data import StudySnapshot, load_snapshot
+from tfperf.report._text import render_summary
+from tfperf.report._tune_text import render_tune_summary
+
+__all__ = [
+    "StudySnapshot",
+    "default_profile_path",
+    "default_study_path",
+    "load_snapshot",
+    "render_profile_html",
+    "render_study_html",
+    "render_summary",
+    "render_tune_summary",
+    "write_html",
+]

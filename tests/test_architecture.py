@@ -1,0 +1,129 @@
+"""The plan of the house: every import in tfperf runs one way, and through a package's face.
+
+Each unit of tfperf (a subpackage, or a top-level module) has a layer. A module may import
+from its own unit and from units on lower layers, never from its own layer's other units or
+from above; so the report layer never reaches the tuner, and the core types never reach the
+zero-change machinery. Outside a subpackage, only its face (`tfperf.<package>`) is imported,
+never its private `_modules`. Imports inside functions and under `TYPE_CHECKING` count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tfperf"
+
+#: Lower layers first. A unit imports only from layers below its own.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("errors", "units", "tracebacks"),
+    ("knobs",),
+    ("results",),
+    ("probes", "_tf"),
+    ("hardware",),
+    ("sites",),
+    ("pipeline",),
+    ("measure",),
+    ("trials", "study"),
+    ("tuner", "report"),
+    ("cli",),
+    ("tfperf",),  # the package's own face (`tfperf/__init__.py`) and `__main__`
+)
+RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+#: Subpackages whose insides are private: outsiders import their face only.
+FACED = {"knobs", "results", "probes", "_tf", "sites", "pipeline", "measure", "trials", "study"}
+FACED |= {"tuner", "report"}
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _unit(parts: tuple[str, ...]) -> str:
+    """`("tfperf", "measure", "_runner")` -> "measure"; the package's own files -> "tfperf"."""
+    if len(parts) < 2 or parts[1] in ("__init__", "__main__"):
+        return "tfperf"
+    return parts[1]
+
+
+def _dotted(path: Path) -> tuple[str, ...]:
+    relative = path.relative_to(PACKAGE.parent).with_suffix("")
+    return tuple(relative.parts)
+
+
+def _imports(path: Path) -> list[tuple[int, tuple[str, ...]]]:
+    """Every tfperf module path `path` imports, with its line (`from x import y` gives x.y)."""
+    found: list[tuple[int, tuple[str, ...]]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, tuple(a.name.split("."))) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            base = tuple(node.module.split("."))
+            found += [(node.lineno, (*base, alias.name)) for alias in node.names]
+    return [(line, parts) for line, parts in found if parts[0] == "tfperf"]
+
+
+def _through_face(target: tuple[str, ...]) -> bool:
+    """`tfperf.measure.profile` is; `tfperf.measure._runner.x`, `tfperf.probes.host.x` are not."""
+    return len(target) == 2 or (len(target) == 3 and not target[2].startswith("_"))
+
+
+def _problems(path: Path) -> list[str]:
+    here = _dotted(path)
+    unit = _unit(here)
+    problems = []
+    for line, target in _imports(path):
+        other = _unit(target)
+        if other == unit or other not in RANK:
+            continue
+        where = f"{'/'.join(here)}.py:{line} imports {'.'.join(target)}"
+        if RANK[other] >= RANK[unit]:
+            problems.append(f"{where}: {unit} may not depend on {other} (see LAYERS)")
+        elif other in FACED and not _through_face(target):
+            problems.append(f"{where}: import it from the face `tfperf.{other}`")
+    return problems
+
+
+def test_every_unit_has_a_layer() -> None:
+    units = {_unit(_dotted(path)) for path in _modules()}
+    assert units <= set(RANK), f"add these to LAYERS: {sorted(units - set(RANK))}"
+
+
+def test_imports_run_one_way_through_faces() -> None:
+    problems = [problem for path in _modules() for problem in _problems(path)]
+    assert problems == []
+
+
+@pytest.mark.parametrize("package", sorted(FACED))
+def test_faces_declare_what_they_export(package: str) -> None:
+    face = PACKAGE / package / "__init__.py"
+    tree = ast.parse(face.read_text(encoding="utf-8"))
+    exported = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+    )
+    names = [ast.literal_eval(element) for element in exported.elts]  # type: ignore[attr-defined]
+    imported = {
+        alias.asname or alias.name
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert set(names) <= imported
+
+
+def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
+    """The check itself can fail: a core module importing the tuner is reported."""
+    bad = PACKAGE / "knobs" / "_wrong_way_probe.py"
+    bad.write_text("from tfperf.tuner import Tuner\nfrom tfperf.measure._runner import x\n")
+    try:
+        problems = _problems(bad)
+    finally:
+        bad.unlink()
+    assert len(problems) == 2
+    assert "knobs may not depend on tuner" in problems[0]
+    assert "knobs may not depend on measure" in problems[1]

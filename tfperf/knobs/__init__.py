@@ -1,0 +1,73 @@
+"""The configuration tfperf measures and tunes: knobs, call-site knobs and search spaces.
+
+Core types with no TensorFlow: `Knobs` (a closed, frozen dataclass of tf.data settings), the
+grammar of call-site knob names (`SiteName`, `SiteValues`), and the domains a `SEARCH_SPACE`
+declares (`Choices`, `IntRange`, `Fixed`).
+
+Example:
+    >>> from tfperf.knobs import AUTOTUNE, Knobs
+    >>> Knobs(batch_size=64, prefetch=AUTOTUNE).batch_size
+    64
+"""
+
+from __future__ import annotations
+
+from tfperf.knobs._knobs import (
+    CODE_KNOBS,
+    SITES,
+    Knobs,
+    Precision,
+    check_names,
+    check_value,
+    format_value,
+)
+from tfperf.knobs._sitename import (
+    AUTOTUNE,
+    TUNABLE,
+    SiteKind,
+    SiteName,
+    SiteValues,
+    check_site_value,
+    format_site_value,
+    is_site_name,
+    parse_site_name,
+    site_kind,
+    training_sites,
+)
+from tfperf.knobs._space import (
+    Choices,
+    Domain,
+    Fixed,
+    IntRange,
+    from_jsonable,
+    parse_search_space,
+    to_jsonable,
+)
+
+__all__ = [
+    "AUTOTUNE",
+    "CODE_KNOBS",
+    "SITES",
+    "TUNABLE",
+    "Choices",
+    "Domain",
+    "Fixed",
+    "IntRange",
+    "Knobs",
+    "Precision",
+    "SiteKind",
+    "SiteName",
+    "SiteValues",
+    "check_names",
+    "check_site_value",
+    "check_value",
+    "format_site_value",
+    "format_value",
+    "from_jsonable",
+    "is_site_name",
+    "parse_search_space",
+    "parse_site_name",
+    "site_kind",
+    "to_jsonable",
+    "training_sites",
+]

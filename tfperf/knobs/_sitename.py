@@ -1,0 +1,239 @@
+"""Call-site knobs: the names of tf.data arguments in a user's own files, and their values.
+
+A pipeline whose `make_dataset()` takes no knobs, or a training script, writes its settings as
+literal arguments: `ds.map(parse, num_parallel_calls=4)`, `ds.batch(32)`. `tfperf.sites`
+records every such call while the dataset is built; each tunable argument becomes a *site
+knob* named by its place, `map@pipeline.py:23.num_parallel_calls` (the method, the file
+relative to the pipeline's folder, the line of the method's name, the argument). When a line
+holds two calls of one method, `#1`, `#2` (in the order they end) follow the line:
+`map@pipeline.py:23#2.num_parallel_calls`.
+
+This module owns that grammar, with no TensorFlow: `SiteName` parses and prints a name,
+`SiteValues` is the typed, immutable mapping of site names to values that `Knobs.sites` holds.
+
+Example:
+    >>> check_site_value("map@pipeline.py:23.num_parallel_calls", "AUTOTUNE")
+    -1
+    >>> parse_site_name("batch@data/input.py:7.batch_size").file
+    'data/input.py'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from enum import Enum
+from typing import Any
+
+from tfperf.errors import KnobError
+
+__all__ = [
+    "AUTOTUNE",
+    "TUNABLE",
+    "SiteKind",
+    "SiteName",
+    "SiteValues",
+    "check_site_value",
+    "format_site_value",
+    "is_site_name",
+    "parse_site_name",
+    "site_kind",
+    "training_sites",
+]
+
+#: tf.data.AUTOTUNE, repeated so this module never imports TensorFlow.
+AUTOTUNE = -1
+
+
+class SiteKind(str, Enum):
+    """What an argument controls, which fixes the values it accepts and its search range."""
+
+    PARALLELISM = "parallelism"  # an integer >= 1 or AUTOTUNE; None where tf.data allows it
+    PREFETCH = "prefetch"  # batches buffered: an integer >= 0 or AUTOTUNE
+    SHUFFLE = "shuffle"  # elements in the shuffle buffer: an integer >= 1
+    BATCH = "batch"  # examples per batch: an integer >= 1; changes training
+
+    @property
+    def accepts(self) -> str:
+        return _ACCEPTS[self]
+
+    @property
+    def changes_training(self) -> bool:
+        """Whether another value changes what the model learns, not only how fast."""
+        return self in (SiteKind.SHUFFLE, SiteKind.BATCH)
+
+
+_ACCEPTS = {
+    SiteKind.PARALLELISM: "an integer >= 1, AUTOTUNE or None",
+    SiteKind.PREFETCH: "an integer >= 0 or AUTOTUNE",
+    SiteKind.SHUFFLE: "an integer >= 1",
+    SiteKind.BATCH: "an integer >= 1",
+}
+
+
+#: public class name. An absent `batch(num_parallel_calls)` stays untuned: parallel batching
+#: rarely pays, and every extra dimension costs the search trials.
+TUNABLE: dict[tuple[str, str], tuple[SiteKind, bool]] = {
+    ("map", "num_parallel_calls"): (SiteKind.PARALLELISM, True),
+    ("interleave", "cycle_length"): (SiteKind.PARALLELISM, True),
+    ("interleave", "num_parallel_calls"): (SiteKind.PARALLELISM, True),
+    ("batch", "batch_size"): (SiteKind.BATCH, False),
+    ("batch", "num_parallel_calls"): (SiteKind.PARALLELISM, False),
+    ("padded_batch", "batch_size"): (SiteKind.BATCH, False),
+    ("shuffle", "buffer_size"): (SiteKind.SHUFFLE, False),
+    ("prefetch", "buffer_size"): (SiteKind.PREFETCH, False),
+    ("TFRecordDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
+    ("TextLineDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
+    ("FixedLengthRecordDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
+}
+
+_NAME = re.compile(
+    r"^(?P<method>[A-Za-z_]\w*)@(?P<file>[^@]+?):(?P<line>\d+)(?:#(?P<nth>\d+))?"
+    r"\.(?P<argument>[A-Za-z_]\w*)$"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class SiteName:
+    """The parts of a site knob's name; `nth` only where a line holds two calls alike."""
+
+    method: str
+    file: str
+    line: int
+    nth: int | None
+    argument: str
+
+
+def parse_site_name(name: str) -> SiteName:
+    """Splits `map@pipeline.py:23.num_parallel_calls` into its parts.
+
+    Raises:
+        KnobError: `name` is not a site name, or names an argument tfperf does not tune.
+    """
+    match = _NAME.match(name)
+    if match is None:
+        raise KnobError(
+            f"{name!r} is not a call-site name; they read METHOD@FILE:LINE.ARGUMENT, e.g. "
+            "'map@pipeline.py:23.num_parallel_calls' (`tfperf profile` lists them)."
+        )
+    parsed = SiteName(
+        method=match["method"],
+        file=match["file"],
+        line=int(match["line"]),
+        nth=int(match["nth"]) if match["nth"] else None,
+        argument=match["argument"],
+    )
+    site_kind(parsed.method, parsed.argument, name)
+    return parsed
+
+
+def is_site_name(name: str) -> bool:
+    """Whether `name` reads like a site knob (a knob name never holds '@')."""
+    return "@" in name
+
+
+def site_kind(method: str, argument: str, name: str = "") -> SiteKind:
+    """The kind of `method(argument=...)`; raises `KnobError` when tfperf does not tune it."""
+    entry = TUNABLE.get((method, argument))
+    if entry is None:
+        tuned = ", ".join(f"{m}({a})" for m, a in TUNABLE)
+        raise KnobError(
+            f"{name or method}: tfperf does not tune `{method}({argument}=...)`; it tunes {tuned}."
+        )
+    return entry[0]
+
+
+def check_site_value(name: str, value: Any) -> int | None:
+    """Validates one value for site `name` and returns it normalised ('AUTOTUNE' -> -1).
+
+    Raises:
+        KnobError: the name is not a site, or the value does not suit its argument.
+    """
+    parsed = parse_site_name(name)
+    kind = site_kind(parsed.method, parsed.argument, name)
+    if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
+        value = AUTOTUNE
+    if value is None and kind is SiteKind.PARALLELISM:
+        return None
+    number = _as_int(value)
+    autotune_ok = kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
+    lowest = 0 if kind is SiteKind.PREFETCH else 1
+    if number is not None and (number >= lowest or (autotune_ok and number == AUTOTUNE)):
+        return number
+    raise KnobError(f"site {name!r} must be {kind.accepts}, but got {value!r}.")
+
+
+def format_site_value(value: int | None) -> str:
+    """How a site value reads in messages: AUTOTUNE by name, None as tf.data's default."""
+    if value is None:
+        return "None (tf.data's default)"
+    return "AUTOTUNE" if value == AUTOTUNE else str(value)
+
+
+class SiteValues(Mapping[str, "int | None"]):
+    """An immutable, hashable mapping of site names to values, each checked on creation.
+
+    None means "as tf.data does without the argument" and is allowed only for parallelism.
+
+    >>> SiteValues({"prefetch@p.py:9.buffer_size": "AUTOTUNE"})
+    SiteValues({'prefetch@p.py:9.buffer_size': -1})
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, values: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+        pairs = values.items() if isinstance(values, Mapping) else values
+        checked = {name: check_site_value(name, value) for name, value in pairs}
+        self._items: tuple[tuple[str, int | None], ...] = tuple(sorted(checked.items()))
+
+    def __getitem__(self, name: str) -> int | None:
+        for key, value in self._items:
+            if key == name:
+                return value
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return dict(self._items) == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"SiteValues({dict(self._items)!r})"
+
+    def updated(self, changes: Mapping[str, Any]) -> SiteValues:
+        """A copy with `changes` applied (each checked)."""
+        return SiteValues({**dict(self._items), **changes})
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):  # `batch(True)` is always a mistake
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def training_sites(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """Sites whose change alters training, not only speed (batch sizes, shuffle buffers)."""
+    return [
+        name
+        for name in sorted(set(before) | set(after))
+        if before.get(name) != after.get(name) and _changes_training(name)
+    ]
+
+
+def _changes_training(name: str) -> bool:
+    parsed = parse_site_name(name)
+    return site_kind(parsed.method, parsed.argument, name).changes_training

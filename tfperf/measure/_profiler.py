@@ -1,0 +1,446 @@
+"""Measures a training loop step by step: time blocked on input, then time computing.
+
+`Profiler` instruments a loop the user writes; `profile()` runs the three measurements tfperf
+makes of one configuration (end to end, pipeline only, compute only on a cached batch). Neither
+imports TensorFlow: a step's outputs are synchronised through their `.numpy()` method, so any
+asynchronously dispatched work is finished before the step's clock stops.
+
+Example:
+    >>> with tfperf.Profiler() as profiler:  # doctest: +SKIP
+    ...     for batch in profiler.iterate(dataset, steps=200):
+    ...         profiler.mark_step(train_step(batch))
+    >>> profiler.result().verdict  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from tfperf.errors import EmptyDatasetError, InputPipelineError, TfperfError, TrainStepError
+from tfperf.hardware import collect_environment
+from tfperf.knobs import Knobs
+from tfperf.measure import _analysis as analysis
+from tfperf.probes import HostProbe, NvmlProbe, Probe, Sampler
+from tfperf.results import Phase, PhaseResult, ProfileResult, StepRecord
+
+Clock = Callable[[], float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """Reported after every step, so a caller can draw progress; the library never prints."""
+
+    phase: Phase
+    warming_up: bool
+    measured_steps: int
+    target_steps: int | None
+    #: Examples/s over the measured steps so far (None during warm-up): lets a tuner prune a
+    #: hopeless trial from its first measured window.
+    examples_per_sec: float | None = None
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+class _PhaseRecorder:
+    """Collects one phase's steps and decides online where its warm-up ends."""
+
+    def __init__(
+        self, phase: Phase, warmup: int | None, rule: analysis.WarmupRule, target: int | None
+    ) -> None:
+        self.phase = phase
+        self.target = target
+        self.fixed_warmup = warmup
+        self.rule = rule
+        self.steps: list[tuple[float, float, float, int, int]] = []
+        self.time_to_first_batch_s = 0.0
+        self.epochs_crossed = 0
+        self.warmup_end: tuple[int, bool] | None = (warmup, True) if warmup == 0 else None
+
+    def add(
+        self, start_s: float, wait_s: float, compute_s: float, examples: int, epoch: int
+    ) -> None:
+        self.steps.append((start_s, wait_s, compute_s, examples, epoch))
+        if self.warmup_end is not None:
+            return
+        if self.fixed_warmup is not None:
+            if len(self.steps) >= self.fixed_warmup:
+                self.warmup_end = (self.fixed_warmup, True)
+        else:
+            times = [wait + compute for _, wait, compute, _, _ in self.steps]
+            self.warmup_end = analysis.detect_warmup_end(times, self.rule)
+
+    @property
+    def measured_steps(self) -> int:
+        return len(self.steps) - self.warmup_end[0] if self.warmup_end else 0
+
+    def measured_rate(self) -> float | None:
+        """Examples/s over the measured steps so far, from first request to last step's end."""
+        if not self.warmup_end or self.measured_steps == 0:
+            return None
+        measured = self.steps[self.warmup_end[0] :]
+        last_start, last_wait, last_compute, _, _ = measured[-1]
+        seconds = last_start + last_wait + last_compute - measured[0][0]
+        return sum(step[3] for step in measured) / seconds if seconds > 0 else None
+
+    def finish(self) -> PhaseResult | None:
+        if not self.steps:
+            return None
+        end, converged = self.warmup_end or (min(self.rule.min_steps, len(self.steps) - 1), False)
+        end = min(end, len(self.steps) - 1)  # keep at least one measured step
+        records = [
+            StepRecord(start_s=s, wait_s=w, compute_s=c, examples=n, epoch=e, warmup=i < end)
+            for i, (s, w, c, n, e) in enumerate(self.steps)
+        ]
+        return analysis.summarise_phase(
+            self.phase, records, self.time_to_first_batch_s, converged, self.epochs_crossed
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _OpenStep:
+    """A step whose batch has arrived and whose compute has not been closed yet."""
+
+    recorder: _PhaseRecorder
+    requested: float
+    arrived: float
+    examples: int
+    epoch: int
+
+
+class Profiler:
+    """Instruments a training loop: wrap the data with `iterate`, close each step with `mark_step`.
+
+    Use it as a context manager: entering starts background sampling of host memory, CPU and
+    GPUs; leaving stops it. Wait time is measured inside `iterate` (the time `next()` blocks);
+    compute time runs from the batch's arrival to `mark_step(outputs)`, which waits for the
+    outputs to be computed, or to the request for the next batch if `mark_step` is not called.
+
+    Args:
+        warmup: steps excluded from the figures at the start of each phase; None detects the
+            end of warm-up from the step times.
+        warmup_rule: when automatic warm-up detection counts step times as settled; None
+            uses `analysis.WarmupRule()` (5-step windows within 15%, 3 to 100 steps).
+        pipeline: a name for what is measured, recorded in the result.
+        knobs: the configuration measured, recorded in the result.
+        clock: seconds as a float; injectable so tests can assert exact figures.
+        probes: hardware probes to sample; None means host memory/CPU and NVML GPUs.
+        sample_interval_s: how often the probes are sampled.
+        progress: called after every step with a `Progress`.
+    """
+
+    def __init__(
+        self,
+        *,
+        warmup: int | None = None,
+        warmup_rule: analysis.WarmupRule | None = None,
+        pipeline: str = "<loop>",
+        knobs: Knobs | Mapping[str, Any] | None = None,
+        clock: Clock = time.perf_counter,
+        probes: Sequence[Probe] | None = None,
+        sample_interval_s: float = 0.05,
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        if warmup is not None and warmup < 0:
+            raise ValueError(f"`warmup >= 0` must hold, but got warmup={warmup}")
+        self.warmup = warmup
+        self.warmup_rule = warmup_rule or analysis.WarmupRule()
+        self.pipeline = pipeline
+        self.knobs = knobs.to_dict() if isinstance(knobs, Knobs) else dict(knobs or {})
+        self.clock = clock
+        self.probes = list(probes) if probes is not None else [HostProbe(), NvmlProbe()]
+        self.progress = progress
+        self._sampler = Sampler(self.probes, self._elapsed, sample_interval_s)
+        self._origin: float | None = None
+        self._phases: dict[Phase, _PhaseRecorder] = {}
+        self._open: _OpenStep | None = None
+
+    def __enter__(self) -> Profiler:
+        self._origin = self.clock()
+        for probe in self.probes:
+            probe.open()
+        if any(probe.available for probe in self.probes):
+            self._sampler.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._sampler.stop()
+        for probe in self.probes:
+            probe.close()
+
+    def iterate(
+        self, data: Iterable[Any], *, steps: int | None = None, phase: Phase = Phase.END_TO_END
+    ) -> Iterator[Any]:
+        """Yields batches from `data`, timing how long each one takes to arrive.
+
+        Args:
+            steps: measured steps wanted after warm-up; iteration restarts `data` at the end of
+                each epoch until they are reached. None: one pass over `data`, however long.
+            phase: which measurement these steps belong to.
+
+        Raises:
+            EmptyDatasetError: `data` (or a later epoch of it) yields nothing.
+            InputPipelineError: `data` raised while producing a batch.
+        """
+        if self._origin is None:
+            raise TfperfError("start the profiler first: `with tfperf.Profiler() as profiler:`")
+        if steps is not None and steps < 1:
+            raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
+        recorder = _PhaseRecorder(phase, self.warmup, self.warmup_rule, target=steps)
+        self._phases[phase] = recorder
+        return self._iterate(data, steps, recorder)
+
+    def mark_step(self, outputs: Any = None) -> None:
+        """Ends the current step once `outputs` (tensors, numbers, nested) are computed."""
+        _synchronise(outputs)
+        self._close_step()
+
+    def result(self) -> ProfileResult:
+        """Everything measured so far, as a saveable `ProfileResult`."""
+        phases = {phase: recorder.finish() for phase, recorder in self._phases.items()}
+        end_to_end = phases.get(Phase.END_TO_END)
+        if end_to_end is None:
+            raise TfperfError(
+                "no end-to-end step was measured: loop over `profiler.iterate(dataset)` and call "
+                "`profiler.mark_step(outputs)` after each train step."
+            )
+        compute_only = phases.get(Phase.COMPUTE_ONLY)
+        pipeline_only = phases.get(Phase.PIPELINE_ONLY)
+        verdict = analysis.classify(end_to_end.input_wait_fraction)
+        host = next((p for p in self.probes if isinstance(p, HostProbe) and p.available), None)
+        nvml = next((p for p in self.probes if isinstance(p, NvmlProbe)), None)
+        gpus = nvml.gpus() if nvml is not None and nvml.available else []
+        return ProfileResult(
+            pipeline=self.pipeline,
+            knobs=self.knobs,
+            verdict=verdict,
+            input_wait_fraction=end_to_end.input_wait_fraction,
+            speedup_if_input_free=analysis.speedup_if_input_free(end_to_end, compute_only),
+            compute_slowdown=analysis.compute_slowdown(end_to_end, compute_only),
+            advice=analysis.advise(verdict, end_to_end, pipeline_only, compute_only, self.knobs),
+            end_to_end=end_to_end,
+            pipeline_only=pipeline_only,
+            compute_only=compute_only,
+            host_memory=host.memory() if host else None,
+            cpu=host.cpu() if host else None,
+            gpus=gpus,
+            gpu_unavailable_reason=_gpu_reason(nvml),
+            environment=collect_environment([gpu.name for gpu in gpus]),
+            probes={p.name: p.unavailable_reason or "ok" for p in self.probes},
+            created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        )
+
+    def _iterate(
+        self, data: Iterable[Any], steps: int | None, recorder: _PhaseRecorder
+    ) -> Iterator[Any]:
+        requested = self.clock()
+        iterator, epoch, in_epoch = iter(data), 0, 0
+        try:
+            while True:
+                self._close_step()
+                if steps is not None and recorder.measured_steps >= steps:
+                    return
+                if recorder.steps:
+                    requested = self.clock()
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    if steps is None and recorder.steps:
+                        return
+                    iterator = self._next_epoch(data, iterator, in_epoch, recorder)
+                    epoch, in_epoch = epoch + 1, 0
+                    batch = self._first_of_epoch(iterator, recorder)
+                except Exception as error:
+                    raise _input_error(error, recorder) from error
+                arrived = self.clock()
+                if not recorder.steps:
+                    recorder.time_to_first_batch_s = arrived - requested
+                self._open = _OpenStep(recorder, requested, arrived, batch_examples(batch), epoch)
+                in_epoch += 1
+                yield batch
+        finally:
+            self._close_step()
+
+    def _next_epoch(
+        self, data: Iterable[Any], finished: Iterator[Any], in_epoch: int, recorder: _PhaseRecorder
+    ) -> Iterator[Any]:
+        if in_epoch == 0:
+            raise EmptyDatasetError(_empty_message(recorder))
+        restarted = iter(data)
+        if restarted is finished:
+            raise TfperfError(
+                f"the data ran out after {len(recorder.steps)} steps and cannot be restarted "
+                "because it is an iterator: pass the dataset itself, or ask for fewer steps."
+            )
+        recorder.epochs_crossed += 1
+        return restarted
+
+    def _first_of_epoch(self, iterator: Iterator[Any], recorder: _PhaseRecorder) -> Any:
+        try:
+            return next(iterator)
+        except StopIteration:
+            raise EmptyDatasetError(_empty_message(recorder)) from None
+        except Exception as error:
+            raise _input_error(error, recorder) from error
+
+    def _close_step(self) -> None:
+        step, self._open = self._open, None
+        if step is None:
+            return
+        done = self.clock()
+        recorder = step.recorder
+        recorder.add(
+            step.requested - self._elapsed_origin(),
+            step.arrived - step.requested,
+            done - step.arrived,
+            step.examples,
+            step.epoch,
+        )
+        if self.progress is not None:
+            self.progress(
+                Progress(
+                    phase=recorder.phase,
+                    warming_up=recorder.warmup_end is None,
+                    measured_steps=recorder.measured_steps,
+                    target_steps=recorder.target,
+                    examples_per_sec=recorder.measured_rate(),
+                )
+            )
+
+    def _elapsed_origin(self) -> float:
+        assert self._origin is not None, "the profiler was not started"
+        return self._origin
+
+    def _elapsed(self) -> float:
+        return self.clock() - (self._origin or 0.0)
+
+
+def profile(
+    dataset: Iterable[Any],
+    train_step: Callable[[Any], Any],
+    *,
+    steps: int = 100,
+    warmup: int | None = None,
+    pipeline: str = "<dataset>",
+    knobs: Knobs | Mapping[str, Any] | None = None,
+    measure_pipeline: bool = True,
+    measure_compute: bool = True,
+    clock: Clock = time.perf_counter,
+    probes: Sequence[Probe] | None = None,
+    progress: ProgressCallback | None = None,
+) -> ProfileResult:
+    """Measures one configuration three ways: end to end, pipeline only, compute only.
+
+    Args:
+        dataset: a `tf.data.Dataset` (or any re-iterable) yielding batches.
+        train_step: called with each batch; its return value is synchronised.
+        steps: measured steps per phase after warm-up (finite datasets are repeated).
+        warmup: warm-up steps per phase; None detects the end of warm-up automatically.
+
+    Returns:
+        A `ProfileResult` with the verdict, the three throughputs and memory figures.
+
+    Example:
+        >>> result = tfperf.profile(dataset, lambda b: model.train_on_batch(*b))  # doctest: +SKIP
+    """
+    if steps < 1:
+        raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
+    profiler = Profiler(
+        warmup=warmup, pipeline=pipeline, knobs=knobs, clock=clock, probes=probes, progress=progress
+    )
+    with profiler:
+        cached = _run_steps(profiler, profiler.iterate(dataset, steps=steps), train_step)
+        if measure_pipeline:
+            for _ in profiler.iterate(dataset, steps=steps, phase=Phase.PIPELINE_ONLY):
+                profiler.mark_step()
+        if measure_compute:
+            repeated = profiler.iterate(
+                itertools.repeat(cached), steps=steps, phase=Phase.COMPUTE_ONLY
+            )
+            _run_steps(profiler, repeated, train_step)
+    return profiler.result()
+
+
+def _run_steps(profiler: Profiler, batches: Iterator[Any], train_step: Callable[[Any], Any]) -> Any:
+    """Runs `train_step` on every batch, closing each step; returns the last batch."""
+    last = None
+    for number, batch in enumerate(batches):
+        try:
+            outputs = train_step(batch)
+            _synchronise(outputs)
+        except Exception as error:
+            raise TrainStepError(
+                f"the train step raised {type(error).__name__} on step {number + 1}: {error}",
+                step=number,
+            ) from error
+        profiler.mark_step()
+        last = batch
+    return last
+
+
+def batch_examples(batch: Any) -> int:
+    """Examples in a batch: the leading dimension of its first tensor-like leaf, else 1."""
+    for leaf in _leaves(batch):
+        shape = getattr(leaf, "shape", None)
+        if shape is not None and len(shape) > 0 and shape[0] is not None:
+            return int(shape[0])
+    return 1
+
+
+def _synchronise(outputs: Any) -> None:
+    # `.numpy()` blocks until an eager tensor's value exists, so queued kernels cannot leak
+    # into the next step's wait time.
+    for leaf in _leaves(outputs):
+        numpy = getattr(leaf, "numpy", None)
+        if callable(numpy):
+            numpy()
+
+
+def _leaves(tree: Any) -> Iterator[Any]:
+    if isinstance(tree, Mapping):
+        for value in tree.values():
+            yield from _leaves(value)
+    elif isinstance(tree, (list, tuple)):
+        for value in tree:
+            yield from _leaves(value)
+    elif tree is not None:
+        yield tree
+
+
+def _input_error(error: Exception, recorder: _PhaseRecorder) -> InputPipelineError:
+    step = len(recorder.steps)
+    return InputPipelineError(
+        f"the dataset raised {type(error).__name__} while producing batch {step + 1}: {error}",
+        step=step,
+    )
+
+
+def _empty_message(recorder: _PhaseRecorder) -> str:
+    if recorder.steps:
+        return (
+            f"the dataset yielded nothing after its first epoch ({len(recorder.steps)} batches): "
+            "a later epoch is empty, e.g. a one-shot generator; make the dataset re-iterable."
+        )
+    return (
+        "the dataset is empty: it yielded no batch. Check the input files exist and are not "
+        "filtered out, and that batch(drop_remainder=True) is not dropping the only batch."
+    )
+
+
+def _gpu_reason(nvml: NvmlProbe | None) -> str | None:
+    if nvml is None:
+        return "the NVML probe was not run"
+    if nvml.available and not nvml.gpus():
+        return "NVML found no GPU"
+    return nvml.unavailable_reason

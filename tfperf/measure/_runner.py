@@ -1,0 +1,193 @@
+"""Profiles a pipeline file: builds its dataset and train step for given knobs, then measures.
+
+This is where the pipeline-file contract meets the profiler: the precision policy is set before the
+model is built (`tfperf.pipeline._build` builds it, for a knobs file, a plain file or a script), and
+failures inside the user's code are turned into messages that point at the user's own line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tfperf import _tf
+from tfperf.errors import (
+    EmptyDatasetError,
+    InputPipelineError,
+    PipelineRuntimeError,
+    TrainStepError,
+)
+from tfperf.knobs import CODE_KNOBS, SITES, Knobs
+from tfperf.measure import _stages as stages
+from tfperf.measure._autotune import IteratorRecorder
+from tfperf.measure._chain import StageNode, recover_chain
+from tfperf.measure._profiler import ProgressCallback, profile
+from tfperf.pipeline import PipelineFile, build
+from tfperf.probes import Probe
+from tfperf.results import Discovery, ProfileResult, StageReport
+
+logger = logging.getLogger(__name__)
+
+#: Measured seconds per stage in the stage analysis (plus ~0.2 s warm-up and start-up each).
+STAGE_SECONDS = 0.5
+
+
+def profile_pipeline(
+    pipeline: PipelineFile,
+    knobs: Knobs | None = None,
+    *,
+    steps: int = 100,
+    warmup: int | None = None,
+    owns_process: bool = False,
+    probes: Sequence[Probe] | None = None,
+    progress: ProgressCallback | None = None,
+    analyse_stages: bool = False,
+    stage_seconds: float = STAGE_SECONDS,
+    on_discovery: Callable[[Discovery], None] | None = None,
+) -> ProfileResult:
+    """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
+
+    The values AUTOTUNE settled on are read at the end of the end-to-end phase
+    (`result.autotune`). With `analyse_stages`, every stage is then measured on its own
+    (`result.stages`, see `tfperf.measure._stages`) and the advice names the limiting stage.
+
+    Args:
+        on_discovery: for a plain file or a script, called with the call sites found while
+            the dataset was built, before measuring starts.
+        owns_process: True when tfperf runs this process (the CLI, a trial child): it may then
+            set process-wide TensorFlow state such as GPU memory growth.
+        analyse_stages: run the stage analysis after the three phases; off for tuning
+            trials, where it would cost each trial seconds for figures nobody reads.
+        stage_seconds: measured window per stage in that analysis.
+
+    Raises:
+        PipelineFileError: the file's functions break the contract (wrong return types).
+        PipelineRuntimeError: the dataset or the train step failed while running.
+    """
+    knobs = knobs if knobs is not None else pipeline.baseline
+    if owns_process:
+        _tf.enable_gpu_memory_growth()
+    with _tf.precision_policy(knobs.mixed_precision):
+        built = build(pipeline, knobs)
+        dataset, model, train_step = built.dataset, built.model, built.train_step
+        measured: Knobs | dict[str, Any] = knobs
+        if built.discovery is not None:
+            measured = measured_knobs(knobs, built.discovery)
+            if on_discovery is not None:
+                on_discovery(built.discovery)
+        recorder = IteratorRecorder(dataset, _stage_chain(dataset))
+        _tf.reset_allocator_peaks()
+        try:
+            result = profile(
+                recorder,
+                train_step,
+                steps=steps,
+                warmup=warmup,
+                pipeline=display_path(pipeline.path),
+                knobs=measured,
+                probes=probes,
+                progress=recorder.progress(progress),
+            )
+        except InputPipelineError as error:
+            raise _explain_input_error(error, dataset, pipeline) from error.__cause__
+        except TrainStepError as error:
+            raise _explain_step_error(error, dataset, model, pipeline) from error.__cause__
+        except EmptyDatasetError as error:
+            raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
+        result.autotune = recorder.readout
+        if analyse_stages:
+            result.stages = _stage_report(dataset, result, stage_seconds)
+            if result.stages.advice:
+                result.advice = f"{result.advice} {result.stages.advice}"
+    _tf.attach_allocator_peaks(result.gpus)
+    return result
+
+
+def measured_knobs(knobs: Knobs, discovery: Discovery) -> dict[str, Any]:
+    """What a plain file or script ran with: the knobs tfperf applies, and every site's value.
+
+    The knobs only user code reads (`CODE_KNOBS`) are left out: such code reads none, so
+    their values would describe a configuration that never ran.
+    """
+    applied = {k: v for k, v in knobs.to_dict().items() if k not in CODE_KNOBS and k != SITES}
+    values = {site.name: knobs.sites.get(site.name, site.value) for site in discovery.sites}
+    return {**applied, **values}
+
+
+def display_path(path: Path) -> str:
+    """`path` relative to the working directory when it lies below it, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _stage_chain(dataset: Any) -> list[StageNode]:
+    try:
+        return recover_chain(dataset).stages
+    except Exception:  # unexpected dataset internals: AUTOTUNE's choices go unattributed
+        logger.warning("could not recover the stages of the dataset", exc_info=True)
+        return []
+
+
+def _stage_report(dataset: Any, result: ProfileResult, seconds: float) -> StageReport:
+    consumption = result.compute_only.examples_per_sec if result.compute_only else None
+    try:
+        return stages.analyse_stages(dataset, consumption, seconds_per_stage=seconds)
+    except Exception as error:  # the profile stands without it; say why it is missing
+        logger.warning("the stage analysis failed", exc_info=True)
+        return StageReport(
+            stages=[],
+            bottleneck_index=None,
+            falls_short_index=None,
+            consumption_examples_per_sec=consumption,
+            seconds_per_stage=seconds,
+            warmup_s=0.0,
+            duration_s=0.0,
+            note=f"the stage analysis failed: {type(error).__name__}: {error}",
+            advice="",
+        )
+
+
+def _explain_input_error(
+    error: InputPipelineError, dataset: Any, pipeline: PipelineFile
+) -> PipelineRuntimeError:
+    cause = error.__cause__ or error
+    location = _tf.input_error_location(dataset, cause, pipeline.user_paths)
+    if not location:
+        location = _tf.user_frames_of(cause, pipeline.user_paths)
+    message = (
+        f"{pipeline.path.name}: the dataset failed while producing batch {error.step + 1}: "
+        f"{type(cause).__name__}: {_tf.short_tf_message(cause)}"
+    )
+    if location:
+        message += f"\nThe failing operation was created here:\n{location}"
+    return PipelineRuntimeError(message + "\nFix the dataset function, then run again.")
+
+
+def _explain_step_error(
+    error: TrainStepError, dataset: Any, model: Any, pipeline: PipelineFile
+) -> PipelineRuntimeError:
+    cause = error.__cause__ or error
+    summary = f"{type(cause).__name__}: {_tf.short_tf_message(cause)}"
+    if model is not None and error.step == 0 and isinstance(cause, (ValueError, TypeError)):
+        return PipelineRuntimeError(
+            f"{pipeline.path.name}: the model rejects the dataset's batches.\n"
+            f"  dataset yields:        {_tf.describe_structure(dataset.element_spec)}\n"
+            f"  model expects inputs:  {_tf.model_input_structure(model)}\n"
+            "Batches must be (inputs, targets) matching the model; check make_dataset's final "
+            f"map and the model's Input shape.\nKeras said: {_first_lines(summary)}"
+        )
+    where = _tf.user_frames_of(cause, pipeline.user_paths)
+    return PipelineRuntimeError(
+        f"{pipeline.path.name}: the train step failed on step {error.step + 1}: "
+        f"{_first_lines(summary)}" + (f"\n{where}" if where else "")
+    )
+
+
+def _first_lines(text: str, count: int = 6) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[:count])

@@ -1,0 +1,272 @@
+"""Which stage limits a pipeline: each stage measured by running the pipeline cut after it.
+
+`analyse_stages(dataset)` recovers the chain of stages (`tfperf.measure._chain`), then runs every
+prefix of it, from the full pipeline down to the source, for a short warm-up and a measured window,
+counting examples and process CPU time. `tfperf.measure._analysis` turns the figures into what each
+stage adds per example, names the stage that adds the most, and writes the advice.
+
+How a prefix is driven matters, because Python's `next()` costs ~20-50 µs per element: enough
+to make a fast stage look slow. Stages whose elements are examples are therefore gathered into
+chunks inside TensorFlow (`batch`, or `padded_batch` for shapes that vary) so Python wakes up
+once per chunk. The chunk is sized from the rate of the stage above, measured just before (a
+prefix is never slower than the longer pipeline built on it, except above a filled `cache`),
+so one chunk takes about `CHUNK_TARGET_S` and a slow stage cannot stall the analysis. Batched
+stages and stages under a cache are driven element by element: their elements are few.
+
+See docs/stages.md for the definitions, the cost and the limits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tfperf._tf import short_tf_message
+from tfperf.measure import _analysis as analysis
+from tfperf.measure._chain import StageNode, recover_chain
+from tfperf.measure._profiler import batch_examples
+from tfperf.results import StageKind, StageReport, StageStat, StageUnit
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+#: How long one gathered chunk should take at the rate of the stage above.
+CHUNK_TARGET_S = 0.02
+#: Largest chunk: bounds the memory one chunk of big elements can take.
+MAX_CHUNK = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class StageMeasurement:
+    """What one cut pipeline delivered in its measured window (after warm-up)."""
+
+    elements: int
+    examples: int | None
+    duration_s: float
+    cpu_s: float
+    note: str | None = None
+
+
+class NothingToMeasure(Exception):
+    """The cut pipeline ended before yielding anything (repeated, it can only be empty)."""
+
+
+def analyse_stages(
+    dataset: Any,
+    consumption_examples_per_sec: float | None = None,
+    *,
+    seconds_per_stage: float = 0.5,
+    warmup_s: float = 0.2,
+    budget_s: float = 30.0,
+    clock: Clock = time.perf_counter,
+    cpu_clock: Clock = time.process_time,
+) -> StageReport:
+    """Measures every stage of `dataset` and names the one that limits it.
+
+    Args:
+        dataset: the built `tf.data.Dataset`, options applied, as the profile iterated it.
+        consumption_examples_per_sec: what the model consumes (compute-only phase), drawn
+            against the stages and used to say whether the limiting stage matters.
+        seconds_per_stage: measured window per stage, after warm-up.
+        warmup_s: per stage, time after the first element that is not measured (autotuning
+            ramps up, buffers fill).
+        budget_s: once the analysis has run this long, the stages not yet measured are
+            skipped (each cut pipeline starts from scratch, so a shuffle buffer of slow
+            elements is refilled for every stage after it).
+        clock: wall seconds; cpu_clock: this process's CPU seconds (all threads).
+
+    Returns:
+        A `StageReport`. A stage that cannot be measured keeps `None` figures and a note; the
+        analysis itself does not raise for it.
+
+    Example:
+        >>> report = analyse_stages(make_dataset(knobs), 13_500.0)  # doctest: +SKIP
+        >>> report.bottleneck.label  # doctest: +SKIP
+        'map(parse_jpeg)'
+    """
+    if seconds_per_stage <= 0 or warmup_s < 0 or budget_s <= 0:
+        raise ValueError(
+            "`seconds_per_stage > 0`, `warmup_s >= 0` and `budget_s > 0` must hold, but got "
+            f"(seconds_per_stage={seconds_per_stage}, warmup_s={warmup_s}, budget_s={budget_s})"
+        )
+    started = clock()
+    chain = recover_chain(dataset)
+    options = dataset.options()
+    measurements: dict[int, StageMeasurement] = {}
+    rate_above: float | None = None
+    for node in reversed(chain.stages):
+        if clock() - started > budget_s:
+            measurements[node.index] = _skipped(budget_s)
+            continue
+        chunk = _chunk_size(node, rate_above)
+        logger.info("measuring stage %d, %s (chunk %d)", node.index, node.label, chunk)
+        measured = _measure(node, options, chunk, seconds_per_stage, warmup_s, clock, cpu_clock)
+        measurements[node.index] = measured
+        rate_above = _rate_for_next(node, measured)
+    stats = [_stat(node, measurements[node.index]) for node in chain.stages]
+    return analysis.stage_report(
+        analysis.with_added_costs(stats),
+        consumption_examples_per_sec,
+        seconds_per_stage=seconds_per_stage,
+        warmup_s=warmup_s,
+        duration_s=clock() - started,
+        note=chain.note,
+    )
+
+
+def _skipped(budget_s: float) -> StageMeasurement:
+    return StageMeasurement(
+        0,
+        None,
+        0.0,
+        0.0,
+        note=f"skipped: the stage analysis had used its {budget_s:g} s budget before this stage",
+    )
+
+
+def _stat(node: StageNode, measured: StageMeasurement) -> StageStat:
+    """The plain record of one stage; its added costs are filled in by `analysis`."""
+    seconds = measured.duration_s
+    elements, examples = measured.elements, measured.examples
+    return StageStat(
+        index=node.index,
+        kind=node.kind,
+        label=node.label,
+        location=node.location,
+        parameters=node.parameters,
+        unit=node.unit,
+        elements_per_sec=elements / seconds if elements and seconds > 0 else None,
+        examples_per_sec=examples / seconds if examples and seconds > 0 else None,
+        cpu_s_per_element=measured.cpu_s / elements if elements else None,
+        cpu_s_per_example=measured.cpu_s / examples if examples else None,
+        added_s_per_example=None,
+        added_cpu_s_per_example=None,
+        elements=elements,
+        duration_s=seconds,
+        note=measured.note,
+    )
+
+
+def _chunk_size(node: StageNode, rate_above: float | None) -> int:
+    """Elements gathered per pull: 1 (element by element) unless elements are examples."""
+    if node.unit is not StageUnit.EXAMPLE or rate_above is None:
+        return 1
+    return max(1, min(MAX_CHUNK, int(rate_above * CHUNK_TARGET_S)))
+
+
+def _rate_for_next(node: StageNode, measured: StageMeasurement) -> float | None:
+    # Above a cache, the rate says nothing about the stages below it: once filled, the cache
+    # serves elements far faster than they were made.
+    if node.kind is StageKind.CACHE or measured.examples is None or measured.duration_s <= 0:
+        return None
+    return measured.examples / measured.duration_s
+
+
+def _measure(
+    node: StageNode,
+    options: Any,
+    chunk: int,
+    seconds: float,
+    warmup_s: float,
+    clock: Clock,
+    cpu_clock: Clock,
+) -> StageMeasurement:
+    try:
+        driven, chunk = _driven(node, options, chunk)
+        measured = measure_pulls(
+            _pulls(iter(driven), node.unit, chunk), seconds, warmup_s, clock, cpu_clock
+        )
+    except NothingToMeasure:
+        return StageMeasurement(0, None, 0.0, 0.0, note="the pipeline cut here yields nothing")
+    except Exception as error:  # one stage that cannot run must not cost the whole analysis
+        logger.info("stage %s could not be measured", node.label, exc_info=True)
+        message = (short_tf_message(error).splitlines() or [""])[0]
+        return StageMeasurement(
+            0, None, 0.0, 0.0, note=f"could not be measured: {type(error).__name__}: {message}"
+        )
+    # Elements of an input stage (file names) are not examples: they have no examples/s.
+    return (
+        dataclasses.replace(measured, examples=None) if node.unit is StageUnit.INPUT else measured
+    )
+
+
+def _driven(node: StageNode, options: Any, chunk: int) -> tuple[Any, int]:
+    """The cut pipeline as measured: the whole pipeline's options, repeated, maybe gathered."""
+    prefix = node.dataset
+    try:
+        prefix = prefix.with_options(options)
+    except (ValueError, TypeError):  # options conflicting with ones set inside: keep its own
+        logger.info("stage %s keeps its own options", node.label)
+    # Repeating inside TensorFlow restarts a finite prefix without a trip through Python, as
+    # the profiler restarts the full pipeline at the end of an epoch.
+    repeated = prefix.repeat()
+    if chunk > 1:
+        gathered = _gather(repeated, chunk)
+        if gathered is not None:
+            return gathered, chunk
+    return repeated, 1
+
+
+def _gather(dataset: Any, chunk: int) -> Any:
+    """`dataset` in chunks of `chunk` elements, or None if its elements cannot be stacked."""
+    import tensorflow as tf
+
+    leaves = tf.nest.flatten(dataset.element_spec)
+    dense = [leaf for leaf in leaves if isinstance(leaf, tf.TensorSpec)]
+    if len(dense) < len(leaves):  # ragged or sparse parts: batch stacks them, padding cannot
+        return dataset.batch(chunk, drop_remainder=True) if not dense else None
+    if any(leaf.shape.rank is None for leaf in dense):
+        return None
+    if all(leaf.shape.is_fully_defined() for leaf in dense):
+        return dataset.batch(chunk, drop_remainder=True)
+    return dataset.padded_batch(chunk, drop_remainder=True)
+
+
+def _pulls(iterator: Iterator[Any], unit: StageUnit, chunk: int) -> Iterator[tuple[int, int]]:
+    """(elements, examples) per `next()`: a chunk of examples, or one element."""
+    while True:
+        try:
+            element = next(iterator)
+        except StopIteration:
+            return
+        if unit is StageUnit.BATCH:
+            yield 1, batch_examples(element)
+        else:
+            yield chunk, chunk
+
+
+def measure_pulls(
+    pulls: Iterator[tuple[int, int]],
+    seconds: float,
+    warmup_s: float,
+    clock: Clock,
+    cpu_clock: Clock,
+) -> StageMeasurement:
+    """Drives `pulls` ((elements, examples) per pull): warms up, then measures a window.
+
+    Warm-up runs from the first pull until `warmup_s` later; the window then lasts at least
+    `seconds` and at least one pull, so a stage slower than the window still gets a figure.
+
+    Raises:
+        NothingToMeasure: `pulls` ended (the cut pipeline yields nothing).
+    """
+    if next(pulls, None) is None:
+        raise NothingToMeasure
+    warm_until = clock() + warmup_s
+    while clock() < warm_until:
+        if next(pulls, None) is None:
+            raise NothingToMeasure
+    start, cpu_start = clock(), cpu_clock()
+    elements = examples = 0
+    now = start
+    while now - start < seconds or elements == 0:
+        pulled = next(pulls, None)
+        if pulled is None:
+            raise NothingToMeasure
+        elements, examples = elements + pulled[0], examples + pulled[1]
+        now = clock()
+    return StageMeasurement(elements, examples, now - start, cpu_clock() - cpu_start)

@@ -1,0 +1,29 @@
+"""A user's pipeline file or training script: loaded hygienically, checked, built for knobs."""
+
+from __future__ import annotations
+
+from tfperf.pipeline._build import (
+    Built,
+    build,
+    build_dataset,
+    build_parts,
+    found_sites,
+    raw_dataset,
+)
+from tfperf.pipeline._loader import (
+    PipelineFile,
+    PipelineKind,
+    load_pipeline,
+)
+
+__all__ = [
+    "Built",
+    "PipelineFile",
+    "PipelineKind",
+    "build",
+    "build_dataset",
+    "build_parts",
+    "found_sites",
+    "load_pipeline",
+    "raw_dataset",
+]

@@ -1,0 +1,323 @@
+"""The contract of a pipeline file: which functions and settings it must define, and how.
+
+A pipeline file defines `make_dataset(knobs)` and `make_model(knobs)` or `make_train_step(knobs)`
+(the train step wins when both exist), each callable with the knobs alone, and optionally
+`BASELINE` (the knobs the user runs today) and `SEARCH_SPACE` (what `tfperf tune` may change).
+
+A *plain* file's `make_dataset()` takes no argument: its values are written in its tf.data
+calls, which tfperf finds and tunes as call sites (`tfperf.sites._recording`). Its `make_model` and
+`make_train_step` may take the knobs or nothing; its `BASELINE` and `SEARCH_SPACE` may hold only
+the knobs tfperf applies itself (precision, tf.data options), since nothing reads the others.
+
+Every breach raises `PipelineFileError` naming the file, what was found and the fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import inspect
+import types
+from collections.abc import Callable, Mapping
+from pathlib import PurePath
+from typing import Any, cast
+
+from tfperf.errors import KnobError, PipelineFileError
+from tfperf.knobs import CODE_KNOBS, Domain, Fixed, Knobs, parse_search_space
+
+__all__ = ["CONTRACT_NAMES", "Contract", "check_contract", "fixed_code_knobs", "is_script"]
+
+#: Names whose presence makes a file a pipeline file rather than a training script.
+CONTRACT_NAMES = frozenset(
+    {"make_dataset", "make_model", "make_train_step", "BASELINE", "SEARCH_SPACE"}
+)
+
+_PURPOSE = {
+    "make_dataset": "to build the pipeline",
+    "make_model": "to build the model it trains on each batch",
+    "make_train_step": "to build the step it runs on each batch",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Contract:
+    """What a pipeline module provides, checked. One of the two training functions is set.
+
+    Every function is callable with the knobs: one the file defines without a parameter is
+    wrapped to drop them, and its name is in `without_knobs`. `plain` is True when
+    `make_dataset` takes no knobs.
+    """
+
+    make_dataset: Callable[[Knobs], Any]
+    make_model: Callable[[Knobs], Any] | None
+    make_train_step: Callable[[Knobs], Any] | None
+    baseline: Knobs
+    has_baseline: bool
+    search_space: dict[str, Domain]
+    without_knobs: frozenset[str] = frozenset()
+
+    @property
+    def plain(self) -> bool:
+        return "make_dataset" in self.without_knobs
+
+
+def check_contract(module: types.ModuleType, shown: str) -> Contract:
+    """Checks what an executed pipeline module defines; `shown` names the file in messages.
+
+    Raises:
+        PipelineFileError: a required function is missing, not callable or cannot take the
+            knobs, or `BASELINE` / `SEARCH_SPACE` is invalid.
+    """
+    plain = _takes_nothing(getattr(module, "make_dataset", None))
+    without: set[str] = set()
+    make_dataset = _function(module, "make_dataset", shown, required=True, without=without)
+    assert make_dataset is not None  # required=True raises instead of returning None
+    others = without if plain else None
+    make_model = _function(module, "make_model", shown, required=False, without=others)
+    make_train_step = _function(module, "make_train_step", shown, required=False, without=others)
+    if make_model is None and make_train_step is None:
+        raise PipelineFileError(_no_training_message(module, shown))
+    baseline, has_baseline = _baseline(module, shown)
+    search_space = _search_space(module, shown)
+    if plain:
+        _check_plain_settings(module, search_space, shown)
+        search_space = {**fixed_code_knobs(), **search_space}
+    return Contract(
+        make_dataset=make_dataset,
+        make_model=make_model,
+        make_train_step=make_train_step,
+        baseline=baseline,
+        has_baseline=has_baseline,
+        search_space=search_space,
+        without_knobs=frozenset(without),
+    )
+
+
+def fixed_code_knobs() -> dict[str, Domain]:
+    """The knobs only user code applies, fixed: a file whose code takes no knobs cannot use
+    them, so a search over them would measure the same pipeline again and again."""
+    defaults = Knobs()
+    return {name: Fixed(getattr(defaults, name)) for name in CODE_KNOBS}
+
+
+def is_script(tree: ast.Module) -> bool:
+    """A file that defines none of the contract's names, but calls `fit` or runs as `__main__`.
+
+    Decided from the syntax tree, before any of the file runs: importing a script would run
+    its training. A file with neither sign stays a (broken) pipeline file, so its message
+    says which function is missing.
+    """
+    if _top_level_names(tree.body) & CONTRACT_NAMES:
+        return False
+    return any(_calls_fit(node) or _is_main_guard(node) for node in ast.walk(tree))
+
+
+def _top_level_names(body: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            nested = [*node.body, *getattr(node, "orelse", ()), *getattr(node, "finalbody", ())]
+            for handler in getattr(node, "handlers", ()):
+                nested.extend(handler.body)
+            names |= _top_level_names(nested)
+    return names
+
+
+def _calls_fit(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "fit"
+    )
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    parts = [node.test.left, *node.test.comparators]
+    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
+        isinstance(p, ast.Constant) and p.value == "__main__" for p in parts
+    )
+
+
+def _takes_nothing(function: Any) -> bool:
+    """Whether `function` is a plain `make_dataset()`: callable with no argument, not with one."""
+    if not callable(function):
+        return False
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return False
+    return _binds(signature) and not _binds(signature, None)
+
+
+def _binds(signature: inspect.Signature, *args: Any) -> bool:
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
+
+
+def _check_plain_settings(
+    module: types.ModuleType, search_space: Mapping[str, Domain], shown: str
+) -> None:
+    raw = getattr(module, "BASELINE", None)
+    if isinstance(raw, Knobs):
+        raw = Knobs().diff(raw)
+    for source, names in (("BASELINE", list(raw or ())), ("SEARCH_SPACE", list(search_space))):
+        code = [name for name in names if name in CODE_KNOBS]
+        if code:
+            raise PipelineFileError(
+                f"{shown}: {source} sets {', '.join(code)}, but `make_dataset()` takes no "
+                "knobs, so nothing would apply them. tfperf tunes the values written in your "
+                "tf.data calls instead (`tfperf profile` lists them as call sites, e.g. "
+                f"batch@{PurePath(shown).name}:LINE.batch_size): remove {', '.join(code)} "
+                f"from {source}, or define `make_dataset(knobs)` and read them from the knobs."
+            )
+
+
+def _function(
+    module: types.ModuleType,
+    name: str,
+    shown: str,
+    *,
+    required: bool,
+    without: set[str] | None = None,
+) -> Callable[[Knobs], Any] | None:
+    """The function `name`, checked; one that takes nothing is wrapped (and added to
+    `without`) when `without` is given, i.e. when the file may define it so."""
+    if not hasattr(module, name) or (not required and getattr(module, name) is None):
+        if required:
+            raise PipelineFileError(
+                f"{shown} defines no `{name}`; tfperf calls `{name}(knobs)` {_PURPOSE[name]}. "
+                f"{_functions_found(module)}{_did_you_mean(module, [name])}"
+            )
+        return None
+    function = getattr(module, name)
+    if not callable(function):
+        raise PipelineFileError(
+            f"{shown}: `{name}` is a {type(function).__name__}, not a function; tfperf calls "
+            f"`{name}(knobs)` {_PURPOSE[name]}. Define it with `def {name}(knobs):`, and check "
+            f"that no later line assigns a value to `{name}`."
+        )
+    if without is not None and _takes_nothing(function):
+        without.add(name)
+        return _DropKnobs(function)
+    _check_signature(function, name, shown)
+    return cast("Callable[[Knobs], Any]", function)
+
+
+class _DropKnobs:
+    """Calls a user function that takes no knobs, from code that passes them."""
+
+    def __init__(self, function: Callable[[], Any]) -> None:
+        self.__wrapped__ = function
+
+    def __call__(self, knobs: Knobs) -> Any:
+        return self.__wrapped__()
+
+
+def _check_signature(function: Callable[..., Any], name: str, shown: str) -> None:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return  # Some builtins and extension callables hide their signature; trust them.
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise PipelineFileError(
+            f"{shown}: `{name}` must accept exactly one positional argument (the knobs), but its "
+            f"signature is `{name}{signature}`. {_signature_fix(signature, name)}"
+        ) from None
+
+
+def _signature_fix(signature: inspect.Signature, name: str) -> str:
+    kind = inspect.Parameter
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
+    if not positional:
+        return f"Define it as `def {name}(knobs):` and read settings such as `knobs.batch_size`."
+    variadic = (kind.VAR_POSITIONAL, kind.VAR_KEYWORD)
+    extra = [
+        p.name
+        for p in params
+        if p is not positional[0] and p.default is p.empty and p.kind not in variadic
+    ]
+    if not extra:
+        return f"Define it as `def {name}(knobs):`."
+    return (
+        f"tfperf passes only the knobs, so give {', '.join(f'`{p}`' for p in extra)} a default "
+        f"(e.g. `{extra[0]}=...`), or read the value from the knobs or a constant."
+    )
+
+
+def _no_training_message(module: types.ModuleType, shown: str) -> str:
+    return (
+        f"{shown} defines neither `make_model` nor `make_train_step`; tfperf needs one of them "
+        "to measure training:\n"
+        "  - `make_model(knobs)` returning a compiled Keras model, which tfperf trains on each "
+        "batch, or\n"
+        "  - `make_train_step(knobs)` returning a callable that tfperf runs on each batch (e.g. "
+        "a `tf.function` doing one optimizer step).\n"
+        f"{_functions_found(module)}{_did_you_mean(module, ['make_model', 'make_train_step'])}"
+    )
+
+
+def _functions_found(module: types.ModuleType) -> str:
+    names = [
+        name
+        for name, value in vars(module).items()
+        if inspect.isfunction(value) and value.__module__ == module.__name__
+    ]
+    return f"Functions found: {', '.join(names) if names else 'none'}."
+
+
+def _did_you_mean(module: types.ModuleType, wanted: list[str]) -> str:
+    names = [n for n, value in vars(module).items() if callable(value) and n not in _PURPOSE]
+    for name in wanted:
+        close = [c for c in difflib.get_close_matches(name, names, n=1, cutoff=0.75) if c != name]
+        if close:
+            return f" Did you mean `{close[0]}`? Rename it to `{name}`."
+    return ""
+
+
+def _baseline(module: types.ModuleType, shown: str) -> tuple[Knobs, bool]:
+    raw = getattr(module, "BASELINE", None)
+    if raw is None:
+        return Knobs(), False
+    if isinstance(raw, Knobs):
+        return raw, True
+    if not isinstance(raw, Mapping):
+        raise PipelineFileError(
+            f"{shown}: BASELINE must be a dict of knob values, e.g. "
+            f'BASELINE = {{"batch_size": 64, "prefetch": 0}}, but it is a {type(raw).__name__} '
+            f"({_short(raw)})."
+        )
+    try:
+        return Knobs.from_mapping(raw, source=f"{shown}: BASELINE"), True
+    except KnobError as error:
+        raise PipelineFileError(str(error)) from error
+
+
+def _search_space(module: types.ModuleType, shown: str) -> dict[str, Domain]:
+    raw = getattr(module, "SEARCH_SPACE", None)
+    if raw is None:
+        return {}
+    try:
+        return parse_search_space(raw, source=f"{shown}: SEARCH_SPACE")
+    except KnobError as error:
+        raise PipelineFileError(str(error)) from error
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -1,0 +1,174 @@
+"""Runs a user's training script up to its first `model.fit(...)`, and takes over there.
+
+`tfperf profile train.py` and `tfperf tune train.py` accept an ordinary script that builds a
+dataset and a compiled Keras model and calls `model.fit`. The script runs as `python train.py
+ARGS` would (`runpy`, `__name__ == "__main__"`, `sys.argv == [train.py, *ARGS]`, its folder first
+on `sys.path`; all restored afterwards) with `keras.Model.fit` replaced: the first call records
+the model and its input and stops the script by raising a private exception, so no training
+runs. tfperf then measures that model's train step on that input for a bounded number of steps.
+
+What the script must do, and the messages when it does not:
+
+- reach `fit` when run this way: a script that ends without calling it, or exits first
+  (`sys.exit`, argparse rejecting an argument), stops with a `PipelineFileError` naming the
+  file and the fix; `SystemExit` never leaves this module;
+- pass a `tf.data.Dataset` as `x` (or arrays, which tfperf batches with fit's `batch_size`).
+
+TensorFlow and Keras are imported inside functions.
+
+Example:
+    >>> call = run_until_fit(load_pipeline("train.py", ["--epochs", "3"]))  # doctest: +SKIP
+    >>> call.model, call.where  # doctest: +SKIP
+    (<Sequential name=sequential>, 'train.py:41')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import runpy
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tfperf.errors import PipelineFileError, PipelineRuntimeError
+from tfperf.pipeline._loader import PipelineFile
+from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
+
+__all__ = ["FitCall", "fit_dataset", "run_until_fit"]
+
+#: Batch size Keras uses when `fit` gets arrays and no `batch_size`.
+KERAS_DEFAULT_BATCH = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class FitCall:
+    """What the script passed to its first `fit`: the model, the input, where it called."""
+
+    model: Any
+    x: Any
+    y: Any
+    sample_weight: Any
+    batch_size: int | None
+    where: str
+
+
+class _FitReached(BaseException):
+    """Stops the script at `fit`. A BaseException, so the script's `except Exception` lets it
+    through, as it would a KeyboardInterrupt."""
+
+    def __init__(self, call: FitCall) -> None:
+        super().__init__(call.where)
+        self.call = call
+
+
+def run_until_fit(pipeline: PipelineFile) -> FitCall:
+    """Runs the script `pipeline` until it calls `fit` on a Keras model.
+
+    Raises:
+        PipelineFileError: the script ended, or exited, before calling `fit`.
+        PipelineRuntimeError: the script raised before calling `fit`.
+    """
+    shown = pipeline.path.name
+    with _fit_intercepted(pipeline.user_paths):
+        try:
+            pipeline.call(runpy.run_path, str(pipeline.path), run_name="__main__")
+        except _FitReached as reached:
+            return reached.call
+        except SystemExit as error:
+            raise PipelineFileError(_exit_message(shown, error, pipeline.argv)) from None
+        except Exception as error:
+            frames = format_frames(exception_user_frames(error, pipeline.user_paths))
+            raise PipelineRuntimeError(
+                f"{shown} raised {type(error).__name__} before reaching `model.fit(...)`: "
+                f"{error}" + (f"\n{frames}" if frames else "")
+            ) from error
+    raise PipelineFileError(_no_fit_message(shown, pipeline.argv))
+
+
+def fit_dataset(call: FitCall, shown: str) -> Any:
+    """The `tf.data.Dataset` of batches that `fit` would have trained on.
+
+    A dataset is used as it is; arrays (NumPy, tensors, or dicts of them) are sliced and
+    batched with fit's `batch_size` (32 when it gives none), as Keras does, without shuffling.
+
+    Raises:
+        PipelineFileError: `x` is something tfperf cannot measure (a generator, a PyDataset).
+    """
+    import tensorflow as tf
+
+    if isinstance(call.x, tf.data.Dataset):
+        return call.x
+    parts = tuple(part for part in (call.x, call.y, call.sample_weight) if part is not None)
+    try:
+        slices = tf.data.Dataset.from_tensor_slices(parts if len(parts) > 1 else parts[0])
+    except (TypeError, ValueError) as error:
+        raise PipelineFileError(
+            f"{shown}: `fit` at {call.where} gets x as a {type(call.x).__name__}; tfperf "
+            "measures tf.data input. Pass a tf.data.Dataset (for a generator, wrap it with "
+            f"tf.data.Dataset.from_generator). ({error})"
+        ) from None
+    return slices.batch(call.batch_size or KERAS_DEFAULT_BATCH)
+
+
+@contextlib.contextmanager
+def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
+    import keras
+
+    own = keras.Model.__dict__.get("fit")  # None: Model inherits fit from the trainer
+    signature = inspect.signature(keras.Model.fit)
+
+    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs).arguments
+        raise _FitReached(
+            FitCall(
+                model=self,
+                x=bound.get("x"),
+                y=bound.get("y"),
+                sample_weight=bound.get("sample_weight"),
+                batch_size=bound.get("batch_size"),
+                where=_caller(sys._getframe(1), user_paths),
+            )
+        )
+
+    keras.Model.fit = fit
+    try:
+        yield
+    finally:
+        if own is None:
+            del keras.Model.fit
+        else:
+            keras.Model.fit = own
+
+
+def _caller(frame: Any, user_paths: tuple[Path, ...]) -> str:
+    """The innermost of the user's lines on the stack, e.g. `train.py:41`."""
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename, user_paths):
+            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "an unknown line"
+
+
+def _exit_message(shown: str, error: SystemExit, argv: tuple[str, ...]) -> str:
+    return (
+        f"{shown} called sys.exit({error.code!r}) before reaching `model.fit(...)`, so tfperf "
+        "had no model and dataset to measure. tfperf runs the script as `python "
+        f"{shown}{''.join(' ' + arg for arg in argv)}` and takes over at its first `fit`; a "
+        "script that exits first (argparse rejecting an argument or printing --help, a failed "
+        "check, an early `sys.exit`) never gets there. Pass the script's own arguments after "
+        f"`--`: `tfperf profile {shown} -- --epochs 3`."
+    )
+
+
+def _no_fit_message(shown: str, argv: tuple[str, ...]) -> str:
+    return (
+        f"{shown} ran to its end without calling `model.fit(...)`, so tfperf had no model and "
+        "dataset to measure. tfperf runs the script as `python "
+        f"{shown}{''.join(' ' + arg for arg in argv)}` and takes over at the first `fit` of a "
+        "Keras model: check that it calls fit when run this way (not only under a flag or "
+        "from another entry point). For a custom training loop, write a pipeline file with "
+        "`make_dataset()` and `make_train_step()` instead (see docs/zero-change.md)."
+    )

@@ -1,0 +1,270 @@
+"""A study read once into plain data, for the study report and `tfperf report`.
+
+`snapshot_study` is the only place the report layer touches Optuna: it copies every trial's
+figures and tfperf attributes (see `tfperf.study`) into a `StudySnapshot`, and the charts and
+the page read only that. It needs Optuna and the storage's driver, never TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfperf.results import Discovery, Measurement, ProfileResult, TrialStatus
+from tfperf.study import (
+    AUTOTUNE_REF,
+    BASELINE,
+    DISCOVERY_ATTR,
+    OBJECTIVE_ATTR,
+    PIPELINE_ATTR,
+    REMEASURE_ATTR,
+    StudyMismatchError,
+    search_trials,
+    stored_result,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+#: Host fields that describe hardware and software, as opposed to which process ran a trial.
+HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialRow:
+    """One trial as the report shows it. `examples_per_sec` is None unless it completed."""
+
+    number: int
+    state: str  # Optuna's state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
+    status: str  # tfperf's TrialStatus value, or the state in lower case if tfperf set none
+    reference: str | None
+    examples_per_sec: float | None
+    peak_rss_bytes: int | None
+    peak_gpu_bytes: int | None
+    wall_s: float | None
+    feasible: bool
+    host: str | None
+    hardware: str | None
+    knobs: dict[str, Any]
+    reason: str | None
+    duplicate_of: int | None
+
+    @property
+    def flat_knobs(self) -> dict[str, Any]:
+        return flat_knobs(self.knobs)
+
+
+@dataclasses.dataclass(frozen=True)
+class StudySnapshot:
+    """Everything a study report shows, copied out of the storage."""
+
+    study_name: str
+    storage: str  # with any password masked
+    pipeline: str
+    objective: str
+    trials: tuple[TrialRow, ...]
+    measurements: tuple[Measurement, ...]  # the final interleaved re-measurement; () if none
+    importances: dict[str, float]
+    importance_note: str | None
+    ram_budget_bytes: int | None
+    gpu_budget_bytes: int | None
+    best_trial: int | None
+    best_result: ProfileResult | None
+    discovery: Discovery | None = None  # the call sites of a plain pipeline or a script
+    code_root: Path | None = None  # the folder the discovery's files are relative to
+
+    @property
+    def remeasured(self) -> bool:
+        return bool(self.measurements)
+
+    def trial(self, number: int) -> TrialRow | None:
+        return next((row for row in self.trials if row.number == number), None)
+
+
+def load_snapshot(storage_url: str, study_name: str | None) -> StudySnapshot:
+    """Opens a storage and snapshots one study (the only one, when `study_name` is None).
+
+    Raises:
+        StorageError: the storage cannot be opened (see `tfperf.study._storage.open_storage`).
+        StudyMismatchError: no such study, or several and none named.
+    """
+    import optuna
+
+    from tfperf.study import mask_url, open_storage
+
+    shown = mask_url(storage_url)
+    _require_file(storage_url, shown)
+    storage = open_storage(storage_url)
+    names = [summary.study_name for summary in optuna.get_all_study_summaries(storage)]
+    if study_name is None:
+        if len(names) != 1:
+            listed = ", ".join(names) if names else "none"
+            raise StudyMismatchError(
+                f"{shown} holds {len(names)} studies ({listed}); name one with --study."
+            )
+        study_name = names[0]
+    if study_name not in names:
+        raise StudyMismatchError(
+            f"no study named {study_name!r} in {shown}; studies there: "
+            f"{', '.join(names) or 'none'}. Check --study (it defaults to the pipeline's name)."
+        )
+    study = optuna.load_study(study_name=study_name, storage=storage)
+    if PIPELINE_ATTR not in study.user_attrs:
+        raise StudyMismatchError(
+            f"study {study_name!r} in {shown} was not created by tfperf, so it has none of the "
+            "figures a tfperf report shows; use optuna-dashboard for it."
+        )
+    return snapshot_study(study, shown)
+
+
+def _require_file(url: str, shown: str) -> None:
+    """Refuses a SQLite or journal path that does not exist: opening it would create it."""
+    from tfperf.study import StorageError
+
+    forms = {
+        "sqlite:///": "sqlite:///relative/path.db or sqlite:////absolute/path.db",
+        "journal://": "journal://relative/path.log or journal:///absolute/path.log",
+    }
+    for prefix, form in forms.items():
+        if url.startswith(prefix):
+            path = Path(url[len(prefix) :].split("?", 1)[0])
+            if str(path) and not path.exists():
+                raise StorageError(
+                    f"no study storage at {path} (from {shown}): `tfperf tune` creates it. "
+                    f"Check the path: {form}."
+                )
+
+
+def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
+    """Copies what the report needs out of a study (see the module docstring)."""
+    searched = search_trials(study)  # without re-measurement locks and unrun copies
+    trials = tuple(_row(trial) for trial in searched)
+    measurements = tuple(Measurement(**item) for item in study.user_attrs.get(REMEASURE_ATTR) or [])
+    importances, note = _importances(study)
+    frozen = {trial.number: trial for trial in searched}
+    best = _best_trial(trials, measurements)
+    return StudySnapshot(
+        study_name=study.study_name,
+        storage=storage_shown,
+        pipeline=str(study.user_attrs.get(PIPELINE_ATTR) or study.study_name),
+        objective=str(study.user_attrs.get(OBJECTIVE_ATTR) or "throughput"),
+        trials=trials,
+        measurements=measurements,
+        importances=importances,
+        importance_note=note,
+        ram_budget_bytes=_budget(frozen.values(), "ram_bytes_over_budget", "peak_rss_bytes"),
+        gpu_budget_bytes=_budget(frozen.values(), "gpu_bytes_over_budget", "peak_gpu_bytes"),
+        best_trial=best,
+        best_result=stored_result(frozen[best]) if best is not None else None,
+        **_discovery(study),
+    )
+
+
+def _discovery(study: optuna.Study) -> dict[str, Any]:
+    stored = study.user_attrs.get(DISCOVERY_ATTR)
+    if not stored:
+        return {}
+    return {"discovery": Discovery.from_dict(stored), "code_root": Path(stored["root"])}
+
+
+def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
+    attrs = trial.user_attrs
+    worker = attrs.get("worker") or {}
+    status = attrs.get("status") or trial.state.name.lower()
+    complete = trial.state.name == "COMPLETE" and status == TrialStatus.COMPLETE.value
+    return TrialRow(
+        number=trial.number,
+        state=trial.state.name,
+        status=status,
+        reference=attrs.get("reference"),
+        examples_per_sec=trial.values[0] if complete and trial.values else None,
+        peak_rss_bytes=attrs.get("peak_rss_bytes"),
+        peak_gpu_bytes=attrs.get("peak_gpu_bytes"),
+        wall_s=attrs.get("wall_s"),
+        feasible=complete and all(value <= 0 for value in trial.constraints.values()),
+        host=worker.get("host"),
+        hardware=_hardware(worker),
+        knobs=dict(attrs.get("knobs") or {}),
+        reason=attrs.get("reason"),
+        duplicate_of=attrs.get("duplicate_of"),
+    )
+
+
+def flat_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+    """Global knobs and call-site values side by side: `sites` entries become knobs of their own.
+
+    A plain pipeline or a script is tuned through the values at its tf.data call sites
+    (`Knobs.sites`); the report shows each as one more knob, named by its place.
+    """
+    flat = {name: value for name, value in knobs.items() if name != "sites"}
+    flat.update(knobs.get("sites") or {})
+    return flat
+
+
+def site_names(rows: Iterable[TrialRow]) -> list[str]:
+    """The call-site knobs that appear in any trial, in order of their names."""
+    from tfperf.knobs import Knobs
+
+    return sorted({name for row in rows for name in row.flat_knobs if name not in Knobs.names()})
+
+
+def _hardware(worker: dict[str, Any]) -> str | None:
+    parts = [f"{field}={worker[field]}" for field in HARDWARE_FIELDS if worker.get(field)]
+    return ", ".join(parts) or None
+
+
+def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
+    """PED-ANOVA importances of the knobs for examples/s (no scikit-learn needed)."""
+    import optuna
+    from optuna.importance import PedAnovaImportanceEvaluator
+
+    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    if len(complete) < 4:
+        return {}, f"needs at least 4 completed trials; the study has {len(complete)}"
+    with warnings.catch_warnings():
+        # PED-ANOVA explains what makes the target low, and Optuna says so in a warning;
+        # tfperf maximises examples/s, so the target is negated.
+        warnings.filterwarnings("ignore", message="PedAnovaImportanceEvaluator computes")
+        try:
+            found = optuna.importance.get_param_importances(
+                study,
+                evaluator=PedAnovaImportanceEvaluator(),
+                target=lambda trial: -trial.values[0],
+            )
+        except (RuntimeError, ValueError) as error:
+            return {}, f"not computable for this study: {error}"
+    return {name: float(value) for name, value in found.items()}, None
+
+
+def _best_trial(trials: tuple[TrialRow, ...], measurements: tuple[Measurement, ...]) -> int | None:
+    """The trial behind the recommendation: the re-measured best, else the best single run."""
+    if measurements:
+        best = max(measurements, key=lambda m: m.median)
+        if best.trial_number is not None:
+            return best.trial_number
+    feasible = [row for row in trials if row.feasible and row.examples_per_sec is not None]
+    if not feasible:
+        return None
+    return max(feasible, key=lambda row: row.examples_per_sec or 0.0).number
+
+
+def _budget(
+    trials: Iterable[optuna.trial.FrozenTrial], constraint: str, peak_attr: str
+) -> int | None:
+    """The budget a study ran under, recovered from its constraints (figure - budget).
+
+    tfperf stores a constraint of exactly 0.0 when no budget was set, so a study where every
+    stored constraint is 0.0 had none.
+    """
+    for trial in trials:
+        value = trial.constraints.get(constraint) if trial.constraints else None
+        peak = trial.user_attrs.get(peak_attr)
+        if value and peak is not None:
+            return round(float(peak) - value)
+    return None
+
+
+REFERENCE_NAMES = {BASELINE: "baseline", AUTOTUNE_REF: "AUTOTUNE"}

@@ -1,0 +1,198 @@
+"""The terminal summary of a `ProfileResult`: verdict first, then throughputs, memory, advice."""
+
+from __future__ import annotations
+
+from tfperf.knobs import format_value
+from tfperf.results import (
+    AutotuneReadout,
+    PhaseResult,
+    ProfileResult,
+    StageReport,
+    StageStat,
+    StageUnit,
+    Verdict,
+)
+from tfperf.units import format_bytes, format_seconds
+
+_HEADLINES = {
+    Verdict.HIGHLY_INPUT_BOUND: "HIGHLY INPUT-BOUND: the model waits for data",
+    Verdict.MODERATELY_INPUT_BOUND: "MODERATELY INPUT-BOUND: the model sometimes waits for data",
+    Verdict.COMPUTE_BOUND: "COMPUTE-BOUND: the input pipeline keeps up",
+}
+
+
+def render_summary(result: ProfileResult) -> str:
+    """A plain-text summary for the terminal, about 20 lines."""
+    sections = [
+        _verdict(result),
+        _throughput(result),
+        _stages(result.stages) if result.stages is not None else "",
+        _warmup(result),
+        _memory(result),
+        _autotune(result.autotune) if result.autotune is not None else "",
+        f"Advice: {result.advice}",
+        _configuration(result),
+    ]
+    return "\n\n".join(section for section in sections if section)
+
+
+def _verdict(result: ProfileResult) -> str:
+    lines = [
+        f"Verdict: {_HEADLINES[result.verdict]}.",
+        f"  Steps spend {result.input_wait_fraction:.1%} of their time waiting for input "
+        f"(TensorBoard's scale: >= 20% highly, 5-20% moderately input-bound).",
+    ]
+    if result.speedup_if_input_free is not None:
+        lines.append(
+            f"  If input were free, training would run {result.speedup_if_input_free:.2f}x as "
+            "fast (the compute-only ceiling)."
+        )
+    if result.compute_slowdown is not None:
+        lines.append(
+            f"  A step computes {result.compute_slowdown:.2f}x as long end to end as on a cached "
+            "batch (above ~1.25, input work competes with training for the CPU)."
+        )
+    return "\n".join(lines)
+
+
+def _throughput(result: ProfileResult) -> str:
+    rows = [("end to end", result.end_to_end)]
+    if result.pipeline_only is not None:
+        rows.append(("pipeline only", result.pipeline_only))
+    if result.compute_only is not None:
+        rows.append(("compute only", result.compute_only))
+    lines = ["Throughput, steady state (examples/s):"]
+    for label, phase in rows:
+        lines.append(f"  {label:<14} {phase.examples_per_sec:>12,.1f}   {_phase_detail(phase)}")
+    return "\n".join(lines)
+
+
+def _phase_detail(phase: PhaseResult) -> str:
+    times = phase.step_time
+    return (
+        f"{phase.steps_per_sec:,.1f} steps/s; step p50 {format_seconds(times.p50_s)}, "
+        f"p90 {format_seconds(times.p90_s)}, p99 {format_seconds(times.p99_s)} "
+        f"over {phase.steps} steps"
+    )
+
+
+_CONSUMES = "the model consumes (compute only)"
+
+
+def _stages(report: StageReport) -> str:
+    lines = [
+        f"Stages (the pipeline cut after each one, run alone for {report.seconds_per_stage:g} s "
+        f"each; {report.duration_s:.1f} s in all):"
+    ]
+    if report.stages:
+        width = max(len(_CONSUMES), *(len(stage.label) for stage in report.stages))
+        lines.append(
+            f"  {'#':>2}  {'stage':<{width}}  {'examples/s':>12}  {'CPU ms/example':>14}  "
+            f"{'adds ms/example':>15}"
+        )
+        lines.extend(_stage_row(stage, report, width) for stage in report.stages)
+        if report.consumption_examples_per_sec is not None:
+            lines.append(
+                f"  {'':>2}  {_CONSUMES:<{width}}  {report.consumption_examples_per_sec:>12,.1f}"
+            )
+    if report.note:
+        lines.append(f"  Note: {report.note}")
+    return "\n".join(lines)
+
+
+def _stage_row(stage: StageStat, report: StageReport, width: int) -> str:
+    head = f"  {stage.index:>2}  {stage.label:<{width}}  "
+    if stage.examples_per_sec is None:
+        if stage.unit is StageUnit.INPUT and stage.elements_per_sec is not None:
+            return (
+                head
+                + f"{stage.elements_per_sec:>12,.1f}  (inputs/s: its elements are not examples)"
+            )
+        return head + (stage.note or "not measured")
+    row = (
+        head
+        + f"{stage.examples_per_sec:>12,.1f}  {_ms(stage.cpu_s_per_example):>14}  "
+        + f"{_ms(stage.added_s_per_example):>15}"
+    )
+    marks = []
+    if stage.index == report.bottleneck_index:
+        marks.append("limiting stage" + (f", {stage.location}" if stage.location else ""))
+    if stage.index == report.falls_short_index:
+        marks.append("first below the model's rate")
+    return row + (f"   <- {'; '.join(marks)}" if marks else "")
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.3f}"
+
+
+def _autotune(readout: AutotuneReadout) -> str:
+    if readout.unavailable_reason is not None:
+        return f"AUTOTUNE's choices: not read ({readout.unavailable_reason})."
+    if not readout.choices:
+        return ""
+    chosen = "; ".join(
+        f"{choice.stage_label} {choice.argument or choice.parameter}={choice.value}"
+        + ("" if choice.tuned else " (fixed at start)")
+        for choice in readout.choices
+    )
+    return f"AUTOTUNE chose (end of the end-to-end phase): {chosen}."
+
+
+def _warmup(result: ProfileResult) -> str:
+    warm = result.end_to_end.warmup
+    line = (
+        f"Warm-up (excluded from the figures): first batch after "
+        f"{format_seconds(warm.time_to_first_batch_s)}; {warm.steps} warm-up steps took "
+        f"{format_seconds(warm.duration_s)}"
+    )
+    if not warm.converged:
+        line += " (step times had not settled: figures may include drift; try more --warmup)"
+    epochs = result.end_to_end.epochs_crossed
+    if epochs:
+        line += f".\n  The dataset ran out and restarted {epochs} time{'s' * (epochs != 1)}"
+    return line + "."
+
+
+def _memory(result: ProfileResult) -> str:
+    lines = []
+    if result.host_memory is not None:
+        memory = result.host_memory
+        lines.append(
+            f"Host RAM: peak {format_bytes(memory.peak_rss_bytes)}, mean "
+            f"{format_bytes(memory.mean_rss_bytes)} (this process and its children); machine "
+            f"{format_bytes(memory.total_bytes)}, {format_bytes(memory.available_bytes)} available."
+        )
+    if result.cpu is not None:
+        lines.append(
+            f"CPU: {result.cpu.mean_percent:.0f}% mean, {result.cpu.peak_percent:.0f}% peak "
+            f"(100% = one core; {result.cpu.cpu_count} cores)."
+        )
+    for gpu in result.gpus:
+        lines.append(
+            f"GPU {gpu.index} {gpu.name}: memory peak {format_bytes(gpu.memory_used_peak_bytes)} "
+            f"of {format_bytes(gpu.memory_total_bytes)}"
+            + (
+                f", TensorFlow allocator peak {format_bytes(gpu.tf_allocator_peak_bytes)}"
+                if gpu.tf_allocator_peak_bytes is not None
+                else ""
+            )
+            + (
+                f", utilisation {gpu.utilization_mean_percent:.0f}% mean."
+                if gpu.utilization_mean_percent is not None
+                else "."
+            )
+        )
+    if not result.gpus:
+        lines.append(f"GPU: none measured ({result.gpu_unavailable_reason or 'no GPU'}).")
+    return "\n".join(lines)
+
+
+def _configuration(result: ProfileResult) -> str:
+    knobs = " ".join(f"{name}={format_value(value)}" for name, value in result.knobs.items())
+    env = result.environment
+    return (
+        f"Configuration: {knobs}\n"
+        f"Environment: tfperf {env.tfperf_version}, TensorFlow {env.tensorflow_version or 'n/a'}, "
+        f"Python {env.python_version}, {env.cpu_count} CPUs ({env.cpu_model})"
+    )

@@ -1,0 +1,87 @@
+"""The terminal summary of a `TuneResult`: the winner, both references, and how to apply it."""
+
+from __future__ import annotations
+
+from tfperf.knobs import format_value
+from tfperf.report._snippets import baseline_snippet, tf_data_snippet
+from tfperf.results import Measurement, TuneResult
+from tfperf.units import format_bytes
+
+
+def render_tune_summary(result: TuneResult, dashboard_url: str | None = None) -> str:
+    sections = [
+        _headline(result),
+        f"Recommendation: {result.recommendation}",
+        _changes(result),
+        _apply(result),
+        _footer(result, dashboard_url),
+    ]
+    return "\n\n".join(section for section in sections if section)
+
+
+def format_measurement(measurement: Measurement) -> str:
+    gpu = measurement.peak_gpu_bytes
+    return (
+        f"{measurement.median:,.1f} examples/s (median of {len(measurement.examples_per_sec)}, "
+        f"±{measurement.spread:.1%}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
+        + (f", peak GPU memory {format_bytes(gpu)}" if gpu is not None else "")
+    )
+
+
+def _headline(result: TuneResult) -> str:
+    lines = [f"Best: {result.best.label}: {format_measurement(result.best)}"]
+    lines.append(f"  baseline: {format_measurement(result.baseline)}")
+    if result.autotune is not None:
+        lines.append(f"  AUTOTUNE: {format_measurement(result.autotune)}")
+    lines.append(f"  speed-up over baseline: {result.speedup_vs_baseline.describe()}")
+    if result.speedup_vs_autotune is not None:
+        lines.append(f"  speed-up over AUTOTUNE: {result.speedup_vs_autotune.describe()}")
+    if result.pareto_trials:
+        lines.append(
+            "  Pareto front (no trial is both faster and lighter on RAM): trials "
+            + ", ".join(str(n) for n in result.pareto_trials)
+        )
+    others = [m for m in result.candidates if m is not result.best and m.label.startswith("trial")]
+    for other in others:
+        lines.append(f"  also re-measured: {other.label}: {format_measurement(other)}")
+    return "\n".join(lines)
+
+
+def _changes(result: TuneResult) -> str:
+    if not result.changes_training:
+        return ""
+    before, after = result.baseline.knobs, result.best.knobs
+    pairs = ", ".join(
+        f"{name} {format_value(before[name])} -> {format_value(after[name])}"
+        for name in result.changes_training
+    )
+    return f"Warning: the winner changes training, not only speed: {pairs}."
+
+
+def _apply(result: TuneResult) -> str:
+    # Code that reads no knobs gets a patch of its own calls instead (tfperf/cli/sites.py).
+    if result.best.label == "baseline" or result.best.knobs.get("sites"):
+        return ""
+    return (
+        "Apply it: paste as BASELINE in the pipeline file:\n"
+        f"{_indent(baseline_snippet(result.best.knobs))}\n"
+        "or, in code that does not read knobs, use these values:\n"
+        f"{_indent(tf_data_snippet(result.best.knobs))}"
+    )
+
+
+def _footer(result: TuneResult, dashboard_url: str | None) -> str:
+    counts = ", ".join(f"{status} {count}" for status, count in result.trial_counts.items())
+    total = sum(result.trial_counts.values())
+    lines = [
+        f"Trials: {total} in the study ({counts}); {result.trials_this_run} this run; "
+        f"wall time {result.wall_s / 60:.1f} min.",
+        f"Study {result.study_name!r} in {result.storage}.",
+    ]
+    if dashboard_url:
+        lines.append(f"Browse it: optuna-dashboard {dashboard_url}")
+    return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"    {line}" for line in text.splitlines())

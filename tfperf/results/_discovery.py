@@ -1,0 +1,182 @@
+"""What a build of a plain file or script found: its tf.data call sites, as plain records.
+
+`Discovery` round-trips through JSON so a child process can report what it found, and a study
+can keep it for the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+from tfperf.errors import KnobError
+from tfperf.knobs import SiteKind, format_site_value, site_kind
+
+__all__ = [
+    "ArgumentForm",
+    "CallSite",
+    "Discovery",
+    "SlowStage",
+    "Untunable",
+    "describe_discovery",
+]
+
+
+class ArgumentForm(str, Enum):
+    """How the call passed the argument, which decides how a patch rewrites it."""
+
+    KEYWORD = "keyword"
+    POSITIONAL = "positional"
+    ABSENT = "absent"
+
+
+@dataclasses.dataclass(frozen=True)
+class CallSite:
+    """One tunable argument of one call in the user's files, as the dataset was built.
+
+    `file` is relative to the pipeline's folder ('/'-separated); `line` is the line of the
+    method's name. `col`, `end_line`, `end_col` give the call expression's span as Python
+    reports it (0-based UTF-8 byte columns, like `ast`); they are None where the call ran
+    inside a function AutoGraph converted, which maps lines but not columns. `value` is what
+    the call passed (None when absent); `index` is the argument's position when positional.
+    `calls` counts how often the call ran while the dataset was built.
+    """
+
+    name: str
+    file: str
+    line: int
+    col: int | None
+    end_line: int | None
+    end_col: int | None
+    method: str
+    argument: str
+    form: ArgumentForm
+    index: int | None
+    value: int | None
+    calls: int = 1
+
+    @property
+    def kind(self) -> SiteKind:
+        return site_kind(self.method, self.argument, self.name)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "form": self.form.value}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CallSite:
+        return cls(**{**data, "form": ArgumentForm(data["form"])})
+
+
+@dataclasses.dataclass(frozen=True)
+class Untunable:
+    """A tf.data call tfperf saw but will not tune, and why.
+
+    `where` is the call's file and line (a library path from its package on, e.g.
+    `keras/src/utils/timeseries_dataset_utils.py:278`); `reached_from` is the user's line
+    that led to it, when there is one.
+    """
+
+    call: str
+    where: str
+    reached_from: str | None
+    reason: str
+
+    def describe(self) -> str:
+        via = f" (reached from {self.reached_from})" if self.reached_from else ""
+        return f"{self.call} at {self.where}{via}: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True)
+class SlowStage:
+    """The stage that limits the pipeline as written (`tfperf.measure._stages`), and the sites in
+    it.
+
+    `location` is where the stage's function is defined, when it has one; `sites` are the
+    call sites whose call made this stage (empty for a stage tfperf cannot tune here).
+    """
+
+    label: str
+    location: str | None
+    added_s_per_example: float | None
+    sites: tuple[str, ...]
+
+    def describe(self) -> str:
+        where = f" ({self.location})" if self.location else ""
+        cost = self.added_s_per_example
+        adds = f", adding {cost * 1e3:.3g} ms per example" if cost is not None else ""
+        tuned = (
+            f"; its values: {', '.join(self.sites)}"
+            if self.sites
+            else "; none of its values is written in a call tfperf can tune"
+        )
+        return f"The stage that limits your pipeline as written: {self.label}{where}{adds}{tuned}."
+
+
+@dataclasses.dataclass(frozen=True)
+class Discovery:
+    """Every tunable call site and every call that is "not tunable here", in one build.
+
+    `slowest` is the limiting stage when the stages were measured too, else None.
+    """
+
+    sites: tuple[CallSite, ...] = ()
+    untunable: tuple[Untunable, ...] = ()
+    slowest: SlowStage | None = None
+
+    def values(self) -> dict[str, int | None]:
+        """The value each site has in the user's code: the baseline of a search."""
+        return {site.name: site.value for site in self.sites}
+
+    def site(self, name: str) -> CallSite:
+        """The site called `name`; `KnobError` listing the known names when there is none."""
+        for site in self.sites:
+            if site.name == name:
+                return site
+        known = ", ".join(site.name for site in self.sites) or "none"
+        raise KnobError(
+            f"no call site {name!r} was found while building the dataset. Sites found: {known}."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sites": [site.to_dict() for site in self.sites],
+            "untunable": [dataclasses.asdict(item) for item in self.untunable],
+            "slowest": dataclasses.asdict(self.slowest) if self.slowest else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Discovery:
+        slowest = data.get("slowest")
+        return cls(
+            sites=tuple(CallSite.from_dict(site) for site in data.get("sites", ())),
+            untunable=tuple(Untunable(**item) for item in data.get("untunable", ())),
+            slowest=None
+            if not slowest
+            else SlowStage(**{**slowest, "sites": tuple(slowest["sites"])}),
+        )
+
+
+def describe_discovery(discovery: Discovery) -> list[str]:
+    """Lines for a terminal: the tunable sites with their values, then the untunable calls."""
+    if not discovery.sites:
+        lines = ["No tunable tf.data call was found in your files."]
+    else:
+        width = max(len(site.name) for site in discovery.sites)
+        lines = [f"Tunable call sites ({len(discovery.sites)}), as written:"]
+        for site in discovery.sites:
+            value = (
+                "not given" if site.form is ArgumentForm.ABSENT else format_site_value(site.value)
+            )
+            lines.append(f"  {site.name.ljust(width)}  {value}")
+    if discovery.untunable:
+        lines.append(f"Not tunable here ({len(discovery.untunable)}):")
+        lines.extend(f"  {item.describe()}" for item in discovery.untunable)
+    if discovery.slowest is not None:
+        lines.append(discovery.slowest.describe())
+    return lines

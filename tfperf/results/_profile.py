@@ -1,0 +1,412 @@
+"""What a profile measured, as plain dataclasses that round-trip through JSON.
+
+Nothing here imports TensorFlow: a saved `ProfileResult` can be loaded, rendered and turned into
+a pandas DataFrame on any machine. Times are seconds, memory is bytes, CPU percentages count
+100 for one fully busy core. Every time series shares one origin: the start of the profile.
+
+Example:
+    >>> result = ProfileResult.load("reports/quickstart-profile.json")  # doctest: +SKIP
+    >>> result.verdict, result.end_to_end.examples_per_sec  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfperf.errors import ResultFileError
+from tfperf.results._json import JsonRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+SCHEMA_VERSION = 1
+
+
+class Verdict(str, Enum):
+    """Where the step time goes, on the scale of TensorBoard's input-pipeline analyser."""
+
+    HIGHLY_INPUT_BOUND = "highly-input-bound"
+    MODERATELY_INPUT_BOUND = "moderately-input-bound"
+    COMPUTE_BOUND = "compute-bound"
+
+
+class Phase(str, Enum):
+    """The three measurements of one configuration."""
+
+    END_TO_END = "end_to_end"
+    PIPELINE_ONLY = "pipeline_only"
+    COMPUTE_ONLY = "compute_only"
+
+
+@dataclasses.dataclass
+class StepRecord:
+    """One step: `wait_s` blocked on the next batch, then `compute_s` in the (synchronised) step."""
+
+    start_s: float
+    wait_s: float
+    compute_s: float
+    examples: int
+    epoch: int
+    warmup: bool
+
+    @property
+    def step_s(self) -> float:
+        return self.wait_s + self.compute_s
+
+
+@dataclasses.dataclass
+class StepTimeStats:
+    """Distribution of measured (post-warm-up) step times, in seconds."""
+
+    mean_s: float
+    p50_s: float
+    p90_s: float
+    p99_s: float
+    min_s: float
+    max_s: float
+
+
+@dataclasses.dataclass
+class Warmup:
+    """What was excluded from the figures: from iterator creation to steady state.
+
+    `converged` is False when step times had not settled by the end of warm-up (automatic
+    detection hit its cap, or the run was too short to tell): the figures then include drift.
+    """
+
+    time_to_first_batch_s: float
+    steps: int
+    duration_s: float
+    converged: bool
+
+
+@dataclasses.dataclass
+class PhaseResult:
+    """Steady-state figures of one phase (end to end, pipeline only or compute only)."""
+
+    phase: Phase
+    steps: int
+    examples: int
+    duration_s: float
+    examples_per_sec: float
+    steps_per_sec: float
+    wait_s: float
+    compute_s: float
+    input_wait_fraction: float
+    step_time: StepTimeStats
+    warmup: Warmup
+    epochs_crossed: int
+    records: list[StepRecord]
+
+
+@dataclasses.dataclass
+class TimedValue:
+    """One sample of a time series: seconds since the profile started, and the value."""
+
+    t_s: float
+    value: float
+
+
+@dataclasses.dataclass
+class HostMemory:
+    """Resident memory of this process and its children, sampled in the background."""
+
+    peak_rss_bytes: int
+    mean_rss_bytes: int
+    total_bytes: int
+    available_bytes: int
+    samples: list[TimedValue]
+
+
+@dataclasses.dataclass
+class CpuUsage:
+    """CPU time of this process and its children per wall second (100 = one busy core)."""
+
+    mean_percent: float
+    peak_percent: float
+    cpu_count: int
+    samples: list[TimedValue]
+
+
+@dataclasses.dataclass
+class GpuStats:
+    """One visible GPU as NVML saw it during the profile; `None` where NVML does not report."""
+
+    index: int
+    name: str
+    memory_total_bytes: int
+    memory_used_peak_bytes: int
+    memory_used_mean_bytes: int
+    utilization_mean_percent: float | None
+    utilization_peak_percent: float | None
+    process_memory_peak_bytes: int | None
+    tf_allocator_peak_bytes: int | None
+    memory_samples: list[TimedValue]
+
+
+@dataclasses.dataclass
+class Environment:
+    """Versions and hardware of the machine that measured."""
+
+    tfperf_version: str
+    tensorflow_version: str | None
+    python_version: str
+    platform: str
+    hostname: str
+    cpu_count: int
+    cpu_model: str
+    gpu_names: list[str]
+
+
+class StageKind(str, Enum):
+    """What a pipeline stage does, as far as advice goes; `other` covers the rest of tf.data."""
+
+    SOURCE = "source"  # range, from_tensor_slices, from_tensors, from_generator
+    READ = "read"  # TFRecordDataset, TextLineDataset, FixedLengthRecordDataset
+    INTERLEAVE = "interleave"  # interleave, flat_map
+    MAP = "map"
+    FILTER = "filter"
+    SHUFFLE = "shuffle"
+    BATCH = "batch"  # batch, padded_batch, ragged batch, group_by_window, rebatch
+    UNBATCH = "unbatch"
+    CACHE = "cache"
+    PREFETCH = "prefetch"
+    REPEAT = "repeat"
+    TAKE = "take"
+    SKIP = "skip"
+    SHARD = "shard"
+    JOIN = "join"  # zip, concatenate, sample_from_datasets: several inputs measured as one
+    OTHER = "other"
+
+
+class StageUnit(str, Enum):
+    """What one element of a stage is, which decides how its elements count as examples."""
+
+    EXAMPLE = "example"  # one element is one example (before batching)
+    BATCH = "batch"  # one element holds examples along its first dimension, as the profiler counts
+    INPUT = "input"  # an input a later stage expands (a file name): not counted in examples
+
+
+@dataclasses.dataclass
+class StageStat:
+    """One stage of the pipeline, measured by running the pipeline cut right after it.
+
+    Rates and CPU costs are those of the whole pipeline up to and including this stage (what the
+    cut pipeline delivers); `added_s_per_example` and `added_cpu_s_per_example` are what this
+    stage adds to the stage before it that counts examples. A field is `None` where it does not
+    apply (examples of an `input` stage) or the stage could not be measured (`note` says why).
+
+    Attributes:
+        index: position in the pipeline, 0 for the source, in the order the data flows.
+        kind: what the stage does (for advice and grouping).
+        label: how the stage reads in code, e.g. `map(parse_jpeg)` or `TFRecordDataset`.
+        location: `file:line` where the stage's function is defined, if it has one.
+        parameters: its tf.data arguments, e.g. `{"num_parallel_calls": -1}` (-1 = AUTOTUNE).
+        unit: what one element of this stage is.
+        elements_per_sec: elements the cut pipeline delivers per second.
+        examples_per_sec: the same in examples, comparable across stages and with the model.
+        cpu_s_per_element: process CPU seconds per element while the cut pipeline ran.
+        cpu_s_per_example: process CPU seconds per example while the cut pipeline ran.
+        added_s_per_example: `1 / examples_per_sec` minus the same for the previous stage
+            measured in examples; negative when this stage overlapped work (noise, or prefetch).
+        added_cpu_s_per_example: `cpu_s_per_example` minus the previous stage's.
+        elements: elements counted in the measured window.
+        duration_s: length of the measured window (after warm-up), seconds.
+        note: why figures are missing, or a caveat about them; None when there is none.
+    """
+
+    index: int
+    kind: StageKind
+    label: str
+    location: str | None
+    parameters: dict[str, int | bool]
+    unit: StageUnit
+    elements_per_sec: float | None
+    examples_per_sec: float | None
+    cpu_s_per_element: float | None
+    cpu_s_per_example: float | None
+    added_s_per_example: float | None
+    added_cpu_s_per_example: float | None
+    elements: int
+    duration_s: float
+    note: str | None = None
+
+
+@dataclasses.dataclass
+class StageReport:
+    """Every stage of the measured pipeline, in data-flow order, and which one limits it.
+
+    Attributes:
+        stages: from the source (index 0) to the pipeline's output.
+        bottleneck_index: the stage that adds the most time per example (see docs/stages.md);
+            None when no stage could be measured in examples.
+        falls_short_index: the first stage after which the cut pipeline delivers fewer
+            examples/s than the model consumes; None when all keep up or consumption is unknown.
+        consumption_examples_per_sec: what the model consumes when input is free (the
+            compute-only phase), None when that phase did not run.
+        seconds_per_stage: measured window per stage, after `warmup_s` of warm-up.
+        warmup_s: warm-up per stage excluded from its figures.
+        duration_s: wall time the whole stage analysis took.
+        note: a caveat on the whole analysis (a pipeline that branches), else None.
+        advice: what to change at the limiting stage; empty when there is nothing to say.
+    """
+
+    stages: list[StageStat]
+    bottleneck_index: int | None
+    falls_short_index: int | None
+    consumption_examples_per_sec: float | None
+    seconds_per_stage: float
+    warmup_s: float
+    duration_s: float
+    note: str | None
+    advice: str
+
+    @property
+    def bottleneck(self) -> StageStat | None:
+        """The limiting stage, or None."""
+        return None if self.bottleneck_index is None else self.stages[self.bottleneck_index]
+
+
+@dataclasses.dataclass
+class AutotuneChoice:
+    """One value tf.data's autotuner settled on, read from the live iterator's model.
+
+    Attributes:
+        stage_index: the `StageStat.index` of the stage it belongs to; None for a node tf.data
+            added itself (an injected prefetch) or that could not be matched to a stage.
+        stage_label: that stage's label, or tf.data's node name with "(added by tf.data)".
+        node: tf.data's name for the operation in its model, e.g. `ParallelMapV2`.
+        parameter: tf.data's name for the value: `parallelism`, `buffer_size`, `cycle_length`.
+        argument: the argument of the user's call it stands for, e.g. `num_parallel_calls`.
+        value: the value in use when it was read.
+        tuned: True when the autotuner adjusts it while running; False when tf.data fixed it
+            once from AUTOTUNE when the iterator was created (an interleave's `cycle_length`).
+    """
+
+    stage_index: int | None
+    stage_label: str
+    node: str
+    parameter: str
+    argument: str | None
+    value: int
+    tuned: bool
+
+
+@dataclasses.dataclass
+class AutotuneReadout:
+    """The values AUTOTUNE chose, read at the end of the end-to-end phase.
+
+    `choices` is empty and `unavailable_reason` says why when nothing could be read (autotuning
+    off, a TensorFlow without `tf.data.experimental.get_model_proto`).
+    """
+
+    choices: list[AutotuneChoice]
+    unavailable_reason: str | None = None
+
+
+@dataclasses.dataclass
+class ProfileResult(JsonRecord):
+    """Everything one profile measured. Save with `save`, read back with `ProfileResult.load`.
+
+    `pipeline_only` and `compute_only` are `None` when the profile measured only the user's own
+    loop (`tfperf.Profiler`); `speedup_if_input_free` and `compute_slowdown` are then `None`.
+    `compute_slowdown` is how many times longer a step computes end to end than on a cached
+    batch: well above 1, input work competes with training for the CPU. `host_memory` and
+    `cpu` are `None` only when the host probe did not run; `probes` says, for each probe, "ok"
+    or why it was off. `stages` holds the per-stage analysis (None when it did not run, as in
+    tuning trials or with `--no-stages`); `autotune` the values AUTOTUNE settled on (None when
+    the profile did not read them, e.g. through `tfperf.profile` on a user's own loop).
+    """
+
+    pipeline: str
+    knobs: dict[str, Any]
+    verdict: Verdict
+    input_wait_fraction: float
+    speedup_if_input_free: float | None
+    compute_slowdown: float | None
+    advice: str
+    end_to_end: PhaseResult
+    pipeline_only: PhaseResult | None
+    compute_only: PhaseResult | None
+    host_memory: HostMemory | None
+    cpu: CpuUsage | None
+    gpus: list[GpuStats]
+    gpu_unavailable_reason: str | None
+    environment: Environment
+    probes: dict[str, str]
+    created_at: str
+    schema_version: int = SCHEMA_VERSION
+    # Added after schema version 1 shipped: optional, so files written before them still load.
+    stages: StageReport | None = None
+    autotune: AutotuneReadout | None = None
+
+    def phases(self) -> list[PhaseResult]:
+        """The phases that were measured, in the order they ran."""
+        found = (self.end_to_end, self.pipeline_only, self.compute_only)
+        return [phase for phase in found if phase is not None]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProfileResult:
+        """Validates and rebuilds a result from `to_dict` output."""
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != SCHEMA_VERSION:
+            raise ResultFileError(
+                f"result has schema_version {version!r}, but this tfperf reads version "
+                f"{SCHEMA_VERSION}. Re-run `tfperf profile`, or use the tfperf that wrote it."
+            )
+        return cls.validate(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> ProfileResult:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ResultFileError(f"result is not valid JSON: {error}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> ProfileResult:
+        """Reads a result written by `save` (or `tfperf profile --json`).
+
+        Raises:
+            ResultFileError: the file is missing, not JSON, or not a tfperf result.
+        """
+        source = Path(path)
+        try:
+            text = source.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ResultFileError(f"cannot read result file {source}: {error.strerror}") from None
+        try:
+            return cls.from_json(text)
+        except ResultFileError as error:
+            raise ResultFileError(f"{source}: {error}") from None
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per step of every phase, warm-up steps included and flagged.
+
+        Columns: phase, step, start_s, wait_s, compute_s, step_s, examples, epoch, warmup.
+        """
+        import pandas as pd
+
+        rows = [
+            {
+                "phase": phase.phase.value,
+                "step": number,
+                "start_s": record.start_s,
+                "wait_s": record.wait_s,
+                "compute_s": record.compute_s,
+                "step_s": record.step_s,
+                "examples": record.examples,
+                "epoch": record.epoch,
+                "warmup": record.warmup,
+            }
+            for phase in self.phases()
+            for number, record in enumerate(phase.records)
+        ]
+        columns = ["phase", "step", "start_s", "wait_s", "compute_s", "step_s", "examples"]
+        frame: pd.DataFrame = pd.DataFrame(rows, columns=[*columns, "epoch", "warmup"])
+        return frame

@@ -1,0 +1,41 @@
+"""How a tuning trial ended, as plain records that a study stores and a report reads."""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+
+from tfperf.results._profile import ProfileResult
+
+__all__ = ["TrialOutcome", "TrialStatus"]
+
+
+class TrialStatus(str, Enum):
+    """How a trial ended. Only COMPLETE carries a result."""
+
+    COMPLETE = "complete"
+    FAILED = "failed"  # the pipeline raised for this configuration: record it, go on
+    FATAL = "fatal"  # the pipeline file or knobs are broken: every trial would fail, stop
+    TIMEOUT = "timeout"
+    RAM_BUDGET = "ram-budget"
+    GPU_BUDGET = "gpu-budget"
+    CRASHED = "crashed"  # the child died without saying why (a signal, an odd exit status)
+    PRUNED = "pruned"  # `on_progress` returned False
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialOutcome:
+    """How one trial ended and what it cost.
+
+    `result` is set only for COMPLETE; `reason` says why any other trial ended ("" when
+    complete). `peak_rss_bytes` is the highest tree RSS the parent sampled (0 if it never got a
+    reading); `peak_gpu_bytes` is None unless a GPU budget was enforced and NVML reported the
+    child's memory. `wall_s` runs from the child's start to its end.
+    """
+
+    status: TrialStatus
+    result: ProfileResult | None
+    reason: str
+    peak_rss_bytes: int
+    peak_gpu_bytes: int | None
+    wall_s: float

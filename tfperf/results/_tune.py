@@ -1,0 +1,151 @@
+"""What a tuning run found, as plain dataclasses that round-trip through JSON.
+
+No TensorFlow and no Optuna here: a saved `TuneResult` is read by reports and scripts anywhere.
+Throughputs are examples per second; spreads are relative (0.05 = 5%).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from enum import Enum
+from typing import Any
+
+from tfperf.knobs import training_sites
+from tfperf.results._json import JsonRecord
+
+TUNE_SCHEMA_VERSION = 1
+
+
+class Objective(str, Enum):
+    """What the study optimises."""
+
+    THROUGHPUT = "throughput"
+    THROUGHPUT_RAM = "throughput-ram"
+
+
+@dataclasses.dataclass
+class Measurement:
+    """One configuration re-measured several times, interleaved with the others."""
+
+    label: str
+    trial_number: int | None
+    knobs: dict[str, Any]
+    examples_per_sec: list[float]
+    peak_rss_bytes: int
+    peak_gpu_bytes: int | None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.examples_per_sec) if self.examples_per_sec else 0.0
+
+    @property
+    def spread(self) -> float:
+        """Half the range of the repeats, relative to their median: the noise of this figure."""
+        values = self.examples_per_sec
+        if len(values) < 2 or self.median <= 0:
+            return 0.0
+        return (max(values) - min(values)) / 2 / self.median
+
+
+@dataclasses.dataclass
+class Speedup:
+    """A ratio of medians, its spread, and whether it exceeds the measured noise."""
+
+    ratio: float
+    spread: float
+    significant: bool
+
+    def describe(self) -> str:
+        text = f"{self.ratio:.2f}x ± {self.ratio * self.spread:.2f}"
+        return text if self.significant else f"{text} (within noise: not a measured gain)"
+
+
+@dataclasses.dataclass
+class TuneResult(JsonRecord):
+    """The outcome of `tfperf tune`: the recommendation, measured against both references."""
+
+    pipeline: str
+    study_name: str
+    storage: str
+    objective: Objective
+    best: Measurement
+    baseline: Measurement
+    autotune: Measurement | None
+    candidates: list[Measurement]
+    speedup_vs_baseline: Speedup
+    speedup_vs_autotune: Speedup | None
+    recommendation: str
+    changes_training: list[str]
+    pareto_trials: list[int]
+    trial_counts: dict[str, int]
+    trials_this_run: int
+    wall_s: float
+    ram_budget_bytes: int | None
+    gpu_memory_budget_bytes: int | None
+    schema_version: int = TUNE_SCHEMA_VERSION
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TuneResult:
+        return cls.validate(data)
+
+
+def relative_spread(values: list[float]) -> float:
+    """Half-range over median; 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / 2 / middle if middle > 0 else 0.0
+
+
+def speedup(new: Measurement, old: Measurement) -> Speedup:
+    """`new` over `old` by medians; significant only if the gain exceeds both figures' noise.
+
+    The spread of a ratio is taken as the sum of the two relative spreads (a first-order
+    bound), and a gain counts only when `ratio - 1` is larger than that spread.
+    """
+    if old.median <= 0:
+        return Speedup(ratio=0.0, spread=0.0, significant=False)
+    ratio = new.median / old.median
+    spread = new.spread + old.spread
+    return Speedup(ratio=ratio, spread=spread, significant=abs(ratio - 1) > spread)
+
+
+#: Knobs that change what the model trains on or how it computes, not only how fast input
+#: arrives: a recommendation that changes them needs an accuracy check before adoption.
+TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
+
+REFERENCE_LABELS = ("baseline", "autotune")
+
+
+def training_knob_changes(best: Measurement, baseline: Measurement) -> list[str]:
+    """The `TRAINING_KNOBS` whose values differ from the baseline (call sites left out)."""
+    return [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
+
+
+def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
+    """Knobs and call sites that change training, not only speed, and differ from the baseline.
+
+    Those are `TRAINING_KNOBS` and, for code tuned at its call sites, batch sizes and shuffle
+    buffers written in it (`tfperf.sites.training_sites`).
+    """
+    return training_knob_changes(best, baseline) + training_sites(
+        baseline.knobs.get("sites") or {}, best.knobs.get("sites") or {}
+    )
+
+
+def recommend(best: Measurement, vs_baseline: Speedup, changes: list[str]) -> str:
+    """One sentence a person can act on: which configuration to use, and what to check."""
+    if best.label == "baseline" or not vs_baseline.significant:
+        return (
+            "Keep your baseline: no configuration beat it by more than the measured noise "
+            f"(±{vs_baseline.spread:.0%})."
+        )
+    name = "the AUTOTUNE configuration" if best.label == "autotune" else f"{best.label}'s knobs"
+    text = f"Use {name}: {vs_baseline.describe()} your baseline's examples/s."
+    if changes:
+        text += (
+            f" It changes {', '.join(changes)}, which alters training, not only speed: "
+            "check accuracy before adopting it."
+        )
+    return text

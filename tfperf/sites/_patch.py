@@ -1,0 +1,342 @@
+"""Writes chosen call-site values into the user's files, as a unified diff they can apply.
+
+Each change names a `CallSite` (found while the dataset was built) and its new value. The call
+is found again in the file's syntax tree by its end position (or, where only the line is known,
+by its method on that line), and its argument is rewritten in place: a keyword's value, a
+positional argument, or `, name=value` added when the call left it out. AUTOTUNE is written the
+way the file already spells it (`tf.data.AUTOTUNE` under `import tensorflow as tf`).
+
+Only literals are rewritten: a number, None, or an `AUTOTUNE` name. An argument that is a
+variable or an expression is left alone and reported as a `ManualEdit` naming the line and the
+value to set by hand; so is a call the file no longer holds (it was edited since).
+
+The diff's headers are `--- ./FILE` and `+++ ./FILE`, relative to the pipeline's folder: from
+that folder both `patch -p0 < FILE.patch` and `git apply FILE.patch` accept it.
+
+No TensorFlow here.
+
+Example:
+    >>> patch = make_patch(Path("."), [Change(site, 8)])  # doctest: +SKIP
+    >>> print(patch.diff)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from tfperf.knobs import AUTOTUNE, format_site_value
+from tfperf.results import ArgumentForm, CallSite
+from tfperf.sites._callers import callee, name_line
+
+__all__ = ["Change", "ManualEdit", "Patch", "changes_between", "make_patch"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """A call site and the value to write there."""
+
+    site: CallSite
+    value: int | None
+
+    def describe(self) -> str:
+        old = "not given" if self.site.form is ArgumentForm.ABSENT else _shown(self.site.value)
+        return f"{self.site.name}: {old} -> {_shown(self.value)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class ManualEdit:
+    """A change tfperf could not write safely: where, and what to do by hand."""
+
+    change: Change
+    instruction: str
+
+    def describe(self) -> str:
+        return f"{self.change.site.where}: {self.instruction}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    """The diff of every change written, and the changes left to do by hand."""
+
+    diff: str
+    written: tuple[Change, ...]
+    manual: tuple[ManualEdit, ...]
+
+    def describe(self) -> list[str]:
+        """Lines for a terminal: each change, then what to edit by hand."""
+        lines = [f"  {change.describe()}" for change in self.written]
+        if self.manual:
+            lines.append("Change by hand (tfperf rewrites only literal values):")
+            lines.extend(f"  {edit.describe()}" for edit in self.manual)
+        return lines
+
+
+@dataclasses.dataclass(frozen=True)
+class _Edit:
+    start: int  # byte offsets in the file
+    end: int
+    text: str
+
+
+def changes_between(sites: Iterable[CallSite], chosen: Mapping[str, int | None]) -> list[Change]:
+    """The sites whose value in `chosen` differs from what the file passes today.
+
+    A site absent from `chosen`, or chosen as None where the call leaves the argument out,
+    needs no change.
+    """
+    changes = []
+    for site in sites:
+        if site.name not in chosen:
+            continue
+        value = chosen[site.name]
+        unchanged = value is None if site.form is ArgumentForm.ABSENT else value == site.value
+        if not unchanged:
+            changes.append(Change(site, value))
+    return changes
+
+
+def make_patch(root: Path, changes: Sequence[Change]) -> Patch:
+    """Rewrites `changes` in the files under `root` (read, never written) and diffs them.
+
+    Returns:
+        A `Patch`: `diff` is "" when no change could be written.
+    """
+    diffs: list[str] = []
+    written: list[Change] = []
+    manual: list[ManualEdit] = []
+    for file in sorted({change.site.file for change in changes}):
+        in_file = [change for change in changes if change.site.file == file]
+        diff, done, by_hand = _patch_file(root, file, in_file)
+        diffs.append(diff)
+        written.extend(done)
+        manual.extend(by_hand)
+    return Patch("".join(diffs), tuple(written), tuple(manual))
+
+
+def _patch_file(
+    root: Path, file: str, changes: list[Change]
+) -> tuple[str, list[Change], list[ManualEdit]]:
+    try:
+        data = (root / file).read_bytes()
+        tree = ast.parse(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError) as error:
+        reason = f"tfperf cannot read {file} now ({type(error).__name__}: {error})"
+        return "", [], [ManualEdit(change, _by_hand(change, reason)) for change in changes]
+    source = _Source(data, tree)
+    edits: list[_Edit] = []
+    written: list[Change] = []
+    manual: list[ManualEdit] = []
+    for change in changes:
+        edit = source.edit(change)
+        if isinstance(edit, str):
+            manual.append(ManualEdit(change, _by_hand(change, edit)))
+        else:
+            edits.append(edit)
+            written.append(change)
+    new = _apply(data, edits)
+    return _unified(file, data.decode("utf-8"), new.decode("utf-8")), written, manual
+
+
+class _Source:
+    """One file's bytes and syntax tree, and how to find a call and rewrite one argument."""
+
+    def __init__(self, data: bytes, tree: ast.Module) -> None:
+        self.data = data
+        self.starts = _line_starts(data)
+        self.calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+        self.autotune = _autotune_spelling(tree, data)
+
+    def edit(self, change: Change) -> _Edit | str:
+        """The edit for one change, or why it cannot be made safely."""
+        site = change.site
+        call = self._find(site)
+        if isinstance(call, str):
+            return call
+        text = self._value_text(change.value)
+        if text is None:
+            return "the file imports no tensorflow to spell AUTOTUNE with"
+        if site.form is ArgumentForm.ABSENT:
+            return self._insert(call, site.argument, text)
+        target = _argument_node(call, site)
+        if target is None:
+            return (
+                f"`{site.method}(...)` no longer passes {site.argument} as tfperf saw it "
+                "(the file changed since): run tfperf again"
+            )
+        return self._replace(target, site, text)
+
+    def _find(self, site: CallSite) -> ast.Call | str:
+        named = [call for call in self.calls if callee(call) == site.method]
+        if site.end_line is not None and site.end_col is not None:
+            found = [
+                c
+                for c in named
+                if (c.end_lineno, c.end_col_offset) == (site.end_line, site.end_col)
+            ]
+        else:
+            found = [c for c in named if name_line(c) == site.line]
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            return (
+                f"no `{site.method}(...)` call is where tfperf found it (the file changed "
+                "since): run tfperf again"
+            )
+        return (
+            f"line {site.line} holds {len(found)} `{site.method}(...)` calls and tfperf cannot "
+            "tell them apart"
+        )
+
+    def _replace(self, node: ast.expr, site: CallSite, text: str) -> _Edit | str:
+        literal, value = _literal(node)
+        segment = self._segment(node)
+        if not literal:
+            return f"{site.argument} is `{segment}` there, not a literal tfperf can rewrite"
+        if value != site.value:
+            return (
+                f"{site.argument} is now {segment}, not {_shown(site.value)} as measured (the "
+                "file changed since): run tfperf again"
+            )
+        return _Edit(self._offset(node.lineno, node.col_offset), self._end(node), text)
+
+    def _insert(self, call: ast.Call, argument: str, text: str) -> _Edit:
+        parts: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+        if parts:
+            last = max(parts, key=lambda part: (part.end_lineno or 0, part.end_col_offset or 0))
+            at = self._end(last)
+            return _Edit(at, at, f", {argument}={text}")
+        at = self.data.index(b"(", self._end(call.func)) + 1
+        return _Edit(at, at, f"{argument}={text}")
+
+    def _value_text(self, value: int | None) -> str | None:
+        if value == AUTOTUNE:
+            return self.autotune
+        return str(value)
+
+    def _offset(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col
+
+    def _end(self, node: ast.expr | ast.keyword) -> int:
+        return self._offset(node.end_lineno or 0, node.end_col_offset or 0)
+
+    def _segment(self, node: ast.expr) -> str:
+        start = self._offset(node.lineno, node.col_offset)
+        return self.data[start : self._end(node)].decode("utf-8")
+
+
+def _argument_node(call: ast.Call, site: CallSite) -> ast.expr | None:
+    if site.form is ArgumentForm.KEYWORD:
+        return next((kw.value for kw in call.keywords if kw.arg == site.argument), None)
+    index = site.index
+    if index is None or index >= len(call.args):
+        return None
+    if any(isinstance(arg, ast.Starred) for arg in call.args[: index + 1]):
+        return None  # `*args` moves positions: the node at `index` is not the argument
+    return call.args[index]
+
+
+def _literal(node: ast.expr) -> tuple[bool, int | None]:
+    """Whether `node` is a value tfperf may overwrite, and that value."""
+    if isinstance(node, ast.Constant) and node.value is None:
+        return True, None
+    number = _int_of(node)
+    if number is not None:
+        return True, number
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        number = _int_of(node.operand)
+        if number is not None:
+            return True, -number
+    if _is_autotune(node):
+        return True, AUTOTUNE
+    return False, None
+
+
+def _int_of(node: ast.AST) -> int | None:
+    if not isinstance(node, ast.Constant):
+        return None
+    value = node.value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _is_autotune(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "AUTOTUNE") or (
+        isinstance(node, ast.Name) and node.id == "AUTOTUNE"
+    )
+
+
+def _autotune_spelling(tree: ast.Module, data: bytes) -> str | None:
+    """How this file writes AUTOTUNE: as it already does, else through its tensorflow import."""
+    for node in ast.walk(tree):
+        if _is_autotune(node):
+            segment = ast.get_source_segment(data.decode("utf-8"), node)
+            if segment and "\n" not in segment:
+                return segment
+    for node in tree.body:
+        spelling = _spelling_from_import(node)
+        if spelling:
+            return spelling
+    return None
+
+
+def _spelling_from_import(node: ast.stmt) -> str | None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name == "tensorflow":
+                return f"{alias.asname or 'tensorflow'}.data.AUTOTUNE"
+    if isinstance(node, ast.ImportFrom) and node.module == "tensorflow":
+        for alias in node.names:
+            if alias.name == "data":
+                return f"{alias.asname or 'data'}.AUTOTUNE"
+    if isinstance(node, ast.ImportFrom) and node.module in (
+        "tensorflow.data",
+        "tensorflow.data.experimental",
+    ):
+        for alias in node.names:
+            if alias.name == "AUTOTUNE":
+                return alias.asname or "AUTOTUNE"
+    return None
+
+
+def _apply(data: bytes, edits: list[_Edit]) -> bytes:
+    # Last first, so earlier offsets stay valid; two insertions at one point keep their order.
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        data = data[: edit.start] + edit.text.encode("utf-8") + data[edit.end :]
+    return data
+
+
+def _line_starts(data: bytes) -> list[int]:
+    starts = [0]
+    for index, byte in enumerate(data):
+        if byte == 0x0A:
+            starts.append(index + 1)
+    return starts
+
+
+def _unified(file: str, old: str, new: str) -> str:
+    if old == new:
+        return ""
+    shown = f"./{file}"
+    lines = difflib.unified_diff(_lines(old), _lines(new), shown, shown)
+    # A last line without a newline needs git's marker, or the next line would join it.
+    return "".join(
+        line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def _lines(text: str) -> list[str]:
+    # Split on "\n" alone: str.splitlines() also splits on form feeds and other separators.
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _by_hand(change: Change, reason: str) -> str:
+    site = change.site
+    return f"set {site.argument} of `{site.method}(...)` to {_shown(change.value)} ({reason})"
+
+
+def _shown(value: int | None) -> str:
+    return format_site_value(value).split(" ")[0]

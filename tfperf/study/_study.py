@@ -1,0 +1,343 @@
+"""What tfperf keeps in an Optuna study, and how it reads it back.
+
+Budgets are Optuna constraints (`ram_bytes_over_budget`, `gpu_bytes_over_budget`: the figure
+minus the budget, feasible when <= 0), so the sampler learns where the limits bind. The study
+records which pipeline it tunes, so a study name reused for another pipeline, or a study
+created by another tool, is refused with a clear message.
+
+Trial user attributes (each absent when it does not apply):
+
+- `knobs`: the knobs measured, `Knobs.to_dict()`.
+- `status`, `reason`: how it ended, a `TrialStatus` value or `interrupted` (Ctrl-C, or its
+  tuner died); on trials outside the search, their `role`; and why ("" when complete).
+- `peak_rss_bytes`, `peak_gpu_bytes`, `wall_s`: what it cost.
+- `result`: on success, the full `ProfileResult` as JSON, so reports need no re-run.
+- `reference`: `baseline` or `autotune`, on the two references.
+- `duplicate_of`: the earlier trial whose figures it copies (the sampler proposed its knobs).
+- `worker`: who ran it, a flat dict: `host`, `pid`, `started` (Unix time), `pid_scope`, and
+  the hardware fields of `tfperf.hardware.HARDWARE_FIELDS`: `cpu_model`, `cpu_count`,
+  `gpu_model` (None without a GPU), `tf_version`.
+- `lost`: true when its tuner died (SIGKILL, power loss) and another tuner failed it. Lost
+  trials do not count toward `--trials`; `retry_of` marks the trial that runs them again.
+- `role`: only on trials that are not part of the search: `remeasure` (the lock of a final
+  re-measurement, see `tfperf.study._cluster`) or `duplicate` (a second copy of a reference, never
+  run). `search_trials` leaves them out.
+
+Study user attributes: `tfperf_pipeline` (the pipeline file's name), `tfperf_objective`,
+`tfperf_references_enqueued` (true once the references are queued), `tfperf_remeasure` (the
+final re-measurement: a list of `Measurement` dicts) and `tfperf_remeasured_by` (`trials`:
+how many counted trials had finished when it was measured, `lock_trial`, `worker`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from tfperf.errors import TfperfError
+from tfperf.hardware import describe_hardware
+from tfperf.knobs import Knobs
+from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus
+from tfperf.study._cluster import counted
+
+if TYPE_CHECKING:
+    import optuna
+    import pandas as pd
+
+T = TypeVar("T")
+
+#: Study attribute naming the pipeline file a study tunes.
+PIPELINE_ATTR = "tfperf_pipeline"
+OBJECTIVE_ATTR = "tfperf_objective"
+REFERENCES_ATTR = "tfperf_references_enqueued"
+REMEASURE_ATTR = "tfperf_remeasure"
+REMEASURED_BY_ATTR = "tfperf_remeasured_by"
+#: For a plain pipeline or a script: the call sites found in its code (`Discovery.to_dict()`)
+#: and `root`, the folder they are relative to, so a report can write the patch.
+DISCOVERY_ATTR = "tfperf_discovery"
+
+BASELINE, AUTOTUNE_REF = "baseline", "autotune"
+
+
+class StudyMismatchError(TfperfError):
+    """The study named belongs to another pipeline, another objective, or another tool."""
+
+
+def directions(objective: Objective) -> list[Literal["maximize", "minimize"]]:
+    if objective is Objective.THROUGHPUT_RAM:
+        return ["maximize", "minimize"]
+    return ["maximize"]
+
+
+def claim_study(study: optuna.Study, pipeline_name: str, objective: Objective, shown: str) -> None:
+    """Marks a new study as this pipeline's, or checks an existing one is.
+
+    Args:
+        shown: the storage and study as the user may see them (password masked).
+    """
+    owner = study.user_attrs.get(PIPELINE_ATTR)
+    if owner is None and study.trials:
+        raise StudyMismatchError(
+            f"study {study.study_name!r} in {shown} has {len(study.trials)} trials but was not "
+            "created by tfperf; pick a new name with --study."
+        )
+    if owner is not None and owner != pipeline_name:
+        raise StudyMismatchError(
+            f"study {study.study_name!r} in {shown} tunes {owner}, not {pipeline_name}; use "
+            "--study to give this pipeline its own study."
+        )
+    recorded = study.user_attrs.get(OBJECTIVE_ATTR)
+    if recorded is not None and recorded != objective.value:
+        raise StudyMismatchError(
+            f"study {study.study_name!r} was created with --objective {recorded}, not "
+            f"{objective.value}; resume it with --objective {recorded} or use another --study."
+        )
+    if owner is None:
+        study.set_user_attr(PIPELINE_ATTR, pipeline_name)
+        study.set_user_attr(OBJECTIVE_ATTR, objective.value)
+
+
+def enqueue_references(
+    study: optuna.Study, references: dict[str, tuple[Knobs, dict[str, Any]]]
+) -> bool:
+    """Enqueues the reference trials (label -> knobs, Optuna params) once per study.
+
+    Returns:
+        True if they were enqueued now, False if the study already had them.
+    """
+    if study.user_attrs.get(REFERENCES_ATTR):
+        return False
+    for label, (knobs, params) in references.items():
+        study.enqueue_trial(params, user_attrs={"reference": label, "knobs": knobs.to_dict()})
+    study.set_user_attr(REFERENCES_ATTR, True)
+    return True
+
+
+def await_references(study: optuna.Study, wait_s: float, poll_s: float) -> None:
+    """Waits until the tuner that created the study has queued the references.
+
+    Creating a study and queueing its references are separate writes; a tuner that joins in
+    between waits for them rather than queueing its own copies. A study of another tool is
+    left to `claim_study` at once; if the creator died mid-way, this tuner queues them after
+    `wait_s`.
+    """
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        attrs = study.user_attrs
+        if attrs.get(REFERENCES_ATTR):
+            return
+        if PIPELINE_ATTR not in attrs and study.get_trials(deepcopy=False):
+            return
+        time.sleep(poll_s)
+
+
+def same_knobs(study: optuna.Study, knobs: Knobs, number: int) -> optuna.trial.FrozenTrial | None:
+    """A feasible completed trial other than `number` that measured `knobs`."""
+    wanted = knobs.to_dict()
+    for trial in feasible_complete(study):
+        if trial.number != number and trial.user_attrs.get("knobs") == wanted:
+            return trial
+    return None
+
+
+def running_twin(study: optuna.Study, knobs: Knobs, number: int) -> optuna.trial.FrozenTrial | None:
+    """The lowest-numbered trial measuring `knobs` on another tuner now, if below `number`."""
+    import optuna
+
+    wanted = knobs.to_dict()
+    running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    for trial in running:
+        if trial.number < number and trial.user_attrs.get("knobs") == wanted:
+            return trial
+    return None
+
+
+def reference_trial(study: optuna.Study, label: str) -> int | None:
+    """The trial that measured a reference: its completed run, else its first counted one."""
+    runs = [
+        t
+        for t in counted(study.get_trials(deepcopy=False))
+        if t.user_attrs.get("reference") == label
+    ]
+    complete = [t for t in runs if t.state.name == "COMPLETE"]
+    return (complete or runs)[0].number if runs else None
+
+
+def record_outcome(
+    trial: optuna.trial.Trial, outcome: TrialOutcome, budgets: Sequence[int | None]
+) -> None:
+    """Stores a trial's outcome as user attributes and its budgets as constraints.
+
+    Constraint values are `figure - budget` (feasible when <= 0); without a budget, 0.
+    """
+    ram_budget, gpu_budget = budgets
+    ram = float(outcome.peak_rss_bytes - ram_budget) if ram_budget else 0.0
+    gpu = float((outcome.peak_gpu_bytes or 0) - gpu_budget) if gpu_budget else 0.0
+    trial.set_constraint("ram_bytes_over_budget", ram)
+    trial.set_constraint("gpu_bytes_over_budget", gpu)
+    trial.set_user_attr("status", outcome.status.value)
+    trial.set_user_attr("reason", outcome.reason)
+    trial.set_user_attr("peak_rss_bytes", outcome.peak_rss_bytes)
+    trial.set_user_attr("peak_gpu_bytes", outcome.peak_gpu_bytes)
+    trial.set_user_attr("wall_s", round(outcome.wall_s, 3))
+    if outcome.result is not None:
+        trial.set_user_attr("result", outcome.result.to_json(indent=None))
+
+
+def copy_constraints(source: optuna.trial.FrozenTrial, target: optuna.trial.Trial) -> None:
+    for key, value in source.constraints.items():
+        target.set_constraint(key, value)
+
+
+def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """Trials that finished a full measurement within every budget."""
+    import optuna
+
+    return [
+        trial
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        if trial.user_attrs.get("status") == TrialStatus.COMPLETE.value
+        and all(value <= 0 for value in trial.constraints.values())
+    ]
+
+
+def pareto_front(trials: Sequence[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
+    """Trials no other trial beats on both throughput (higher) and peak RAM (lower)."""
+    return pareto(trials, lambda trial: (trial.values[0], trial.values[1]))
+
+
+def pareto(items: Sequence[T], key: Callable[[T], tuple[float, float]]) -> list[T]:
+    """Items no other beats on both throughput (higher) and peak RAM (lower), fastest first.
+
+    `key` gives an item's (throughput, peak RAM).
+    """
+
+    def dominated(a: T) -> bool:
+        speed, ram = key(a)
+        return any(key(b)[0] >= speed and key(b)[1] <= ram and key(b) != key(a) for b in items)
+
+    return sorted((item for item in items if not dominated(item)), key=lambda i: -key(i)[0])
+
+
+def search_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
+    """The study's trials without those that are not part of the search (locks, copies)."""
+    return [trial for trial in study.get_trials(deepcopy=False) if not trial.user_attrs.get("role")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Remeasurement:
+    """The stored final re-measurement, and the state of the study it was made for."""
+
+    measurements: list[Measurement]
+    trials: int  # counted trials finished when it was measured
+    lock_trial: int | None
+    worker: dict[str, Any]
+
+
+def store_remeasurement(study: optuna.Study, remeasurement: Remeasurement) -> None:
+    """Saves the measurements first, then what they cover, which readers check first."""
+    study.set_user_attr(REMEASURE_ATTR, [dataclasses.asdict(m) for m in remeasurement.measurements])
+    study.set_user_attr(
+        REMEASURED_BY_ATTR,
+        {
+            "trials": remeasurement.trials,
+            "lock_trial": remeasurement.lock_trial,
+            "worker": remeasurement.worker,
+        },
+    )
+
+
+def stored_remeasurement(study: optuna.Study) -> Remeasurement | None:
+    """The last re-measurement stored in the study, or None (or from an older tfperf)."""
+    attrs = study.user_attrs
+    covered = attrs.get(REMEASURED_BY_ATTR)
+    if not covered or REMEASURE_ATTR not in attrs:
+        return None
+    return Remeasurement(
+        measurements=[Measurement(**item) for item in attrs[REMEASURE_ATTR]],
+        trials=int(covered["trials"]),
+        lock_trial=covered.get("lock_trial"),
+        worker=dict(covered.get("worker") or {}),
+    )
+
+
+def hardware_groups(study: optuna.Study, *workers: dict[str, Any]) -> dict[str, list[str]]:
+    """Hosts by hardware, over the study's trials and `workers`: one key when all alike."""
+    groups: dict[str, set[str]] = {}
+    records = [trial.user_attrs.get("worker") for trial in search_trials(study)]
+    for worker in [*records, *workers]:
+        if worker and "cpu_model" in worker:
+            groups.setdefault(describe_hardware(worker), set()).add(str(worker.get("host")))
+    return {hardware: sorted(hosts) for hardware, hosts in sorted(groups.items())}
+
+
+def status_counts(study: optuna.Study) -> dict[str, int]:
+    """Trials by tfperf status (complete, failed, ram-budget, ...) or Optuna state (waiting)."""
+    counts: dict[str, int] = {}
+    for trial in search_trials(study):
+        status = trial.user_attrs.get("status") or trial.state.name.lower()
+        counts[status] = counts.get(status, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def trials_frame(study: optuna.Study) -> pd.DataFrame:
+    """One row per search trial: number, state, status, reason, examples/s, peak RAM, the
+    host and its hardware, and every knob (`knob_<name>`).
+
+    `hardware` is `tfperf.hardware.describe_hardware` of the trial's host: group or filter by
+    it (or by `host`) to compare only timings taken on alike machines.
+    """
+    import pandas as pd
+
+    rows = []
+    for trial in search_trials(study):
+        attrs = trial.user_attrs
+        worker = attrs.get("worker") or {}
+        row: dict[str, Any] = {
+            "number": trial.number,
+            "state": trial.state.name,
+            "status": attrs.get("status"),
+            "reference": attrs.get("reference"),
+            "examples_per_sec": trial.values[0] if trial.values else None,
+            "peak_rss_bytes": attrs.get("peak_rss_bytes"),
+            "peak_gpu_bytes": attrs.get("peak_gpu_bytes"),
+            "wall_s": attrs.get("wall_s"),
+            "reason": attrs.get("reason"),
+            "lost": bool(attrs.get("lost")),
+            "retry_of": attrs.get("retry_of"),
+            "duplicate_of": attrs.get("duplicate_of"),
+            "host": worker.get("host"),
+            "hardware": describe_hardware(worker) if "cpu_model" in worker else None,
+            "cpu_model": worker.get("cpu_model"),
+            "cpu_count": worker.get("cpu_count"),
+            "gpu_model": worker.get("gpu_model"),
+            "tf_version": worker.get("tf_version"),
+        }
+        row.update({f"knob_{k}": v for k, v in (attrs.get("knobs") or {}).items()})
+        rows.append(row)
+    frame: pd.DataFrame = pd.DataFrame(rows)
+    return frame
+
+
+def load_trials_frame(storage: str, study_name: str) -> pd.DataFrame:
+    """The trials of a stored study as a DataFrame (see `trials_frame`).
+
+    Example:
+        >>> tfperf.trials_frame("sqlite:///studies/p.db", "p")  # doctest: +SKIP
+    """
+    import optuna
+
+    from tfperf.study._storage import open_storage
+
+    return trials_frame(optuna.load_study(study_name=study_name, storage=open_storage(storage)))
+
+
+def stored_result(trial: optuna.trial.FrozenTrial) -> Any:
+    """The trial's `ProfileResult`, or None when it did not complete."""
+    from tfperf.results import ProfileResult
+
+    text = trial.user_attrs.get("result")
+    return ProfileResult.from_dict(json.loads(text)) if text else None

@@ -1,0 +1,21 @@
+"""One tuning trial in a child process, so that whatever goes wrong stays in that trial."""
+
+from __future__ import annotations
+
+from tfperf.trials._discovery import (
+    with_sites,
+)
+from tfperf.trials._runner import (
+    Budgets,
+    TrialRequest,
+    gpu_budget_problem,
+    run_trial,
+)
+
+__all__ = [
+    "Budgets",
+    "TrialRequest",
+    "gpu_budget_problem",
+    "run_trial",
+    "with_sites",
+]

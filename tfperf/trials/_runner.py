@@ -1,0 +1,473 @@
+"""Runs one tuning trial in a child process, so that whatever goes wrong stays in that trial.
+
+Every trial runs `python -m tfperf.trials._worker` (see `tfperf.trials._worker` for the protocol) in
+a session of its own: a fresh TensorFlow with the trial's precision policy set before its model,
+memory figures that are the trial's alone, and a crash, hang or out-of-memory kill that takes down
+only the child. The parent watches the child's process tree every `poll_interval_s`; over a budget,
+past the timeout, or when `on_progress` asks to prune, it kills the whole process group with SIGKILL
+and records why. A Ctrl-C in the terminal does not reach the child (it leads its own session); the
+parent kills it on the way out instead. POSIX only: it relies on process groups.
+
+Example:
+    >>> outcome = run_trial(
+    ...     TrialRequest(Path("pipeline.py"), Knobs(batch_size=64), steps=50),
+    ...     Budgets(ram_bytes=8 * 2**30, timeout_s=600),
+    ... )  # doctest: +SKIP
+    >>> outcome.status, outcome.reason  # doctest: +SKIP
+    (<TrialStatus.RAM_BUDGET: 'ram-budget'>, 'used 8.2 GiB of host RAM, over the 8 GiB budget ...')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+from tfperf.errors import ResultFileError
+from tfperf.knobs import Knobs
+from tfperf.measure import Progress
+from tfperf.probes import NvmlProbe, read_tree
+from tfperf.results import ProfileResult, TrialOutcome, TrialStatus
+from tfperf.trials._worker import (
+    EXIT_FAILED,
+    EXIT_FATAL,
+    EXIT_OK,
+    WorkRequest,
+    decode_message,
+    progress_from_message,
+)
+from tfperf.units import format_bytes
+
+__all__ = [
+    "Budgets",
+    "TrialRequest",
+    "gpu_budget_problem",
+    "run_trial",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The options of `tfperf tune` that set each budget, named in reasons so users know the fix.
+RAM_BUDGET_OPTION = "--ram-budget"
+GPU_BUDGET_OPTION = "--gpu-memory-budget"
+TIMEOUT_OPTION = "--trial-timeout"
+
+_RELIST_INTERVAL_S = 1.0  # as HostProbe: listing a tree costs more than reading it
+_READER_JOIN_S = 5.0
+_LOG_TAIL_LINES = 10
+_LOG_TAIL_BYTES = 64 * 1024
+
+ProgressHook = Callable[[Progress], bool | None]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialRequest:
+    """One configuration to measure.
+
+    `steps` are measured steps per phase; `warmup` None detects the warm-up from step times;
+    `argv` is what the pipeline file sees in `sys.argv[1:]`.
+    """
+
+    pipeline: Path
+    knobs: Knobs
+    steps: int
+    warmup: int | None = None
+    argv: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Budgets:
+    """Limits a trial is killed for crossing; None means no limit.
+
+    `ram_bytes`: resident memory of the child's whole process tree, summed (bytes).
+    `gpu_memory_bytes`: GPU memory NVML attributes to the child's tree, the sum over GPUs of
+    each GPU's peak (bytes); enforced only where `gpu_budget_problem()` returns None.
+    `timeout_s`: wall-clock seconds from the child's start, TensorFlow's import included.
+    """
+
+    ram_bytes: int | None = None
+    gpu_memory_bytes: int | None = None
+    timeout_s: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stop:
+    """Why the parent killed the child."""
+
+    status: TrialStatus
+    reason: str
+
+
+def run_trial(
+    request: TrialRequest,
+    budgets: Budgets,
+    *,
+    on_progress: ProgressHook | None = None,
+    poll_interval_s: float = 0.1,
+    python: str = sys.executable,
+) -> TrialOutcome:
+    """Measures `request` in a child process, within `budgets`.
+
+    Args:
+        on_progress: called in this thread with each progress report the child sends (about
+            ten a second at most); returning False kills the trial as PRUNED.
+        poll_interval_s: how often memory and the clock are checked.
+        python: the interpreter that runs the child; it must be able to import tfperf.
+
+    Returns:
+        The outcome: every failure of the trial is a status and a reason, never an exception.
+
+    Raises:
+        KeyboardInterrupt: (or any exception from `on_progress`) after the child's process
+            group has been killed; the trial counts as interrupted, not measured.
+    """
+    if poll_interval_s <= 0:
+        raise ValueError(f"`poll_interval_s > 0` must hold, but got {poll_interval_s}")
+    with tempfile.TemporaryDirectory(prefix="tfperf-trial-") as folder:
+        files = _TrialFiles(Path(folder))
+        work = WorkRequest(
+            pipeline=str(request.pipeline),
+            knobs=request.knobs.to_dict(),
+            steps=request.steps,
+            warmup=request.warmup,
+            argv=request.argv,
+            result_path=str(files.result),
+        )
+        files.request.write_text(json.dumps(work.to_dict()), encoding="utf-8")
+        started = time.monotonic()
+        child = _start(python, files)
+        watch: _Watch | None = None
+        try:
+            watch = _Watch(child, budgets, on_progress, started)
+            stop = watch.run(poll_interval_s)
+        finally:
+            _kill_group(child)
+            if watch is not None:
+                watch.close()
+        wall_s = time.monotonic() - started
+        assert watch is not None  # set, or the try above raised
+        # Reports that arrived as the child finished still reach the caller (a progress bar's
+        # last step); too late to prune, so their answers are ignored.
+        watch.drain(deliver=stop is None)
+        return _outcome(stop, child.returncode, watch, files, wall_s)
+
+
+def gpu_budget_problem() -> str | None:
+    """Why a GPU memory budget cannot be enforced on this machine; None when it can.
+
+    Per-trial GPU memory is read through NVML; without the driver, a GPU or `pynvml` it is not.
+
+    >>> gpu_budget_problem()  # doctest: +SKIP
+    'NVML could not start (NVML Shared Library Not Found): no NVIDIA driver on this machine'
+    """
+    probe = NvmlProbe()
+    reason = probe.open()
+    probe.close()
+    return reason
+
+
+def classify_exit(
+    returncode: int, error: Mapping[str, Any] | None, log_tail: str
+) -> tuple[TrialStatus, str]:
+    """Status and reason of a child that ended on its own (not killed by the parent).
+
+    `error` is the error message the child sent, if any; `log_tail` the end of its stderr.
+    """
+    if returncode == EXIT_OK:
+        return TrialStatus.COMPLETE, ""
+    if returncode in (EXIT_FAILED, EXIT_FATAL):
+        status = TrialStatus.FATAL if returncode == EXIT_FATAL else TrialStatus.FAILED
+        message = error.get("message") if error is not None else None
+        if isinstance(message, str) and message:
+            return status, message
+        return status, f"the trial exited with status {returncode} without a message" + _tail(
+            log_tail
+        )
+    if returncode < 0:
+        return TrialStatus.CRASHED, signal_reason(-returncode, log_tail)
+    return TrialStatus.CRASHED, f"the trial exited with status {returncode}" + _tail(log_tail)
+
+
+def signal_reason(signum: int, log_tail: str = "") -> str:
+    """Why a child killed by signal `signum` (that the parent did not send) died."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    if signum == signal.SIGKILL:
+        return (
+            f"killed by {name}, likely the kernel's out-of-memory killer: the machine ran out "
+            f"of memory. Set {RAM_BUDGET_OPTION} below the free memory so tfperf stops such "
+            "trials itself."
+        )
+    return f"killed by {name}" + _tail(log_tail)
+
+
+def ram_reason(used_bytes: int, budget_bytes: int) -> str:
+    return (
+        f"used {format_bytes(used_bytes)} of host RAM, over the {format_bytes(budget_bytes)} "
+        f"budget ({RAM_BUDGET_OPTION})"
+    )
+
+
+def gpu_reason(used_bytes: int, budget_bytes: int) -> str:
+    return (
+        f"used {format_bytes(used_bytes)} of GPU memory, over the {format_bytes(budget_bytes)} "
+        f"budget ({GPU_BUDGET_OPTION})"
+    )
+
+
+def timeout_reason(timeout_s: float) -> str:
+    return f"still running after {timeout_s:g} s ({TIMEOUT_OPTION})"
+
+
+def pruned_reason(progress: Progress) -> str:
+    phase = progress.phase.value.replace("_", "-")
+    if progress.warming_up or progress.examples_per_sec is None:
+        return f"pruned while warming up ({phase} phase)"
+    steps = progress.measured_steps
+    return (
+        f"pruned at {progress.examples_per_sec:,.0f} examples/s after {steps} measured "
+        f"step{'' if steps == 1 else 's'} ({phase} phase)"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _TrialFiles:
+    folder: Path
+
+    @property
+    def request(self) -> Path:
+        return self.folder / "request.json"
+
+    @property
+    def result(self) -> Path:
+        return self.folder / "result.json"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "worker.log"
+
+
+class _Watch:
+    """Follows one running child: its messages, its tree's memory, the clock."""
+
+    def __init__(
+        self,
+        child: subprocess.Popen[str],
+        budgets: Budgets,
+        on_progress: ProgressHook | None,
+        started: float,
+    ) -> None:
+        self.child = child
+        self.budgets = budgets
+        self.on_progress = on_progress
+        self.started = started
+        self.peak_rss = 0
+        self.peak_gpu: int | None = None
+        self.error: dict[str, Any] | None = None
+        self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        assert child.stdout is not None
+        self._reader = threading.Thread(
+            target=_read_protocol,
+            args=(child.stdout, self._messages),
+            name=f"tfperf-trial-{child.pid}",
+            daemon=True,
+        )
+        self._reader.start()
+        self._tree = _TreeMemory(child.pid)
+        self._gpu = _gpu_probe(child.pid) if budgets.gpu_memory_bytes is not None else None
+
+    def run(self, poll_interval_s: float) -> _Stop | None:
+        """Watches until the child exits (None) or must be stopped (why)."""
+        while True:
+            stop = self.drain(deliver=True) or self._check_limits()
+            if stop is not None:
+                return stop
+            try:
+                self.child.wait(timeout=poll_interval_s)
+            except subprocess.TimeoutExpired:
+                continue
+            return None
+
+    def drain(self, *, deliver: bool) -> _Stop | None:
+        """Handles the queued messages; returns a stop when `on_progress` asks to prune."""
+        while True:
+            try:
+                message = self._messages.get_nowait()
+            except queue.Empty:
+                return None
+            if message["type"] == "error":
+                self.error = message
+            elif message["type"] == "progress" and deliver and self.on_progress is not None:
+                progress = progress_from_message(message)
+                # `is False`: a display callback returning None must not prune.
+                if progress is not None and self.on_progress(progress) is False:
+                    return _Stop(TrialStatus.PRUNED, pruned_reason(progress))
+
+    def close(self) -> None:
+        """After the child's group is dead: lets the reader finish, releases NVML."""
+        self._reader.join(_READER_JOIN_S)
+        if self._reader.is_alive():
+            logger.warning("the output of trial process %d did not close", self.child.pid)
+        elif self.child.stdout is not None:
+            self.child.stdout.close()
+        if self._gpu is not None:
+            self._gpu.close()
+
+    def _check_limits(self) -> _Stop | None:
+        elapsed = time.monotonic() - self.started
+        budgets = self.budgets
+        if budgets.timeout_s is not None and elapsed > budgets.timeout_s:
+            return _Stop(TrialStatus.TIMEOUT, timeout_reason(budgets.timeout_s))
+        rss = self._tree.rss_bytes()
+        if rss is not None:
+            self.peak_rss = max(self.peak_rss, rss)
+            if budgets.ram_bytes is not None and rss > budgets.ram_bytes:
+                return _Stop(TrialStatus.RAM_BUDGET, ram_reason(rss, budgets.ram_bytes))
+        if self._gpu is not None and budgets.gpu_memory_bytes is not None:
+            gpu = _gpu_peak(self._gpu, elapsed)
+            if gpu is not None:
+                self.peak_gpu = gpu
+                if gpu > budgets.gpu_memory_bytes:
+                    return _Stop(TrialStatus.GPU_BUDGET, gpu_reason(gpu, budgets.gpu_memory_bytes))
+        return None
+
+
+class _TreeMemory:
+    """RSS of a process and its descendants, re-listing them at most once a second."""
+
+    def __init__(self, pid: int) -> None:
+        try:
+            self._process: psutil.Process | None = psutil.Process(pid)
+        except psutil.Error:
+            self._process = None
+        self._children: list[psutil.Process] = []
+        self._listed_at: float | None = None
+
+    def rss_bytes(self) -> int | None:
+        """The tree's summed RSS; None once the process is gone (its exit is handled elsewhere)."""
+        if self._process is None:
+            return None
+        now = time.monotonic()
+        try:
+            if self._listed_at is None or now - self._listed_at >= _RELIST_INTERVAL_S:
+                self._children = self._process.children(recursive=True)
+                self._listed_at = now
+            return read_tree(self._process, self._children).rss_bytes
+        except psutil.Error:
+            return None
+
+
+def _gpu_probe(pid: int) -> NvmlProbe | None:
+    probe = NvmlProbe(pid=pid)
+    reason = probe.open()
+    if reason is not None:
+        logger.warning("the GPU memory budget is not enforced: %s", reason)
+        return None
+    return probe
+
+
+def _gpu_peak(probe: NvmlProbe, t_s: float) -> int | None:
+    """GPU memory of the child's tree: each GPU's peak so far, summed; None if never reported."""
+    probe.sample(t_s)
+    peaks = [gpu.process_memory_peak_bytes for gpu in probe.gpus()]
+    reported = [peak for peak in peaks if peak is not None]
+    return sum(reported) if reported else None
+
+
+def _start(python: str, files: _TrialFiles) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    command = [python, "-m", "tfperf.trials._worker", str(files.request)]
+    logger.debug("starting trial: %s", " ".join(command))
+    with files.log.open("wb") as log:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            # Its own session: a terminal's Ctrl-C does not reach it, and killpg reaches
+            # everything it started.
+            start_new_session=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+
+
+def _read_protocol(stream: IO[str], messages: queue.Queue[dict[str, Any]]) -> None:
+    for line in stream:
+        message = decode_message(line.rstrip("\n"))
+        if message is None:
+            logger.debug("trial output that is not a protocol line: %r", line)
+        else:
+            messages.put(message)
+
+
+def _kill_group(child: subprocess.Popen[str]) -> None:
+    """SIGKILLs the child's process group, then reaps the child.
+
+    Also after a normal exit: processes the pipeline started and left running die with it.
+    """
+    # ProcessLookupError: the group is gone, the child exited and left nothing behind.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+
+
+def _outcome(
+    stop: _Stop | None, returncode: int, watch: _Watch, files: _TrialFiles, wall_s: float
+) -> TrialOutcome:
+    result = None
+    if stop is not None:
+        status, reason = stop.status, stop.reason
+    else:
+        status, reason = classify_exit(returncode, watch.error, _log_tail(files.log))
+    if status is TrialStatus.COMPLETE:
+        try:
+            result = ProfileResult.load(files.result)
+        except ResultFileError as error:
+            status, reason = TrialStatus.CRASHED, f"the trial finished but left no result: {error}"
+    if status is not TrialStatus.COMPLETE:
+        logger.debug("trial %s: %s\nits log ends:\n%s", status.value, reason, _log_tail(files.log))
+    return TrialOutcome(
+        status=status,
+        result=result,
+        reason=reason,
+        peak_rss_bytes=watch.peak_rss,
+        peak_gpu_bytes=watch.peak_gpu,
+        wall_s=wall_s,
+    )
+
+
+def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    """The last non-empty `lines` of the child's stderr log; "" when there is none."""
+    try:
+        with path.open("rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - _LOG_TAIL_BYTES))
+            text = log.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    kept = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+def _tail(log_tail: str) -> str:
+    return f"; its output ended with:\n{log_tail}" if log_tail else " (it wrote nothing to stderr)"

@@ -1,0 +1,404 @@
+"""The child process of one tuning trial: `python -m tfperf.trials._worker REQUEST.json`.
+
+`tfperf.trials._runner` starts this module in a fresh interpreter for every trial, so each trial
+gets a fresh TensorFlow (its precision policy set before the model exists), peak memory that is its
+own, and a crash, hang or out-of-memory kill that takes down only itself.
+
+The request is a JSON object, `WorkRequest.to_dict()`: the pipeline file, its argv, the knob
+values, `steps`, `warmup` and where to write the result. The worker loads the pipeline, profiles
+it with `profile_pipeline(..., owns_process=True)` and writes the `ProfileResult` JSON to
+`result_path` through a temporary file and `os.replace`, so a half-written result never exists.
+With `mode` "discover" it only builds the pipeline of a plain file or script and writes the
+call sites it found (`Discovery` JSON) instead (see `tfperf.trials._discovery`).
+
+It talks to its parent on stdout, one JSON object per line, each line starting with
+`PROTOCOL_PREFIX`; the parent ignores every other line. The real stdout is kept for these lines
+alone: file descriptor 1 and `sys.stdout` point at stderr, so the user's `print()` calls land in
+the trial's log instead of the protocol. Messages:
+
+- `{"type": "progress", "phase": "end_to_end", "warming_up": false, "measured_steps": 10,
+  "target_steps": 100, "examples_per_sec": 1234.5}`: at most ~10 a second, but always the first
+  of each phase's warm-up and measurement and the last measured step of each phase.
+- `{"type": "error", "kind": "fatal" | "failed", "error": "PipelineFileError", "message": ...}`:
+  sent once, just before a non-zero exit.
+
+Exit status: 0 success (the result file exists); 2 (`kind` "fatal") when the pipeline file or
+the knobs are broken, so every trial would fail the same way and the study must stop; 1
+(`kind` "failed") for any other error, which fails this configuration only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import faulthandler
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from tfperf.errors import KnobError, PipelineFileError, TfperfError
+
+if TYPE_CHECKING:
+    from tfperf.measure import Progress
+    from tfperf.results import Discovery, ProfileResult
+
+__all__ = [
+    "DISCOVER",
+    "EXIT_FAILED",
+    "EXIT_FATAL",
+    "EXIT_OK",
+    "PROFILE",
+    "PROTOCOL_PREFIX",
+    "ProgressThrottle",
+    "WorkRequest",
+    "decode_message",
+    "encode_message",
+    "error_message",
+    "progress_from_message",
+    "progress_message",
+    "run",
+]
+
+logger = logging.getLogger(__name__)
+
+PROTOCOL_PREFIX = "@@tfperf "
+PROFILE, DISCOVER = "profile", "discover"
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_FATAL = 2
+
+#: Traceback lines sent for an exception tfperf did not expect (the lines nearest the error).
+_TRACEBACK_LINES = 8
+#: How often the worker checks that its parent is still alive.
+_PARENT_CHECK_S = 1.0
+
+Send = Callable[[Mapping[str, Any]], None]
+
+
+class RequestError(TfperfError):
+    """The request file cannot be read: a bug in whatever started the worker."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkRequest:
+    """What one worker measures; the JSON the parent writes and the worker reads.
+
+    `knobs` holds plain knob values (`Knobs.to_dict()`); `warmup` None detects the warm-up.
+    `mode` is "profile" (measure) or "discover" (find the call sites; with `stages`, also
+    measure each stage alone to name the limiting one).
+    """
+
+    pipeline: str
+    knobs: dict[str, Any]
+    steps: int
+    result_path: str
+    warmup: int | None = None
+    argv: tuple[str, ...] = ()
+    mode: str = PROFILE
+    stages: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "argv": list(self.argv)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> WorkRequest:
+        """Checks the types of a decoded request.
+
+        Raises:
+            RequestError: a field is missing or has the wrong type.
+        """
+        if not isinstance(data, dict):
+            raise RequestError(f"the request must be a JSON object, but got {type(data).__name__}")
+        try:
+            request = cls(
+                pipeline=data["pipeline"],
+                knobs=data["knobs"],
+                steps=data["steps"],
+                result_path=data["result_path"],
+                warmup=data.get("warmup"),
+                argv=tuple(data.get("argv", ())),
+                mode=data.get("mode", PROFILE),
+                stages=data.get("stages", False),
+            )
+        except KeyError as error:
+            raise RequestError(f"the request lacks field {error} in {data!r}") from None
+        except TypeError as error:
+            raise RequestError(f"the request is malformed ({error}): {data!r}") from None
+        checks = {
+            "pipeline": isinstance(request.pipeline, str),
+            "knobs": isinstance(request.knobs, dict),
+            "steps": isinstance(request.steps, int) and request.steps >= 1,
+            "result_path": isinstance(request.result_path, str),
+            "warmup": request.warmup is None
+            or (isinstance(request.warmup, int) and request.warmup >= 0),
+            "argv": all(isinstance(arg, str) for arg in request.argv),
+            "mode": request.mode in (PROFILE, DISCOVER),
+            "stages": isinstance(request.stages, bool),
+        }
+        wrong = [name for name, ok in checks.items() if not ok]
+        if wrong:
+            raise RequestError(f"the request has invalid fields: {', '.join(wrong)} in {data!r}")
+        return request
+
+    @classmethod
+    def load(cls, path: Path) -> WorkRequest:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise RequestError(f"cannot read the request file {path}: {error}") from None
+        return cls.from_dict(data)
+
+
+def encode_message(message: Mapping[str, Any]) -> str:
+    """One protocol line (without its newline).
+
+    >>> encode_message({"type": "error"})
+    '@@tfperf {"type": "error"}'
+    """
+    return PROTOCOL_PREFIX + json.dumps(message)
+
+
+def decode_message(line: str) -> dict[str, Any] | None:
+    """The message on a protocol line; None for any other line (a user's print, say).
+
+    >>> decode_message('@@tfperf {"type": "error"}')
+    {'type': 'error'}
+    >>> decode_message("loss: 0.3") is None
+    True
+    """
+    if not line.startswith(PROTOCOL_PREFIX):
+        return None
+    try:
+        message = json.loads(line[len(PROTOCOL_PREFIX) :])
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        return None
+    return message
+
+
+def progress_message(progress: Progress) -> dict[str, Any]:
+    """The protocol message for one `Progress` report."""
+    return {
+        "type": "progress",
+        "phase": progress.phase.value,
+        "warming_up": progress.warming_up,
+        "measured_steps": progress.measured_steps,
+        "target_steps": progress.target_steps,
+        "examples_per_sec": progress.examples_per_sec,
+    }
+
+
+def progress_from_message(message: Mapping[str, Any]) -> Progress | None:
+    """The `Progress` in a progress message; None (logged) when it is malformed."""
+    from tfperf.measure import Progress
+    from tfperf.results import Phase
+
+    try:
+        rate = message["examples_per_sec"]
+        target = message["target_steps"]
+        return Progress(
+            phase=Phase(message["phase"]),
+            warming_up=bool(message["warming_up"]),
+            measured_steps=int(message["measured_steps"]),
+            target_steps=None if target is None else int(target),
+            examples_per_sec=None if rate is None else float(rate),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        logger.warning(
+            "ignoring a malformed progress message from a trial (%s): %r", error, message
+        )
+        return None
+
+
+def error_message(error: BaseException) -> tuple[int, dict[str, Any]]:
+    """The exit status and protocol message that report `error`.
+
+    A broken pipeline file or knob (or request) is fatal: every trial would fail alike. Errors
+    tfperf words for the user keep their message; anything else adds its traceback's last lines,
+    since nobody has explained it yet.
+    """
+    fatal = isinstance(error, (PipelineFileError, KnobError, RequestError))
+    if isinstance(error, SystemExit):
+        text = f"the pipeline called sys.exit({error.code!r}) while tfperf ran it"
+    elif isinstance(error, TfperfError):
+        text = str(error)
+    else:
+        lines = "".join(traceback.format_exception(error)).rstrip().splitlines()
+        text = "\n".join(lines[-_TRACEBACK_LINES:])
+    message = {
+        "type": "error",
+        "kind": "fatal" if fatal else "failed",
+        "error": type(error).__name__,
+        "message": text,
+    }
+    return (EXIT_FATAL if fatal else EXIT_FAILED), message
+
+
+class ProgressThrottle:
+    """Picks which progress reports to send: at most one per `min_interval_s`.
+
+    The first report of each stage (a phase's warm-up, its measurement, its first measured rate)
+    and the last measured step of each phase always go, so the parent sees every stage start, the
+    first rate it could prune on and every phase's final rate.
+    """
+
+    def __init__(
+        self, min_interval_s: float = 0.1, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.min_interval_s = min_interval_s
+        self.clock = clock
+        self._stage: tuple[str, bool, bool] | None = None
+        self._sent_at = -float("inf")
+
+    def should_send(self, progress: Progress) -> bool:
+        now = self.clock()
+        # The first report with a measured rate is a stage of its own: a tuner prunes on it.
+        stage = (progress.phase.value, progress.warming_up, progress.examples_per_sec is None)
+        last = (
+            not progress.warming_up
+            and progress.target_steps is not None
+            and progress.measured_steps >= progress.target_steps
+        )
+        if stage != self._stage or last or now - self._sent_at >= self.min_interval_s:
+            self._stage, self._sent_at = stage, now
+            return True
+        return False
+
+
+def run(request_path: Path, send: Send) -> int:
+    """Measures the request at `request_path`, reporting through `send`; returns the exit status.
+
+    Never raises for a failure of the pipeline: every exception, `SystemExit` from user code
+    included, becomes an error message and a non-zero status.
+    """
+    try:
+        request = WorkRequest.load(request_path)
+        if request.mode == DISCOVER:
+            text = json.dumps(_discover(request).to_dict())
+        else:
+            text = _measure(request, send).to_json()
+        _write_atomically(Path(request.result_path), text)
+    except (Exception, SystemExit) as error:
+        status, message = error_message(error)
+        send(message)
+        return status
+    return EXIT_OK
+
+
+def _measure(request: WorkRequest, send: Send) -> ProfileResult:
+    from tfperf.knobs import Knobs
+
+    # Knobs first: a bad value fails in milliseconds, before TensorFlow is imported.
+    knobs = Knobs.from_mapping(request.knobs, source="the trial's knobs")
+    from tfperf._tf import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
+    from tfperf.measure import profile_pipeline
+    from tfperf.pipeline import load_pipeline
+
+    pipeline = load_pipeline(request.pipeline, request.argv)
+    throttle = ProgressThrottle()
+
+    def report(progress: Progress) -> None:
+        if throttle.should_send(progress):
+            send(progress_message(progress))
+
+    return profile_pipeline(
+        pipeline,
+        knobs,
+        steps=request.steps,
+        warmup=request.warmup,
+        owns_process=True,
+        progress=report,
+    )
+
+
+def _discover(request: WorkRequest) -> Discovery:
+    from tfperf._tf import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
+    from tfperf._tf import enable_gpu_memory_growth
+    from tfperf.measure import discover_sites
+    from tfperf.pipeline import load_pipeline
+
+    enable_gpu_memory_growth()  # a script builds its model: take only the memory it needs
+    pipeline = load_pipeline(request.pipeline, request.argv)
+    return discover_sites(pipeline, measure_stages=request.stages)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
+    ) as handle:
+        try:
+            handle.write(text)
+        except BaseException:
+            handle.close()
+            os.unlink(handle.name)
+            raise
+    os.replace(handle.name, path)
+
+
+def _claim_stdout() -> IO[str]:
+    """Keeps the real stdout for protocol lines; points fd 1 and `sys.stdout` at stderr.
+
+    The kept descriptor is not inheritable, so processes the pipeline starts cannot hold the
+    parent's pipe open after this process dies.
+    """
+    sys.stdout.flush()
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    return channel
+
+
+def _sender(channel: IO[str]) -> Send:
+    def send(message: Mapping[str, Any]) -> None:
+        try:
+            channel.write(encode_message(message) + "\n")
+            channel.flush()
+        except (BrokenPipeError, ValueError):
+            # The parent is gone (or closed the pipe): nobody will read the result.
+            os._exit(EXIT_FAILED)
+
+    return send
+
+
+def _exit_with_parent() -> None:
+    """Exits when the parent dies, so a killed tuner leaves no trial running on as an orphan."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(_PARENT_CHECK_S)
+        os._exit(EXIT_FAILED)
+
+    threading.Thread(target=watch, name="tfperf-parent-watch", daemon=True).start()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The entry point: `python -m tfperf.trials._worker REQUEST.json`."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    faulthandler.enable()  # a segfault in native code leaves a Python traceback in the log
+    send = _sender(_claim_stdout())
+    if len(args) != 1:
+        send(error_message(RequestError("usage: python -m tfperf.trials._worker REQUEST.json"))[1])
+        return EXIT_FATAL
+    _exit_with_parent()
+    return run(Path(args[0]), send)
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: the result is already on disk, and TensorFlow's threads (one
+    # may be stuck in the user's code) can make a normal exit hang or crash.
+    os._exit(status)

@@ -1,0 +1,42 @@
+"""The search for the fastest configuration: an Optuna study, trials in child processes.
+
+Example:
+    >>> import tfperf
+    >>> result = tfperf.tuner("pipeline.py", tfperf.TuneOptions(trials=20))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from tfperf.tuner._options import (
+    TooManyFailures,
+    TrialRunner,
+    TuneInterrupted,
+    TuneListener,
+    TuneOptions,
+    Wait,
+)
+from tfperf.tuner._remeasure import (
+    Finalist,
+)
+from tfperf.tuner._search import (
+    build_space,
+    describe_space,
+)
+from tfperf.tuner._tuner import (
+    Tuner,
+    tune,
+)
+
+__all__ = [
+    "Finalist",
+    "TooManyFailures",
+    "TrialRunner",
+    "TuneInterrupted",
+    "TuneListener",
+    "TuneOptions",
+    "Tuner",
+    "Wait",
+    "build_space",
+    "describe_space",
+    "tune",
+]

@@ -1,0 +1,153 @@
+"""What a tuning run takes and tells: its options, the listener of a front end, its errors.
+
+`tfperf.tuner` runs the search; these are the parts a front end (the CLI, a notebook) uses,
+kept apart so the engine stays readable. `tfperf.tuner` re-exports every name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tfperf.errors import TfperfError
+from tfperf.knobs import Knobs
+from tfperf.measure import Progress
+from tfperf.results import Objective, TrialOutcome
+from tfperf.study import Liveness, LostTrial
+from tfperf.trials import Budgets, TrialRequest
+from tfperf.tuner._remeasure import Finalist
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = [
+    "TooManyFailures",
+    "TrialRunner",
+    "TuneInterrupted",
+    "TuneListener",
+    "TuneOptions",
+    "Wait",
+]
+
+logger = logging.getLogger("tfperf.tuner")
+
+
+class TrialRunner(Protocol):
+    """Runs one trial; `tfperf.trials._runner.run_trial` in production, a fake in unit tests."""
+
+    def __call__(
+        self,
+        request: TrialRequest,
+        budgets: Budgets,
+        *,
+        on_progress: Callable[[Progress], bool] | None = None,
+    ) -> TrialOutcome: ...
+
+
+class Wait(str, Enum):
+    """What a tuner waits for when it has nothing to run."""
+
+    SLOTS = "slots"  # every trial of the budget is taken; some still run on other tuners
+    TWIN = "twin"  # another tuner is measuring the same knobs right now
+    REMEASURE = "remeasure"  # another tuner re-measures the finalists
+
+
+@dataclasses.dataclass(frozen=True)
+class TuneOptions:
+    """How long and how carefully to search. See `tfperf tune --help` for each."""
+
+    trials: int | None = 20
+    timeout_s: float | None = None
+    trial_timeout_s: float | None = 600.0
+    steps: int = 50
+    warmup: int | None = None
+    ram_budget_bytes: int | None = None
+    gpu_memory_budget_bytes: int | None = None
+    objective: Objective = Objective.THROUGHPUT
+    fixes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    storage: str | None = None
+    study_name: str | None = None
+    seed: int | None = None
+    finalists: int = 3
+    rounds: int = 3
+    max_consecutive_failures: int = 5
+    prune: bool = True
+    prune_below: float = 0.5
+    liveness: Liveness = dataclasses.field(default_factory=Liveness.from_environment)
+
+    def __post_init__(self) -> None:
+        if self.trials is None and self.timeout_s is None:
+            raise ValueError("give `trials`, `timeout_s` or both, or the search never ends")
+        for name in ("trials", "steps", "finalists", "rounds", "max_consecutive_failures"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"`{name} >= 1` must hold, but got {name}={value}")
+        if not 0 < self.prune_below < 1:
+            raise ValueError(f"`0 < prune_below < 1` must hold, but got {self.prune_below}")
+
+
+class TuneListener:
+    """Callbacks for a front end; the library itself never prints. Every method is optional."""
+
+    def study_ready(
+        self, study: optuna.Study, storage: str, resumed: int, orphans: list[int]
+    ) -> None:
+        """The study is open; `resumed` trials were already finished in it."""
+
+    def trial_started(self, number: int, label: str | None, knobs: Knobs) -> None:
+        """A trial begins (label: "baseline", "autotune" or None)."""
+
+    def trial_progress(self, progress: Progress) -> None:
+        """A step of the running trial's child process."""
+
+    def trial_finished(
+        self,
+        number: int,
+        outcome: TrialOutcome | None,
+        best: float | None,
+        baseline: float | None,
+    ) -> None:
+        """A trial ended (outcome None when it repeated an earlier trial's knobs).
+
+        `best` is the best feasible examples/s in the study so far, `baseline` the baseline
+        trial's (None until it has completed).
+        """
+
+    def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
+        """Re-measurement of the finalists begins."""
+
+    def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
+        """One repeat of one finalist ended."""
+
+    def trial_lost(self, lost: LostTrial) -> None:
+        """This tuner failed a trial whose tuner died; `lost.retry` runs its knobs again."""
+
+    def own_trial_lost(self, number: int) -> None:
+        """Another tuner failed this tuner's running trial as lost (no heartbeat reached the
+        storage for the grace period); its figures are dropped and its retry re-measures it."""
+
+    def waiting(self, kind: Wait, trials: Sequence[int], hosts: Sequence[str]) -> None:
+        """This tuner waits for `trials` running on `hosts` (see `Wait`)."""
+
+    def remeasure_adopted(self, worker: Mapping[str, Any]) -> None:
+        """The final figures come from the re-measurement another tuner (`worker`) stored."""
+
+    def hardware_mixed(self, groups: Mapping[str, Sequence[str]]) -> None:
+        """The study's trials ran on different hardware: hosts by hardware description."""
+        listed = "; ".join(f"{', '.join(hosts)}: {kind}" for kind, hosts in groups.items())
+        logger.warning(
+            "This study mixes machines, so its timings are not comparable across them (%s). "
+            "Compare trials per host, or give each kind of machine its own --study.",
+            listed,
+        )
+
+
+class TuneInterrupted(TfperfError):
+    """Ctrl-C: the running trial was recorded as interrupted; finished trials are kept."""
+
+
+class TooManyFailures(TfperfError):
+    """Several trials in a row failed: the pipeline or the budgets need attention."""

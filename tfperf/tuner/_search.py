@@ -1,0 +1,396 @@
+"""The search space `tfperf tune` explores, and the bridge between it and Optuna trials.
+
+`build_space` starts from ranges sized for the machine and the file's `BASELINE`
+(`default_space`), lets the file's `SEARCH_SPACE` replace a knob's domain and `--fix` flags pin
+knobs, then makes sure the two reference trials every study starts with (the baseline, and
+everything AUTOTUNE) lie inside it. `suggest_knobs` turns an Optuna trial into `Knobs`;
+`reference_params` is its inverse, for `study.enqueue_trial`. Optuna itself is not imported
+here: the functions take a trial object and call its `suggest_*` methods.
+
+A plain file or script tunes its call sites (`Knobs.sites`, found by `tfperf.sites._recording`):
+each site is a dimension of its own, named like the site (`map@train.py:23.num_parallel_calls`),
+with a range by what its argument controls (`site_space`). The tuner needs nothing else: the site
+values travel inside `Knobs` to the trial, into the stored `knobs` and back.
+
+Example:
+    >>> from tfperf.hardware import Machine
+    >>> machine = Machine(cpu_count=2, total_ram_bytes=2**34, available_ram_bytes=2**33,
+    ...                   gpu_names=(), cpu_bf16=False)
+    >>> space = build_space(Knobs(batch_size=64), machine, {}, {"prefetch": 2})
+    >>> space["batch_size"], space["prefetch"]
+    (Choices(values=(32, 64, 128, 256)), Fixed(value=2))
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from tfperf.errors import KnobError
+from tfperf.hardware import Machine
+from tfperf.knobs import (
+    AUTOTUNE,
+    Choices,
+    Domain,
+    Fixed,
+    IntRange,
+    Knobs,
+    Precision,
+    SiteKind,
+    check_names,
+    check_value,
+    format_value,
+    is_site_name,
+    parse_site_name,
+    site_kind,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = [
+    "AUTOTUNE_KNOBS",
+    "autotune_knobs",
+    "build_space",
+    "default_space",
+    "describe_space",
+    "reference_params",
+    "site_space",
+    "suggest_knobs",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Knobs that take AUTOTUNE, and that the everything-AUTOTUNE reference trial sets to it.
+AUTOTUNE_KNOBS = ("num_parallel_calls", "num_parallel_reads", "cycle_length", "prefetch")
+
+_PARALLELISM_KNOBS = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
+# Below this many workers, powers of two are few enough to try each; see `default_space`.
+_MIN_PARALLELISM_CAP = 8
+_PREFETCH_DEPTHS = (0, 1, 2, 4, 8)
+_SHUFFLE_FACTORS = (0.25, 0.5, 1, 2, 4)
+_BATCH_FACTORS = (0.5, 1, 2, 4)
+
+
+def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
+    """Domains for every knob, sized for `machine` and centred on `baseline`.
+
+    Each domain holds the baseline's own value; a domain left with one value is `Fixed`.
+
+    - `num_parallel_calls`, `num_parallel_reads`, `cycle_length`: powers of two from 1 up to
+      `max(8, 4 * cpu_count)`, plus `cpu_count` and AUTOTUNE. More workers than cores pay off
+      when the work waits rather than computes (reads from network storage, decompression that
+      blocks on I/O), so the range runs past the core count; 4x bounds the thread count, and
+      at least 8 keeps a small machine's range from collapsing to 1 and 2.
+    - `prefetch`: 0, 1, 2, 4, 8 batches and AUTOTUNE. One or two batches usually hide the
+      step-to-step jitter; deeper buffers only cost RAM, and 0 measures the no-overlap case.
+    - `shuffle_buffer`: the baseline times 1/4, 1/2, 1, 2 and 4 (at least 1). It changes how
+      well examples are mixed, so training itself, not only speed: the range stays near what
+      the user chose.
+    - `batch_size`: the baseline times 1/2, 1, 2 and 4 (at least 1). It changes the optimisation
+      (learning rate, convergence), so the range stays within a factor of a few of the baseline;
+      larger batches are where throughput usually grows.
+    - `mixed_precision`: float32; mixed_bfloat16 with a GPU or a CPU that computes bf16
+      natively (elsewhere it is emulated and slower); mixed_float16 only with a GPU, as CPUs
+      gain nothing from float16.
+    - `deterministic`: None (tf.data's default, ordered) and False, which lets parallel stages
+      hand out whichever element is ready first.
+    - `private_threadpool_size`: None (the shared pool), `cpu_count` and `2 * cpu_count`.
+    """
+    cpus = machine.cpu_count
+    parallelism = _parallelism(machine)
+    raw: dict[str, list[Any]] = {
+        "batch_size": _scaled(baseline.batch_size, _BATCH_FACTORS),
+        "shuffle_buffer": _scaled(baseline.shuffle_buffer, _SHUFFLE_FACTORS),
+        **{name: [*parallelism, AUTOTUNE] for name in _PARALLELISM_KNOBS},
+        "prefetch": [*_PREFETCH_DEPTHS, AUTOTUNE],
+        "mixed_precision": _precisions(machine),
+        "deterministic": [None, False],
+        "private_threadpool_size": [None, cpus, 2 * cpus],
+    }
+    knobs = {
+        name: _domain(_with(values, [getattr(baseline, name)]))
+        for name, values in ((name, raw[name]) for name in Knobs.names())
+    }
+    return {**knobs, **site_space(baseline.sites, machine)}
+
+
+def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, Domain]:
+    """A domain for each call site, by what its argument controls, holding its written value.
+
+    Parallelism (`map(num_parallel_calls)`, `interleave(cycle_length)`, readers'
+    `num_parallel_reads`) and `prefetch` take the knobs' ranges; a `shuffle` buffer
+    1/4-4x and a `batch` size 1/2-4x the written value. A value the call leaves out is None,
+    tf.data's default, and stays a choice, so the baseline is reachable.
+
+    Example:
+        >>> machine = Machine(cpu_count=2, total_ram_bytes=2**34, available_ram_bytes=2**33,
+        ...                   gpu_names=(), cpu_bf16=False)
+        >>> site_space({"batch@p.py:9.batch_size": 32}, machine)
+        {'batch@p.py:9.batch_size': Choices(values=(16, 32, 64, 128))}
+    """
+    domains: dict[str, Domain] = {}
+    for name, value in sites.items():
+        parsed = parse_site_name(name)
+        kind = site_kind(parsed.method, parsed.argument, name)
+        domains[name] = _domain(_with(_site_values(kind, value, machine), [value]))
+    return domains
+
+
+def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[Any]:
+    if kind is SiteKind.PARALLELISM:
+        return [*_parallelism(machine), AUTOTUNE]
+    if kind is SiteKind.PREFETCH:
+        return [*_PREFETCH_DEPTHS, AUTOTUNE]
+    factors = _SHUFFLE_FACTORS if kind is SiteKind.SHUFFLE else _BATCH_FACTORS
+    return _scaled(value, factors) if value is not None and value > 0 else []
+
+
+def _parallelism(machine: Machine) -> list[int]:
+    cpus = machine.cpu_count
+    return _sorted_numbers([*_powers_of_two(1, max(_MIN_PARALLELISM_CAP, 4 * cpus)), cpus])
+
+
+def build_space(
+    baseline: Knobs,
+    machine: Machine,
+    file_space: Mapping[str, Domain],
+    fixes: Mapping[str, Any],
+) -> dict[str, Domain]:
+    """The space a study searches: defaults, then `SEARCH_SPACE`, then fixes, then references.
+
+    1. `default_space(baseline, machine)` gives every knob a domain;
+    2. each entry of the file's `SEARCH_SPACE` (`file_space`) replaces its knob's domain;
+    3. each fix (`--fix batch_size=256`) makes its knob `Fixed`;
+    4. every knob that is not `Fixed` gets the baseline's value and, for the parallelism knobs
+       and `prefetch`, AUTOTUNE, so both reference trials can be enqueued. `Choices` gain the
+       missing values (a number in its ascending place when the choices were in order, others
+       at the end); an `IntRange` widens to reach the baseline, but AUTOTUNE
+       (a sentinel) and None are not numbers a range can hold, so such a range becomes
+       `Choices` of its ends and the powers of two between them, plus the reference values.
+
+    Raises:
+        KnobError: a fix names an unknown knob or holds an invalid value.
+    """
+    space = default_space(baseline, machine)
+    space.update(file_space)
+    check_names(fixes, source="--fix")
+    for name, value in fixes.items():
+        if is_site_name(name) and name not in baseline.sites:
+            known = ", ".join(baseline.sites) or "none (the file reads knobs)"
+            raise KnobError(f"--fix: no call site {name!r} in this pipeline. Sites: {known}.")
+        try:
+            space[name] = Fixed(check_value(name, value))
+        except KnobError as error:
+            raise KnobError(f"--fix: {error}") from None
+    for name, domain in space.items():
+        if not isinstance(domain, Fixed):
+            space[name] = _with_references(name, domain, _reference_values(name, baseline))
+    return space
+
+
+def autotune_knobs(baseline: Knobs) -> Knobs:
+    """The baseline with every parallelism knob and `prefetch` left to tf.data's autotuner.
+
+    Call sites of parallelism and `prefetch` are set to AUTOTUNE too.
+    """
+    sites = {name: AUTOTUNE for name in baseline.sites if _autotunes(name)}
+    return baseline.replace(**dict.fromkeys(AUTOTUNE_KNOBS, AUTOTUNE), **sites)
+
+
+def _autotunes(name: str) -> bool:
+    parsed = parse_site_name(name)
+    kind = site_kind(parsed.method, parsed.argument, name)
+    return kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
+
+
+def suggest_knobs(trial: optuna.trial.BaseTrial, space: Mapping[str, Domain], base: Knobs) -> Knobs:
+    """The knobs of one trial: fixed values, and Optuna's suggestion for every other domain.
+
+    Knobs absent from `space` keep `base`'s value. Precisions are suggested as their strings,
+    since Optuna's categorical choices must be None, bool, int, float or str.
+
+    Example:
+        >>> import optuna
+        >>> study = optuna.create_study()
+        >>> trial = study.ask()
+        >>> suggest_knobs(trial, {"batch_size": Fixed(64)}, Knobs()).batch_size
+        64
+    """
+    values: dict[str, Any] = {}
+    for name, domain in space.items():
+        if isinstance(domain, Fixed):
+            values[name] = domain.value
+        elif isinstance(domain, Choices):
+            choices = [_param(value) for value in domain.values]
+            values[name] = trial.suggest_categorical(name, choices)
+        else:
+            values[name] = trial.suggest_int(name, domain.low, domain.high, log=domain.log)
+    return base.replace(**values)
+
+
+def reference_params(knobs: Knobs, space: Mapping[str, Domain]) -> dict[str, Any]:
+    """Optuna params for `study.enqueue_trial` that make `suggest_knobs` return `knobs`.
+
+    Fixed knobs are left out: `suggest_knobs` takes their value from the space.
+
+    Raises:
+        KnobError: a value of `knobs` lies outside its domain, so Optuna would ignore it and
+            sample another (build the space with `build_space`, which includes the references).
+
+    Example:
+        >>> reference_params(Knobs(batch_size=64), {"batch_size": Choices((32, 64))})
+        {'batch_size': 64}
+    """
+    params: dict[str, Any] = {}
+    for name, domain in space.items():
+        if isinstance(domain, Fixed):
+            continue
+        value = _value_of(knobs, name)
+        if not _contains(domain, value):
+            raise KnobError(
+                f"knob {name!r} = {format_value(value)} is outside its search domain "
+                f"{_describe_domain(domain)}, so the trial cannot be enqueued. Add the value "
+                "to the domain (build_space adds the baseline's and AUTOTUNE)."
+            )
+        params[name] = _param(value)
+    return params
+
+
+def describe_space(space: Mapping[str, Domain]) -> list[str]:
+    """One line per knob for the terminal, e.g. "batch_size  32, 64, 128 (3 choices)".
+
+    Example:
+        >>> describe_space({"prefetch": Fixed(2), "batch_size": IntRange(16, 256, log=True)})
+        ['batch_size  16 to 256, log scale', 'prefetch    2 (fixed)']
+    """
+    names = [name for name in Knobs.names() if name in space]
+    names += sorted(name for name in space if is_site_name(name))
+    width = max((len(name) for name in names), default=0)
+    return [f"{name.ljust(width)}  {_describe_domain(space[name])}" for name in names]
+
+
+def _value_of(knobs: Knobs, name: str) -> Any:
+    return knobs.sites.get(name) if is_site_name(name) else getattr(knobs, name)
+
+
+def _describe_domain(domain: Domain) -> str:
+    if isinstance(domain, Fixed):
+        return f"{format_value(domain.value)} (fixed)"
+    if isinstance(domain, Choices):
+        shown = ", ".join(format_value(value) for value in domain.values)
+        return f"{shown} ({len(domain.values)} choices)"
+    return f"{domain.low} to {domain.high}{', log scale' if domain.log else ''}"
+
+
+def _reference_values(name: str, baseline: Knobs) -> list[Any]:
+    values = [_value_of(baseline, name)]
+    autotuned = _autotunes(name) if is_site_name(name) else name in AUTOTUNE_KNOBS
+    return [*values, AUTOTUNE] if autotuned else values
+
+
+def _with_references(name: str, domain: Choices | IntRange, needed: list[Any]) -> Domain:
+    missing = [value for value in needed if not _contains(domain, value)]
+    if not missing:
+        return domain
+    if isinstance(domain, Choices):
+        widened: Domain = Choices(tuple(_with(domain.values, missing)))
+    elif all(_is_number(value) for value in missing):
+        low, high = min(domain.low, *missing), max(domain.high, *missing)
+        widened = IntRange(low, high, domain.log)
+    else:
+        numbers = _sorted_numbers(
+            [domain.low, *_powers_of_two(max(domain.low, 1), domain.high), domain.high]
+        )
+        widened = Choices(tuple(_with(numbers, needed)))
+    logger.info(
+        "Search space: %s is %s so that the baseline and AUTOTUNE trials fit.",
+        name,
+        _describe_domain(widened),
+    )
+    return widened
+
+
+def _contains(domain: Domain, value: Any) -> bool:
+    if isinstance(domain, Fixed):
+        return _same(domain.value, value)
+    if isinstance(domain, Choices):
+        return _has(domain.values, value)
+    return _is_number(value) and domain.low <= value <= domain.high
+
+
+def _same(a: Any, b: Any) -> bool:
+    # `False == 0` in Python, but a knob's False and 0 are different settings.
+    return type(a) is type(b) and a == b
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value != AUTOTUNE
+
+
+def _with(values: Iterable[Any], extra: Iterable[Any]) -> list[Any]:
+    """`values` then the `extra` ones they lack; an added number goes in its ascending place.
+
+    Numbers are placed in order only where `values` listed them in order, so a user's own
+    ordering of `SEARCH_SPACE` choices is kept; AUTOTUNE, None, booleans and precisions go last.
+    """
+    merged: list[Any] = []
+    for value in values:
+        if not _has(merged, value):
+            merged.append(value)
+    numbers = [value for value in merged if _is_number(value)]
+    in_order = numbers == sorted(numbers)
+    for value in extra:
+        if not _has(merged, value):
+            merged.insert(_place(merged, value) if in_order else len(merged), value)
+    return merged
+
+
+def _place(values: list[Any], value: Any) -> int:
+    if not _is_number(value):
+        return len(values)
+    positions = [i for i, v in enumerate(values) if _is_number(v)]
+    larger = [i for i in positions if values[i] > value]
+    if larger:
+        return larger[0]
+    return positions[-1] + 1 if positions else len(values)
+
+
+def _has(values: Iterable[Any], value: Any) -> bool:
+    return any(_same(value, seen) for seen in values)
+
+
+def _domain(values: list[Any]) -> Domain:
+    return Fixed(values[0]) if len(values) == 1 else Choices(tuple(values))
+
+
+def _powers_of_two(low: int, high: int) -> list[int]:
+    powers, power = [], 1
+    while power <= high:
+        if power >= low:
+            powers.append(power)
+        power *= 2
+    return powers
+
+
+def _sorted_numbers(values: Iterable[int]) -> list[int]:
+    return sorted(set(values))
+
+
+def _scaled(base: int, factors: Iterable[float]) -> list[int]:
+    return _sorted_numbers(max(1, round(base * factor)) for factor in factors)
+
+
+def _precisions(machine: Machine) -> list[Precision]:
+    precisions = [Precision.FLOAT32]
+    if machine.has_gpu or machine.cpu_bf16:
+        precisions.append(Precision.MIXED_BFLOAT16)
+    if machine.has_gpu:
+        precisions.append(Precision.MIXED_FLOAT16)
+    return precisions
+
+
+def _param(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
