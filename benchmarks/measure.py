@@ -1,7 +1,7 @@
 """Measures one benchmark pipeline with tfperf's own machinery, and returns plain records.
 
 For each pipeline: `prepare` runs it once so its data exists before anything is timed; `tune`
-runs `tfperf.tuner` on a fresh study and reads the study's trials back; `measure_final` runs
+runs `tfperf.tune` on a fresh study and reads the study's trials back; `measure_final` runs
 the baseline, AUTOTUNE and tuned configurations side by side (`tfperf.tuner._remeasure`: interleaved
 rounds, each run a `run_trial` child process), keeping every phase of every run, so the
 ceilings come from the tuned configuration's own pipeline-only and compute-only phases.
@@ -61,7 +61,7 @@ def prepare(spec: Spec, pipeline: PipelineFile) -> None:
 def tune(
     spec: Spec, pipeline: PipelineFile, settings: Settings, storage: str
 ) -> tuple[TuneResult, Tuning]:
-    """Runs `tfperf.tuner` on a new study in `storage`; returns its result and its trials."""
+    """Runs `tfperf.tune` on a new study in `storage`; returns its result and its trials."""
     import tfperf
 
     options = tfperf.TuneOptions(
@@ -76,7 +76,7 @@ def tune(
         finalists=settings.finalists,
         rounds=settings.rounds,
     )
-    result = tfperf.tuner(pipeline, options)
+    result = tfperf.tune(pipeline, options)
     trials, search_s = study_trials(storage, spec.name)
     tuning = Tuning(
         trials_budget=settings.trials,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.reports import MIB, fake_profile, with_stages
-from tfperf.report import profile_charts as pc
-from tfperf.report import theme
+from tfperf.report import _profile_charts as pc
+from tfperf.report import _theme as theme
 from tfperf.results import ProfileResult
 
 

@@ -7,8 +7,8 @@ import pytest
 
 from tests.reports import MIB, PLAN, RAM_BUDGET, Planned, fake_profile, make_study
 from tfperf.knobs import Knobs
+from tfperf.report import _study_charts as sc
 from tfperf.report import load_snapshot, render_study_html
-from tfperf.report import study_charts as sc
 from tfperf.report._study_data import StudySnapshot, snapshot_study
 from tfperf.study import StorageError, StudyMismatchError
 

@@ -2,7 +2,8 @@
 
 Example:
     >>> import tfperf
-    >>> result = tfperf.tuner("pipeline.py", tfperf.TuneOptions(trials=20))  # doctest: +SKIP
+    >>> pipeline = tfperf.load_pipeline("pipeline.py")
+    >>> result = tfperf.tune(pipeline, tfperf.TuneOptions(trials=20))  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -571,7 +571,7 @@ def tune(pipeline: PipelineFile, options: TuneOptions | None = None, **kwargs: A
     """Tunes a loaded pipeline file; keyword arguments go to `TuneOptions`.
 
     Example:
-        >>> result = tfperf.tuner(tfperf.load_pipeline("pipeline.py"), trials=20)  # doctest: +SKIP
+        >>> result = tfperf.tune(tfperf.load_pipeline("pipeline.py"), trials=20)  # doctest: +SKIP
         >>> result.best.knobs, result.speedup_vs_baseline.describe()  # doctest: +SKIP
     """
     return Tuner(pipeline, options or TuneOptions(**kwargs)).run()
