@@ -1,4 +1,4 @@
-"""Shared fixtures: writing small pipeline files into a temporary folder."""
+"""Shared fixtures: writing small pipeline files into a temporary folder, a PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.postgres_server import PostgresServer, start_for_tests
 
 # Keep TensorFlow's C++ logging out of test output; set before any test imports it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -36,3 +38,14 @@ def write_pipeline(tmp_path: Path) -> WritePipeline:
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A private PostgreSQL server for the session (tests/postgres_server.py).
+
+    Skips the tests that use it where PostgreSQL is not installed; under `CI=true` fails them.
+    """
+    server = start_for_tests()
+    yield server
+    server.stop()

@@ -1,4 +1,17 @@
-"""Source text of small real TensorFlow pipeline files used by the integration tests."""
+"""Source text of small pipeline files shared by several test modules.
+
+Tests import pipelines from here, never from another test module, so each test module can
+change on its own.
+"""
+
+# No TensorFlow at all: for a fake trial runner, which never builds the dataset. Fixes every knob
+# but num_parallel_calls and prefetch, so a few trials explore the space.
+TUNER_SOURCE = """
+BASELINE = {"batch_size": 8, "num_parallel_calls": 1, "prefetch": 0}
+SEARCH_SPACE = {"batch_size": 8, "shuffle_buffer": 1024, "mixed_precision": "float32"}
+def make_dataset(knobs): pass
+def make_train_step(knobs): pass
+"""
 
 # Every batch takes >= 20 ms to produce in a sequential map, with no prefetch; the model is a
 # single tiny Dense layer (well under 1 ms a step). Waiting dominates by a wide margin.

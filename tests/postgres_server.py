@@ -7,6 +7,10 @@ run as root, so where the tests run as root the server runs as the unprivileged 
 user that Debian's package creates, and the folder is handed to that user. `stop()` stops the
 server and removes the folder.
 
+`start_for_tests()` is what the `postgres` fixture (tests/conftest.py) calls: where PostgreSQL
+is missing it skips the test, saying why, except under `CI=true`, where .ci/run installs
+PostgreSQL and a missing server is a failure, not a quiet skip.
+
 Example:
     >>> server = PostgresServer.start()  # doctest: +SKIP
     >>> url = server.create_database("study")  # doctest: +SKIP
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import importlib.util
 import os
 import pwd
 import shutil
@@ -24,6 +29,9 @@ import socket
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import NoReturn
+
+import pytest
 
 USER = "tfperf"
 PASSWORD = "pg-s3cret-Pa55"
@@ -34,6 +42,36 @@ _START_TIMEOUT_S = 60
 
 class PostgresUnavailable(RuntimeError):
     """No PostgreSQL binaries, or no unprivileged account to run them as root."""
+
+
+def in_ci() -> bool:
+    """Whether the tests run in CI (`CI=true`), where every component the tests use is installed."""
+    return os.environ.get("CI") == "true"
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skips the calling test for `reason`; under `CI=true` fails it instead.
+
+    CI installs every system part the tests use (.ci/run), so there a missing one is a broken
+    setup that a skip would hide.
+    """
+    if in_ci():
+        pytest.fail(f"{reason}. CI=true: CI must install it, so this is a failure.", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_psycopg2() -> None:
+    """Skips the calling test where psycopg2 is missing; under `CI=true` fails it instead."""
+    if importlib.util.find_spec("psycopg2") is None:
+        unavailable("this test needs psycopg2: `pip install -e '.[dev]'` installs psycopg2-binary")
+
+
+def start_for_tests() -> PostgresServer:
+    """A started server; skips the test (fails it under `CI=true`) where PostgreSQL is missing."""
+    try:
+        return PostgresServer.start()
+    except PostgresUnavailable as error:
+        unavailable(f"the PostgreSQL tests need a PostgreSQL server: {error}")
 
 
 def find_bin_dir() -> Path:

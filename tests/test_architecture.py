@@ -127,3 +127,67 @@ def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
     assert len(problems) == 2
     assert "knobs may not depend on tuner" in problems[0]
     assert "knobs may not depend on measure" in problems[1]
+
+
+#: TensorFlow's and Keras's private modules: only `tfperf/_tf/` imports them.
+PRIVATE_MODULES = ("tensorflow.python", "keras.src")
+
+
+def _private_tf_names() -> frozenset[str]:
+    """The private tf.data classes and attributes `tfperf._tf` reads (and pins)."""
+    from tfperf import _tf
+
+    classes = {cls for method in _tf.METHODS for cls in method.classes} | _tf.NOT_STAGES
+    attributes = {*_tf.FUNCTION_ATTRIBUTES, *_tf.PARAMETER_ATTRIBUTES, "_inputs", "_generator"}
+    return frozenset(classes | attributes)
+
+
+def _private_module(name: str) -> bool:
+    return any(name == module or name.startswith(f"{module}.") for module in PRIVATE_MODULES)
+
+
+def _tf_internals_used(path: Path, names: frozenset[str]) -> list[str]:
+    """Each use in `path` of a private TensorFlow module, attribute or class name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        used: list[str] = []
+        if isinstance(node, ast.Import):
+            used = [alias.name for alias in node.names if _private_module(alias.name)]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            dotted = [f"{node.module}.{alias.name}" for alias in node.names]
+            used = [name for name in dotted if _private_module(name)]
+        elif isinstance(node, ast.Attribute) and node.attr in names:
+            used = [f".{node.attr}"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            value = node.value
+            used = [repr(value)] if value in names or _private_module(value) else []
+        found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} uses {u}" for u in used]  # type: ignore[attr-defined]
+    return found
+
+
+def test_tensorflow_internals_stay_in_tf() -> None:
+    """Only `tfperf/_tf/` touches TensorFlow's private modules, classes and attributes."""
+    names = _private_tf_names()
+    outside = [path for path in _modules() if "_tf" not in _dotted(path)]
+    assert [use for path in outside for use in _tf_internals_used(path, names)] == []
+
+
+def test_a_tensorflow_internal_outside_tf_is_caught() -> None:
+    """The check itself can fail: each kind of private use outside `_tf` is reported."""
+    bad = PACKAGE / "measure" / "_internals_probe.py"
+    bad.write_text(
+        "from tensorflow.python.data.ops import dataset_ops\n"
+        "import keras.src.trainers\n"
+        "inputs = dataset._inputs()\n"
+        "batching = name == '_BatchDataset'\n"
+    )
+    try:
+        found = _tf_internals_used(bad, _private_tf_names())
+    finally:
+        bad.unlink()
+    assert [use.split(" uses ")[1] for use in found] == [
+        "tensorflow.python.data.ops.dataset_ops",
+        "keras.src.trainers",
+        "._inputs",
+        "'_BatchDataset'",
+    ]

@@ -6,11 +6,10 @@ import dataclasses
 
 import pytest
 
+from tfperf._tf import ModelNode, ModelParameter
 from tfperf.measure import Progress
 from tfperf.measure._autotune import (
     IteratorRecorder,
-    ModelNode,
-    ModelParameter,
     match_choices,
     read_choices,
 )

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from tfperf.hardware import HARDWARE_FIELDS, Machine
+from tfperf.knobs import Knobs
 from tfperf.study import (
     LOCK_ROLE,
     Heartbeats,
@@ -242,7 +243,7 @@ def test_keep_beats_before_the_block_starts(study):
 
 
 def test_a_lost_trial_is_failed_with_its_reason_and_retried_once(study):
-    knobs = {"batch_size": 8}
+    knobs = Knobs(batch_size=8).to_dict()
     trial = running_trial(study, knobs=knobs, reference="baseline", worker=dead_worker())
     trial.suggest_int("x", 0, 9)
     heartbeats = Heartbeats(study, Liveness(1, 2))

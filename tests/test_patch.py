@@ -13,7 +13,7 @@ import pytest
 from tests.fakes.trials import FakeRunner
 from tfperf.cli.sites import patch_section
 from tfperf.hardware import Machine
-from tfperf.knobs import AUTOTUNE, Knobs, parse_site_name
+from tfperf.knobs import AUTOTUNE, Knobs, SiteName
 from tfperf.measure import discover_sites
 from tfperf.pipeline import load_pipeline
 from tfperf.results import ArgumentForm, CallSite
@@ -31,7 +31,7 @@ def write(folder: Path, source: str, name: str = "pipeline.py") -> Path:
 
 def site(name: str, form: ArgumentForm, value: int | None, index: int | None = None) -> CallSite:
     """A site known by its line only, as AutoGraph reports one."""
-    parsed = parse_site_name(name)
+    parsed = SiteName.parse(name)
     return CallSite(
         name=name,
         file=parsed.file,
@@ -312,3 +312,42 @@ def test_tune_a_plain_file_prints_and_writes_the_patch(tmp_path, monkeypatch, ca
     written = (tmp_path / "reports" / "pipeline.patch").read_text()
     assert written.startswith("--- ./pipeline.py\n") and written in out
     assert f"Patch written to reports/pipeline.patch. Apply it from {tmp_path}" in out
+
+
+BATCH = "batch@pipeline.py:5.batch_size"
+
+
+def batch_speed(knobs: Knobs) -> float:
+    """Input wait shrinks as the written batch size grows: the winner changes training."""
+    return 0.64 / (knobs.sites[BATCH] or 1)
+
+
+@pytest.mark.tf
+def test_a_winner_that_changes_a_written_batch_changes_training_everywhere(
+    tmp_path, monkeypatch, capsys
+):
+    """One rule: the tune JSON, the terminal summary and the HTML report agree on the batch."""
+    import html
+    import json
+
+    from tfperf.cli.main import main
+
+    write(tmp_path, TUNED)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("tfperf.tuner._tuner.run_trial", FakeRunner(wait_for=batch_speed))
+    fixes = ["--fix", f"{MAP}=1", "--fix", "mixed_precision=float32"]
+    options = ["--trials", "6", "--finalists", "1", "--rounds", "2", "--seed", "3", *fixes]
+    status = main(["tune", "pipeline.py", *options, "--quiet"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    saved = json.loads((tmp_path / "reports" / "pipeline-tune.json").read_text())
+    size = saved["best"]["knobs"]["sites"][BATCH]
+    assert size > 8 and saved["changes_training"] == [BATCH]
+    warning = (
+        f"The winner changes {BATCH} (8 → {size}), a batch size or shuffle buffer in your code: "
+        "this alters training, not only speed. Check accuracy before adopting it."
+    )
+    assert f"Warning: {warning}" in out
+    assert f"It changes {BATCH}, which alters training" in saved["recommendation"]
+    page = (tmp_path / "reports" / "pipeline.html").read_text(encoding="utf-8")
+    assert html.escape(warning) in page or warning in page

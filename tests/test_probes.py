@@ -47,8 +47,32 @@ def test_probe_contract(probe):
     probe.sample(0.1)
 
 
+def readout(probe: Probe) -> object:
+    """Everything `probe` has recorded, comparable by equality."""
+    if isinstance(probe, HostProbe):
+        return (probe.memory(), probe.cpu())
+    if isinstance(probe, NvmlProbe):
+        return probe.gpus()
+    raise AssertionError(f"no readout for probe {probe.name!r}: add one to readout()")
+
+
 def test_probe_contract_sampling_before_open_is_harmless(probe):
+    untouched = readout(probe)
     probe.sample(0.0)
+    probe.sample(0.05)
+    assert readout(probe) == untouched, "a probe recorded samples before it was opened"
+    probe.close()  # closing a probe that was never opened does nothing
+    assert readout(probe) == untouched
+
+    # The early calls left nothing behind: the probe still opens and then records.
+    reason = probe.open()
+    assert probe.available == (reason is None)
+    probe.sample(0.1)
+    probe.sample(0.15)
+    if reason is None:
+        assert readout(probe) != untouched, f"probe {probe.name} recorded nothing once open"
+    else:
+        assert readout(probe) == untouched, f"probe {probe.name} is off, yet recorded samples"
     probe.close()
 
 

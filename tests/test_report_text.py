@@ -110,3 +110,21 @@ def test_autotune_choices_are_listed_and_an_unreadable_model_says_why():
 def test_a_result_without_stages_or_autotune_shows_neither():
     text = render_summary(_result())
     assert "Stages (" not in text and "AUTOTUNE" not in text
+
+
+def test_the_tune_summary_warns_of_every_change_to_training():
+    """Global knobs and written call sites alike, by `training_changes`, as the HTML does."""
+    from tfperf.report._tune_text import training_warnings
+    from tfperf.results import Measurement, training_changes
+
+    site = "batch@data/input.py:7.batch_size"
+    best = Measurement("trial 4", 4, {"batch_size": 64, "sites": {site: 128}}, [300.0], 1, None)
+    base = Measurement("baseline", 0, {"batch_size": 32, "sites": {site: 32}}, [100.0], 1, None)
+    changes = training_changes(best, base)
+    assert changes == ["batch_size", site]
+    assert training_warnings(best, base, changes) == [
+        "The winner changes the batch size (32 → 64): the learning rate and convergence may "
+        "need retuning. Check accuracy before adopting it.",
+        f"The winner changes {site} (32 → 128), a batch size or shuffle buffer in your code: "
+        "this alters training, not only speed. Check accuracy before adopting it.",
+    ]

@@ -103,8 +103,24 @@ def test_load_corrupted_field(tmp_path, result):
     data["verdict"] = "very-slow"
     path = tmp_path / "corrupt.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(ResultFileError, match="does not match the ProfileResult schema"):
+    with pytest.raises(ResultFileError) as raised:
         ProfileResult.load(path)
+    assert str(raised.value) == (
+        f"{path}: result does not match the ProfileResult schema: verdict: Input should be "
+        "'highly-input-bound', 'moderately-input-bound' or 'compute-bound' (got 'very-slow')"
+    )
+
+
+def test_load_names_every_field_at_fault_by_its_path(result):
+    data = result.to_dict()
+    del data["end_to_end"]["steps"]
+    data["gpus"] = "none"
+    with pytest.raises(ResultFileError) as raised:
+        ProfileResult.from_dict(data)
+    assert str(raised.value) == (
+        "result does not match the ProfileResult schema: end_to_end.steps: missing; "
+        "gpus: Input should be a valid list (got 'none')"
+    )
 
 
 def _with_stages(result):

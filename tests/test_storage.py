@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import socket
@@ -14,6 +13,7 @@ import optuna
 import pytest
 import sqlalchemy.exc
 
+from tests.postgres_server import require_psycopg2
 from tfperf.errors import TfperfError
 from tfperf.study import StorageError, default_storage_url, mask_url, open_storage
 from tfperf.study._storage import study_name_for
@@ -143,14 +143,21 @@ def test_mask_url(url, masked):
 
 
 def test_unreachable_postgres_names_the_server_and_hides_the_password():
+    require_psycopg2()
     url = f"postgresql+psycopg2://tuner:secret@127.0.0.1:{closed_port()}/studies"
     message = storage_error(url)
     assert "secret" not in message
     assert message.startswith("Storage postgresql+psycopg2://tuner:***@127.0.0.1:")
-    if importlib.util.find_spec("psycopg2") is None:
-        assert "pip install psycopg2-binary" in message
-    else:
-        assert "cannot reach the database server at 127.0.0.1:" in message
+    assert "cannot reach the database server at 127.0.0.1:" in message
+
+
+def test_missing_psycopg2_names_the_pip_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg2", None)
+    url = f"postgresql+psycopg2://tuner:secret@127.0.0.1:{closed_port()}/studies"
+    message = storage_error(url)
+    assert "secret" not in message
+    assert message.startswith("Storage postgresql+psycopg2://tuner:***@127.0.0.1:")
+    assert "pip install psycopg2-binary" in message
 
 
 def test_default_postgres_driver_message_names_both_packages(monkeypatch):
@@ -162,8 +169,8 @@ def test_default_postgres_driver_message_names_both_packages(monkeypatch):
     assert "pip install psycopg2-binary" in message
 
 
-@pytest.mark.skipif(importlib.util.find_spec("psycopg2") is None, reason="needs psycopg2")
 def test_a_url_without_driver_uses_psycopg2_when_psycopg_is_missing(monkeypatch):
+    require_psycopg2()
     monkeypatch.setitem(sys.modules, "psycopg", None)
     message = storage_error(f"postgresql://tuner:secret@127.0.0.1:{closed_port()}/studies")
     # psycopg2 was used: the server is unreachable, no driver is missing.

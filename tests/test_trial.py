@@ -460,14 +460,55 @@ def test_worker_reports_an_unreadable_request_as_fatal(tmp_path):
     assert "cannot read the request file" in sent[0]["message"]
     (tmp_path / "bad.json").write_text('{"pipeline": 1}')
     assert worker.run(tmp_path / "bad.json", sent.append) == 2
-    assert "lacks field 'knobs'" in sent[1]["message"]
+    assert sent[1]["message"].startswith(
+        f"the request file {tmp_path / 'bad.json'} does not match the WorkRequest schema: "
+        "pipeline: Input should be a valid string (got 1); knobs: missing;"
+    )
 
 
 def test_work_request_round_trips_and_checks_types():
     request = WorkRequest("p.py", {"batch_size": 8}, 5, "/r.json", warmup=None, argv=("--x",))
     assert WorkRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request
-    with pytest.raises(worker.RequestError, match="steps"):
-        WorkRequest.from_dict({**request.to_dict(), "steps": "5"})
+    # Strict JSON types: a request is written by tfperf, so "5" or true is a bug, not a 5 or 1.
+    with pytest.raises(worker.RequestError) as raised:
+        WorkRequest.from_dict({**request.to_dict(), "steps": "5", "stages": 1})
+    assert str(raised.value) == (
+        "the request does not match the WorkRequest schema: steps: Input should be a valid "
+        "integer (got '5'); stages: Input should be a valid boolean (got 1)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"steps": 0}, "the request: `steps >= 1` must hold, but got steps=0"),
+        ({"warmup": -1}, "the request: `warmup >= 0` must hold, but got warmup=-1"),
+        (
+            {"mode": "measure"},
+            "the request does not match the WorkRequest schema: mode: Input should be "
+            "'profile' or 'discover' (got 'measure')",
+        ),
+        (
+            {"argv": ["--x", 3]},
+            "the request does not match the WorkRequest schema: argv[1]: Input should be a "
+            "valid string (got 3)",
+        ),
+    ],
+)
+def test_work_request_names_the_field_at_fault(change, message):
+    data = {**WorkRequest("p.py", {}, 5, "/r.json").to_dict(), **change}
+    with pytest.raises(worker.RequestError) as raised:
+        WorkRequest.from_dict(data)
+    assert str(raised.value) == message
+
+
+def test_work_request_must_be_a_json_object():
+    with pytest.raises(worker.RequestError) as raised:
+        WorkRequest.from_dict(["p.py"])
+    assert str(raised.value) == (
+        "the request does not match the WorkRequest schema: the top level: Input should be an "
+        "object (got ['p.py'])"
+    )
 
 
 def test_exits_are_classified():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+import sqlalchemy.exc
 
 from tests import pipelines
 
@@ -65,8 +67,12 @@ def test_search_beats_the_baseline_on_the_knob_that_matters(write_pipeline, tmp_
     summary = json.loads((tmp_path / "reports" / "pipeline-tune.json").read_text())
     best, baseline = summary["best"], summary["baseline"]
     assert best["knobs"]["num_parallel_calls"] != 1
-    # About 2x on 2 cores: tf.data's shared pool has a thread per core (see tests/pipelines.py).
-    assert summary["speedup_vs_baseline"]["ratio"] > 1.5
+    # How large the gain is (about 2x on 2 cores, see tests/pipelines.py) is a wall-time figure
+    # for the benchmarks; here the reported ratio must be the one its own measurements give.
+    ratio = statistics.median(best["examples_per_sec"]) / statistics.median(
+        baseline["examples_per_sec"]
+    )
+    assert summary["speedup_vs_baseline"]["ratio"] == pytest.approx(ratio)
     assert summary["speedup_vs_baseline"]["significant"]
     assert len(baseline["examples_per_sec"]) == 2
     assert out.startswith("Best: ")
@@ -79,19 +85,41 @@ def test_search_beats_the_baseline_on_the_knob_that_matters(write_pipeline, tmp_
     assert "vs your baseline:" in report and "Every trial" in report
 
 
+def kill_while_a_trial_runs(process: subprocess.Popen[str], db: Path) -> list[int]:
+    """SIGKILLs the tuner while a trial runs, after two completed; returns the running trials.
+
+    The tuner is frozen (SIGSTOP) while the study is read, so what it shows cannot change
+    between the look and the kill: a trial seen running is one the kill cuts short.
+    """
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.5)
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            states = trials(db)
+        except sqlalchemy.exc.OperationalError:  # frozen mid-write, holding the lock
+            states = []
+        except BaseException:
+            process.kill()  # never leave a frozen tuner behind
+            raise
+        running = [t.number for t in states if t.state.name == "RUNNING"]
+        if running and sum(t.state.name == "COMPLETE" for t in states) >= 2:
+            os.kill(process.pid, signal.SIGKILL)
+            process.communicate(timeout=30)
+            return running
+        os.kill(process.pid, signal.SIGCONT)
+    process.kill()
+    _, err = process.communicate(timeout=30)
+    pytest.fail(f"the tuner never had a trial running after two completed:\n{err[-2000:]}")
+
+
 def test_sigkilled_tuner_loses_nothing_and_the_next_run_carries_on(write_pipeline, tmp_path):
     path = write_pipeline(pipelines.PARALLEL_SENSITIVE)
     db = tmp_path / "studies" / "pipeline.db"
     process = tune(path, "--trials", "20", cwd=tmp_path)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        time.sleep(1)
-        if sum(t.state.name == "COMPLETE" for t in trials(db)) >= 2:
-            break
-    running = [t for t in trials(db) if t.state.name == "RUNNING"]
-    os.kill(process.pid, signal.SIGKILL)
-    process.communicate(timeout=30)
+    running = kill_while_a_trial_runs(process, db)
     before = trials(db)
+    assert [t.number for t in before if t.state.name == "RUNNING"] == running
     completed = {t.number: t.values for t in before if t.state.name == "COMPLETE"}
     assert len(completed) >= 2
 
@@ -103,9 +131,8 @@ def test_sigkilled_tuner_loses_nothing_and_the_next_run_carries_on(write_pipelin
     after = {t.number: t for t in trials(db)}
     for number, values in completed.items():
         assert after[number].values == values  # finished trials survive untouched
-    orphans = [after[t.number] for t in before if t.state.name == "RUNNING"]
-    assert orphans or running == []
-    for orphan in orphans:
+    for number in running:  # the trials the kill cut short
+        orphan = after[number]
         assert orphan.state.name == "FAIL"
         assert orphan.user_attrs["status"] == "interrupted"
         assert "orphaned" in orphan.user_attrs["reason"]
@@ -120,3 +147,47 @@ def test_broken_file_stops_before_any_trial(write_pipeline, tmp_path):
     assert process.returncode == 2
     assert "unknown knob name 'batch'" in err
     assert not (tmp_path / "studies" / "pipeline.db").exists()
+
+
+def test_the_cli_takes_its_defaults_from_tune_options():
+    """One source of defaults: each flag's default is `TuneOptions`' own."""
+    import dataclasses
+
+    from tfperf.cli.main import build_parser
+    from tfperf.results import Objective
+    from tfperf.tuner import TuneOptions
+
+    args = build_parser().parse_args(["tune", "pipeline.py"])
+    defaults = {field.name: field.default for field in dataclasses.fields(TuneOptions)}
+    flags = {
+        "steps": "steps",
+        "finalists": "finalists",
+        "rounds": "rounds",
+        "trial_timeout": "trial_timeout_s",
+        "max_failures": "max_consecutive_failures",
+    }
+    assert {flag: getattr(args, flag) for flag in flags} == {
+        flag: defaults[option] for flag, option in flags.items()
+    }
+    assert Objective(args.objective) is defaults["objective"]
+    assert args.trials is None and defaults["trials"] == 20  # no --trials: TuneOptions' count
+
+
+def test_the_cli_follows_a_changed_default(monkeypatch):
+    import dataclasses
+
+    from tfperf.cli.main import build_parser
+    from tfperf.tuner import TuneOptions
+
+    field = next(f for f in dataclasses.fields(TuneOptions) if f.name == "steps")
+    monkeypatch.setattr(field, "default", 7)
+    assert build_parser().parse_args(["tune", "pipeline.py"]).steps == 7
+
+
+def test_tune_refuses_options_and_keyword_arguments_together(write_pipeline):
+    import tfperf
+    from tfperf.tuner import TuneOptions
+
+    pipeline = tfperf.load_pipeline(write_pipeline(pipelines.INPUT_BOUND))
+    with pytest.raises(TypeError, match=r"not both; got options and steps=, trials="):
+        tfperf.tune(pipeline, TuneOptions(trials=5), trials=30, steps=4)

@@ -1,7 +1,7 @@
 """The parts of tfperf that touch TensorFlow and Keras directly.
 
-Everything that imports TensorFlow lives here or in `runner`, so the rest of the package
-(results, analysis, reports) loads without it. TensorFlow is imported inside functions.
+TensorFlow is imported inside functions, so the rest of the package (results, analysis,
+reports) loads without it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
+from tfperf._tf._datasets import traced_graphs
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Knobs, Precision
 from tfperf.results import GpuStats
@@ -147,7 +148,7 @@ def input_error_location(dataset: Any, error: BaseException, user_paths: Collect
     node = _failing_node(error)
     if node is None:
         return ""
-    for graph in _function_graphs(dataset):
+    for graph in traced_graphs(dataset):
         try:
             op = graph.get_operation_by_name(node)
         except (KeyError, ValueError):
@@ -202,21 +203,3 @@ def user_frames_of(error: BaseException, user_paths: Collection[Path]) -> str:
 def _failing_node(error: BaseException) -> str | None:
     match = _NODE_PATTERN.search(str(error))
     return match.group(1) if match else None
-
-
-def _function_graphs(dataset: Any) -> Iterator[Any]:
-    # Private tf.data attributes: if a TF release renames them, the location is simply omitted.
-    pending, seen = [dataset], set()
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        for attribute in ("_map_func", "_predicate", "_key_func", "_reduce_func"):
-            wrapper = getattr(current, attribute, None)
-            function = getattr(wrapper, "function", None)
-            graph = getattr(function, "graph", None)
-            if graph is not None:
-                yield graph
-        with contextlib.suppress(Exception):
-            pending.extend(current._inputs())

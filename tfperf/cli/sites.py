@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tfperf.knobs import training_sites
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results import TuneResult, describe_discovery
 from tfperf.sites import Patch, changes_between, make_patch
@@ -58,7 +57,9 @@ def patch_section(pipeline: PipelineFile, result: TuneResult, write_to: Path | N
     chosen = dict(result.best.knobs.get("sites") or {})
     patch = make_patch(pipeline.path.parent, changes_between(pipeline.discovery.sites, chosen))
     lines += [f"Patch for your code ({result.best.label}):", *patch.describe()]
-    lines += _applied(result) + _stale(chosen, pipeline) + _training(result)
+    # Sites that change training are warned about in the summary printed above this section
+    # (`result.changes_training`, the one rule of `tfperf.results.training_changes`).
+    lines += _applied(result) + _stale(chosen, pipeline)
     if patch.diff:
         lines += ["", patch.diff.rstrip("\n"), ""]
         lines.append(_apply_hint(patch, pipeline, write_to))
@@ -87,18 +88,6 @@ def _stale(chosen: dict[str, int | None], pipeline: PipelineFile) -> list[str]:
     return [
         f"Not in the file any more (it changed since the study began): {', '.join(stale)}. "
         "Start a new study with --study to tune the file as it is now."
-    ]
-
-
-def _training(result: TuneResult) -> list[str]:
-    before = result.baseline.knobs.get("sites") or {}
-    changed = training_sites(before, result.best.knobs.get("sites") or {})
-    if not changed:
-        return []
-    verb = "changes" if len(changed) == 1 else "change"
-    return [
-        f"Warning: {', '.join(changed)} {verb} training, not only speed (batch size, shuffle "
-        "buffer): check accuracy, and the learning rate for a new batch size, before adopting."
     ]
 
 

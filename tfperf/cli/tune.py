@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from tfperf.cli.base import (
     positive_int,
 )
 from tfperf.results import Objective
-from tfperf.tuner import TuneListener
+from tfperf.tuner import TuneListener, TuneOptions
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -68,7 +69,7 @@ class TuneCommand(Command):
             default=None,
             metavar="N",
             help="finish when the study holds N finished trials, this run's and earlier runs' "
-            "(default: 20 when --timeout is not given)",
+            f"(default: {default('trials')} when --timeout is not given)",
         )
         search.add_argument(
             "--timeout",
@@ -90,9 +91,9 @@ class TuneCommand(Command):
         search.add_argument(
             "--objective",
             choices=[o.value for o in Objective],
-            default=Objective.THROUGHPUT.value,
-            help="throughput: most examples/s (default); throughput-ram: trade examples/s "
-            "against peak host RAM and report the Pareto front",
+            default=default("objective").value,
+            help="throughput: most examples/s; throughput-ram: trade examples/s against peak "
+            "host RAM and report the Pareto front (default: %(default)s)",
         )
         search.add_argument("--seed", type=int, default=None, help="seed of the TPE sampler")
         search.add_argument(
@@ -106,7 +107,7 @@ class TuneCommand(Command):
         measure.add_argument(
             "--steps",
             type=positive_int,
-            default=50,
+            default=default("steps"),
             metavar="N",
             help="measured steps per phase in each trial (default: %(default)s)",
         )
@@ -120,7 +121,7 @@ class TuneCommand(Command):
         measure.add_argument(
             "--finalists",
             type=positive_int,
-            default=3,
+            default=default("finalists"),
             metavar="K",
             help="best trials re-measured beside the two references at the end "
             "(default: %(default)s)",
@@ -128,7 +129,7 @@ class TuneCommand(Command):
         measure.add_argument(
             "--rounds",
             type=positive_int,
-            default=3,
+            default=default("rounds"),
             metavar="R",
             help="interleaved rounds of re-measurement (default: %(default)s)",
         )
@@ -151,14 +152,14 @@ class TuneCommand(Command):
         budgets.add_argument(
             "--trial-timeout",
             type=positive_float,
-            default=600.0,
+            default=default("trial_timeout_s"),
             metavar="S",
             help="seconds one trial may run before it is stopped (default: %(default)s)",
         )
         budgets.add_argument(
             "--max-failures",
             type=positive_int,
-            default=5,
+            default=default("max_consecutive_failures"),
             metavar="N",
             help="stop the study after N consecutive failed trials (default: %(default)s)",
         )
@@ -208,7 +209,7 @@ class TuneCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import load_pipeline
         from tfperf.report import render_tune_summary
-        from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneOptions, Tuner
+        from tfperf.tuner import TooManyFailures, TuneInterrupted, Tuner
 
         if not args.debug:
             import_tensorflow_quietly()
@@ -220,7 +221,7 @@ class TuneCommand(Command):
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         pipeline = find_sites(pipeline, quiet=args.quiet)
         options = TuneOptions(
-            trials=args.trials if args.trials or args.timeout else 20,
+            trials=args.trials if args.trials or args.timeout else default("trials"),
             timeout_s=args.timeout,
             trial_timeout_s=args.trial_timeout,
             steps=args.steps,
@@ -267,6 +268,14 @@ class TuneCommand(Command):
             print(f"\n{patch}")
         print(f"\nSummary JSON: {json_path}\nHTML report: {html_path}")
         return 0
+
+
+def default(option: str) -> Any:
+    """`TuneOptions`' default for `option`: the one place the CLI's defaults come from."""
+    field = next(field for field in dataclasses.fields(TuneOptions) if field.name == option)
+    if field.default is dataclasses.MISSING:
+        raise ValueError(f"TuneOptions.{option} has no plain default to show on the command line")
+    return field.default
 
 
 def write_study_report(tuner: Tuner, path: Path | None) -> Path:

@@ -30,7 +30,6 @@ from tfperf.knobs._sitename import (
     check_site_value,
     format_site_value,
     is_site_name,
-    parse_site_name,
     site_kind,
     training_sites,
 )
@@ -66,7 +65,6 @@ __all__ = [
     "from_jsonable",
     "is_site_name",
     "parse_search_space",
-    "parse_site_name",
     "site_kind",
     "to_jsonable",
     "training_sites",

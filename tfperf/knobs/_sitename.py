@@ -8,14 +8,17 @@ relative to the pipeline's folder, the line of the method's name, the argument).
 holds two calls of one method, `#1`, `#2` (in the order they end) follow the line:
 `map@pipeline.py:23#2.num_parallel_calls`.
 
-This module owns that grammar, with no TensorFlow: `SiteName` parses and prints a name,
-`SiteValues` is the typed, immutable mapping of site names to values that `Knobs.sites` holds.
+This module owns that grammar, with no TensorFlow: `SiteName` parses (`SiteName.parse`) and
+prints (`str`) a name, and nothing else in tfperf builds or splits one; `SiteValues` is the
+typed, immutable mapping of site names to values that `Knobs.sites` holds.
 
 Example:
     >>> check_site_value("map@pipeline.py:23.num_parallel_calls", "AUTOTUNE")
     -1
-    >>> parse_site_name("batch@data/input.py:7.batch_size").file
+    >>> SiteName.parse("batch@data/input.py:7.batch_size").file
     'data/input.py'
+    >>> str(SiteName("map", "pipeline.py", 23, 2, "num_parallel_calls"))
+    'map@pipeline.py:23#2.num_parallel_calls'
 """
 
 from __future__ import annotations
@@ -38,7 +41,6 @@ __all__ = [
     "check_site_value",
     "format_site_value",
     "is_site_name",
-    "parse_site_name",
     "site_kind",
     "training_sites",
 ]
@@ -73,8 +75,12 @@ _ACCEPTS = {
 }
 
 
-#: public class name. An absent `batch(num_parallel_calls)` stays untuned: parallel batching
-#: rarely pays, and every extra dimension costs the search trials.
+#: (call, argument) -> (site kind, tuned when the call leaves it out). A call is a `Dataset`
+#: method or a reader's public class name. The kinds live here, with no TensorFlow, because
+#: site names are checked without it; everything else tfperf knows about each call (its
+#: tf.data classes, stage kind, AUTOTUNE model nodes) is in `tfperf._tf.METHODS`, whose
+#: `Method.arguments` reads this table. An absent `batch(num_parallel_calls)` stays untuned:
+#: parallel batching rarely pays, and every extra dimension costs the search trials.
 TUNABLE: dict[tuple[str, str], tuple[SiteKind, bool]] = {
     ("map", "num_parallel_calls"): (SiteKind.PARALLELISM, True),
     ("interleave", "cycle_length"): (SiteKind.PARALLELISM, True),
@@ -97,7 +103,16 @@ _NAME = re.compile(
 
 @dataclasses.dataclass(frozen=True)
 class SiteName:
-    """The parts of a site knob's name; `nth` only where a line holds two calls alike."""
+    """The parts of a site knob's name; `nth` only where a line holds two calls alike.
+
+    `str()` gives the canonical name and `SiteName.parse` reads one back:
+
+    >>> name = SiteName.parse("map@data/input.py:23#2.num_parallel_calls")
+    >>> name.file, name.line, name.nth
+    ('data/input.py', 23, 2)
+    >>> str(name)
+    'map@data/input.py:23#2.num_parallel_calls'
+    """
 
     method: str
     file: str
@@ -105,28 +120,37 @@ class SiteName:
     nth: int | None
     argument: str
 
+    def __str__(self) -> str:
+        nth = f"#{self.nth}" if self.nth is not None else ""
+        return f"{self.method}@{self.file}:{self.line}{nth}.{self.argument}"
 
-def parse_site_name(name: str) -> SiteName:
-    """Splits `map@pipeline.py:23.num_parallel_calls` into its parts.
+    @classmethod
+    def parse(cls, text: str) -> SiteName:
+        """Splits `map@pipeline.py:23.num_parallel_calls` into its parts.
 
-    Raises:
-        KnobError: `name` is not a site name, or names an argument tfperf does not tune.
-    """
-    match = _NAME.match(name)
-    if match is None:
-        raise KnobError(
-            f"{name!r} is not a call-site name; they read METHOD@FILE:LINE.ARGUMENT, e.g. "
-            "'map@pipeline.py:23.num_parallel_calls' (`tfperf profile` lists them)."
+        Raises:
+            KnobError: `text` is not a site name, or names an argument tfperf does not tune.
+        """
+        match = _NAME.match(text)
+        if match is None:
+            raise KnobError(
+                f"{text!r} is not a call-site name; they read METHOD@FILE:LINE.ARGUMENT, e.g. "
+                "'map@pipeline.py:23.num_parallel_calls' (`tfperf profile` lists them)."
+            )
+        parsed = cls(
+            method=match["method"],
+            file=match["file"],
+            line=int(match["line"]),
+            nth=int(match["nth"]) if match["nth"] else None,
+            argument=match["argument"],
         )
-    parsed = SiteName(
-        method=match["method"],
-        file=match["file"],
-        line=int(match["line"]),
-        nth=int(match["nth"]) if match["nth"] else None,
-        argument=match["argument"],
-    )
-    site_kind(parsed.method, parsed.argument, name)
-    return parsed
+        site_kind(parsed.method, parsed.argument, text)  # raises for an untuned argument
+        return parsed
+
+    @property
+    def kind(self) -> SiteKind:
+        """What the argument controls (`KnobError` when tfperf does not tune it)."""
+        return site_kind(self.method, self.argument, str(self))
 
 
 def is_site_name(name: str) -> bool:
@@ -151,8 +175,7 @@ def check_site_value(name: str, value: Any) -> int | None:
     Raises:
         KnobError: the name is not a site, or the value does not suit its argument.
     """
-    parsed = parse_site_name(name)
-    kind = site_kind(parsed.method, parsed.argument, name)
+    kind = SiteName.parse(name).kind
     if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
         value = AUTOTUNE
     if value is None and kind is SiteKind.PARALLELISM:
@@ -226,14 +249,12 @@ def _as_int(value: Any) -> int | None:
 
 
 def training_sites(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """Sites whose change alters training, not only speed (batch sizes, shuffle buffers)."""
+    """Sites whose change alters training, not only speed (batch sizes, shuffle buffers).
+
+    `tfperf.results.training_changes` adds the global knobs: the one rule tfperf applies.
+    """
     return [
         name
         for name in sorted(set(before) | set(after))
-        if before.get(name) != after.get(name) and _changes_training(name)
+        if before.get(name) != after.get(name) and SiteName.parse(name).kind.changes_training
     ]
-
-
-def _changes_training(name: str) -> bool:
-    parsed = parse_site_name(name)
-    return site_kind(parsed.method, parsed.argument, name).changes_training

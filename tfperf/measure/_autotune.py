@@ -1,78 +1,30 @@
 """What AUTOTUNE chose: the values tf.data's autotuner settled on, read from a live iterator.
 
 tf.data keeps, inside every iterator with autotuning on, a model of the pipeline whose nodes
-hold the tuned parameters (`parallelism`, `buffer_size`, ...). Stock TensorFlow exposes it as
-`tf.data.experimental.get_model_proto(iterator)` (documented from TF 2.17): a `ModelProto`
-whose parameters carry both the optimizer's current guess (`value`) and the value the running
-iterator uses (`state_value`). tfperf reports the latter. See docs/autotune.md.
+hold the tuned parameters (`parallelism`, `buffer_size`, ...); `tfperf._tf.model_nodes` reads
+it, with both the optimizer's current guess (`value`) and the value the running iterator uses
+(`state_value`). tfperf reports the latter. See docs/autotune.md.
 
 `IteratorRecorder` stands in for the dataset during a profile: it hands the profiler real
 iterators and, when the end-to-end phase's last measured step is reported, reads the model of
 the iterator in use. The model's nodes are then matched to the stages of
-`tfperf.measure._chain`, so each value is reported against the call the user wrote.
+`tfperf.measure._chain` through the table of tf.data calls (`tfperf._tf.METHODS`: which
+nodes stand for which call, which parameter for which argument), so each value is reported
+against the call the user wrote.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
+from tfperf import _tf
+from tfperf._tf import ModelNode, ModelParameter
 from tfperf.measure._profiler import Progress, ProgressCallback
 from tfperf.results import AutotuneChoice, AutotuneReadout, Phase, StageKind
 
 logger = logging.getLogger(__name__)
-
-#: tf.data model node names (op names without "Dataset"), normalised -> stage kinds they match.
-_NODE_KINDS: dict[str, frozenset[StageKind]] = {
-    "Map": frozenset({StageKind.MAP}),
-    "Batch": frozenset({StageKind.BATCH}),
-    "PaddedBatch": frozenset({StageKind.BATCH}),
-    "MapAndBatch": frozenset({StageKind.BATCH, StageKind.MAP}),
-    "Interleave": frozenset({StageKind.INTERLEAVE, StageKind.READ}),
-    "FlatMap": frozenset({StageKind.INTERLEAVE, StageKind.SOURCE}),
-    "Prefetch": frozenset({StageKind.PREFETCH}),
-    "Shuffle": frozenset({StageKind.SHUFFLE}),
-    "ShuffleAndRepeat": frozenset({StageKind.SHUFFLE}),
-    "Filter": frozenset({StageKind.FILTER}),
-    "TFRecord": frozenset({StageKind.READ}),
-    "TextLine": frozenset({StageKind.READ}),
-    "FixedLengthRecord": frozenset({StageKind.READ}),
-}
-
-#: (stage kind, model parameter) -> the argument of the user's call it stands for.
-_ARGUMENTS = {
-    (StageKind.MAP, "parallelism"): "num_parallel_calls",
-    (StageKind.BATCH, "parallelism"): "num_parallel_calls",
-    (StageKind.INTERLEAVE, "parallelism"): "num_parallel_calls",
-    (StageKind.INTERLEAVE, "cycle_length"): "cycle_length",
-    (StageKind.READ, "parallelism"): "num_parallel_reads",
-    (StageKind.READ, "cycle_length"): "num_parallel_reads",
-    (StageKind.PREFETCH, "buffer_size"): "buffer_size",
-}
-
-#: Where an AUTOTUNE argument is resolved once, at iterator creation, not tuned while running.
-_RESOLVED_ONCE = {"cycle_length": ("cycle_length", "num_parallel_reads")}
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelParameter:
-    """One parameter of a node in tf.data's model, as read from the `ModelProto`."""
-
-    name: str
-    value: float
-    state_value: float
-    tunable: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelNode:
-    """One node on the main path of tf.data's model, output first."""
-
-    name: str
-    parameters: tuple[ModelParameter, ...]
 
 
 class StageRef(Protocol):
@@ -141,35 +93,10 @@ def read_choices(iterator: Any, stages: Sequence[StageRef]) -> AutotuneReadout:
     if iterator is None:
         return AutotuneReadout([], "no iterator was live at the end of the end-to-end phase")
     try:
-        nodes = model_nodes(iterator)
+        nodes = _tf.model_nodes(iterator)
     except Exception as error:  # an unreadable model must not cost the profile
         return AutotuneReadout([], _unavailable(error))
     return AutotuneReadout(match_choices(nodes, stages))
-
-
-def model_nodes(iterator: Any) -> list[ModelNode]:
-    """The main path of the iterator's tf.data model, from the output to the source.
-
-    Raises:
-        AttributeError: this TensorFlow has no `tf.data.experimental.get_model_proto`.
-        tf.errors.NotFoundError: autotuning is off, so the iterator keeps no model.
-    """
-    import tensorflow as tf
-
-    proto = tf.data.experimental.get_model_proto(iterator)
-    nodes, key, seen = [], proto.output, set()
-    while key in proto.nodes and key not in seen:
-        seen.add(key)
-        node = proto.nodes[key]
-        if node.name != "Root":
-            parameters = tuple(
-                ModelParameter(p.name, p.value, p.state_value, p.tunable) for p in node.parameters
-            )
-            nodes.append(ModelNode(node.name, parameters))
-        # An interleave's first input is its input dataset; the others are the datasets it is
-        # reading from, which are not stages of the user's chain.
-        key = node.inputs[0] if node.inputs else -1
-    return nodes
 
 
 def match_choices(nodes: Sequence[ModelNode], stages: Sequence[StageRef]) -> list[AutotuneChoice]:
@@ -183,9 +110,8 @@ def match_choices(nodes: Sequence[ModelNode], stages: Sequence[StageRef]) -> lis
     position = 0
     for stage in sorted(stages, key=lambda ref: ref.index, reverse=True):
         for offset, node in enumerate(nodes[position:]):
-            kinds = _NODE_KINDS.get(_normalised(node.name), frozenset())
-            if stage.kind in kinds:
-                fused_with_map = _normalised(node.name) == "MapAndBatch"
+            if stage.kind in _tf.node_kinds(node.name):
+                fused_with_map = _tf.fused_map_and_batch(node.name)
                 if not (fused_with_map and stage.kind is StageKind.BATCH):
                     claimed[position + offset] = stage
                     position += offset + 1
@@ -210,7 +136,7 @@ def _choices_of(node: ModelNode, stage: StageRef | None) -> list[AutotuneChoice]
                 stage_label=stage.label if stage is not None else f"{node.name} (added by tf.data)",
                 node=node.name,
                 parameter=parameter.name,
-                argument=_ARGUMENTS.get((kind, parameter.name)) if kind is not None else None,
+                argument=_tf.model_argument(kind, parameter.name) if kind is not None else None,
                 value=int(value),
                 tuned=parameter.tunable,
             )
@@ -220,19 +146,10 @@ def _choices_of(node: ModelNode, stage: StageRef | None) -> list[AutotuneChoice]
 
 def _resolved_from_autotune(parameter: ModelParameter, stage: StageRef | None) -> bool:
     """True for a value tf.data fixed once from an AUTOTUNE argument (cycle_length)."""
-    if stage is None or parameter.name not in _RESOLVED_ONCE:
+    if stage is None:
         return False
-    return any(stage.parameters.get(name) == -1 for name in _RESOLVED_ONCE[parameter.name])
-
-
-def _normalised(node_name: str) -> str:
-    """`ParallelMapV2` -> `Map`, `ParallelInterleaveV4` -> `Interleave`, `BatchV2` -> `Batch`."""
-    name = re.sub(r"V\d+$", "", node_name)
-    if name.startswith("Parallel") and name != "Parallel":
-        name = name[len("Parallel") :]
-    if name.startswith("Experimental"):
-        name = name[len("Experimental") :]
-    return name
+    arguments = _tf.resolved_arguments(parameter.name)
+    return any(stage.parameters.get(name) == -1 for name in arguments)
 
 
 def _unavailable(error: Exception) -> str:

@@ -14,6 +14,7 @@ from tfperf.knobs import AUTOTUNE, Knobs, format_value
 from tfperf.report import _theme as theme
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import StudySnapshot, TrialRow, flat_knobs, site_names
+from tfperf.report._tune_text import training_warnings
 from tfperf.results import Measurement, Speedup, recommend, speedup, training_changes
 from tfperf.sites import Patch, changes_between, make_patch
 from tfperf.study import pareto
@@ -84,7 +85,7 @@ def summary(snapshot: StudySnapshot) -> Summary | None:
         vs_autotune=speedup(best, autotune) if autotune else None,
         recommendation=_recommendation(best, vs_baseline, changes, snapshot.remeasured),
         changes=_changes(best, baseline, changes),
-        warnings=tuple(_warnings(best, baseline, changes)),
+        warnings=tuple(training_warnings(best, baseline, changes) if baseline else ()),
         tf_data_code="" if best.knobs.get("sites") else tf_data_snippet(_all_knobs(best)),
         baseline_code="" if best.knobs.get("sites") else baseline_snippet(_all_knobs(best)),
         remeasured=snapshot.remeasured,
@@ -178,30 +179,6 @@ def _changes(
         for name in names
         if (old := before.get(name)) != (new := after.get(name))
     )
-
-
-def _warnings(best: Measurement, baseline: Measurement | None, changes: list[str]) -> list[str]:
-    if baseline is None:
-        return []
-    notes = {
-        "batch_size": "The winner changes the batch size ({old} → {new}): the learning rate "
-        "and convergence may need retuning. Check accuracy before adopting it.",
-        "mixed_precision": "The winner changes the precision ({old} → {new}): numerics change. "
-        "Check accuracy (and loss scaling for float16) before adopting it.",
-        "shuffle_buffer": "The winner changes the shuffle buffer ({old} → {new}): examples are "
-        "mixed less (or more) thoroughly, which can affect accuracy.",
-    }
-    site = (
-        "The winner changes {name} ({old} → {new}), a batch size or shuffle buffer in your "
-        "code: this alters training, not only speed. Check accuracy before adopting it."
-    )
-    before, after = flat_knobs(baseline.knobs), flat_knobs(best.knobs)
-    return [
-        notes.get(name, site).format(
-            name=name, old=format_value(before.get(name)), new=format_value(after.get(name))
-        )
-        for name in changes
-    ]
 
 
 @dataclasses.dataclass(frozen=True)

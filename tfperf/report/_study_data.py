@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfperf.results import Discovery, Measurement, ProfileResult, TrialStatus
+from tfperf.results import Discovery, Measurement, ProfileResult
 from tfperf.study import (
     AUTOTUNE_REF,
     BASELINE,
@@ -22,6 +22,7 @@ from tfperf.study import (
     PIPELINE_ATTR,
     REMEASURE_ATTR,
     StudyMismatchError,
+    TrialRecord,
     search_trials,
     stored_result,
 )
@@ -39,7 +40,7 @@ class TrialRow:
 
     number: int
     state: str  # Optuna's state name: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
-    status: str  # tfperf's TrialStatus value, or the state in lower case if tfperf set none
+    status: str  # tfperf's `TrialStatus` value, or the state in lower case if tfperf set none
     reference: str | None
     examples_per_sec: float | None
     peak_rss_bytes: int | None
@@ -155,8 +156,12 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
         measurements=measurements,
         importances=importances,
         importance_note=note,
-        ram_budget_bytes=_budget(frozen.values(), "ram_bytes_over_budget", "peak_rss_bytes"),
-        gpu_budget_bytes=_budget(frozen.values(), "gpu_bytes_over_budget", "peak_gpu_bytes"),
+        ram_budget_bytes=_budget(
+            frozen.values(), "ram_bytes_over_budget", lambda record: record.peak_rss_bytes
+        ),
+        gpu_budget_bytes=_budget(
+            frozen.values(), "gpu_bytes_over_budget", lambda record: record.peak_gpu_bytes
+        ),
         best_trial=best,
         best_result=stored_result(frozen[best]) if best is not None else None,
         **_discovery(study),
@@ -171,25 +176,25 @@ def _discovery(study: optuna.Study) -> dict[str, Any]:
 
 
 def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
-    attrs = trial.user_attrs
-    worker = attrs.get("worker") or {}
-    status = attrs.get("status") or trial.state.name.lower()
-    complete = trial.state.name == "COMPLETE" and status == TrialStatus.COMPLETE.value
+    record = TrialRecord.from_trial(trial)
+    worker = dict(record.worker or {})
+    status = record.status.value if record.status is not None else trial.state.name.lower()
+    complete = trial.state.name == "COMPLETE" and record.complete
     return TrialRow(
         number=trial.number,
         state=trial.state.name,
         status=status,
-        reference=attrs.get("reference"),
+        reference=record.reference,
         examples_per_sec=trial.values[0] if complete and trial.values else None,
-        peak_rss_bytes=attrs.get("peak_rss_bytes"),
-        peak_gpu_bytes=attrs.get("peak_gpu_bytes"),
-        wall_s=attrs.get("wall_s"),
+        peak_rss_bytes=record.peak_rss_bytes,
+        peak_gpu_bytes=record.peak_gpu_bytes,
+        wall_s=record.wall_s,
         feasible=complete and all(value <= 0 for value in trial.constraints.values()),
-        host=worker.get("host"),
+        host=record.host,
         hardware=_hardware(worker),
-        knobs=dict(attrs.get("knobs") or {}),
-        reason=attrs.get("reason"),
-        duplicate_of=attrs.get("duplicate_of"),
+        knobs=record.knobs.to_dict() if record.knobs is not None else {},
+        reason=record.reason,
+        duplicate_of=record.duplicate_of,
     )
 
 
@@ -252,7 +257,9 @@ def _best_trial(trials: tuple[TrialRow, ...], measurements: tuple[Measurement, .
 
 
 def _budget(
-    trials: Iterable[optuna.trial.FrozenTrial], constraint: str, peak_attr: str
+    trials: Iterable[optuna.trial.FrozenTrial],
+    constraint: str,
+    peak_of: Callable[[TrialRecord], int | None],
 ) -> int | None:
     """The budget a study ran under, recovered from its constraints (figure - budget).
 
@@ -261,7 +268,7 @@ def _budget(
     """
     for trial in trials:
         value = trial.constraints.get(constraint) if trial.constraints else None
-        peak = trial.user_attrs.get(peak_attr)
+        peak = peak_of(TrialRecord.from_trial(trial))
         if value and peak is not None:
             return round(float(peak) - value)
     return None

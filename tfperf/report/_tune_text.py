@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tfperf.knobs import format_value
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
+from tfperf.report._study_data import flat_knobs
 from tfperf.results import Measurement, TuneResult
 from tfperf.units import format_bytes
 
@@ -48,14 +49,8 @@ def _headline(result: TuneResult) -> str:
 
 
 def _changes(result: TuneResult) -> str:
-    if not result.changes_training:
-        return ""
-    before, after = result.baseline.knobs, result.best.knobs
-    pairs = ", ".join(
-        f"{name} {format_value(before[name])} -> {format_value(after[name])}"
-        for name in result.changes_training
-    )
-    return f"Warning: the winner changes training, not only speed: {pairs}."
+    warnings = training_warnings(result.best, result.baseline, result.changes_training)
+    return "\n".join(f"Warning: {text}" for text in warnings)
 
 
 def _apply(result: TuneResult) -> str:
@@ -81,6 +76,32 @@ def _footer(result: TuneResult, dashboard_url: str | None) -> str:
     if dashboard_url:
         lines.append(f"Browse it: optuna-dashboard {dashboard_url}")
     return "\n".join(lines)
+
+
+def training_warnings(best: Measurement, baseline: Measurement, changes: list[str]) -> list[str]:
+    """A sentence for each of `changes` (`tfperf.results.training_changes`): what to check.
+
+    The HTML report and the terminal summary show the same sentences.
+    """
+    notes = {
+        "batch_size": "The winner changes the batch size ({old} → {new}): the learning rate "
+        "and convergence may need retuning. Check accuracy before adopting it.",
+        "mixed_precision": "The winner changes the precision ({old} → {new}): numerics change. "
+        "Check accuracy (and loss scaling for float16) before adopting it.",
+        "shuffle_buffer": "The winner changes the shuffle buffer ({old} → {new}): examples are "
+        "mixed less (or more) thoroughly, which can affect accuracy.",
+    }
+    site = (
+        "The winner changes {name} ({old} → {new}), a batch size or shuffle buffer in your "
+        "code: this alters training, not only speed. Check accuracy before adopting it."
+    )
+    before, after = flat_knobs(baseline.knobs), flat_knobs(best.knobs)
+    return [
+        notes.get(name, site).format(
+            name=name, old=format_value(before.get(name)), new=format_value(after.get(name))
+        )
+        for name in changes
+    ]
 
 
 def _indent(text: str) -> str:

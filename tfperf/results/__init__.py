@@ -17,6 +17,7 @@ from tfperf.results._discovery import (
 )
 from tfperf.results._json import (
     JsonRecord,
+    validated,
 )
 from tfperf.results._profile import (
     AutotuneChoice,
@@ -51,7 +52,6 @@ from tfperf.results._tune import (
     relative_spread,
     speedup,
     training_changes,
-    training_knob_changes,
 )
 
 __all__ = [
@@ -90,5 +90,5 @@ __all__ = [
     "relative_spread",
     "speedup",
     "training_changes",
-    "training_knob_changes",
+    "validated",
 ]

@@ -1,18 +1,18 @@
 """What a build of a plain file or script found: its tf.data call sites, as plain records.
 
-`Discovery` round-trips through JSON so a child process can report what it found, and a study
-can keep it for the report.
+`Discovery` round-trips through JSON (a `JsonRecord`, validated on the way back) so a child
+process can report what it found, and a study can keep it for the report.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
 from tfperf.errors import KnobError
 from tfperf.knobs import SiteKind, format_site_value, site_kind
+from tfperf.results._json import JsonRecord
 
 __all__ = [
     "ArgumentForm",
@@ -33,7 +33,7 @@ class ArgumentForm(str, Enum):
 
 
 @dataclasses.dataclass(frozen=True)
-class CallSite:
+class CallSite(JsonRecord):
     """One tunable argument of one call in the user's files, as the dataset was built.
 
     `file` is relative to the pipeline's folder ('/'-separated); `line` is the line of the
@@ -65,12 +65,11 @@ class CallSite:
     def where(self) -> str:
         return f"{self.file}:{self.line}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "form": self.form.value}
-
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CallSite:
-        return cls(**{**data, "form": ArgumentForm(data["form"])})
+    def from_dict(cls, data: Any) -> CallSite:
+        """Validates and rebuilds a site from `to_dict` output (`ResultFileError` if it is not
+        one)."""
+        return cls.validate(data)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +118,7 @@ class SlowStage:
 
 
 @dataclasses.dataclass(frozen=True)
-class Discovery:
+class Discovery(JsonRecord):
     """Every tunable call site and every call that is "not tunable here", in one build.
 
     `slowest` is the limiting stage when the stages were measured too, else None.
@@ -143,23 +142,15 @@ class Discovery:
             f"no call site {name!r} was found while building the dataset. Sites found: {known}."
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "sites": [site.to_dict() for site in self.sites],
-            "untunable": [dataclasses.asdict(item) for item in self.untunable],
-            "slowest": dataclasses.asdict(self.slowest) if self.slowest else None,
-        }
-
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Discovery:
-        slowest = data.get("slowest")
-        return cls(
-            sites=tuple(CallSite.from_dict(site) for site in data.get("sites", ())),
-            untunable=tuple(Untunable(**item) for item in data.get("untunable", ())),
-            slowest=None
-            if not slowest
-            else SlowStage(**{**slowest, "sites": tuple(slowest["sites"])}),
-        )
+    def from_dict(cls, data: Any) -> Discovery:
+        """Validates and rebuilds a discovery from `to_dict` output; keys it does not know (a
+        study stores the code's `root` beside it) are ignored.
+
+        Raises:
+            ResultFileError: the data is not a discovery; the message names each field at fault.
+        """
+        return cls.validate(data)
 
 
 def describe_discovery(discovery: Discovery) -> list[str]:

@@ -1,4 +1,10 @@
-"""Saving dataclasses as JSON and loading them back validated, for every result type."""
+"""Saving dataclasses as JSON and loading them back validated, for every record type.
+
+Every dataclass tfperf reads back from JSON (a result file, a child process's answer, a
+request, a study's stored record) is checked by pydantic through `validated`, so bad input fails
+with one message that names each field at fault by its path (`sites[0].form`) and the value
+found there.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,20 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tfperf.errors import ResultFileError
+from tfperf.errors import ResultFileError, TfperfError
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter, ValidationError
+
+__all__ = ["JsonRecord", "validated"]
 
 R = TypeVar("R", bound="JsonRecord")
+T = TypeVar("T")
+
+#: How much of a wrong value a message quotes.
+_SHOWN_CHARS = 60
+#: How many field errors a message lists before it counts the rest.
+_SHOWN_ERRORS = 5
 
 
 class JsonRecord:
@@ -22,7 +36,7 @@ class JsonRecord:
     """
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready nested dicts (enums as their string values)."""
+        """JSON-ready nested dicts (enums as their string values, tuples as lists)."""
         data: dict[str, Any] = _adapter(type(self)).dump_python(self, mode="json")
         return data
 
@@ -43,15 +57,80 @@ class JsonRecord:
         Raises:
             ResultFileError: the data does not match the class's fields.
         """
-        from pydantic import ValidationError
+        return validated(cls, data)
 
-        try:
-            result: R = _adapter(cls).validate_python(data)
-        except ValidationError as error:
-            raise ResultFileError(
-                f"result does not match the {cls.__name__} schema: {error}"
-            ) from None
-        return result
+
+def validated(
+    cls: type[T],
+    data: Any,
+    *,
+    source: str = "result",
+    error: type[TfperfError] = ResultFileError,
+    strict: bool = False,
+) -> T:
+    """`data` (decoded JSON) as an instance of the dataclass `cls`, checked by pydantic.
+
+    Keys the class does not know are ignored, so a record may carry extra keys for its reader.
+
+    Args:
+        source: what `data` is, for the message: "result", "the request file r.json".
+        error: the exception raised when `data` does not fit.
+        strict: take every value only in its exact JSON type (no "5" or 5.0 for an int, no
+            true for 1), as pydantic's strict JSON mode does; otherwise pydantic's lax mode
+            converts what it safely can.
+
+    Raises:
+        error: `data` does not match `cls`; the message lists each field at fault.
+
+    Example:
+        >>> import dataclasses
+        >>> @dataclasses.dataclass
+        ... class Point:
+        ...     x: int
+        >>> validated(Point, {"x": "1"})
+        Point(x=1)
+        >>> validated(Point, {})
+        Traceback (most recent call last):
+        tfperf.errors.ResultFileError: result does not match the Point schema: x: missing
+    """
+    from pydantic import ValidationError
+
+    adapter = _adapter(cls)
+    try:
+        if strict:
+            # Strict JSON mode knows JSON's types: an array fills a tuple, a string an enum.
+            result: T = adapter.validate_json(json.dumps(data, allow_nan=False), strict=True)
+        else:
+            result = adapter.validate_python(data)
+    except ValidationError as problem:
+        raise error(
+            f"{source} does not match the {cls.__name__} schema: {describe_errors(problem)}"
+        ) from None
+    except (TypeError, ValueError) as problem:  # json.dumps: not JSON data at all
+        raise error(f"{source} is not JSON data ({problem}): {_shown(data)}") from None
+    return result
+
+
+def describe_errors(problem: ValidationError) -> str:
+    """pydantic's errors on one line: `sites[0].form: Input should be ... (got 'kw')`."""
+    errors = problem.errors(include_url=False)
+    parts = [_describe_error(item) for item in errors[:_SHOWN_ERRORS]]
+    if len(errors) > _SHOWN_ERRORS:
+        parts.append(f"and {len(errors) - _SHOWN_ERRORS} more")
+    return "; ".join(parts)
+
+
+def _describe_error(item: Any) -> str:
+    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in item["loc"])
+    where = path.lstrip(".") or "the top level"
+    if item["type"] == "missing":
+        return f"{where}: missing"
+    return f"{where}: {item['msg']} (got {_shown(item['input'])})"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}

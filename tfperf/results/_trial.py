@@ -11,7 +11,11 @@ __all__ = ["TrialOutcome", "TrialStatus"]
 
 
 class TrialStatus(str, Enum):
-    """How a trial ended. Only COMPLETE carries a result."""
+    """How a trial ended. Only COMPLETE carries a result.
+
+    The last three are never a child's verdict: a study records them on trials that did not
+    finish a measurement of their own (see `tfperf.study.TrialRecord`).
+    """
 
     COMPLETE = "complete"
     FAILED = "failed"  # the pipeline raised for this configuration: record it, go on
@@ -21,6 +25,9 @@ class TrialStatus(str, Enum):
     GPU_BUDGET = "gpu-budget"
     CRASHED = "crashed"  # the child died without saying why (a signal, an odd exit status)
     PRUNED = "pruned"  # `on_progress` returned False
+    INTERRUPTED = "interrupted"  # Ctrl-C, or its tuner died and another failed it as lost
+    DUPLICATE = "duplicate"  # a second copy of a reference, failed unrun
+    LOCK = "remeasure"  # not a trial: the lock of a study's final re-measurement
 
 
 @dataclasses.dataclass(frozen=True)

@@ -118,20 +118,22 @@ TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
 REFERENCE_LABELS = ("baseline", "autotune")
 
 
-def training_knob_changes(best: Measurement, baseline: Measurement) -> list[str]:
-    """The `TRAINING_KNOBS` whose values differ from the baseline (call sites left out)."""
-    return [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
-
-
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
     """Knobs and call sites that change training, not only speed, and differ from the baseline.
 
-    Those are `TRAINING_KNOBS` and, for code tuned at its call sites, batch sizes and shuffle
-    buffers written in it (`tfperf.sites.training_sites`).
+    The one rule tfperf applies everywhere (the tune JSON's `changes_training`, the terminal
+    summary, the HTML report, the patch): the `TRAINING_KNOBS` and, for code tuned at its call
+    sites, the sites whose `SiteKind` changes training (batch sizes, shuffle buffers).
+
+    Example:
+        >>> site = "batch@train.py:9.batch_size"
+        >>> old, new = ({"sites": {site: size}} for size in (32, 64))
+        >>> training_changes(Measurement("trial 3", 3, new, [2.0], 0, None),
+        ...                  Measurement("baseline", 0, old, [1.0], 0, None))
+        ['batch@train.py:9.batch_size']
     """
-    return training_knob_changes(best, baseline) + training_sites(
-        baseline.knobs.get("sites") or {}, best.knobs.get("sites") or {}
-    )
+    knobs = [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
+    return knobs + training_sites(baseline.knobs.get("sites") or {}, best.knobs.get("sites") or {})
 
 
 def recommend(best: Measurement, vs_baseline: Speedup, changes: list[str]) -> str:

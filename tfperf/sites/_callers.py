@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from tfperf import _tf
 from tfperf.knobs import format_site_value
 from tfperf.results import ArgumentForm
 from tfperf.tracebacks import is_user_file
@@ -44,7 +45,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_TFPERF_DIR = Path(__file__).resolve().parent
+#: The tfperf package: its own frames (the wrappers, `tfperf._tf`) are never the caller.
+_TFPERF_DIR = Path(__file__).resolve().parents[1]
 
 
 class Caller(str, Enum):
@@ -140,19 +142,17 @@ def _mtime(filename: str) -> float:
 def autograph_origin() -> tuple[str, int] | None:
     """The file and line, outside TensorFlow, of a call made in code AutoGraph converted.
 
-    AutoGraph runs generated code; TensorFlow's own stack extraction maps its frames back to
-    the source lines they came from (not columns). None when no such frame exists.
+    AutoGraph runs generated code; TensorFlow's own stack extraction (`tfperf._tf.traced_stack`)
+    maps its frames back to the source lines they came from (not columns). None when no such
+    frame exists.
 
     Raises:
         ImportError, AttributeError: TensorFlow moved its private stack module; callers say
             the call could not be mapped rather than guess.
     """
-    from tensorflow.python.util import tf_stack
-
-    for frame in reversed(list(tf_stack.extract_stack())):
-        filename = str(frame.filename)
+    for filename, line in reversed(_tf.traced_stack()):
         if not (_under(filename, _tf_dir("")) or _under(filename, _TFPERF_DIR)):
-            return filename, int(frame.lineno)
+            return filename, line
     return None
 
 
@@ -234,10 +234,7 @@ def library_path(filename: str) -> str:
 
 @functools.cache
 def _tf_dir(sub: str) -> Path:
-    import tensorflow.python as tf_python
-
-    python_dir = Path(tf_python.__file__).resolve().parent
-    return python_dir / sub if sub else python_dir.parent
+    return _tf.tensorflow_dir(sub).resolve()
 
 
 def _under(filename: str, directory: Path) -> bool:

@@ -38,8 +38,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from tfperf import _tf
 from tfperf.errors import KnobError
-from tfperf.knobs import TUNABLE, format_site_value
+from tfperf.knobs import TUNABLE, SiteName, format_site_value
 from tfperf.results import ArgumentForm, CallSite, Discovery, Untunable
 from tfperf.sites._callers import (
     Caller,
@@ -59,14 +60,6 @@ __all__ = ["Recorder", "recording"]
 
 logger = logging.getLogger(__name__)
 
-_METHODS = ("map", "interleave", "batch", "padded_batch", "shuffle", "prefetch")
-#: Public reader name -> its class in tensorflow.python.data.ops.readers.
-_READERS = {
-    "TFRecordDataset": "TFRecordDatasetV2",
-    "TextLineDataset": "TextLineDatasetV2",
-    "FixedLengthRecordDataset": "FixedLengthRecordDatasetV2",
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class _Place:
@@ -84,8 +77,7 @@ class _Place:
     nth: int | None = None
 
     def name(self, method: str, argument: str) -> str:
-        nth = f"#{self.nth}" if self.nth is not None else ""
-        return f"{method}@{self.file}:{self.line}{nth}.{argument}"
+        return str(SiteName(method, self.file, self.line, self.nth, argument))
 
 
 @dataclasses.dataclass(eq=False)
@@ -93,7 +85,7 @@ class _Run:
     """One run of a recorded call: what it returned, and the recorded calls it ran inside.
 
     A call made while tf.data traces an `interleave` function runs inside that interleave:
-    it feeds the measured dataset when the interleave does, though no `_inputs()` leads to it.
+    it feeds the measured dataset when the interleave does, though no input of it leads there.
     """
 
     parents: tuple[_Run, ...]
@@ -316,34 +308,19 @@ def recording(root: Path, overrides: Mapping[str, int | None] | None = None) -> 
         overrides: site name -> value to pass instead of the one written.
     """
     recorder = Recorder(root, overrides or {})
-    with _wrapped(recorder):
+    with _tf.intercept(functools.partial(_wrapper, recorder)):
         yield recorder
 
 
-@contextlib.contextmanager
-def _wrapped(recorder: Recorder) -> Iterator[None]:
-    from tensorflow.python.data.ops import dataset_ops, readers
-
-    targets: list[tuple[type, str, str]] = [
-        (dataset_ops.DatasetV2, method, method) for method in _METHODS
-    ]
-    targets += [(getattr(readers, cls), "__init__", public) for public, cls in _READERS.items()]
-    saved = [(owner, attribute, owner.__dict__[attribute]) for owner, attribute, _ in targets]
-    try:
-        for (owner, attribute, public), (_, _, original) in zip(targets, saved, strict=True):
-            setattr(owner, attribute, _wrapper(recorder, public, original))
-        yield
-    finally:
-        for owner, attribute, original in saved:
-            setattr(owner, attribute, original)
-
-
-def _wrapper(recorder: Recorder, method: str, original: Callable[..., Any]) -> Callable[..., Any]:
+def _wrapper(
+    recorder: Recorder, method: _tf.Method, original: Callable[..., Any]
+) -> Callable[..., Any]:
     signature = inspect.signature(original)
 
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        args, kwargs, run = recorder.on_call(method, signature, args, kwargs, sys._getframe(1))
+        caller = sys._getframe(1)
+        args, kwargs, run = recorder.on_call(method.name, signature, args, kwargs, caller)
         if run is None:
             return original(*args, **kwargs)
         with recorder.running(run):
@@ -373,16 +350,8 @@ def _site(name: str, seen: _Seen) -> CallSite:
 
 
 def _chain_ids(dataset: Any) -> set[int]:
-    """The ids of `dataset` and of every dataset it reads from (tf.data's `_inputs()`)."""
-    pending, seen = [dataset], set()
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        with contextlib.suppress(Exception):  # a source without `_inputs` ends the walk
-            pending.extend(current._inputs())
-    return seen
+    """The ids of `dataset` and of every dataset it reads from."""
+    return {id(current) for current in _tf.walk_inputs(dataset)}
 
 
 def _varies(values: list[int | None]) -> str | None:

@@ -1,14 +1,13 @@
 """What tfperf keeps in an Optuna study: storage, trial records, and many tuners on one study.
 
-This is the only package that touches Optuna's internals (`study._storage`); the tuner and the
-report read and write a study through the functions here.
+This is the only package that touches Optuna's internals (`study._storage`, `trial._trial_id`);
+the tuner reads and writes a study through a `Ledger`, and every trial attribute is a field
+of `TrialRecord`.
 """
 
 from __future__ import annotations
 
 from tfperf.study._cluster import (
-    DUPLICATE_ROLE,
-    LOCK_ROLE,
     Heartbeats,
     Liveness,
     LostTrial,
@@ -22,6 +21,18 @@ from tfperf.study._cluster import (
     take_lock,
     worker_record,
 )
+from tfperf.study._ledger import (
+    DONE,
+    Claim,
+    Done,
+    Ledger,
+    Lock,
+    Wait,
+    Waiting,
+    open_study,
+    quiet_optuna,
+)
+from tfperf.study._records import DUPLICATE_ROLE, LOCK_ROLE, TrialRecord, TrialRole
 from tfperf.study._storage import (
     StorageError,
     default_storage_url,
@@ -63,18 +74,27 @@ __all__ = [
     "AUTOTUNE_REF",
     "BASELINE",
     "DISCOVERY_ATTR",
+    "DONE",
     "DUPLICATE_ROLE",
     "LOCK_ROLE",
     "OBJECTIVE_ATTR",
     "PIPELINE_ATTR",
     "REMEASURE_ATTR",
+    "Claim",
+    "Done",
     "Heartbeats",
+    "Ledger",
     "Liveness",
+    "Lock",
     "LostTrial",
     "Remeasurement",
     "Step",
     "StorageError",
     "StudyMismatchError",
+    "TrialRecord",
+    "TrialRole",
+    "Wait",
+    "Waiting",
     "await_references",
     "claim_study",
     "copy_constraints",
@@ -90,8 +110,10 @@ __all__ = [
     "mask_url",
     "next_step",
     "open_storage",
+    "open_study",
     "pareto",
     "pareto_front",
+    "quiet_optuna",
     "record_outcome",
     "recover_lost",
     "reference_trial",

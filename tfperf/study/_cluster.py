@@ -46,18 +46,18 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from tfperf.hardware import Machine, hardware_record
+from tfperf.results import TrialStatus
+from tfperf.study._records import LOCK_ROLE, TrialRecord
 from tfperf.study._storage import StorageError
 
 if TYPE_CHECKING:
     import optuna
 
 __all__ = [
-    "DUPLICATE_ROLE",
     "GRACE_ENV",
     "GRACE_S",
     "HEARTBEAT_ENV",
     "HEARTBEAT_S",
-    "LOCK_ROLE",
     "Heartbeats",
     "Liveness",
     "LostTrial",
@@ -74,6 +74,7 @@ __all__ = [
     "take_lock",
     "tuner_gone",
     "worker_record",
+    "write_record",
 ]
 
 logger = logging.getLogger(__name__)
@@ -86,9 +87,6 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_S, GRACE_S = 20, 120
 #: Environment variables that override them, for every tuner of a cluster alike.
 HEARTBEAT_ENV, GRACE_ENV = "TFPERF_HEARTBEAT_S", "TFPERF_GRACE_S"
-#: `role` of the trial that locks the final re-measurement; such trials are not searched.
-LOCK_ROLE = "remeasure"
-DUPLICATE_ROLE = "duplicate"
 # Journal storages: the wall-clock time (time.time()) of the last heartbeat of a trial.
 _BEAT_ATTR = "tfperf:heartbeat"
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -321,7 +319,7 @@ def recover_lost(study: optuna.Study, heartbeats: Heartbeats) -> list[LostTrial]
 
 
 def _lost_reason(trial: optuna.trial.FrozenTrial, stale: bool, grace_s: int) -> str | None:
-    worker = trial.user_attrs.get("worker") or {}
+    worker = TrialRecord.from_trial(trial).worker or {}
     who = f"pid {worker.get('pid', '?')} on {worker.get('host', 'an unknown host')}"
     if worker and tuner_gone(worker):
         return f"orphaned: the tuner running it ({who}) stopped before it ended"
@@ -338,33 +336,30 @@ def _fail_lost(study: optuna.Study, trial: optuna.trial.FrozenTrial, reason: str
     import optuna
 
     storage = study._storage
+    record = TrialRecord(status=TrialStatus.INTERRUPTED, reason=reason, lost=True)
     try:
-        storage.set_trial_user_attr(trial._trial_id, "status", "interrupted")
-        storage.set_trial_user_attr(trial._trial_id, "reason", reason)
-        storage.set_trial_user_attr(trial._trial_id, "lost", True)
+        write_record(study, trial._trial_id, record)
         return bool(storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL))
     except optuna.exceptions.UpdateFinishedTrialError:
         return False
 
 
 def _retry(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> int | None:
-    attrs = trial.user_attrs
-    if "knobs" not in attrs or "retry_of" in attrs or attrs.get("role"):
+    record = TrialRecord.from_trial(trial)
+    if record.knobs is None or record.retry_of is not None or not record.searched:
         return None
-    user_attrs = {"knobs": attrs["knobs"], "retry_of": trial.number}
-    if attrs.get("reference"):
-        user_attrs["reference"] = attrs["reference"]
-    return enqueue(study, dict(trial.params), user_attrs)
+    retry = TrialRecord(knobs=record.knobs, retry_of=trial.number, reference=record.reference)
+    return enqueue(study, dict(trial.params), retry)
 
 
-def enqueue(study: optuna.Study, params: dict[str, Any], user_attrs: dict[str, Any]) -> int:
+def enqueue(study: optuna.Study, params: dict[str, Any], record: TrialRecord) -> int:
     """Like `Study.enqueue_trial`, but returns the new trial's number."""
     import optuna
 
     template = optuna.trial.create_trial(
         state=optuna.trial.TrialState.WAITING,
         system_attrs={"fixed_params": params},
-        user_attrs=user_attrs,
+        user_attrs=record.to_user_attrs(),
     )
     storage = study._storage
     trial_id = storage.create_new_trial(study._study_id, template_trial=template)
@@ -389,13 +384,13 @@ def counted(trials: Sequence[optuna.trial.FrozenTrial]) -> list[optuna.trial.Fro
     kept = []
     seen: set[str] = set()
     for trial in sorted(trials, key=lambda t: t.number):
-        attrs = trial.user_attrs
-        label = attrs.get("reference")
-        if label and "retry_of" not in attrs:
+        record = TrialRecord.from_trial(trial)
+        label = record.reference
+        if label and record.retry_of is None:
             if label in seen:
                 continue
             seen.add(label)
-        if attrs.get("role") or attrs.get("lost"):
+        if not record.searched or record.lost:
             continue
         kept.append(trial)
     return kept
@@ -407,19 +402,15 @@ def duplicate_reference(trials: Sequence[optuna.trial.FrozenTrial], number: int)
     Tuners enqueue the references only when they create the study, so copies appear only if
     that tuner died while setting the study up and several others stepped in at once.
     """
-    by_number = {trial.number: trial for trial in trials}
-    trial = by_number.get(number)
-    if trial is None:
+    records = {trial.number: TrialRecord.from_trial(trial) for trial in trials}
+    record = records.get(number)
+    if record is None or not record.reference or record.retry_of is not None:
         return None
-    label = trial.user_attrs.get("reference")
-    if not label or "retry_of" in trial.user_attrs:
-        return None
-    for other in sorted(trials, key=lambda t: t.number):
-        if other.number >= number:
+    for other in sorted(records):
+        if other >= number:
             return None
-        attrs = other.user_attrs
-        if attrs.get("reference") == label and "retry_of" not in attrs:
-            return other.number
+        if records[other].reference == record.reference and records[other].retry_of is None:
+            return other
     return None
 
 
@@ -459,9 +450,8 @@ def take_lock(study: optuna.Study, worker: Mapping[str, Any]) -> int | None:
     import optuna
 
     running = optuna.trial.TrialState.RUNNING
-    template = optuna.trial.create_trial(
-        state=running, user_attrs={"role": LOCK_ROLE, "status": LOCK_ROLE, "worker": dict(worker)}
-    )
+    lock = TrialRecord(role=LOCK_ROLE, status=TrialStatus.LOCK, worker=worker)
+    template = optuna.trial.create_trial(state=running, user_attrs=lock.to_user_attrs())
     storage = study._storage
     trial_id = storage.create_new_trial(study._study_id, template_trial=template)
     number = storage.get_trial(trial_id).number
@@ -476,7 +466,12 @@ def release_lock(study: optuna.Study, trial_id: int, reason: str) -> None:
     """Ends a lock trial. Optuna has no neutral end state, so it is FAIL, with its reason."""
     import optuna
 
-    storage = study._storage
     with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
-        storage.set_trial_user_attr(trial_id, "reason", reason)
-        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+        write_record(study, trial_id, TrialRecord(reason=reason))
+        study._storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+
+
+def write_record(study: optuna.Study, trial_id: int, record: TrialRecord) -> None:
+    """Stores the attributes `record` has on trial `trial_id`, whoever holds the trial."""
+    for key, value in record.to_user_attrs().items():
+        study._storage.set_trial_user_attr(trial_id, key, value)

@@ -5,23 +5,7 @@ minus the budget, feasible when <= 0), so the sampler learns where the limits bi
 records which pipeline it tunes, so a study name reused for another pipeline, or a study
 created by another tool, is refused with a clear message.
 
-Trial user attributes (each absent when it does not apply):
-
-- `knobs`: the knobs measured, `Knobs.to_dict()`.
-- `status`, `reason`: how it ended, a `TrialStatus` value or `interrupted` (Ctrl-C, or its
-  tuner died); on trials outside the search, their `role`; and why ("" when complete).
-- `peak_rss_bytes`, `peak_gpu_bytes`, `wall_s`: what it cost.
-- `result`: on success, the full `ProfileResult` as JSON, so reports need no re-run.
-- `reference`: `baseline` or `autotune`, on the two references.
-- `duplicate_of`: the earlier trial whose figures it copies (the sampler proposed its knobs).
-- `worker`: who ran it, a flat dict: `host`, `pid`, `started` (Unix time), `pid_scope`, and
-  the hardware fields of `tfperf.hardware.HARDWARE_FIELDS`: `cpu_model`, `cpu_count`,
-  `gpu_model` (None without a GPU), `tf_version`.
-- `lost`: true when its tuner died (SIGKILL, power loss) and another tuner failed it. Lost
-  trials do not count toward `--trials`; `retry_of` marks the trial that runs them again.
-- `role`: only on trials that are not part of the search: `remeasure` (the lock of a final
-  re-measurement, see `tfperf.study._cluster`) or `duplicate` (a second copy of a reference, never
-  run). `search_trials` leaves them out.
+Trial user attributes are the fields of `TrialRecord` (`tfperf.study._records`).
 
 Study user attributes: `tfperf_pipeline` (the pipeline file's name), `tfperf_objective`,
 `tfperf_references_enqueued` (true once the references are queued), `tfperf_remeasure` (the
@@ -32,7 +16,6 @@ how many counted trials had finished when it was measured, `lock_trial`, `worker
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -40,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from tfperf.errors import TfperfError
 from tfperf.hardware import describe_hardware
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus
+from tfperf.results import Measurement, Objective, ProfileResult, TrialOutcome, validated
 from tfperf.study._cluster import counted
+from tfperf.study._records import TrialRecord
 
 if TYPE_CHECKING:
     import optuna
@@ -111,7 +95,8 @@ def enqueue_references(
     if study.user_attrs.get(REFERENCES_ATTR):
         return False
     for label, (knobs, params) in references.items():
-        study.enqueue_trial(params, user_attrs={"reference": label, "knobs": knobs.to_dict()})
+        record = TrialRecord(knobs=knobs, reference=label)
+        study.enqueue_trial(params, user_attrs=record.to_user_attrs())
     study.set_user_attr(REFERENCES_ATTR, True)
     return True
 
@@ -136,9 +121,8 @@ def await_references(study: optuna.Study, wait_s: float, poll_s: float) -> None:
 
 def same_knobs(study: optuna.Study, knobs: Knobs, number: int) -> optuna.trial.FrozenTrial | None:
     """A feasible completed trial other than `number` that measured `knobs`."""
-    wanted = knobs.to_dict()
     for trial in feasible_complete(study):
-        if trial.number != number and trial.user_attrs.get("knobs") == wanted:
+        if trial.number != number and TrialRecord.from_trial(trial).knobs == knobs:
             return trial
     return None
 
@@ -147,10 +131,9 @@ def running_twin(study: optuna.Study, knobs: Knobs, number: int) -> optuna.trial
     """The lowest-numbered trial measuring `knobs` on another tuner now, if below `number`."""
     import optuna
 
-    wanted = knobs.to_dict()
     running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
     for trial in running:
-        if trial.number < number and trial.user_attrs.get("knobs") == wanted:
+        if trial.number < number and TrialRecord.from_trial(trial).knobs == knobs:
             return trial
     return None
 
@@ -160,7 +143,7 @@ def reference_trial(study: optuna.Study, label: str) -> int | None:
     runs = [
         t
         for t in counted(study.get_trials(deepcopy=False))
-        if t.user_attrs.get("reference") == label
+        if TrialRecord.from_trial(t).reference == label
     ]
     complete = [t for t in runs if t.state.name == "COMPLETE"]
     return (complete or runs)[0].number if runs else None
@@ -178,13 +161,13 @@ def record_outcome(
     gpu = float((outcome.peak_gpu_bytes or 0) - gpu_budget) if gpu_budget else 0.0
     trial.set_constraint("ram_bytes_over_budget", ram)
     trial.set_constraint("gpu_bytes_over_budget", gpu)
-    trial.set_user_attr("status", outcome.status.value)
-    trial.set_user_attr("reason", outcome.reason)
-    trial.set_user_attr("peak_rss_bytes", outcome.peak_rss_bytes)
-    trial.set_user_attr("peak_gpu_bytes", outcome.peak_gpu_bytes)
-    trial.set_user_attr("wall_s", round(outcome.wall_s, 3))
-    if outcome.result is not None:
-        trial.set_user_attr("result", outcome.result.to_json(indent=None))
+    write_attrs(trial, TrialRecord.of_outcome(outcome))
+
+
+def write_attrs(trial: optuna.trial.Trial, record: TrialRecord) -> None:
+    """Stores the attributes `record` has on a trial this tuner holds."""
+    for key, value in record.to_user_attrs().items():
+        trial.set_user_attr(key, value)
 
 
 def copy_constraints(source: optuna.trial.FrozenTrial, target: optuna.trial.Trial) -> None:
@@ -199,7 +182,7 @@ def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     return [
         trial
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        if trial.user_attrs.get("status") == TrialStatus.COMPLETE.value
+        if TrialRecord.from_trial(trial).complete
         and all(value <= 0 for value in trial.constraints.values())
     ]
 
@@ -224,7 +207,8 @@ def pareto(items: Sequence[T], key: Callable[[T], tuple[float, float]]) -> list[
 
 def search_trials(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:
     """The study's trials without those that are not part of the search (locks, copies)."""
-    return [trial for trial in study.get_trials(deepcopy=False) if not trial.user_attrs.get("role")]
+    trials = study.get_trials(deepcopy=False)
+    return [trial for trial in trials if TrialRecord.from_trial(trial).searched]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,18 +240,16 @@ def stored_remeasurement(study: optuna.Study) -> Remeasurement | None:
     covered = attrs.get(REMEASURED_BY_ATTR)
     if not covered or REMEASURE_ATTR not in attrs:
         return None
-    return Remeasurement(
-        measurements=[Measurement(**item) for item in attrs[REMEASURE_ATTR]],
-        trials=int(covered["trials"]),
-        lock_trial=covered.get("lock_trial"),
-        worker=dict(covered.get("worker") or {}),
+    stored = {"lock_trial": None, "worker": {}, **covered, "measurements": attrs[REMEASURE_ATTR]}
+    return validated(
+        Remeasurement, stored, source=f"study {study.study_name!r}'s stored re-measurement"
     )
 
 
 def hardware_groups(study: optuna.Study, *workers: dict[str, Any]) -> dict[str, list[str]]:
     """Hosts by hardware, over the study's trials and `workers`: one key when all alike."""
     groups: dict[str, set[str]] = {}
-    records = [trial.user_attrs.get("worker") for trial in search_trials(study)]
+    records = [TrialRecord.from_trial(trial).worker for trial in search_trials(study)]
     for worker in [*records, *workers]:
         if worker and "cpu_model" in worker:
             groups.setdefault(describe_hardware(worker), set()).add(str(worker.get("host")))
@@ -278,7 +260,8 @@ def status_counts(study: optuna.Study) -> dict[str, int]:
     """Trials by tfperf status (complete, failed, ram-budget, ...) or Optuna state (waiting)."""
     counts: dict[str, int] = {}
     for trial in search_trials(study):
-        status = trial.user_attrs.get("status") or trial.state.name.lower()
+        stored = TrialRecord.from_trial(trial).status
+        status = stored.value if stored is not None else trial.state.name.lower()
         counts[status] = counts.get(status, 0) + 1
     return dict(sorted(counts.items()))
 
@@ -294,21 +277,21 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
 
     rows = []
     for trial in search_trials(study):
-        attrs = trial.user_attrs
-        worker = attrs.get("worker") or {}
+        record = TrialRecord.from_trial(trial)
+        worker = record.worker or {}
         row: dict[str, Any] = {
             "number": trial.number,
             "state": trial.state.name,
-            "status": attrs.get("status"),
-            "reference": attrs.get("reference"),
+            "status": record.status.value if record.status is not None else None,
+            "reference": record.reference,
             "examples_per_sec": trial.values[0] if trial.values else None,
-            "peak_rss_bytes": attrs.get("peak_rss_bytes"),
-            "peak_gpu_bytes": attrs.get("peak_gpu_bytes"),
-            "wall_s": attrs.get("wall_s"),
-            "reason": attrs.get("reason"),
-            "lost": bool(attrs.get("lost")),
-            "retry_of": attrs.get("retry_of"),
-            "duplicate_of": attrs.get("duplicate_of"),
+            "peak_rss_bytes": record.peak_rss_bytes,
+            "peak_gpu_bytes": record.peak_gpu_bytes,
+            "wall_s": record.wall_s,
+            "reason": record.reason,
+            "lost": record.lost,
+            "retry_of": record.retry_of,
+            "duplicate_of": record.duplicate_of,
             "host": worker.get("host"),
             "hardware": describe_hardware(worker) if "cpu_model" in worker else None,
             "cpu_model": worker.get("cpu_model"),
@@ -316,7 +299,8 @@ def trials_frame(study: optuna.Study) -> pd.DataFrame:
             "gpu_model": worker.get("gpu_model"),
             "tf_version": worker.get("tf_version"),
         }
-        row.update({f"knob_{k}": v for k, v in (attrs.get("knobs") or {}).items()})
+        knobs = record.knobs.to_dict() if record.knobs is not None else {}
+        row.update({f"knob_{k}": v for k, v in knobs.items()})
         rows.append(row)
     frame: pd.DataFrame = pd.DataFrame(rows)
     return frame
@@ -335,9 +319,6 @@ def load_trials_frame(storage: str, study_name: str) -> pd.DataFrame:
     return trials_frame(optuna.load_study(study_name=study_name, storage=open_storage(storage)))
 
 
-def stored_result(trial: optuna.trial.FrozenTrial) -> Any:
+def stored_result(trial: optuna.trial.FrozenTrial) -> ProfileResult | None:
     """The trial's `ProfileResult`, or None when it did not complete."""
-    from tfperf.results import ProfileResult
-
-    text = trial.user_attrs.get("result")
-    return ProfileResult.from_dict(json.loads(text)) if text else None
+    return TrialRecord.from_trial(trial).profile()

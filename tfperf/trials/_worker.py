@@ -41,7 +41,7 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from tfperf.errors import KnobError, PipelineFileError, TfperfError
 
@@ -69,7 +69,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PROTOCOL_PREFIX = "@@tfperf "
-PROFILE, DISCOVER = "profile", "discover"
+PROFILE: Final = "profile"
+DISCOVER: Final = "discover"
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_FATAL = 2
@@ -101,50 +102,30 @@ class WorkRequest:
     result_path: str
     warmup: int | None = None
     argv: tuple[str, ...] = ()
-    mode: str = PROFILE
+    mode: Literal["profile", "discover"] = PROFILE
     stages: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "argv": list(self.argv)}
 
     @classmethod
-    def from_dict(cls, data: Any) -> WorkRequest:
-        """Checks the types of a decoded request.
+    def from_dict(cls, data: Any, *, source: str = "the request") -> WorkRequest:
+        """Checks a decoded request: its fields and their JSON types (strictly: "5" is no
+        int), then `steps >= 1` and `warmup >= 0`.
 
         Raises:
-            RequestError: a field is missing or has the wrong type.
+            RequestError: a field is missing, has the wrong type or is out of range; the
+                message names each such field and its value.
         """
-        if not isinstance(data, dict):
-            raise RequestError(f"the request must be a JSON object, but got {type(data).__name__}")
-        try:
-            request = cls(
-                pipeline=data["pipeline"],
-                knobs=data["knobs"],
-                steps=data["steps"],
-                result_path=data["result_path"],
-                warmup=data.get("warmup"),
-                argv=tuple(data.get("argv", ())),
-                mode=data.get("mode", PROFILE),
-                stages=data.get("stages", False),
+        from tfperf.results import validated
+
+        request = validated(cls, data, source=source, error=RequestError, strict=True)
+        if request.steps < 1:
+            raise RequestError(f"{source}: `steps >= 1` must hold, but got steps={request.steps}")
+        if request.warmup is not None and request.warmup < 0:
+            raise RequestError(
+                f"{source}: `warmup >= 0` must hold, but got warmup={request.warmup}"
             )
-        except KeyError as error:
-            raise RequestError(f"the request lacks field {error} in {data!r}") from None
-        except TypeError as error:
-            raise RequestError(f"the request is malformed ({error}): {data!r}") from None
-        checks = {
-            "pipeline": isinstance(request.pipeline, str),
-            "knobs": isinstance(request.knobs, dict),
-            "steps": isinstance(request.steps, int) and request.steps >= 1,
-            "result_path": isinstance(request.result_path, str),
-            "warmup": request.warmup is None
-            or (isinstance(request.warmup, int) and request.warmup >= 0),
-            "argv": all(isinstance(arg, str) for arg in request.argv),
-            "mode": request.mode in (PROFILE, DISCOVER),
-            "stages": isinstance(request.stages, bool),
-        }
-        wrong = [name for name, ok in checks.items() if not ok]
-        if wrong:
-            raise RequestError(f"the request has invalid fields: {', '.join(wrong)} in {data!r}")
         return request
 
     @classmethod
@@ -153,7 +134,7 @@ class WorkRequest:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise RequestError(f"cannot read the request file {path}: {error}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, source=f"the request file {path}")
 
 
 def encode_message(message: Mapping[str, Any]) -> str:

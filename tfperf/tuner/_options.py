@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tfperf.errors import TfperfError
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.results import Objective, TrialOutcome
-from tfperf.study import Liveness, LostTrial
+from tfperf.study import Liveness, LostTrial, Wait
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._remeasure import Finalist
 
@@ -45,14 +44,6 @@ class TrialRunner(Protocol):
         *,
         on_progress: Callable[[Progress], bool] | None = None,
     ) -> TrialOutcome: ...
-
-
-class Wait(str, Enum):
-    """What a tuner waits for when it has nothing to run."""
-
-    SLOTS = "slots"  # every trial of the budget is taken; some still run on other tuners
-    TWIN = "twin"  # another tuner is measuring the same knobs right now
-    REMEASURE = "remeasure"  # another tuner re-measures the finalists
 
 
 @dataclasses.dataclass(frozen=True)

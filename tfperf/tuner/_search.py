@@ -39,12 +39,11 @@ from tfperf.knobs import (
     Knobs,
     Precision,
     SiteKind,
+    SiteName,
     check_names,
     check_value,
     format_value,
     is_site_name,
-    parse_site_name,
-    site_kind,
 )
 
 if TYPE_CHECKING:
@@ -133,8 +132,7 @@ def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, D
     """
     domains: dict[str, Domain] = {}
     for name, value in sites.items():
-        parsed = parse_site_name(name)
-        kind = site_kind(parsed.method, parsed.argument, name)
+        kind = SiteName.parse(name).kind
         domains[name] = _domain(_with(_site_values(kind, value, machine), [value]))
     return domains
 
@@ -201,9 +199,7 @@ def autotune_knobs(baseline: Knobs) -> Knobs:
 
 
 def _autotunes(name: str) -> bool:
-    parsed = parse_site_name(name)
-    kind = site_kind(parsed.method, parsed.argument, name)
-    return kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
+    return SiteName.parse(name).kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
 
 
 def suggest_knobs(trial: optuna.trial.BaseTrial, space: Mapping[str, Domain], base: Knobs) -> Knobs:

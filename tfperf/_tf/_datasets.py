@@ -1,0 +1,212 @@
+"""What a built tf.data dataset object keeps: its inputs, its call, its function, its arguments.
+
+Every tf.data dataset object keeps the datasets it was built from, the traced function of a
+map, filter or interleave, and the arguments of its call, all in private attributes
+(`_inputs()`, `_map_func`, `_batch_size`, ...). They have been stable across TensorFlow 2.x
+and are pinned by `tests/test_tf_internals.py`; where one is missing, these functions return
+less (no inputs, no function, fewer parameters) rather than fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tfperf._tf._methods import NOT_STAGES, Method, method_of_class
+
+__all__ = [
+    "FUNCTION_ATTRIBUTES",
+    "PARAMETER_ATTRIBUTES",
+    "added_by_tf_data",
+    "generator_function",
+    "inputs",
+    "is_tf_data_function",
+    "method_of",
+    "parameters",
+    "reader_in",
+    "tensorflow_dir",
+    "traced_graphs",
+    "user_function",
+    "walk_inputs",
+]
+
+#: Private attributes holding the traced function of a dataset (map, filter, group_by_window,
+#: and the reduce of group_by_window).
+FUNCTION_ATTRIBUTES = ("_map_func", "_predicate", "_key_func", "_reduce_func")
+
+#: Private attribute -> argument name, for the arguments worth showing and advising on.
+PARAMETER_ATTRIBUTES = {
+    "_num_parallel_calls": "num_parallel_calls",
+    "_num_parallel_reads": "num_parallel_reads",
+    "_cycle_length": "cycle_length",
+    "_block_length": "block_length",
+    "_batch_size": "batch_size",
+    "_drop_remainder": "drop_remainder",
+    "_buffer_size": "buffer_size",
+    "_count": "count",
+    "_num_shards": "num_shards",
+    "_index": "index",
+}
+
+#: File-reading dataset ops, as named in a traced graph without their `Dataset` suffix.
+_READER_OPS = frozenset(
+    {"TFRecord", "TextLine", "FixedLengthRecord", "CSV", "ExperimentalCSV", "Sql", "LMDB"}
+)
+
+
+def inputs(dataset: Any) -> list[Any]:
+    """The datasets `dataset` reads from directly; none for a source (or an unknown class)."""
+    try:
+        return list(dataset._inputs())
+    except Exception:  # a dataset class without `_inputs` is treated as a source
+        return []
+
+
+def walk_inputs(dataset: Any) -> Iterator[Any]:
+    """`dataset` and every dataset it reads from, directly or not, each once."""
+    pending, seen = [dataset], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        pending.extend(inputs(current))
+
+
+def method_of(dataset: Any) -> Method:
+    """The tf.data call that made `dataset` (see `method_of_class`)."""
+    return method_of_class(type(dataset).__name__)
+
+
+def added_by_tf_data(dataset: Any) -> bool:
+    """Whether tf.data added `dataset` around the user's calls (options, restructuring)."""
+    return type(dataset).__name__ in NOT_STAGES
+
+
+def user_function(dataset: Any) -> Any:
+    """The Python function a map, filter or interleave stage calls, else None."""
+    for attribute in FUNCTION_ATTRIBUTES[:3]:
+        wrapper = getattr(dataset, attribute, None)
+        function = getattr(wrapper, "_func", None)
+        if function is not None:
+            return _unwrap(function)
+    return None
+
+
+def generator_function(dataset: Any) -> Any:
+    """The user's generator behind `Dataset.from_generator`, else None.
+
+    from_generator builds a flat_map whose function (`flat_map_fn`, in tf.data's own module)
+    closes over the generator's state; the generator itself is found in those closures.
+    """
+    function = user_function(dataset)
+    if function is None or getattr(function, "__name__", "") != "flat_map_fn":
+        return None
+    if "from_generator" not in getattr(function, "__module__", ""):
+        return None
+    return _find_generator(function, depth=3) or function
+
+
+def parameters(dataset: Any) -> dict[str, int | bool]:
+    """The tf.data arguments kept on a dataset object, as plain values (-1 is AUTOTUNE)."""
+    found: dict[str, int | bool] = {}
+    for attribute, name in PARAMETER_ATTRIBUTES.items():
+        value = _plain(getattr(dataset, attribute, None))
+        if value is not None:
+            found[name] = value
+    return found
+
+
+def traced_graphs(dataset: Any) -> Iterator[Any]:
+    """The graphs of the functions traced for `dataset` and every dataset it reads from."""
+    for current in walk_inputs(dataset):
+        for attribute in FUNCTION_ATTRIBUTES:
+            graph = _graph(getattr(current, attribute, None))
+            if graph is not None:
+                yield graph
+
+
+def reader_in(dataset: Any) -> str | None:
+    """The file reader a map or interleave function builds (`TFRecordDataset`), if any."""
+    graph = _graph(getattr(dataset, "_map_func", None))
+    if graph is None:
+        return None
+    # TensorFlow 2.21 builds a reader as a flat_map whose own function holds the reader op:
+    # the op is in the graph's function library, not among its operations.
+    library = graph.as_graph_def().library.function
+    types = [op.type for op in graph.get_operations()]
+    types += [node.op for function in library for node in function.node_def]
+    for op_type in types:
+        match = re.fullmatch(r"(\w+)Dataset(V\d+)?", op_type)
+        if match and match.group(1) in _READER_OPS:
+            return f"{match.group(1)}Dataset"
+    return None
+
+
+@functools.cache
+def tensorflow_dir(sub: str = "") -> Path:
+    """The folder of `tensorflow`, or of `tensorflow/python/<sub>` (not resolved)."""
+    import tensorflow.python as tf_python
+
+    python_dir = Path(tf_python.__file__).parent
+    return python_dir / sub if sub else python_dir.parent
+
+
+def is_tf_data_function(function: Any) -> bool:
+    """Whether `function` is tf.data's own (a `normalize` map it adds for unbatch)."""
+    code = getattr(function, "__code__", None)
+    return code is not None and code.co_filename.startswith(str(tensorflow_dir("data")))
+
+
+def _graph(wrapper: Any) -> Any:
+    return getattr(getattr(wrapper, "function", None), "graph", None)
+
+
+def _unwrap(function: Any) -> Any:
+    # tf.function objects keep the Python function; partials keep theirs.
+    for _ in range(10):
+        inner = getattr(function, "python_function", None) or (
+            function.func if isinstance(function, functools.partial) else None
+        )
+        if inner is None:
+            return function
+        function = inner
+    return function
+
+
+def _find_generator(function: Any, depth: int) -> Any:
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            content = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        generator = getattr(content, "_generator", None)
+        if generator is not None:
+            return generator
+        if depth > 0 and callable(content) and hasattr(content, "__closure__"):
+            found = _find_generator(content, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _plain(value: Any) -> int | bool | None:
+    """A Python int or bool from an argument kept as a scalar tensor, an int or a bool."""
+    if isinstance(value, (bool, int)):
+        return value
+    numpy = getattr(value, "numpy", None)
+    if not callable(numpy) or getattr(value, "shape", None) != ():
+        return None
+    try:
+        result = numpy()
+    except Exception:  # a symbolic or variant tensor has no value to show
+        return None
+    if getattr(result, "dtype", None) is not None and result.dtype.kind == "b":
+        return bool(result)
+    if getattr(result, "dtype", None) is not None and result.dtype.kind in "iu":
+        return int(result)
+    return None

@@ -1,0 +1,82 @@
+"""Wrapping tf.data's tunable calls for a block, and reading the stack AutoGraph runs under.
+
+`intercept(wrap)` replaces `Dataset.map`, `interleave`, `batch`, ... and the readers'
+`__init__` (every call with a tunable argument in `METHODS`) by `wrap(method, original)`,
+and restores them when the block ends, also when it raises. Each attribute is looked up
+through the class's MRO, so a method tf.data moves to a base class is still found; one the
+class did not define itself is removed again, not copied onto it. Not thread-safe: the
+wrapped methods are process-wide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tfperf._tf._methods import METHODS, Method
+
+__all__ = ["intercept", "intercepted", "patch_target", "traced_stack"]
+
+#: Builds the stand-in for one call from its record and the original function.
+Wrap = Callable[[Method, Callable[..., Any]], Callable[..., Any]]
+
+
+def intercepted() -> tuple[Method, ...]:
+    """The calls `intercept` wraps: those with an argument tfperf tunes."""
+    return tuple(method for method in METHODS if method.arguments)
+
+
+def patch_target(method: Method) -> tuple[type, str]:
+    """The class and attribute that implement `method`: `(DatasetV2, "map")`, or a reader's
+    class and `__init__`.
+
+    Raises:
+        AttributeError: this TensorFlow has no such reader class.
+    """
+    from tensorflow.python.data.ops import dataset_ops, readers
+
+    if method.reader is not None:
+        return getattr(readers, method.reader), "__init__"
+    return dataset_ops.DatasetV2, method.name
+
+
+@contextlib.contextmanager
+def intercept(wrap: Wrap) -> Iterator[None]:
+    """Replaces each intercepted tf.data call by `wrap(method, original)` for the block.
+
+    Raises:
+        AttributeError: a call's implementation is missing from this TensorFlow (nothing is
+            patched then).
+    """
+    methods = intercepted()
+    saved: list[tuple[type, str, Any, bool]] = []
+    for method in methods:
+        owner, attribute = patch_target(method)
+        original = inspect.getattr_static(owner, attribute)  # through the MRO
+        saved.append((owner, attribute, original, attribute in vars(owner)))
+    done = 0
+    try:
+        for method, (owner, attribute, original, _) in zip(methods, saved, strict=True):
+            setattr(owner, attribute, wrap(method, original))
+            done += 1
+        yield
+    finally:
+        for owner, attribute, original, own in reversed(saved[:done]):
+            if own:
+                setattr(owner, attribute, original)
+            else:
+                delattr(owner, attribute)
+
+
+def traced_stack() -> list[tuple[str, int]]:
+    """(file, line) of each frame on the stack, outermost first, with the frames of code
+    AutoGraph generated mapped back to the lines they came from (no columns).
+
+    Raises:
+        ImportError, AttributeError: TensorFlow moved its private stack module.
+    """
+    from tensorflow.python.util import tf_stack
+
+    return [(str(frame.filename), int(frame.lineno)) for frame in tf_stack.extract_stack()]
