@@ -191,3 +191,43 @@ def test_a_tensorflow_internal_outside_tf_is_caught() -> None:
         "._inputs",
         "'_BatchDataset'",
     ]
+
+
+#: Optuna's private attributes tfperf relies on, and its storage internals' module.
+OPTUNA_PRIVATE_ATTRIBUTES = frozenset({"_storage", "_trial_id", "_study_id"})
+
+
+def _optuna_internals_used(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        used = ""
+        if isinstance(node, ast.Attribute) and node.attr in OPTUNA_PRIVATE_ATTRIBUTES:
+            used = f".{node.attr}"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optuna.storages"):
+            used = str(node.module)
+        if used:
+            found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} uses {used}")
+    return found
+
+
+def test_optuna_internals_stay_in_study() -> None:
+    """Only `tfperf/study/` touches Optuna's storage and private trial attributes."""
+    outside = [path for path in _modules() if _unit(_dotted(path)) != "study"]
+    assert [use for path in outside for use in _optuna_internals_used(path)] == []
+
+
+def test_an_optuna_internal_outside_study_is_caught() -> None:
+    bad = PACKAGE / "tuner" / "_optuna_probe.py"
+    bad.write_text(
+        "from optuna.storages import RDBStorage\n"
+        "study._storage.set_trial_state_values(trial._trial_id, state)\n"
+    )
+    try:
+        found = _optuna_internals_used(bad)
+    finally:
+        bad.unlink()
+    assert sorted(use.split(" uses ")[1] for use in found) == [
+        "._storage",
+        "._trial_id",
+        "optuna.storages",
+    ]

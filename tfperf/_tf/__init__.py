@@ -3,7 +3,7 @@
 TensorFlow is imported inside these functions, never at module import, so the rest of tfperf
 (the report layer above all) loads without it. Every private name of TensorFlow that tfperf
 relies on (a `tensorflow.python` module, a `_private` attribute or class of tf.data) is used
-here and nowhere else, and `tests/test_tf_internals.py` pins each against the installed
+here and nowhere else, and `tests/_tf/test_internals.py` pins each against the installed
 TensorFlow: an upgrade that moves one fails there, by name.
 """
 
@@ -28,6 +28,7 @@ from tfperf._tf._intercept import (
     intercept,
     intercepted,
     patch_target,
+    patched,
     traced_stack,
 )
 from tfperf._tf._methods import (
@@ -101,6 +102,7 @@ __all__ = [
     "node_kinds",
     "parameters",
     "patch_target",
+    "patched",
     "precision_policy",
     "reader_in",
     "reset_allocator_peaks",

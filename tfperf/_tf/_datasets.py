@@ -3,7 +3,7 @@
 Every tf.data dataset object keeps the datasets it was built from, the traced function of a
 map, filter or interleave, and the arguments of its call, all in private attributes
 (`_inputs()`, `_map_func`, `_batch_size`, ...). They have been stable across TensorFlow 2.x
-and are pinned by `tests/test_tf_internals.py`; where one is missing, these functions return
+and are pinned by `tests/_tf/test_internals.py`; where one is missing, these functions return
 less (no inputs, no function, fewer parameters) rather than fail.
 """
 

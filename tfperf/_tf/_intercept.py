@@ -17,7 +17,7 @@ from typing import Any
 
 from tfperf._tf._methods import METHODS, Method
 
-__all__ = ["intercept", "intercepted", "patch_target", "traced_stack"]
+__all__ = ["intercept", "intercepted", "patch_target", "patched", "traced_stack"]
 
 #: Builds the stand-in for one call from its record and the original function.
 Wrap = Callable[[Method, Callable[..., Any]], Callable[..., Any]]
@@ -50,24 +50,34 @@ def intercept(wrap: Wrap) -> Iterator[None]:
         AttributeError: a call's implementation is missing from this TensorFlow (nothing is
             patched then).
     """
-    methods = intercepted()
-    saved: list[tuple[type, str, Any, bool]] = []
-    for method in methods:
-        owner, attribute = patch_target(method)
-        original = inspect.getattr_static(owner, attribute)  # through the MRO
-        saved.append((owner, attribute, original, attribute in vars(owner)))
-    done = 0
+    targets = [(method, *patch_target(method)) for method in intercepted()]
+    originals = [inspect.getattr_static(owner, attribute) for _, owner, attribute in targets]
+    with contextlib.ExitStack() as stack:
+        for (method, owner, attribute), original in zip(targets, originals, strict=True):
+            stack.enter_context(patched(owner, attribute, wrap(method, original)))
+        yield
+
+
+@contextlib.contextmanager
+def patched(owner: type, attribute: str, value: Any) -> Iterator[None]:
+    """Sets `owner.attribute` to `value` for the block, and undoes it, also when it raises.
+
+    The original is looked up through the MRO; where `owner` only inherited it, the attribute
+    is removed again afterwards rather than copied onto the class.
+
+    Raises:
+        AttributeError: `owner` has no such attribute (nothing is patched then).
+    """
+    own = attribute in vars(owner)
+    original = inspect.getattr_static(owner, attribute)
+    setattr(owner, attribute, value)
     try:
-        for method, (owner, attribute, original, _) in zip(methods, saved, strict=True):
-            setattr(owner, attribute, wrap(method, original))
-            done += 1
         yield
     finally:
-        for owner, attribute, original, own in reversed(saved[:done]):
-            if own:
-                setattr(owner, attribute, original)
-            else:
-                delattr(owner, attribute)
+        if own:
+            setattr(owner, attribute, original)
+        else:
+            delattr(owner, attribute)
 
 
 def traced_stack() -> list[tuple[str, int]]:

@@ -19,11 +19,15 @@ from tfperf.measure._profiler import (
 from tfperf.measure._runner import (
     profile_pipeline,
 )
+from tfperf.measure._stages import (
+    analyse_stages,
+)
 
 __all__ = [
     "Profiler",
     "Progress",
     "ProgressCallback",
+    "analyse_stages",
     "discover_sites",
     "profile",
     "profile_pipeline",

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tfperf._tf import patched
 from tfperf.errors import PipelineFileError, PipelineRuntimeError
 from tfperf.pipeline._loader import PipelineFile
 from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
@@ -117,7 +118,6 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
 def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
     import keras
 
-    own = keras.Model.__dict__.get("fit")  # None: Model inherits fit from the trainer
     signature = inspect.signature(keras.Model.fit)
 
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -133,14 +133,8 @@ def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
             )
         )
 
-    keras.Model.fit = fit
-    try:
+    with patched(keras.Model, "fit", fit):
         yield
-    finally:
-        if own is None:
-            del keras.Model.fit
-        else:
-            keras.Model.fit = own
 
 
 def _caller(frame: Any, user_paths: tuple[Path, ...]) -> str:

@@ -89,7 +89,7 @@ def load_snapshot(storage_url: str, study_name: str | None) -> StudySnapshot:
     """Opens a storage and snapshots one study (the only one, when `study_name` is None).
 
     Raises:
-        StorageError: the storage cannot be opened (see `tfperf.study._storage.open_storage`).
+        StorageError: the storage cannot be opened (see `tfperf.study.open_storage`).
         StudyMismatchError: no such study, or several and none named.
     """
     import optuna

@@ -45,7 +45,7 @@ from tfperf.study import (
 from tfperf.study._cluster import counted
 from tfperf.tuner import TuneListener, TuneOptions, Tuner
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TFPERF = str(Path(sys.executable).with_name("tfperf"))
 # Short heartbeats so that a silent tuner is noticed within seconds, not minutes.
 LIVENESS_ENV = {"TFPERF_HEARTBEAT_S": "1", "TFPERF_GRACE_S": "3"}

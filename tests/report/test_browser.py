@@ -19,7 +19,7 @@ from tfperf.knobs import Knobs
 from tfperf.report import render_profile_html, render_study_html, write_html
 from tfperf.report._study_data import snapshot_study
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 EVIL = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 1</script>'
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from tfperf import hardware as environment
 from tfperf.hardware import collect_environment, cpu_model, tensorflow_version
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_collect_environment_describes_this_machine():

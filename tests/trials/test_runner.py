@@ -441,7 +441,7 @@ def test_an_unexpected_error_carries_its_traceback():
         status, message = error_message(error)
     assert status == 1 and message["error"] == "RuntimeError"
     assert message["message"].endswith("RuntimeError: boom")
-    assert "test_trial.py" in message["message"]
+    assert "test_runner.py" in message["message"]
 
 
 def test_worker_reports_a_bad_knob_as_fatal_before_importing_tensorflow(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from tests import pipelines
 from tfperf.cli.main import EXIT_FAILED, EXIT_USAGE, main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
