@@ -56,6 +56,19 @@ logger = logging.getLogger(__name__)
 # Distributions that provide the `tensorflow` module, most common first.
 _TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tf-nightly")
 _CPUINFO = Path("/proc/cpuinfo")
+_CGROUP = Path("/sys/fs/cgroup")
+# x86: AVX512-BF16 (Cooper Lake, Zen 4) and AMX-BF16 (Sapphire Rapids); Arm: the BF16 extension
+# (Graviton 3, Neoverse V1/N2). oneDNN runs bf16 matmuls natively on each of them.
+_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+# cgroup v1 writes "no limit" as a huge number (2**63 rounded down to a page), not as "max".
+_NO_LIMIT = 2**62
+
+#: The fields of `hardware_record`: what makes two machines' timings comparable or not.
+HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
+
+#: Share of the RAM available when the study starts that one trial may use; see
+#: `default_ram_budget`.
+RAM_BUDGET_SHARE = 0.6
 
 
 def collect_environment(gpu_names: list[str]) -> Environment:
@@ -123,21 +136,6 @@ def read_cpuinfo(cpuinfo: Path = _CPUINFO) -> dict[str, str]:
 
 def _model_from_cpuinfo(cpuinfo: Path) -> str | None:
     return read_cpuinfo(cpuinfo).get("model name")
-
-
-_CGROUP = Path("/sys/fs/cgroup")
-# x86: AVX512-BF16 (Cooper Lake, Zen 4) and AMX-BF16 (Sapphire Rapids); Arm: the BF16 extension
-# (Graviton 3, Neoverse V1/N2). oneDNN runs bf16 matmuls natively on each of them.
-_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
-# cgroup v1 writes "no limit" as a huge number (2**63 rounded down to a page), not as "max".
-_NO_LIMIT = 2**62
-
-#: The fields of `hardware_record`: what makes two machines' timings comparable or not.
-HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
-
-#: Share of the RAM available when the study starts that one trial may use; see
-#: `default_ram_budget`.
-RAM_BUDGET_SHARE = 0.6
 
 
 @dataclasses.dataclass(frozen=True)
