@@ -19,6 +19,12 @@ from tfperf.results._json import (
     JsonRecord,
     validated,
 )
+from tfperf.results._limit import (
+    Estimate,
+    Limit,
+    LimitBound,
+    LimitTerm,
+)
 from tfperf.results._profile import (
     AutotuneChoice,
     AutotuneReadout,
@@ -44,6 +50,7 @@ from tfperf.results._trial import (
     TrialStatus,
 )
 from tfperf.results._tune import (
+    HandOver,
     Measurement,
     Objective,
     Speedup,
@@ -62,9 +69,14 @@ __all__ = [
     "CpuUsage",
     "Discovery",
     "Environment",
+    "Estimate",
     "GpuStats",
+    "HandOver",
     "HostMemory",
     "JsonRecord",
+    "Limit",
+    "LimitBound",
+    "LimitTerm",
     "Measurement",
     "Objective",
     "Phase",

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import ResultFileError
 from tfperf.results._json import JsonRecord
+from tfperf.results._limit import Limit
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -343,6 +344,8 @@ class ProfileResult(JsonRecord):
     # Added after schema version 1 shipped: optional, so files written before them still load.
     stages: StageReport | None = None
     autotune: AutotuneReadout | None = None
+    # The best this pipeline can do on this machine, from the pipeline model.
+    limit: Limit | None = None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""

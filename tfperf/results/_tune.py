@@ -13,6 +13,7 @@ from typing import Any
 
 from tfperf.knobs import training_sites
 from tfperf.results._json import JsonRecord
+from tfperf.results._limit import Estimate, Limit
 
 TUNE_SCHEMA_VERSION = 1
 
@@ -62,6 +63,28 @@ class Speedup:
 
 
 @dataclasses.dataclass
+class HandOver:
+    """What a zero-change study hands back: the whole change that reproduces the recommendation.
+
+    `diff` applies with `patch -p0` (or `git apply`) from `root`; `manual_edits` are the
+    changes tfperf could not write, each a complete sentence with the code to add and where.
+    `verified` is the patched files over the original, re-measured interleaved in fresh
+    processes; `verify_problem` says why there is no verification (skipped, failed, no patch).
+    """
+
+    root: str
+    diff: str
+    manual_edits: list[str]
+    verified: Speedup | None = None
+    verify_problem: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when applying the diff alone reproduces the measured configuration."""
+        return not self.manual_edits
+
+
+@dataclasses.dataclass
 class TuneResult(JsonRecord):
     """The outcome of `tfperf tune`: the recommendation, measured against both references."""
 
@@ -84,6 +107,22 @@ class TuneResult(JsonRecord):
     ram_budget_bytes: int | None
     gpu_memory_budget_bytes: int | None
     schema_version: int = TUNE_SCHEMA_VERSION
+    # Added after schema version 1 shipped: optional, so files written before them still load.
+    # The pipeline's limit on this machine, from the model built before the search.
+    limit: Limit | None = None
+    # `best.median / limit.examples_per_sec`: how far the answer is from the limit.
+    tuned_over_limit: float | None = None
+    # tfperf's estimate (the third reference trial): predicted vs measured.
+    estimate: Estimate | None = None
+    # The best re-measured configuration that leaves training as written (may be `best`).
+    input_only: Measurement | None = None
+    # The fastest configuration when it changes training and was not recommended, because its
+    # gain over `input_only` is within noise; None when `best` is the fastest.
+    fastest: Measurement | None = None
+    # `fastest` (or `best`, when it changes training) over `input_only`.
+    gain_over_input_only: Speedup | None = None
+    # For code tuned at its call sites: the diff, every manual edit, and its verification.
+    handover: HandOver | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:
