@@ -15,6 +15,11 @@ from tfperf.results._discovery import (
     Untunable,
     describe_discovery,
 )
+from tfperf.results._gpu_memory import (
+    GpuMemoryAdvice,
+    PeakSource,
+    gpu_memory_advice,
+)
 from tfperf.results._json import (
     JsonRecord,
     validated,
@@ -70,6 +75,7 @@ __all__ = [
     "Discovery",
     "Environment",
     "Estimate",
+    "GpuMemoryAdvice",
     "GpuStats",
     "HandOver",
     "HostMemory",
@@ -79,6 +85,7 @@ __all__ = [
     "LimitTerm",
     "Measurement",
     "Objective",
+    "PeakSource",
     "Phase",
     "PhaseResult",
     "ProfileResult",
@@ -98,6 +105,7 @@ __all__ = [
     "Verdict",
     "Warmup",
     "describe_discovery",
+    "gpu_memory_advice",
     "recommend",
     "relative_spread",
     "speedup",
