@@ -24,6 +24,12 @@ from tfperf._tf._datasets import (
     user_function,
     walk_inputs,
 )
+from tfperf._tf._devices import (
+    DeviceLayout,
+    StrategyKind,
+    configure_devices,
+    make_strategy,
+)
 from tfperf._tf._intercept import (
     intercept,
     intercepted,
@@ -74,14 +80,17 @@ __all__ = [
     "NOT_STAGES",
     "PARAMETER_ATTRIBUTES",
     "RESOLVED_AT_START",
+    "DeviceLayout",
     "Method",
     "ModelNode",
     "ModelParameter",
+    "StrategyKind",
     "added_by_tf_data",
     "apply_options",
     "attach_allocator_peaks",
     "check_dataset",
     "check_model",
+    "configure_devices",
     "describe_structure",
     "enable_gpu_memory_growth",
     "fused_map_and_batch",
@@ -93,6 +102,7 @@ __all__ = [
     "intercepted",
     "is_tf_data_function",
     "keras_train_step",
+    "make_strategy",
     "method_named",
     "method_of",
     "method_of_class",
