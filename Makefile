@@ -5,12 +5,16 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit install install-dev
+.PHONY: demo test lint typecheck unit install install-dev system-deps
 
 demo: $(VENV)/.installed
 	$(BIN)/tfperf profile examples/quickstart/pipeline.py
 
-test: $(VENV)/.installed-dev lint typecheck unit
+# `make test` first installs Chromium and PostgreSQL when missing (.ci/system-deps, apt-get).
+test: system-deps $(VENV)/.installed-dev lint typecheck unit
+
+system-deps:
+	.ci/system-deps
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -164,6 +164,7 @@ def _bench_one(
         baseline=figures["baseline"],
         autotune=figures["autotune"],
         tuned=figures["tuned"],
+        autotune_goal=spec.autotune_goal,
     )
     return record, budgets, configurations["tuned"]
 

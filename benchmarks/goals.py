@@ -1,4 +1,4 @@
-"""The goals of the benchmark (issue 5), checked against a record, with a reason for every miss.
+"""The benchmark's goals (issues 5 and 12), checked against a record, with a reason for each miss.
 
 Each check returns a `Check`: whether the goal was met (None when the run has no figure for
 it), what was measured, and for a miss a note that says why, from the figures themselves,
@@ -17,16 +17,19 @@ from benchmarks.record import (
     Repeatability,
     coefficient_of_variation,
     first_within,
+    geomean,
     median,
     ratio,
-    shared_cpu_bound,
 )
 from tfperf.knobs import format_value
 from tfperf.units import format_bytes
 
-CEILING_GOAL = 0.90
-TRIALS_GOAL = 20
-TUNING_MINUTES_GOAL = 5.0
+#: Issue 12's goals: tuned reaches this share of the stated limit (or a reason says why not),
+#: the first trial within 5% of the final best is at most this one (the estimate is trial 3),
+#: and tuned/AUTOTUNE's geometric mean over the pipelines reaches this.
+LIMIT_GOAL = 0.80
+TRIALS_GOAL = 6
+GEOMEAN_GOAL = 1.5
 OVERHEAD_GOAL_PCT = 2.0
 CV_GOAL = 0.03
 
@@ -43,19 +46,32 @@ class Check:
 
 def pipeline_checks(record: PipelineRecord, cpu_count: int) -> list[Check]:
     """Every per-pipeline goal, in the order the report lists them."""
-    checks = [check_autotune(record), check_ceiling(record, cpu_count), check_convergence(record)]
+    checks = [
+        check_autotune(record),
+        check_limit(record, cpu_count),
+        check_convergence(record),
+        check_training(record),
+    ]
     if record.tuning.ram_budget_bytes is not None:
         checks.append(check_ram_budget(record))
     return checks
 
 
 def check_autotune(record: PipelineRecord) -> Check:
-    """Tuned >= AUTOTUNE within noise; clearly above it where AUTOTUNE cannot reach."""
+    """Tuned >= AUTOTUNE within noise; clearly above it where AUTOTUNE cannot reach; at least
+    the pipeline's `autotune_goal` times AUTOTUNE where it has one."""
+    target = record.autotune_goal
     goal = "tuned clearly above AUTOTUNE" if record.beyond_autotune else "tuned >= AUTOTUNE"
+    if target is not None:
+        goal = f"tuned >= {target:g}x AUTOTUNE"
     found = ratio(record.tuned.end_to_end, record.autotune.end_to_end)
     if found is None:
         return Check(goal, None, "no figure", _missing(record))
     measured = f"{found.value:.2f}x ± {found.spread:.2f}"
+    if target is not None:
+        if found.value >= target:
+            return Check(goal, True, measured)
+        return Check(goal, False, measured, _below_target(record, target))
     if record.beyond_autotune:
         met = found.value - found.spread > 1
     else:
@@ -85,57 +101,72 @@ def check_autotune(record: PipelineRecord) -> Check:
     return Check(goal, False, measured, note)
 
 
-def check_ceiling(record: PipelineRecord, cpu_count: int) -> Check:
-    """Tuned reaches 90% of the smaller ceiling of the tuned configuration."""
-    goal = f"tuned >= {CEILING_GOAL:.0%} of ceiling"
-    tuned = record.tuned
-    pipeline, compute = median(tuned.pipeline_only), median(tuned.compute_only)
-    end_to_end = median(tuned.end_to_end)
-    if pipeline <= 0 or compute <= 0 or end_to_end <= 0:
-        return Check(goal, None, "no figure", _missing(record))
-    ceiling = min(pipeline, compute)
-    share = end_to_end / ceiling
-    measured = f"{share:.0%}"
-    if share >= CEILING_GOAL:
-        return Check(goal, True, measured)
-    return Check(goal, False, measured, _ceiling_note(record, cpu_count, ceiling, share))
-
-
-def _ceiling_note(record: PipelineRecord, cpu_count: int, ceiling: float, share: float) -> str:
-    tuned = record.tuned
-    pipeline, compute = median(tuned.pipeline_only), median(tuned.compute_only)
-    end_to_end = median(tuned.end_to_end)
-    which = "pipeline-only (input)" if pipeline <= compute else "compute-only (model)"
-    bound = shared_cpu_bound(pipeline, compute) or 0.0
-    cpu = median(tuned.cpu_percent)
-    text = (
-        f"The smaller ceiling is {which}, {ceiling:,.0f} examples/s. End to end, the input "
-        f"pipeline and the model share the same {cpu_count} cores (CPU use {cpu:.0f}% of "
-        f"{100 * cpu_count}%). If each stage needs the whole CPU for its own ceiling rate, the "
-        f"best possible end to end is 1/(1/{pipeline:,.0f} + 1/{compute:,.0f}) = {bound:,.0f} "
-        f"examples/s, and tuned reaches {end_to_end / bound:.0%} of that."
+def _below_target(record: PipelineRecord, target: float) -> str:
+    model = record.tuning.model
+    if model is None:
+        return (
+            f"tuned stays below {target:g}x AUTOTUNE and the study recorded no pipeline model "
+            "(the baseline's stage analysis measured nothing), so the search had no thread "
+            "counts to aim at."
+        )
+    ceiling = model.limit / max(median(record.autotune.end_to_end), 1e-9)
+    return (
+        f"The limit is {model.limit:,.0f} examples/s ({model.bound_by}), "
+        f"{ceiling:.1f}x AUTOTUNE: "
+        + (
+            f"even the limit is below {target:g}x AUTOTUNE here. {model.explanation}"
+            if ceiling < target
+            else "the limit allows the goal, so the search or the estimate fell short; see "
+            "the limit and estimate rows."
+        )
     )
-    if end_to_end >= CEILING_GOAL * bound:
+
+
+def check_limit(record: PipelineRecord, cpu_count: int) -> Check:
+    """Tuned reaches 80% of tfperf's stated limit; a miss names what binds and what lifts it."""
+    goal = f"tuned >= {LIMIT_GOAL:.0%} of limit"
+    model = record.tuning.model
+    end_to_end = median(record.tuned.end_to_end)
+    if model is None or model.limit <= 0 or end_to_end <= 0:
+        return Check(goal, None, "no figure", _missing(record))
+    share = end_to_end / model.limit
+    measured = f"{share:.0%} of {model.limit:,.0f}"
+    if share >= LIMIT_GOAL:
+        return Check(goal, True, measured)
+    return Check(goal, False, measured, _limit_note(record, cpu_count, share))
+
+
+def _limit_note(record: PipelineRecord, cpu_count: int, share: float) -> str:
+    model = record.tuning.model
+    assert model is not None
+    cpu = median(record.tuned.cpu_percent)
+    text = (
+        f"The limit binds on {_BOUND_WORDS.get(model.bound_by, model.bound_by)}: "
+        f"{model.explanation} The tuned configuration reaches {share:.0%} of it, using "
+        f"{cpu:.0f}% of {100 * cpu_count}% CPU."
+    )
+    if model.bound_by == "cpu" and cpu >= 0.9 * 100 * cpu_count:
         return text + (
-            " So the gap is the cost of sharing cores, not a configuration the search "
-            "missed: the ceiling, as defined, is only reachable when input and training run "
-            "on different hardware (training on a GPU, or input on other hosts with the "
-            "tf.data service)."
+            " The cores are saturated, so the gap is CPU the model's figures did not count "
+            "(the runtime's own threads, contention between input and training), not a "
+            "configuration the search missed."
         )
     return text + (
-        f" That is below {CEILING_GOAL:.0%} too, so part of the gap is left by the search or "
-        "by overlap: input and steps do not fully overlap (prefetch), or the pipeline's "
-        "threads slow the model's step more than their CPU share. More trials or a wider "
-        "SEARCH_SPACE may close some of it."
+        " The cores are not saturated, so part of the gap is left by the search or by "
+        "overlap (input and steps not fully overlapping); more trials may close some of it."
     )
+
+
+_BOUND_WORDS = {
+    "compute": "the model's own step (compute)",
+    "cpu": "the host's cores, shared by input and training (cpu)",
+    "sequential-stage": "a stage that cannot run in parallel (sequential-stage)",
+}
 
 
 def check_convergence(record: PipelineRecord) -> Check:
-    """Within 5% of the study's final best in under 20 trials and a few minutes."""
-    goal = (
-        f"within {CONVERGENCE_TOLERANCE:.0%} of best in < {TRIALS_GOAL} trials "
-        f"and <= {TUNING_MINUTES_GOAL:g} min"
-    )
+    """Within 5% of the study's final best by trial 6 (the estimate is trial 3)."""
+    goal = f"within {CONVERGENCE_TOLERANCE:.0%} of best by trial {TRIALS_GOAL}"
     trials = record.tuning.trials
     index = first_within([trial.examples_per_sec for trial in trials])
     if index is None:
@@ -143,25 +174,85 @@ def check_convergence(record: PipelineRecord) -> Check:
     reached = trials[index]
     minutes = (reached.elapsed_s or 0.0) / 60
     measured = f"trial {index + 1} of {len(trials)}, {minutes:.1f} min"
-    late, slow = index + 1 >= TRIALS_GOAL, minutes > TUNING_MINUTES_GOAL
-    if not late and not slow:
+    if index + 1 <= TRIALS_GOAL:
         return Check(goal, True, measured)
-    notes = []
-    if late:
-        notes.append(
-            f"The study's best came late (trial {index + 1}): TPE's first 8 proposals are "
-            "random, and with this many knobs a good combination needs several of them right "
-            "at once. Narrowing SEARCH_SPACE to the knobs the pipeline uses, or more trials, "
-            "would help; the final best of a longer study may also be higher."
+    return Check(goal, False, measured, _late_note(record, index))
+
+
+def _late_note(record: PipelineRecord, index: int) -> str:
+    model = record.tuning.model
+    trials = record.tuning.trials
+    if model is None or model.trial is None:
+        where = (
+            "The study measured no estimate (no pipeline model from the baseline), so TPE "
+            "searched unaided and its first 8 proposals are random."
         )
-    if slow:
-        per_trial = (reached.elapsed_s or 0.0) / (index + 1)
-        notes.append(
-            f"Each trial took {per_trial:.0f} s on average: a fresh process (TensorFlow's "
-            f"import, the model's tracing), warm-up, then three phases of {record.steps} "
-            "steps. Fewer `--steps`, or a pipeline whose steps are shorter, would cut it."
+    else:
+        estimate = next((t for t in trials if t.number == model.trial), None)
+        figure = estimate.examples_per_sec if estimate else None
+        best = max((t.examples_per_sec or 0.0 for t in trials), default=0.0)
+        share = f"{figure / best:.0%} of the final best" if figure and best else "no figure"
+        where = (
+            f"The estimate (trial {model.trial + 1}) reached {share}: the model's thread counts "
+            "were off, and TPE needed the trials after it to widen the ranges toward the best."
         )
-    return Check(goal, False, measured, " ".join(notes))
+    return (
+        f"The study's best came late (trial {index + 1}). {where} A better model of the "
+        "binding stage (see the estimate's predicted vs measured) would bring it earlier."
+    )
+
+
+def check_training(record: PipelineRecord) -> Check:
+    """The recommendation changes training only when it beats the input-only best beyond noise."""
+    goal = "training changed only beyond noise"
+    choice = record.tuning.training
+    changes = record.tuning.changes_training
+    if choice is None:
+        return Check(goal, None, "no figure", "The run recorded no input-only choice.")
+    if not changes:
+        if choice.fastest is not None and choice.gain is not None:
+            return Check(
+                goal,
+                True,
+                "unchanged",
+                f"{choice.fastest} changes training for {choice.gain:.2f}x, within noise",
+            )
+        return Check(goal, True, "unchanged")
+    measured = f"changes {', '.join(changes)}"
+    if choice.significant:
+        return Check(goal, True, measured, f"{choice.gain or 0:.2f}x over {choice.input_only}")
+    return Check(
+        goal,
+        False,
+        measured,
+        f"The recommendation changes {', '.join(changes)} although its gain over the best "
+        f"input-only configuration ({choice.input_only}) is within noise.",
+    )
+
+
+def check_geomean(records: Sequence[PipelineRecord]) -> Check:
+    """The geometric mean of tuned/AUTOTUNE over the pipelines reaches 1.5x."""
+    goal = f"geomean tuned/AUTOTUNE >= {GEOMEAN_GOAL:g}x"
+    found = [ratio(r.tuned.end_to_end, r.autotune.end_to_end) for r in records]
+    value = geomean([r.value for r in found if r is not None])
+    if value is None:
+        return Check(goal, None, "no figure")
+    count = sum(r is not None for r in found)
+    measured = f"{value:.2f}x over {count} pipeline{'' if count == 1 else 's'}"
+    if value >= GEOMEAN_GOAL:
+        return Check(goal, True, measured)
+    low = sorted(
+        (r.name for r, f in zip(records, found, strict=True) if f is not None and f.value < 1.2),
+    )
+    return Check(
+        goal,
+        False,
+        measured,
+        "Most pipelines here are bound by the cores AUTOTUNE already fills, where no "
+        "configuration beats it by much"
+        + (f" ({', '.join(low)} within 1.2x)" if low else "")
+        + "; their limit rows say what binds.",
+    )
 
 
 def check_ram_budget(record: PipelineRecord) -> Check:

@@ -3,8 +3,9 @@
 For each pipeline: `prepare` runs it once so its data exists before anything is timed; `tune`
 runs `tfperf.tune` on a fresh study and reads the study's trials back; `measure_final` runs
 the baseline, AUTOTUNE and tuned configurations side by side (`tfperf.tuner._remeasure`: interleaved
-rounds, each run a `run_trial` child process), keeping every phase of every run, so the
-ceilings come from the tuned configuration's own pipeline-only and compute-only phases.
+rounds, each run a `run_trial` child process), keeping every phase of every run. The limit
+the tuned figure is compared with is tfperf's own, from the study's baseline stage analysis
+(`TuneResult.limit`), not a phase of the tuned configuration.
 Nothing here prints: progress goes to the `log` callback.
 """
 
@@ -18,7 +19,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchmarks.record import Figure, Overhead, OverheadRow, Repeatability, Trial, Tuning
+from benchmarks.record import (
+    Figure,
+    ModelFigures,
+    Overhead,
+    OverheadRow,
+    Repeatability,
+    TrainingChoice,
+    Trial,
+    Tuning,
+)
 from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
@@ -88,8 +98,41 @@ def tune(
         best_label=result.best.label,
         recommendation=result.recommendation,
         changes_training=list(result.changes_training),
+        model=model_figures(result),
+        training=training_choice(result),
     )
     return result, tuning
+
+
+def model_figures(result: TuneResult) -> ModelFigures | None:
+    """The limit and the estimate's predicted vs measured rate; None without a model."""
+    limit = result.limit
+    if limit is None:
+        return None
+    estimate = result.estimate
+    return ModelFigures(
+        limit=limit.examples_per_sec,
+        bound_by=limit.bound_by.value,
+        explanation=limit.explanation,
+        predicted=estimate.predicted_examples_per_sec if estimate else None,
+        measured=estimate.measured_examples_per_sec if estimate else None,
+        trial=estimate.trial_number if estimate else None,
+    )
+
+
+def training_choice(result: TuneResult) -> TrainingChoice | None:
+    """What the input-only rule decided; None in results from before it."""
+    if result.input_only is None:
+        return None
+    changer = result.fastest or (result.best if result.changes_training else None)
+    gain = result.gain_over_input_only
+    return TrainingChoice(
+        input_only=result.input_only.label,
+        fastest=changer.label if changer is not None else None,
+        gain=gain.ratio if gain else None,
+        spread=gain.spread if gain else None,
+        significant=gain.significant if gain else None,
+    )
 
 
 def study_trials(storage: str, study_name: str) -> tuple[list[Trial], float]:
@@ -234,6 +277,7 @@ def _requester(spec: Spec, settings: Settings) -> Callable[[Knobs], TrialRequest
 
 def _as_figure(label: str, knobs: Knobs, outcomes: Sequence[TrialOutcome]) -> Figure:
     results = [o.result for o in outcomes if o.status is TrialStatus.COMPLETE and o.result]
+    restarts = [r.restarts for r in results if r.restarts is not None and r.restarts.restarts]
     return Figure(
         label=label,
         knobs=knobs.to_dict(),
@@ -243,6 +287,10 @@ def _as_figure(label: str, knobs: Knobs, outcomes: Sequence[TrialOutcome]) -> Fi
         cpu_percent=[r.cpu.mean_percent for r in results if r.cpu is not None],
         peak_rss_bytes=max((o.peak_rss_bytes for o in outcomes), default=0),
         failures=[_failure(o) for o in outcomes if o.status is not TrialStatus.COMPLETE],
+        restart_s=[cost.seconds_per_restart for cost in restarts],
+        restart_stage=restarts[0].stage if restarts else None,
+        epoch_steps=restarts[0].epoch_steps if restarts else None,
+        weighted_wait=[cost.weighted_wait_fraction for cost in restarts],
     )
 
 

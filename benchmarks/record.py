@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +41,12 @@ class Figure:
     cpu_percent: list[float]
     peak_rss_bytes: int
     failures: list[str] = dataclasses.field(default_factory=list)
+    # Added with restart accounting (optional, so older RESULTS.json still load): per run that
+    # crossed a dataset restart, seconds per restart beyond the steady wait, and what refills.
+    restart_s: list[float] = dataclasses.field(default_factory=list)
+    restart_stage: str | None = None
+    epoch_steps: int | None = None
+    weighted_wait: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -54,8 +61,48 @@ class Trial:
 
 
 @dataclasses.dataclass
+class ModelFigures:
+    """What tfperf's pipeline model said before the search, and how the estimate held.
+
+    `limit` (examples/s) is the rate no configuration can exceed on the machine, `bound_by`
+    what binds it (a `tfperf.results.LimitBound` value) and `explanation` the sentence that
+    says what would lift it. `predicted` is the rate the model predicted for its estimate,
+    `measured` the estimate's measured rate (its re-measured median, else its trial's figure),
+    `trial` the study trial that measured it.
+    """
+
+    limit: float
+    bound_by: str
+    explanation: str
+    predicted: float | None = None
+    measured: float | None = None
+    trial: int | None = None
+
+
+@dataclasses.dataclass
+class TrainingChoice:
+    """The input-only rule: whether the recommendation changes training, and why.
+
+    `input_only` is the label of the best configuration that leaves training as written;
+    `fastest` the label of a faster one that changes training (None when the fastest leaves
+    training as written); `gain` and `spread` its ratio over `input_only`, with `significant`
+    saying whether it is beyond the noise (the rule recommends it only then).
+    """
+
+    input_only: str
+    fastest: str | None = None
+    gain: float | None = None
+    spread: float | None = None
+    significant: bool | None = None
+
+
+@dataclasses.dataclass
 class Tuning:
-    """How the study went: its budget, its cost, and every trial's figure."""
+    """How the study went: its budget, its cost, and every trial's figure.
+
+    `model` and `training` are None in records from before the pipeline model (or when the
+    baseline's stage analysis measured nothing).
+    """
 
     trials_budget: int
     steps: int
@@ -66,6 +113,8 @@ class Tuning:
     best_label: str
     recommendation: str
     changes_training: list[str]
+    model: ModelFigures | None = None
+    training: TrainingChoice | None = None
 
 
 @dataclasses.dataclass
@@ -82,6 +131,9 @@ class PipelineRecord:
     baseline: Figure
     autotune: Figure
     tuned: Figure
+    #: The goal for tuned/AUTOTUNE when the pipeline's gain is known to be large (issue 12:
+    #: remote_storage >= 5x); None for the plain goal.
+    autotune_goal: float | None = None
 
 
 @dataclasses.dataclass
@@ -251,3 +303,16 @@ def shared_cpu_bound(pipeline_only: float, compute_only: float) -> float | None:
     if pipeline_only <= 0 or compute_only <= 0:
         return None
     return 1 / (1 / pipeline_only + 1 / compute_only)
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    """The geometric mean of positive values; None when there is none.
+
+    Example:
+        >>> geomean([1.0, 4.0])
+        2.0
+    """
+    positive = [value for value in values if value > 0]
+    if not positive:
+        return None
+    return math.exp(statistics.fmean(math.log(value) for value in positive))

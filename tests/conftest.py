@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.mounts import read_only_dir, small_tmpfs  # noqa: F401 (fixtures for every test)
 from tests.postgres_server import PostgresServer, start_for_tests
 
 # Keep TensorFlow's C++ logging out of test output; set before any test imports it.

@@ -19,6 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tfperf"
 #: Lower layers first. A unit imports only from layers below its own.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "units", "tracebacks"),
+    ("outputs",),  # writes files; imports errors
     ("knobs",),
     ("results",),
     ("probes", "_tf"),

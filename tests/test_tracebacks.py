@@ -12,6 +12,7 @@ import pytest
 
 from tfperf.tracebacks import (
     describe_exception,
+    drop_library_frames,
     exception_user_frames,
     format_frames,
     format_syntax_error,
@@ -210,3 +211,82 @@ def test_missing_module_hint_names_pip_package_and_sibling_path(tmp_path):
 def test_missing_module_hint_is_empty_for_other_errors(tmp_path):
     assert missing_module_hint(ImportError("cannot import name 'x'"), tmp_path) == ""
     assert missing_module_hint(ModuleNotFoundError("no name"), tmp_path) == ""
+
+
+_NUMERICS_STEP = """
+import tensorflow as tf
+
+BASELINE = {"batch_size": 4}
+
+def make_dataset(knobs):
+    return tf.data.Dataset.range(12).map(lambda x: tf.cast(x, tf.float32)).batch(4)
+
+def make_train_step(knobs):
+    @tf.function
+    def step(batch):
+        loss = tf.math.log(batch - 100.0)
+        return tf.debugging.check_numerics(loss, "loss is NaN")
+    return step
+"""
+
+_NUMPY_FUNCTION_RAISES = """
+import tensorflow as tf
+
+BASELINE = {"batch_size": 4}
+
+def _parse(x):
+    raise ValueError("bad record")
+
+def make_dataset(knobs):
+    ds = tf.data.Dataset.range(12).batch(4)
+    return ds.map(lambda x: tf.numpy_function(_parse, [x], tf.int64))
+
+def make_train_step(knobs):
+    return lambda batch: batch
+"""
+
+
+def test_drop_library_frames_keeps_the_user_s_frames_and_the_error(tmp_path):
+    library = Path(sys.modules["pytest"].__file__).parent / "python.py"  # site-packages
+    text = (
+        "Graph execution error:\n\n"
+        "Detected at node CheckNumerics defined at (most recent call last):\n"
+        '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+        f'  File "{library}", line 3, in call\n'
+        "    ret = func(*args)\n"
+        "          ^^^^^^^^^^^\n\n"
+        f'  File "{tmp_path / "train.py"}", line 12, in step\n'
+        "loss is NaN : Tensor had NaN values"
+    )
+    assert drop_library_frames(text).splitlines() == [
+        "Graph execution error:",
+        "Detected at node CheckNumerics defined at (most recent call last):",
+        f'  File "{tmp_path / "train.py"}", line 12, in step',
+        "loss is NaN : Tensor had NaN values",
+    ]
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize(
+    ("source", "expected", "user_line"),
+    [
+        (_NUMERICS_STEP, "loss is NaN : Tensor had NaN values", ", line 12, in step"),
+        (_NUMPY_FUNCTION_RAISES, "ValueError: bad record", ", line 6, in _parse"),
+    ],
+    ids=["check-numerics-in-a-tf-function", "numpy-function-raises"],
+)
+def test_tensorflow_errors_keep_their_text_and_the_user_s_line_only(
+    write_pipeline, source, expected, user_line
+):
+    from tfperf.errors import PipelineRuntimeError
+    from tfperf.measure import profile_pipeline
+    from tfperf.pipeline import load_pipeline
+
+    pipeline = load_pipeline(write_pipeline(source))
+    with pytest.raises(PipelineRuntimeError) as raised:
+        profile_pipeline(pipeline, pipeline.baseline, steps=2, warmup=0)
+    message = str(raised.value)
+    assert expected in message
+    assert f'pipeline.py"{user_line}' in message
+    for internal in ("script_ops.py", "autograph", "tfperf/", "<frozen"):
+        assert internal not in message

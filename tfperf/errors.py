@@ -45,3 +45,7 @@ class TrainStepError(PipelineRuntimeError):
 
 class ResultFileError(TfperfError):
     """A saved result file cannot be read back."""
+
+
+class OutputPathError(TfperfError):
+    """An output path (`--json`, `--html`, `--write-patch`, a default report) cannot be written."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import sysconfig
 import traceback
@@ -28,6 +29,7 @@ from typing import Any
 
 __all__ = [
     "describe_exception",
+    "drop_library_frames",
     "exception_user_frames",
     "format_frames",
     "format_syntax_error",
@@ -38,6 +40,8 @@ __all__ = [
 
 _TFPERF_DIR = Path(__file__).resolve().parent
 _INSTALLED_DIR_NAMES = frozenset({"site-packages", "dist-packages"})
+# A frame line as Python and TensorFlow write them into error texts.
+_FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in ')
 # Import names whose pip package is named otherwise, for the "install it" hint.
 _PIP_NAMES = {
     "cv2": "opencv-python",
@@ -122,6 +126,49 @@ def describe_exception(error: BaseException, user_paths: Collection[Path], limit
     headline = f"{type(error).__name__}: {message}" if message else type(error).__name__
     frames = format_frames(exception_user_frames(error, user_paths), limit)
     return f"{headline}\n{frames}" if frames else headline
+
+
+def drop_library_frames(message: str) -> str:
+    """An error text with the frames of libraries and of tfperf taken out, and blank lines.
+
+    TensorFlow writes Python frames into its messages: a graph error lists where the failing
+    node was defined (`Detected at node X defined at (most recent call last):`), and a
+    `tf.numpy_function` that raised carries the Python traceback of its call. Most of those
+    frames are TensorFlow's (`script_ops.py`, `autograph/impl/api.py`) or tfperf's own; the
+    user's frames and the error's own text are what remain.
+
+    Example:
+        >>> drop_library_frames(  # doctest: +NORMALIZE_WHITESPACE
+        ...     'Traceback (most recent call last):\\n'
+        ...     '  File "/usr/lib/python3/site-packages/tf/script_ops.py", line 9, in __call__\\n'
+        ...     '    ret = func(*args)\\n'
+        ...     '  File "/home/me/pipeline.py", line 7, in parse\\n'
+        ...     '    raise ValueError("bad")\\n'
+        ...     'ValueError: bad'
+        ... ).splitlines()[1:]
+        ['  File "/home/me/pipeline.py", line 7, in parse',
+         '    raise ValueError("bad")', 'ValueError: bad']
+    """
+    lines = message.splitlines()
+    kept: list[str] = []
+    index = 0
+    while index < len(lines):
+        match = _FRAME_LINE.match(lines[index])
+        if match is None:
+            if lines[index].strip():
+                kept.append(lines[index])
+            index += 1
+            continue
+        end = index + 1  # the frame's source line and caret marks, indented deeper
+        while (
+            end < len(lines) and lines[end].startswith("    ") and not _FRAME_LINE.match(lines[end])
+        ):
+            end += 1
+        name = match.group("file")
+        if not name.startswith("<") and not _is_library_file(_resolve(name)):
+            kept.extend(line for line in lines[index:end] if line.strip())
+        index = end
+    return "\n".join(kept)
 
 
 def missing_module_hint(error: BaseException, user_dir: Path) -> str:

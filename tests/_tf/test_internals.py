@@ -70,6 +70,7 @@ BUILDERS = {
         tf.data.experimental.map_and_batch(lambda x: x, 2)  # deprecated, still made by TFDS
     ),
     "window": lambda tmp: R(4).window(2),
+    "scan": lambda tmp: R(4).scan(tf.constant(0, tf.int64), lambda s, x: (s + x, x)),
     "unbatch": lambda tmp: R(4).batch(2).unbatch(),
     "cache": lambda tmp: R(4).cache(),
     "prefetch": lambda tmp: R(4).prefetch(2),
@@ -155,6 +156,7 @@ def test_every_parameter_attribute_is_found_on_some_dataset(tmp_path):
         R(4).interleave(R, cycle_length=2, block_length=1, num_parallel_calls=2),
         R(4).batch(2, drop_remainder=True).shuffle(2).repeat(2).shard(2, 0),
         tf.data.TFRecordDataset([path, path], num_parallel_reads=2),
+        R(4).window(2),
     ]
     found = {
         a
@@ -179,7 +181,10 @@ def test_the_function_attributes_hold_the_users_function():
     assert _tf.user_function(R(4).map(parse)) is parse
     assert _tf.user_function(R(4).filter(keep)) is keep
     grouped = R(4).group_by_window(key, lambda k, window: window.batch(2), window_size=2)
-    assert _tf.user_function(grouped) is not None  # tf.data wraps the key function
+    reduce_window = grouped._reduce_func._func
+    assert _tf.user_function(grouped) is reduce_window  # the reduce: tf.data wraps the key
+    assert _tf.key_function(grouped) is key
+    assert _tf.inner_datasets(grouped) == ["batch"]
     assert all(hasattr(grouped, attribute) for attribute in ("_key_func", "_reduce_func"))
     assert len(list(_tf.traced_graphs(grouped))) == 2
     assert _tf.user_function(R(4)) is None
@@ -336,3 +341,35 @@ def test_patched_keras_fit_is_inherited_or_own_and_restored():
         assert keras.Model.fit(None) == "patched"
     assert inspect.getattr_static(keras.Model, "fit") is before
     assert ("fit" in vars(keras.Model)) is own
+
+
+def test_a_v1_adapter_wraps_the_real_dataset_in_dataset():
+    adapted = tf.compat.v1.data.Dataset.range(4).map(lambda x: x + 1)
+    assert type(adapted).__name__ == _tf.V1_ADAPTER
+    real = _tf.unwrap_v1(adapted)
+    assert type(real).__name__ == "_MapDataset"
+    assert [type(d).__name__ for d in _tf.inputs(real)] == ["_RangeDataset"]
+    assert _tf.unwrap_v1(real) is real
+
+
+def test_scan_keeps_its_function_and_flat_map_the_calls_inside_it():
+    def running(state, x):
+        return state + x, x
+
+    assert _tf.user_function(R(4).scan(tf.constant(0, tf.int64), running)) is running
+    assert _tf.inner_datasets(R(4).window(2).flat_map(lambda w: w.padded_batch(2))) == [
+        "padded_batch"
+    ]
+
+
+def test_cardinality_and_the_options_a_dataset_carries():
+    options = tf.data.Options()
+    options.experimental_deterministic = False  # the deprecated spelling real loaders use
+    dataset = R(10).batch(4).with_options(options)
+    assert _tf.cardinality(dataset) == 3
+    assert _tf.cardinality(R(10).repeat()) is None
+    assert _tf.cardinality(R(10).filter(lambda x: x > 2)) is None
+    carried = _tf.dataset_options(dataset)
+    assert carried is not None and carried.deterministic is False
+    assert _tf.dataset_options(R(3)).deterministic is None
+    assert _tf.dataset_options([1, 2]) is None

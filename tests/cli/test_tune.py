@@ -191,3 +191,20 @@ def test_tune_refuses_options_and_keyword_arguments_together(write_pipeline):
     pipeline = tfperf.load_pipeline(write_pipeline(pipelines.INPUT_BOUND))
     with pytest.raises(TypeError, match=r"not both; got options and steps=, trials="):
         tfperf.tune(pipeline, TuneOptions(trials=5), trials=30, steps=4)
+
+
+def test_epoch_steps_reach_the_options_and_each_trial_request(write_pipeline):
+    import tfperf
+    from tfperf.cli.main import build_parser
+    from tfperf.cli.tune import TuneCommand
+    from tfperf.tuner import TuneOptions, Tuner
+
+    args = build_parser().parse_args(["tune", "pipeline.py", "--epoch-steps", "500"])
+    options = TuneCommand._options(args)
+    assert options.epoch_steps == 500
+    assert TuneCommand._options(build_parser().parse_args(["tune", "p.py"])).epoch_steps is None
+    with pytest.raises(ValueError, match="epoch_steps >= 1"):
+        TuneOptions(epoch_steps=0)
+    pipeline = tfperf.load_pipeline(write_pipeline(pipelines.INPUT_BOUND))
+    tuner = Tuner(pipeline, options)
+    assert tuner._request(pipeline.baseline).epoch_steps == 500

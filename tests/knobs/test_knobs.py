@@ -46,8 +46,8 @@ def test_unknown_name_lists_valid_names():
         ("batch_size", 0, "an integer >= 1"),
         ("batch_size", True, "an integer >= 1"),
         ("batch_size", "64", "an integer >= 1"),
-        ("num_parallel_calls", 0, "an integer >= 1 or AUTOTUNE"),
-        ("num_parallel_calls", -2, "an integer >= 1 or AUTOTUNE"),
+        ("num_parallel_calls", 0, "an integer >= 1, AUTOTUNE or None"),
+        ("num_parallel_calls", -2, "an integer >= 1, AUTOTUNE or None"),
         ("prefetch", -5, "an integer >= 0 or AUTOTUNE"),
         ("mixed_precision", "float16", "one of 'float32', 'mixed_float16', 'mixed_bfloat16'"),
         ("deterministic", "yes", "true, false or None"),
@@ -116,3 +116,32 @@ def test_site_values_are_checked_by_what_the_argument_controls():
         check_value("batch@pipeline.py:7.drop_remainder", 1)
     with pytest.raises(KnobError, match="is not a call-site name"):
         check_value("batch@pipeline.py.batch_size", 1)
+
+
+@pytest.mark.parametrize("name", ["num_parallel_calls", "cycle_length", "num_parallel_reads"])
+def test_none_is_accepted_where_tf_data_accepts_it(name):
+    knobs = Knobs.from_mapping({name: None}, source="BASELINE")
+    assert getattr(knobs, name) is None
+    assert Knobs.from_mapping(knobs.to_dict()) == knobs
+
+
+@pytest.mark.parametrize("name", ["batch_size", "shuffle_buffer", "prefetch"])
+def test_none_is_refused_where_tf_data_needs_a_value(name):
+    with pytest.raises(KnobError, match=f"knob '{name}' must be an integer"):
+        Knobs.from_mapping({name: None})
+
+
+@pytest.mark.tf
+def test_tf_data_takes_none_for_each_knob_that_accepts_it(tmp_path):
+    import tensorflow as tf
+
+    path = str(tmp_path / "data.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(b"x")
+    none = Knobs(num_parallel_calls=None, cycle_length=None, num_parallel_reads=None)
+    ds = tf.data.TFRecordDataset([path], num_parallel_reads=none.num_parallel_reads)
+    ds = ds.map(tf.strings.length, num_parallel_calls=none.num_parallel_calls)
+    ds = tf.data.Dataset.range(2).interleave(
+        lambda _: ds, cycle_length=none.cycle_length, num_parallel_calls=none.num_parallel_calls
+    )
+    assert [int(x) for x in ds] == [1, 1]

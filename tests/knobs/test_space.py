@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -200,3 +201,50 @@ def test_from_jsonable_rejects_unknown_entries():
         from_jsonable({"prefetch": {"type": "grid"}})
     with pytest.raises(KnobError, match="unknown knob name 'batch'"):
         from_jsonable({"batch": {"type": "fixed", "value": 1}})
+
+
+def _interleave_knobs(cycle, parallel):
+    from tfperf.knobs import Knobs
+
+    site = "interleave@p.py:9"
+    return Knobs(sites={f"{site}.cycle_length": cycle, f"{site}.num_parallel_calls": parallel})
+
+
+@pytest.mark.parametrize(
+    ("cycle", "parallel", "refused"),
+    [
+        (2, 4, True),
+        (2, 2, False),
+        (2, AUTOTUNE, False),
+        (AUTOTUNE, "cores + 1", True),
+        (4, 1, False),
+    ],
+)
+def test_cycle_conflicts_match_what_tf_data_refuses(cycle, parallel, refused):
+    """The rule agrees with tf.data itself on a real interleave, built and iterated."""
+    from tfperf.knobs import cycle_conflicts
+
+    tf = pytest.importorskip("tensorflow")
+    cores = len(os.sched_getaffinity(0))
+    parallel = cores + 1 if parallel == "cores + 1" else parallel
+    knobs = _interleave_knobs(cycle, parallel)
+    try:
+        dataset = tf.data.Dataset.range(4).interleave(
+            lambda x: tf.data.Dataset.range(x), cycle_length=cycle, num_parallel_calls=parallel
+        )
+        list(dataset.take(2))
+        tf_refused = False
+    except (ValueError, tf.errors.InvalidArgumentError):
+        tf_refused = True
+
+    assert tf_refused is refused
+    # A cycle_length of AUTOTUNE becomes the core count when the iterator is made.
+    assert bool(cycle_conflicts(knobs, cores=cores)) is refused
+
+
+def test_cycle_conflicts_on_knobs_only_where_an_interleave_takes_both():
+    from tfperf.knobs import Knobs, cycle_conflicts
+
+    knobs = Knobs(cycle_length=2, num_parallel_calls=8)
+    assert cycle_conflicts(knobs) == []
+    assert cycle_conflicts(knobs, knob_interleave=True) == ["num_parallel_calls=8 > cycle_length=2"]

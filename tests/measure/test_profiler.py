@@ -7,7 +7,7 @@ import pytest
 from tests.fakes.clock import Batch, FakeClock, TimedData, timed_step
 from tfperf.errors import EmptyDatasetError, InputPipelineError, TfperfError, TrainStepError
 from tfperf.measure import Progress
-from tfperf.measure._profiler import Profiler, batch_examples, profile
+from tfperf.measure._profiler import Profiler, profile
 from tfperf.results import Phase, Verdict
 
 
@@ -204,12 +204,6 @@ def test_non_positive_steps_rejected(clock, steps):
         profile(TimedData(clock, [0.01]), timed_step(clock, 0.01), steps=steps, probes=[])
 
 
-def test_batch_examples_reads_the_leading_dimension():
-    assert batch_examples((Batch(16), Batch(3))) == 16
-    assert batch_examples({"image": Batch(5)}) == 5
-    assert batch_examples(7) == 1
-
-
 def test_breaking_out_of_a_user_loop_keeps_the_last_step(clock):
     with Profiler(warmup=0, clock=clock, probes=[]) as profiler:
         for number, _ in enumerate(profiler.iterate(TimedData(clock, [0.01] * 10))):
@@ -219,3 +213,25 @@ def test_breaking_out_of_a_user_loop_keeps_the_last_step(clock):
     result = profiler.result()
     assert result.end_to_end.steps == 3
     assert result.end_to_end.compute_s == pytest.approx(0.06)
+
+
+def test_a_disturbed_compute_only_phase_cannot_contradict_the_wait_share(clock):
+    # End to end: 10 ms wait + 30 ms compute a step (25% wait). The compute-only replay of the
+    # same batches is disturbed (40 ms a step, a busier machine): taken as it is, the ceiling
+    # would read 1.0x, "input costs nothing", next to a highly input-bound verdict.
+    calls = []
+
+    def step(batch):
+        calls.append(batch)
+        clock.advance(0.03 if len(calls) <= 5 else 0.04)
+
+    data = TimedData(clock, [0.01] * 10, batch=4)
+    result = profile(data, step, steps=5, warmup=0, clock=clock, probes=[])
+    assert result.verdict is Verdict.HIGHLY_INPUT_BOUND
+    assert result.input_wait_fraction == pytest.approx(0.25)
+    assert result.compute_only is not None
+    assert result.compute_only.examples_per_sec == pytest.approx(100.0)  # 4 / 0.04 s
+    assert result.compute_slowdown == pytest.approx(0.75)
+    # The ceiling is the end-to-end compute rate (4 / 0.03 s), the wait taken away: 1 / (1 - 25%).
+    assert result.speedup_if_input_free == pytest.approx(4 / 0.03 / 100.0)
+    assert "keeps up (400 vs 133 examples/s needed)" in result.advice

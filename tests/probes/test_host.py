@@ -166,3 +166,30 @@ def test_children_are_relisted_only_every_interval(monkeypatch):
     for t in (0.0, 0.05, 0.5, 0.99, 1.0, 1.5, 2.1):
         probe.sample(t)
     assert len(listings) == 3  # at 0.0, 1.0 and 2.1
+
+
+def test_cpu_peak_never_exceeds_every_core_busy(monkeypatch):
+    # A child reaped right after a sample hands 0.3 CPU seconds to its parent within 1 ms of
+    # the fake clock: taken alone, that interval reads 30,000 %.
+    probe = HostProbe(cpu_count=2, peak_window_s=0.5)
+    probe.open()
+    _scripted(monkeypatch, [(1, 0.0), (1, 0.5), (1, 0.8), (1, 1.0), (1, 1.001), (1, 1.9)])
+    for t_s in (0.0, 0.5, 0.501, 1.0, 1.001, 1.002):
+        probe.sample(t_s)
+
+    cpu = probe.cpu()
+    assert cpu.cpu_count == 2
+    assert cpu.peak_percent == pytest.approx(100.0)  # (0.3 + 0.2) CPU s over 0.5 s
+    assert cpu.peak_percent <= 100.0 * cpu.cpu_count
+    assert max(point.value for point in cpu.samples) == pytest.approx(200.0)  # capped, not 90,000
+    assert cpu.mean_percent == pytest.approx(189.6, abs=0.1)  # 1.9 CPU s over 1.002 s
+
+
+def test_cpu_peak_of_a_run_shorter_than_one_window_is_capped(monkeypatch):
+    probe = HostProbe(cpu_count=2, peak_window_s=0.5)
+    probe.open()
+    _scripted(monkeypatch, [(1, 0.0), (1, 0.28)])
+    for t_s in (0.0, 0.001):
+        probe.sample(t_s)
+    cpu = probe.cpu()
+    assert (cpu.peak_percent, cpu.mean_percent) == (200.0, 200.0)

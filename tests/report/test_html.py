@@ -96,7 +96,10 @@ def test_study_page_sections():
     ):
         assert text in html
     charts = set(re.findall(r'data-chart="([^"]+)"', html))
-    assert {"history", "ram", "importances", "parallel", "best-throughput"} <= charts
+    # Importances of a 6-trial study are not ranked: a sentence says so instead of a chart.
+    assert {"history", "ram", "parallel", "best-throughput"} <= charts
+    assert "importances" not in charts
+    assert "too few trials to rank knobs" in html
     assert html.count('<tr data-host="node-a"') == len(PLAN)
 
 
@@ -119,3 +122,13 @@ def _chart_json(html: str) -> str:
     match = re.search(r'<script type="application/json" id="tfperf-charts">(.*?)</script>', html)
     assert match is not None
     return match.group(1)
+
+
+def test_terms_a_user_may_not_know_are_explained_on_hover():
+    html = render_study_html(snapshot_study(make_study(best_result=fake_profile()), "memory"))
+    explained = dict(re.findall(r'<abbr title="([^"]+)">([^<]+)</abbr>', html))
+    terms = {term: title for title, term in explained.items()}
+    for term in ("Pareto front", "PED-ANOVA", "spread", "compute-only ceiling"):
+        assert term in terms, f"{term!r} has no hover explanation"
+        assert len(terms[term]) > len(term) + 20
+    assert "faster and using less RAM" in terms["Pareto front"]

@@ -7,7 +7,9 @@ import pytest
 
 from tests.reports import MIB, PLAN, RAM_BUDGET, Planned, fake_profile, make_study
 from tfperf.knobs import Knobs
+from tfperf.report import _knob_charts as kc
 from tfperf.report import _study_charts as sc
+from tfperf.report import _study_summary as ss
 from tfperf.report import load_snapshot, render_study_html
 from tfperf.report._study_data import StudySnapshot, snapshot_study
 from tfperf.study import StorageError, StudyMismatchError
@@ -45,13 +47,16 @@ def test_importances_need_enough_trials():
 
 
 def test_summary_compares_best_with_both_references(snapshot):
-    summary = sc.summary(snapshot)
+    summary = ss.summary(snapshot)
     assert summary is not None
     assert [(r.role, r.label, r.median, r.runs) for r in summary.rows] == [
         ("best", "best: trial 2", 2000.0, 3),
         ("baseline", "your baseline", 1000.0, 3),
         ("autotune", "everything AUTOTUNE", 1500.0, 3),
     ]
+    # The fastest changes the batch size, for a gain well beyond noise: it stays the answer,
+    # in amber (training changes).
+    assert summary.banner.level == "warn"
     assert summary.vs_baseline is not None and summary.vs_baseline.ratio == pytest.approx(2.0)
     assert summary.vs_autotune is not None and summary.vs_autotune.ratio == pytest.approx(4 / 3)
     assert summary.recommendation.startswith("Use trial 2's knobs: 2.00x")
@@ -59,7 +64,7 @@ def test_summary_compares_best_with_both_references(snapshot):
 
 
 def test_summary_diff_and_warning_when_batch_size_changes(snapshot):
-    summary = sc.summary(snapshot)
+    summary = ss.summary(snapshot)
     assert summary is not None
     assert [(c.name, c.baseline, c.best, c.changes_training) for c in summary.changes] == [
         ("batch_size", "32", "64", True),
@@ -75,7 +80,7 @@ def test_summary_diff_and_warning_when_batch_size_changes(snapshot):
 
 def test_summary_before_remeasurement_uses_single_runs_and_says_so():
     snapshot = snapshot_study(make_study(remeasure=False), "memory")
-    summary = sc.summary(snapshot)
+    summary = ss.summary(snapshot)
     assert summary is not None and not summary.remeasured
     assert [(r.label, r.median, r.runs) for r in summary.rows] == [
         ("best: trial 2", 2000.0, 1),
@@ -87,49 +92,64 @@ def test_summary_before_remeasurement_uses_single_runs_and_says_so():
 
 def test_summary_is_none_when_nothing_completed():
     plan = (Planned(Knobs(), None, "failed", reason="boom"),)
-    assert sc.summary(snapshot_study(make_study(plan=plan, remeasure=False), "m")) is None
+    assert ss.summary(snapshot_study(make_study(plan=plan, remeasure=False), "m")) is None
 
 
 def test_history_tracks_best_feasible_so_far(snapshot):
     history = sc.history(snapshot)
-    assert history.numbers == (0, 1, 2, 3, 4, 6)
-    assert history.kinds == ("baseline", "AUTOTUNE", "search", "search", "over a budget", "search")
-    assert history.examples_per_sec == (1000.0, 1500.0, 2000.0, 1800.0, 0.0, 1200.0)
-    assert history.best_so_far == (1000.0, 1500.0, 2000.0, 2000.0, 2000.0, 2000.0)
+    assert [p.number for p in history.points] == [0, 1, 2, 3, 6]  # trial 4 stopped before any rate
+    assert [p.kind for p in history.points] == [
+        "baseline",
+        "AUTOTUNE",
+        "search",
+        "search",
+        "search",
+    ]
+    assert [p.examples_per_sec for p in history.points] == [1000.0, 1500.0, 2000.0, 1800.0, 1200.0]
+    # Re-measured trials are drawn at their median with half their range as an error bar.
+    assert [p.error for p in history.points] == [10.0, 100.0, 100.0, 0.0, 0.0]
+    assert history.best_so_far == (1000.0, 1500.0, 2000.0, 2000.0, 2000.0)
+    assert history.recommended == 2
+    assert history.points[3].hover == (
+        "trial 3 · 1,800 examples/s (one run) · batch_size=32 · shuffle_buffer=1024 · "
+        "num_parallel_calls=2 · cycle_length=AUTOTUNE · num_parallel_reads=AUTOTUNE · "
+        "prefetch=AUTOTUNE · mixed_precision=float32 · deterministic=not set · "
+        "private_threadpool_size=not set"
+    )
     figure = sc.history_figure(history)
     names = [trace.name for trace in figure.data]
-    assert names == [
-        "trial",
-        "trial (baseline)",
-        "trial (AUTOTUNE)",
-        "trial (over a budget)",
-        "best so far",
-    ]
+    assert names == ["trial", "trial (baseline)", "trial (AUTOTUNE)", "best so far"]
     assert figure.layout.yaxis.title.text == "examples/s"
+    assert figure.layout.xaxis.tickformat == "d"
+    assert figure.data[0].hovertemplate == "%{hovertext}<extra></extra>"
 
 
-def test_parallel_view_axes_are_the_knobs_that_varied(snapshot):
-    view = sc.parallel_view(snapshot)
-    assert [axis.label for axis in view.axes] == [
-        "batch_size",
-        "num_parallel_calls",
-        "cycle_length",
-        "prefetch",
+def test_pruned_trials_are_drawn_at_the_rate_they_reached():
+    study = make_study(plan=PLAN[:4], remeasure=False)
+    trial = optuna.trial.create_trial(
+        state=optuna.trial.TrialState.PRUNED,
+        params={},
+        distributions={},
+        intermediate_values={10: 400.0, 20: 559.0},
+        user_attrs={"knobs": Knobs(batch_size=8).to_dict(), "status": "pruned"},
+    )
+    study.add_trial(trial)
+    snapshot = snapshot_study(study, "memory")
+    assert snapshot.trials[4].reached_examples_per_sec == 559.0
+    point = sc.history(snapshot).points[-1]
+    assert (point.number, point.kind, point.examples_per_sec) == (4, "pruned", 559.0)
+    assert "x-open" in [
+        trace.marker.symbol for trace in sc.history_figure(sc.history(snapshot)).data
     ]
-    assert view.axes[0].tick_text is None  # plain numbers keep a numeric axis
-    prefetch = view.axes[3]
-    assert prefetch.tick_text == ("0", "2", "AUTOTUNE")
-    assert prefetch.values == (0.0, 2.0, 1.0, 2.0, 2.0)
-    assert view.examples_per_sec == (1000.0, 1500.0, 2000.0, 1800.0, 1200.0)
-    figure = sc.parallel_figure(view)
-    assert [d.label for d in figure.data[0].dimensions][-1] == "examples/s"
+    assert '559 <span class="muted">(pruned)</span>' in render_study_html(snapshot)
 
 
 def test_ram_tradeoff_front_and_budget(snapshot):
     data = sc.ram_tradeoff(snapshot)
     assert data.front_numbers == (3, 2)  # 380 MiB at 1800/s, then 450 MiB at 2000/s
     assert data.budget_mib == RAM_BUDGET / MIB
-    assert data.feasible == (True, True, True, True, False, True)
+    assert [p.number for p in data.points] == [0, 1, 2, 3, 6]
+    assert data.peak_rss_mib == (400.0, 420.0, 450.0, 380.0, 600.0)
     figure = sc.ram_figure(data)
     assert figure.layout.xaxis.title.text == "peak host RAM (MiB)"
     assert "Pareto front" in [trace.name for trace in figure.data]
@@ -196,7 +216,7 @@ def test_a_study_of_call_sites_shows_each_site_as_a_knob():
         Planned(knobs(8, 16), 1200.0),
     )
     snapshot = snapshot_study(make_study(plan=plan, remeasure=False), "memory")
-    summary = sc.summary(snapshot)
+    summary = ss.summary(snapshot)
     assert summary is not None
     assert [(c.name, c.baseline, c.best, c.changes_training) for c in summary.changes] == [
         (batch, "32", "64", True),
@@ -207,9 +227,9 @@ def test_a_study_of_call_sites_shows_each_site_as_a_knob():
         f"The winner changes {batch} (32 → 64), a batch size or shuffle buffer in your code: "
         "this alters training, not only speed. Check accuracy before adopting it.",
     )
-    assert [axis.label for axis in sc.parallel_view(snapshot).axes] == [batch, site]
+    assert [axis.label for axis in kc.parallel_view(snapshot).axes] == [batch, site]
     html = render_study_html(snapshot)
-    assert f'<th data-sort="text">{batch}</th>' in html
+    assert f'<th data-sort="text" tabindex="0">{batch}</th>' in html
     assert "Apply it as a patch" in html
 
 
@@ -239,9 +259,47 @@ def test_a_study_of_a_plain_file_carries_its_sites_slow_stage_and_patch(tmp_path
     study.set_user_attr(DISCOVERY_ATTR, {"root": str(tmp_path), **discovery.to_dict()})
     snapshot = snapshot_study(study, "memory")
     assert snapshot.discovery == discovery and snapshot.code_root == tmp_path
-    summary = sc.summary(snapshot)
+    summary = ss.summary(snapshot)
     assert summary is not None and summary.patch is not None
     assert "+ds = ds.map(lambda x: x, num_parallel_calls=4)" in summary.patch.diff
     html = render_study_html(snapshot)
     assert "The stage that limits your pipeline as written: map(&lt;lambda&gt;)" in html
     assert "num_parallel_calls=4)" in html
+
+
+def test_a_trial_over_its_budget_is_drawn_at_the_rate_it_reached():
+    study = make_study(plan=PLAN[:4], remeasure=False)
+    over = 2 * RAM_BUDGET
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.COMPLETE,
+            value=0.0,
+            params={},
+            distributions={},
+            intermediate_values={10: 700.0, 20: 900.0},
+            user_attrs={
+                "knobs": Knobs(batch_size=8, shuffle_buffer=9000).to_dict(),
+                "status": "ram-budget",
+                "peak_rss_bytes": over,
+            },
+            constraints={"ram_bytes_over_budget": float(over - RAM_BUDGET)},
+        )
+    )
+    snapshot = snapshot_study(study, "memory")
+    row = snapshot.trials[4]
+    assert (row.examples_per_sec, row.reached_examples_per_sec, row.over_budget) == (
+        None,
+        900.0,
+        True,
+    )
+    point = sc.history(snapshot).points[-1]
+    assert (point.number, point.kind, point.examples_per_sec) == (4, "over budget", 900.0)
+    assert point.hover.startswith("trial 4 · 900 examples/s (over budget: the rate it reached")
+    ram = sc.ram_tradeoff(snapshot)
+    assert [p.number for p in ram.points] == [0, 1, 2, 3, 4]  # every trial the table shows
+    assert ram.peak_rss_mib[-1] == over / MIB
+    assert 4 not in ram.front_numbers
+    for figure in (sc.history_figure(sc.history(snapshot)), sc.ram_figure(ram)):
+        traces = [t for t in figure.data if t.name == "trial (over budget)"]
+        assert len(traces) == 1 and traces[0].marker.symbol == "x"
+    assert '900 <span class="muted">(over budget, one run)</span>' in render_study_html(snapshot)

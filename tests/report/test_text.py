@@ -5,14 +5,18 @@ from __future__ import annotations
 import dataclasses
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
-from tfperf.measure import _analysis as analysis
+from tfperf.measure import _bottleneck as bottleneck
 from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
 from tfperf.report import render_summary
 from tfperf.results import (
     AutotuneChoice,
     AutotuneReadout,
+    BatchShape,
+    DatasetOptions,
+    EpochSource,
     ProfileResult,
+    RestartCost,
     StageKind,
     StageStat,
     StageUnit,
@@ -54,7 +58,7 @@ def _stage(index, kind, label, rate, cpu, unit=StageUnit.EXAMPLE, location=None,
 
 
 def test_stage_table_marks_the_limiting_stage_and_the_models_rate():
-    stages = analysis.with_added_costs(
+    stages = bottleneck.with_added_costs(
         [
             _stage(0, StageKind.SOURCE, "from_tensor_slices", 50_000.0, None, StageUnit.INPUT),
             _stage(1, StageKind.READ, "TFRecordDataset", 40_000.0, 0.000025),
@@ -70,7 +74,7 @@ def test_stage_table_marks_the_limiting_stage_and_the_models_rate():
             ),
         ]
     )
-    report = analysis.stage_report(
+    report = bottleneck.stage_report(
         stages, 13_500.0, seconds_per_stage=0.5, warmup_s=0.2, duration_s=3.5, note=None
     )
     text = render_summary(dataclasses.replace(_result(), stages=report))
@@ -128,3 +132,114 @@ def test_the_tune_summary_warns_of_every_change_to_training():
         f"The winner changes {site} (32 → 128), a batch size or shuffle buffer in your code: "
         "this alters training, not only speed. Check accuracy before adopting it.",
     ]
+
+
+def _bare() -> ProfileResult:
+    """A profile of fake data whose batches arrive at once and compute 10 ms each."""
+    clock = FakeClock()
+    return profile(
+        TimedData(clock, [0.0] * 8, batch=4),
+        timed_step(clock, 0.01),
+        steps=4,
+        warmup=1,
+        clock=clock,
+        probes=[],
+        knobs={"deterministic": None, "private_threadpool_size": None},
+    )
+
+
+def test_a_compute_bound_ceiling_says_input_costs_nothing_not_a_slower_speed():
+    result = dataclasses.replace(_bare(), speedup_if_input_free=0.91)
+    text = render_summary(result)
+    assert "0.91x as fast" not in text
+    assert "Input costs training nothing measurable" in text
+    assert "compute bounds it" in text
+    faster = render_summary(dataclasses.replace(result, speedup_if_input_free=2.5))
+    assert "If input were free, training would run 2.50x as fast" in faster
+
+
+def test_options_the_pipeline_set_itself_show_their_effective_value():
+    options = DatasetOptions(deterministic=False, private_threadpool_size=None, autotune=None)
+    text = render_summary(dataclasses.replace(_bare(), dataset_options=options))
+    assert "deterministic=False (set by the pipeline)" in text
+    assert "private_threadpool_size=None" in text
+    assert "deterministic=None" not in text
+
+
+def test_restarts_show_their_cost_the_stage_and_the_weighted_share():
+    cost = RestartCost(
+        restarts=2,
+        seconds_per_restart=1.5,
+        stage="shuffle(10000)",
+        stage_kind=StageKind.SHUFFLE,
+        steady_wait_s_per_step=0.0005,
+        steady_wait_fraction=0.01,
+        weighted_wait_fraction=0.012,
+        window_wait_share=0.97,
+        epoch_steps=20_000,
+        epoch_source=EpochSource.CARDINALITY,
+        weighted_examples_per_sec=900.0,
+    )
+    text = render_summary(dataclasses.replace(_bare(), restarts=cost))
+    assert (
+        "Restarts: the finite dataset restarted 2 times in the window, each costing 1.5 s "
+        "while shuffle(10000) fills again (97% of the window's wait)."
+    ) in text
+    assert "real epoch of 20,000 steps (the dataset's cardinality) 1.2%" in text
+
+
+def test_batches_of_several_shapes_are_listed_with_their_retracing():
+    shapes = [
+        BatchShape("(32, 5)", 4, 32, first_compute_s=0.3, typical_compute_s=0.004),
+        BatchShape("(4, 5)", 32, 4, first_compute_s=0.2, typical_compute_s=0.001),
+    ]
+    text = render_summary(dataclasses.replace(_bare(), batch_shapes=shapes))
+    assert "Batches came in 2 shapes (32 examples x4, 4 examples x32)" in text
+    assert "took 495 ms longer in all" in text
+    assert "retracing" in text
+    assert "Batches came in" not in render_summary(
+        dataclasses.replace(_bare(), batch_shapes=shapes[:1])
+    )
+
+
+def test_a_baseline_winner_is_not_listed_twice_in_the_tune_summary():
+    from tfperf.report._tune_text import _headline
+    from tfperf.results import Measurement, Objective, TuneResult, speedup
+
+    base = Measurement("baseline", 0, {"batch_size": 32}, [100.0, 101.0], 1, None)
+    tuned = Measurement("autotune", 1, {"batch_size": 32}, [99.0, 100.0], 1, None)
+    result = TuneResult(
+        pipeline="demo.py",
+        study_name="demo",
+        storage="sqlite://",
+        objective=Objective.THROUGHPUT,
+        best=base,
+        baseline=base,
+        autotune=tuned,
+        candidates=[base, tuned],
+        speedup_vs_baseline=speedup(base, base),
+        speedup_vs_autotune=speedup(base, tuned),
+        recommendation="keep the baseline",
+        changes_training=[],
+        pareto_trials=[],
+        trial_counts={},
+        trials_this_run=0,
+        wall_s=1.0,
+        ram_budget_bytes=None,
+        gpu_memory_budget_bytes=None,
+    )
+    text = _headline(result)
+    assert text.startswith("Best: baseline: 100.5 examples/s")
+    assert "\n  baseline:" not in text
+    assert "  AUTOTUNE: 99.5 examples/s" in text
+
+
+def test_a_disturbed_compute_only_phase_is_named_not_read_as_a_speed():
+    result = dataclasses.replace(_bare(), speedup_if_input_free=1.33, compute_slowdown=0.75)
+    text = render_summary(result)
+    assert "training would run 1.33x as fast" in text
+    assert "took 1.33x as long per example as end to end" in text
+    assert "compute-only phase was disturbed" in text
+    assert "An example computes 0.75x" not in text
+    normal = render_summary(dataclasses.replace(result, compute_slowdown=1.5))
+    assert "An example computes 1.50x as long end to end" in normal

@@ -14,7 +14,11 @@ from tfperf.probes import HostProbe
 from tfperf.results import (
     AutotuneChoice,
     AutotuneReadout,
+    BatchShape,
+    DatasetOptions,
+    EpochSource,
     ProfileResult,
+    RestartCost,
     StageKind,
     StageReport,
     StageStat,
@@ -175,3 +179,40 @@ def test_a_result_saved_before_stages_existed_still_loads(result, tmp_path):
     loaded = ProfileResult.load(path)
     assert loaded.stages is None and loaded.autotune is None
     assert loaded == result
+
+
+def test_restarts_batch_shapes_and_dataset_options_round_trip(result, tmp_path):
+    rich = dataclasses.replace(
+        result,
+        restarts=RestartCost(
+            restarts=1,
+            seconds_per_restart=0.8,
+            stage="shuffle(640)",
+            stage_kind=StageKind.SHUFFLE,
+            steady_wait_s_per_step=0.001,
+            steady_wait_fraction=0.09,
+            weighted_wait_fraction=0.1,
+            window_wait_share=0.95,
+            epoch_steps=40,
+            epoch_source=EpochSource.CARDINALITY,
+            weighted_examples_per_sec=300.0,
+        ),
+        batch_shapes=[
+            BatchShape("(4, 3)", 6, 4, 0.01, 0.01),
+            BatchShape("(2, 3)", 1, 2, 0.2, None),
+        ],
+        dataset_options=DatasetOptions(
+            deterministic=False, private_threadpool_size=4, autotune=None
+        ),
+    )
+    loaded = ProfileResult.load(rich.save(tmp_path / "rich.json"))
+    assert loaded == rich
+    assert loaded.restarts is not None and loaded.restarts.epoch_source is EpochSource.CARDINALITY
+
+
+def test_a_file_written_before_restarts_were_recorded_still_loads(result):
+    data = result.to_dict()
+    for key in ("restarts", "batch_shapes", "dataset_options"):
+        data.pop(key)
+    loaded = ProfileResult.from_dict(data)
+    assert (loaded.restarts, loaded.batch_shapes, loaded.dataset_options) == (None, [], None)

@@ -58,3 +58,45 @@ def test_round_trip():
     again = TuneResult.from_dict(result.to_dict())
     assert again == result
     assert isinstance(again.speedup_vs_baseline, Speedup)
+
+
+def _measured(label, knobs, values):
+    return Measurement(label, None, knobs, values, 0, None)
+
+
+def test_input_only_rule_keeps_training_when_the_change_gains_within_noise():
+    from tfperf.results import input_only_choice
+
+    baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 102.0])
+    parallel = _measured("trial 3", {"batch_size": 32, "num_parallel_calls": 8}, [200.0, 210.0])
+    bigger = _measured("trial 5", {"batch_size": 64, "num_parallel_calls": 8}, [206.0, 226.0])
+
+    choice = input_only_choice([baseline, parallel, bigger], baseline)
+
+    assert choice.best is parallel and choice.input_only is parallel
+    assert choice.fastest is bigger
+    assert choice.gain is not None and not choice.gain.significant
+
+
+def test_input_only_rule_recommends_a_change_to_training_beyond_noise_and_names_both():
+    from tfperf.results import input_only_choice, recommend, speedup, training_changes
+
+    baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 101.0])
+    parallel = _measured("trial 3", {"batch_size": 32, "num_parallel_calls": 8}, [200.0, 201.0])
+    bigger = _measured("trial 5", {"batch_size": 64, "num_parallel_calls": 8}, [400.0, 401.0])
+
+    choice = input_only_choice([baseline, parallel, bigger], baseline)
+
+    assert choice.best is bigger and choice.input_only is parallel and choice.fastest is None
+    assert choice.gain is not None and choice.gain.significant
+    changes = training_changes(bigger, baseline)
+    text = recommend(bigger, speedup(bigger, baseline), changes, choice.input_only, choice.gain)
+    assert "batch_size" in text and "trial 3's knobs is the best" in text
+
+
+def test_input_only_rule_when_the_fastest_keeps_training():
+    from tfperf.results import input_only_choice
+
+    baseline = _measured("baseline", {"batch_size": 32}, [100.0])
+    choice = input_only_choice([baseline], baseline)
+    assert choice.best is baseline and choice.fastest is None and choice.gain is None

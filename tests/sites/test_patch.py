@@ -259,7 +259,7 @@ MAP = "map@pipeline.py:4.num_parallel_calls"
 
 def map_speed(knobs: Knobs) -> float:
     """Input wait shrinks with the map site's parallelism (AUTOTUNE counts as 4)."""
-    workers = knobs.sites[MAP]
+    workers = knobs.sites.get(MAP, 1)  # the verified patched files run as written: no sites
     return 0.08 / (4 if workers == AUTOTUNE else workers)
 
 
@@ -267,7 +267,8 @@ def map_speed(knobs: Knobs) -> float:
 def test_a_search_over_sites_ends_in_a_patch_of_the_winner(tmp_path, capsys):
     write(tmp_path, TUNED)
     pipeline = with_sites(load_pipeline(tmp_path / "pipeline.py"))
-    assert pipeline.baseline.sites == {MAP: 1, "batch@pipeline.py:5.batch_size": 8}
+    added = "prefetch@pipeline.py:3.buffer_size"  # no prefetch in the file: tfperf may add one
+    assert pipeline.baseline.sites == {MAP: 1, "batch@pipeline.py:5.batch_size": 8, added: 0}
     options = TuneOptions(
         trials=6,
         storage=f"sqlite:///{tmp_path / 'study.db'}",
@@ -306,7 +307,7 @@ def test_tune_a_plain_file_prints_and_writes_the_patch(tmp_path, monkeypatch, ca
     status = main(["tune", "pipeline.py", *options, "--quiet", "--write-patch", "--", "--x"])
     out, err = capsys.readouterr()
     assert status == 0, err
-    assert "Tunable call sites (2), as written:\n  map@pipeline.py:4.num_parallel_calls  1\n" in err
+    assert "Tunable call sites (3), as written:\n  map@pipeline.py:4.num_parallel_calls  1\n" in err
     assert "The stage that limits your pipeline as written: " in err
     assert "Patch for your code (" in out and "--- ./pipeline.py\n+++ ./pipeline.py\n" in out
     written = (tmp_path / "reports" / "pipeline.patch").read_text()

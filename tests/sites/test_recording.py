@@ -12,7 +12,7 @@ from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.measure import discover_sites
 from tfperf.pipeline import PipelineKind, load_pipeline
 from tfperf.pipeline._build import build_dataset
-from tfperf.results import ArgumentForm
+from tfperf.results import ArgumentForm, CallSite, Discovery
 
 pytestmark = pytest.mark.tf
 
@@ -86,8 +86,14 @@ def write(folder: Path, name: str, source: str) -> Path:
 
 
 def sites_of(path: Path) -> dict[str, tuple[int | None, ArgumentForm]]:
-    found = discover_sites(load_pipeline(path))
-    return {site.name: (site.value, site.form) for site in found.sites}
+    """The sites of the calls written in the file (the prefetch tfperf may add is apart)."""
+    return {
+        site.name: (site.value, site.form) for site in written(discover_sites(load_pipeline(path)))
+    }
+
+
+def written(found: Discovery) -> tuple[CallSite, ...]:
+    return tuple(site for site in found.sites if site.calls > 0)
 
 
 def tfrecords(folder: Path, count: int = 2) -> list[str]:
@@ -153,7 +159,7 @@ def test_calls_in_a_traced_function_map_to_their_line_and_unused_datasets_are_le
     tmp_path,
 ):
     found = discover_sites(load_pipeline(write(tmp_path, "pipeline.py", INTERLEAVED)))
-    names = [site.name for site in found.sites]
+    names = [site.name for site in written(found)]
     assert names == [
         "interleave@pipeline.py:5.cycle_length",
         "interleave@pipeline.py:5.num_parallel_calls",
@@ -182,7 +188,7 @@ def test_a_library_call_is_not_tunable_and_says_why(tmp_path):
         """,
     )
     found = discover_sites(load_pipeline(path))
-    assert found.sites == ()
+    assert written(found) == ()
     batch = next(item for item in found.untunable if item.call.startswith("batch("))
     assert batch.call == "batch(batch_size=4)"
     assert batch.where.startswith("keras/src/utils/timeseries_dataset_utils.py:")
@@ -211,7 +217,7 @@ def test_a_value_that_changes_between_calls_is_not_tunable(tmp_path):
         """,
     )
     found = discover_sites(load_pipeline(path))
-    assert found.sites == ()
+    assert written(found) == ()
     (item,) = found.untunable
     assert item.where == "pipeline.py:4"
     assert "takes different values on different calls (4, 5)" in item.reason
@@ -329,3 +335,56 @@ def test_the_slow_stage_is_named_with_the_site_that_tunes_it(tmp_path):
     assert slowest is not None
     assert (slowest.label, slowest.location) == ("map(lambda)", "pipeline.py:10")
     assert slowest.sites == ("map@pipeline.py:9.num_parallel_calls",)
+
+
+def test_a_pipeline_without_a_final_prefetch_gets_a_site_for_one_where_it_is_handed_over(
+    tmp_path,
+):
+    path = write(
+        tmp_path,
+        "pipeline.py",
+        """
+        import tensorflow as tf
+
+        def make_dataset():
+            return tf.data.Dataset.range(8).batch(2)
+
+        def make_train_step():
+            return print
+        """,
+    )
+    found = discover_sites(load_pipeline(path))
+    (added,) = [site for site in found.sites if site.calls == 0]
+    assert (added.name, added.value, found.end) == (
+        "prefetch@pipeline.py:3.buffer_size",
+        0,
+        "pipeline.py:3",
+    )
+    ended = path.read_text().replace(".batch(2)", ".batch(2).prefetch(1)")
+    path.write_text(ended)
+    assert all(site.calls > 0 for site in discover_sites(load_pipeline(path)).sites)
+
+
+def test_an_override_of_the_added_prefetch_adds_it_at_the_end(tmp_path):
+    from tfperf import _tf
+    from tfperf.knobs import AUTOTUNE, Knobs
+    from tfperf.pipeline import build_dataset
+
+    path = write(
+        tmp_path,
+        "pipeline.py",
+        """
+        import tensorflow as tf
+
+        def make_dataset():
+            return tf.data.Dataset.range(8).batch(2)
+
+        def make_train_step():
+            return print
+        """,
+    )
+    pipeline = load_pipeline(path)
+    knobs = Knobs(sites={"prefetch@pipeline.py:3.buffer_size": AUTOTUNE})
+    dataset, _ = build_dataset(pipeline, knobs)
+    assert _tf.method_of(dataset).name == "prefetch"
+    assert [int(x[0]) for x in dataset] == [0, 2, 4, 6]

@@ -159,7 +159,9 @@ def test_tuners_on_several_machines_share_one_study(storage_url, write_pipeline,
     assert any(text in err for _, err in outputs for text in said)
 
     pids = {tuner.pid for tuner in tuners}
-    for trial in search_trials(study):
+    # A trial queued beyond the budget (tfperf's estimate, when the other tuners had claimed
+    # every slot by the time the baseline's model existed) waits for a later run: no worker.
+    for trial in [t for t in search_trials(study) if t.state.name != "WAITING"]:
         worker = trial.user_attrs["worker"]
         assert worker["pid"] in pids
         assert worker["cpu_count"] >= 1 and worker["cpu_model"] and worker["tf_version"]

@@ -351,3 +351,42 @@ def test_other_integrity_errors_are_not_retried(monkeypatch):
     message = storage_error(URL)
     assert len(calls) == 1
     assert "cannot open the study storage (DriverError: null value in column)" in message
+
+
+def test_journal_on_a_read_only_file_system_says_so(read_only_dir):
+    message = storage_error(f"journal://{read_only_dir.as_posix()}/s.log")
+    if os.geteuid() == 0:  # a read-only mount
+        assert "is on a read-only file system" in message
+    else:  # a folder of mode 0555
+        assert "is not writable by this user" in message
+    assert "another kind of file" not in message
+
+
+def test_a_full_disk_during_a_study_is_named_not_an_internal_error(small_tmpfs):
+    from tests.mounts import fill
+    from tfperf.study import explain_storage_failure
+
+    url = f"sqlite:///{small_tmpfs}/s.db"
+    study = optuna.create_study(study_name="s", storage=url)
+    fill(small_tmpfs)
+    with pytest.raises(optuna.exceptions.StorageInternalError) as raised:  # wraps the driver
+        study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=50)
+    explained = explain_storage_failure(url, raised.value)
+    assert explained is not None
+    assert str(explained).startswith(f"the disk holding {small_tmpfs}/s.db is full")
+    assert "run the same command again to resume" in str(explained)
+
+
+def test_a_damaged_study_file_names_the_recovery(tmp_path):
+    import sqlite3
+
+    from tfperf.study import explain_storage_failure
+
+    error = sqlite3.DatabaseError("database disk image is malformed")
+    explained = explain_storage_failure(f"sqlite:///{tmp_path}/s.db", error)
+    assert str(explained) == (
+        f"{tmp_path}/s.db is damaged (SQLite: database disk image is malformed); "
+        f"`sqlite3 {tmp_path}/s.db .recover | sqlite3 recovered.db` saves what can be read, or "
+        "start a new study with --study and another --storage."
+    )
+    assert explain_storage_failure("sqlite:///x.db", ValueError("a bug")) is None

@@ -16,26 +16,36 @@ from pathlib import Path
 from typing import Any
 
 from tfperf._tf._methods import NOT_STAGES, Method, method_of_class
+from tfperf.results import DatasetOptions
 
 __all__ = [
     "FUNCTION_ATTRIBUTES",
     "PARAMETER_ATTRIBUTES",
+    "V1_ADAPTER",
     "added_by_tf_data",
+    "cardinality",
+    "dataset_options",
     "generator_function",
+    "inner_datasets",
     "inputs",
     "is_tf_data_function",
+    "key_function",
     "method_of",
     "parameters",
     "reader_in",
     "tensorflow_dir",
     "traced_graphs",
+    "unwrap_v1",
     "user_function",
     "walk_inputs",
 ]
 
-#: Private attributes holding the traced function of a dataset (map, filter, group_by_window,
-#: and the reduce of group_by_window).
-FUNCTION_ATTRIBUTES = ("_map_func", "_predicate", "_key_func", "_reduce_func")
+#: Private attributes holding the traced function of a dataset (map, filter, scan, the reduce
+#: and the key of group_by_window), the user's own function first.
+FUNCTION_ATTRIBUTES = ("_map_func", "_predicate", "_scan_func", "_reduce_func", "_key_func")
+
+#: The class `tf.compat.v1.data` wraps every dataset in; `_dataset` holds the real one.
+V1_ADAPTER = "DatasetV1Adapter"
 
 #: Private attribute -> argument name, for the arguments worth showing and advising on.
 PARAMETER_ATTRIBUTES = {
@@ -49,6 +59,7 @@ PARAMETER_ATTRIBUTES = {
     "_count": "count",
     "_num_shards": "num_shards",
     "_index": "index",
+    "_size": "size",
 }
 
 #: File-reading dataset ops, as named in a traced graph without their `Dataset` suffix.
@@ -60,9 +71,22 @@ _READER_OPS = frozenset(
 def inputs(dataset: Any) -> list[Any]:
     """The datasets `dataset` reads from directly; none for a source (or an unknown class)."""
     try:
-        return list(dataset._inputs())
+        found = list(dataset._inputs())
     except Exception:  # a dataset class without `_inputs` is treated as a source
         return []
+    return [unwrap_v1(each) for each in found]
+
+
+def unwrap_v1(dataset: Any) -> Any:
+    """The dataset a `tf.compat.v1.data` adapter wraps (itself for any other dataset)."""
+    for _ in range(10):
+        if type(dataset).__name__ != V1_ADAPTER:
+            return dataset
+        inner = getattr(dataset, "_dataset", None)
+        if inner is None:
+            return dataset
+        dataset = inner
+    return dataset
 
 
 def walk_inputs(dataset: Any) -> Iterator[Any]:
@@ -77,6 +101,32 @@ def walk_inputs(dataset: Any) -> Iterator[Any]:
         pending.extend(inputs(current))
 
 
+def cardinality(dataset: Any) -> int | None:
+    """Elements (batches) in one pass of `dataset`; None when empty, infinite or unknown."""
+    try:
+        count = int(dataset.cardinality())
+    except Exception:  # not a tf.data dataset (a re-iterable of the user's own)
+        return None
+    return count if count > 0 else None
+
+
+def dataset_options(dataset: Any) -> DatasetOptions | None:
+    """The options `dataset` carries, set by tfperf or by the pipeline itself (None if unread).
+
+    `Options.deterministic` is also what the deprecated `experimental_deterministic` sets, so
+    a pipeline that set either is read the same.
+    """
+    try:
+        options = dataset.options()
+        return DatasetOptions(
+            deterministic=options.deterministic,
+            private_threadpool_size=options.threading.private_threadpool_size,
+            autotune=options.autotune.enabled,
+        )
+    except Exception:  # not a tf.data dataset
+        return None
+
+
 def method_of(dataset: Any) -> Method:
     """The tf.data call that made `dataset` (see `method_of_class`)."""
     return method_of_class(type(dataset).__name__)
@@ -89,12 +139,42 @@ def added_by_tf_data(dataset: Any) -> bool:
 
 def user_function(dataset: Any) -> Any:
     """The Python function a map, filter or interleave stage calls, else None."""
-    for attribute in FUNCTION_ATTRIBUTES[:3]:
+    for attribute in FUNCTION_ATTRIBUTES[:4]:
         wrapper = getattr(dataset, attribute, None)
         function = getattr(wrapper, "_func", None)
         if function is not None:
             return _unwrap(function)
     return None
+
+
+def key_function(dataset: Any) -> Any:
+    """The user's key function of a group_by_window, which tf.data wraps in one of its own."""
+    function = getattr(getattr(dataset, "_key_func", None), "_func", None)
+    if function is None:
+        return None
+    for cell in getattr(function, "__closure__", None) or ():
+        content = cell.cell_contents
+        if callable(content):
+            return _unwrap(content)
+    return _unwrap(function)
+
+
+def inner_datasets(dataset: Any) -> list[str]:
+    """The tf.data calls a stage's function makes on the datasets it builds, e.g. `["batch"]`
+    for `group_by_window(key, lambda k, w: w.batch(16))` or a `flat_map` over windows."""
+    found: list[str] = []
+    for attribute in ("_map_func", "_reduce_func"):
+        graph = _graph(getattr(dataset, attribute, None))
+        if graph is None:
+            continue
+        for op_type in _op_types(graph):
+            match = re.fullmatch(r"(\w+?)Dataset(V\d+)?", op_type)
+            if match is None:
+                continue
+            call = re.sub(r"(?<!^)(?=[A-Z])", "_", match.group(1)).lower()
+            if call not in found:
+                found.append(call)
+    return found
 
 
 def generator_function(dataset: Any) -> Any:
@@ -135,12 +215,7 @@ def reader_in(dataset: Any) -> str | None:
     graph = _graph(getattr(dataset, "_map_func", None))
     if graph is None:
         return None
-    # TensorFlow 2.21 builds a reader as a flat_map whose own function holds the reader op:
-    # the op is in the graph's function library, not among its operations.
-    library = graph.as_graph_def().library.function
-    types = [op.type for op in graph.get_operations()]
-    types += [node.op for function in library for node in function.node_def]
-    for op_type in types:
+    for op_type in _op_types(graph):
         match = re.fullmatch(r"(\w+)Dataset(V\d+)?", op_type)
         if match and match.group(1) in _READER_OPS:
             return f"{match.group(1)}Dataset"
@@ -160,6 +235,14 @@ def is_tf_data_function(function: Any) -> bool:
     """Whether `function` is tf.data's own (a `normalize` map it adds for unbatch)."""
     code = getattr(function, "__code__", None)
     return code is not None and code.co_filename.startswith(str(tensorflow_dir("data")))
+
+
+def _op_types(graph: Any) -> list[str]:
+    # TensorFlow 2.21 builds a reader as a flat_map whose own function holds the reader op:
+    # the op is in the graph's function library, not among its operations.
+    library = graph.as_graph_def().library.function
+    types = [op.type for op in graph.get_operations()]
+    return types + [node.op for function in library for node in function.node_def]
 
 
 def _graph(wrapper: Any) -> Any:

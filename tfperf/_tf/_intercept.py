@@ -17,7 +17,15 @@ from typing import Any
 
 from tfperf._tf._methods import METHODS, Method
 
-__all__ = ["intercept", "intercepted", "patch_target", "patched", "traced_stack"]
+__all__ = [
+    "intercept",
+    "intercept_v1",
+    "intercepted",
+    "patch_target",
+    "patch_target_v1",
+    "patched",
+    "traced_stack",
+]
 
 #: Builds the stand-in for one call from its record and the original function.
 Wrap = Callable[[Method, Callable[..., Any]], Callable[..., Any]]
@@ -51,6 +59,43 @@ def intercept(wrap: Wrap) -> Iterator[None]:
             patched then).
     """
     targets = [(method, *patch_target(method)) for method in intercepted()]
+    originals = [inspect.getattr_static(owner, attribute) for _, owner, attribute in targets]
+    with contextlib.ExitStack() as stack:
+        for (method, owner, attribute), original in zip(targets, originals, strict=True):
+            stack.enter_context(patched(owner, attribute, wrap(method, original)))
+        yield
+
+
+def patch_target_v1(method: Method) -> tuple[type, str] | None:
+    """The `tf.compat.v1.data` class and attribute of `method`, None where v1 has none of its own.
+
+    `tf.compat.v1.data.Dataset` (`DatasetV1`) defines its own `map`, `batch`, ... that wrap
+    the v2 call in a `DatasetV1Adapter` from inside tf.data (or, for `map`, skip it), and
+    `tf.compat.v1.data.TFRecordDataset` is `TFRecordDatasetV1`, whose `__init__` builds the
+    v2 reader: the user's call is made on these.
+    """
+    from tensorflow.python.data.ops import dataset_ops, readers
+
+    if method.reader is not None:
+        owner = getattr(readers, method.reader.removesuffix("V2") + "V1", None)
+        return (owner, "__init__") if owner is not None else None
+    if method.name in vars(dataset_ops.DatasetV1):
+        return dataset_ops.DatasetV1, method.name
+    return None
+
+
+@contextlib.contextmanager
+def intercept_v1(wrap: Wrap) -> Iterator[None]:
+    """As `intercept`, for the `tf.compat.v1.data` entry points of the intercepted calls.
+
+    A v1 call runs the v2 one from inside tf.data, where a wrapper of it sees tf.data's own
+    frame: wrap both, and the user's call is seen once, at the v1 entry point.
+    """
+    targets = [
+        (method, *target)
+        for method in intercepted()
+        if (target := patch_target_v1(method)) is not None
+    ]
     originals = [inspect.getattr_static(owner, attribute) for _, owner, attribute in targets]
     with contextlib.ExitStack() as stack:
         for (method, owner, attribute), original in zip(targets, originals, strict=True):

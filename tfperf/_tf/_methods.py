@@ -135,7 +135,8 @@ METHODS: tuple[Method, ...] = (
     Method("group_by_window", ("_GroupByWindowDataset",), _B, batching=True),
     Method("rebatch", ("_RebatchDataset",), _B),
     Method("map_and_batch", ("_MapAndBatchDataset",), _B, batching=True),
-    Method("window", ("_WindowDataset",), StageKind.OTHER, batching=True),
+    Method("window", ("_WindowDataset",), StageKind.OTHER, batching=True, label_parameter="size"),
+    Method("scan", ("_ScanDataset",), StageKind.OTHER),
     Method("unbatch", ("_UnbatchDataset",), StageKind.UNBATCH),
     Method("cache", ("CacheDataset",), StageKind.CACHE),
     Method(

@@ -18,7 +18,7 @@ from tfperf._tf._datasets import traced_graphs
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Knobs, Precision
 from tfperf.results import GpuStats
-from tfperf.tracebacks import format_frames, user_frames
+from tfperf.tracebacks import drop_library_frames, format_frames, user_frames
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def short_tf_message(error: BaseException) -> str:
     message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
     message = re.sub(r"\s*\[\[\{\{node [^]]*\]\]", "", message)
     message = re.sub(r"\s*\[Op:[^]]*\].*$", "", message, flags=re.S)
-    return message.strip()
+    return drop_library_frames(message.strip())  # issue 17: the user's frames only
 
 
 def reset_allocator_peaks() -> None:

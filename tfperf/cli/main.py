@@ -1,8 +1,10 @@
 """Entry point of the `tfperf` command: parses arguments, runs a subcommand, reports errors.
 
 Errors meant for the user (`TfperfError`) are printed as one message without a traceback and
-exit non-zero: 2 for bad input (flags, the pipeline file), 1 when the pipeline failed while
-running. `--debug` shows full tracebacks and TensorFlow's own logging.
+exit non-zero: 2 for bad input (flags, the pipeline file, an output path, a storage that cannot be
+used), 1 when the pipeline failed while running, 130 on Ctrl-C and 143 on SIGTERM. Anything else
+is a bug in tfperf: "internal error", exit 1. `--debug` shows full tracebacks and TensorFlow's own
+logging.
 """
 
 from __future__ import annotations
@@ -10,17 +12,44 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
 
 from tfperf.cli.base import Command
+from tfperf.cli.lifecycle import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    finish,
+    handle_sigterm,
+    interrupted_status,
+    reap_orphans,
+)
 from tfperf.cli.profile import ProfileCommand
 from tfperf.cli.report import ReportCommand
 from tfperf.cli.tune import TuneCommand
-from tfperf.errors import KnobError, PipelineFileError, ResultFileError, TfperfError
+from tfperf.errors import (
+    KnobError,
+    OutputPathError,
+    PipelineFileError,
+    ResultFileError,
+    TfperfError,
+)
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+    "split_script_args",
+]
+#: Terminal colour and cursor codes (Keras writes them into its messages).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 COMMANDS: tuple[Command, ...] = (ProfileCommand(), TuneCommand(), ReportCommand())
 
@@ -30,7 +59,14 @@ def _usage_errors() -> tuple[type[TfperfError], ...]:
     # keep `tfperf --help` independent of them.
     from tfperf.study import StorageError, StudyMismatchError
 
-    return (PipelineFileError, KnobError, ResultFileError, StorageError, StudyMismatchError)
+    return (
+        PipelineFileError,
+        KnobError,
+        ResultFileError,
+        OutputPathError,
+        StorageError,
+        StudyMismatchError,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,10 +99,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Runs `tfperf ARGV`; returns the exit status.
+
+    Called without `argv` (as the `tfperf` command), it owns the process: it adopts what the
+    pipeline's processes orphan, and at the end stops what the pipeline left running (see
+    `tfperf.cli.lifecycle.finish`).
+    """
+    owns_process = argv is None
     own, script_args = split_script_args(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(own)
     args.script_args = script_args
     _configure_logging(args.debug)
+    if owns_process:
+        reap_orphans()
+    with handle_sigterm():
+        status = _run(args)
+    return finish(status) if owns_process else status
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.handler.run(args))
     except _usage_errors() as error:
@@ -74,8 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TfperfError as error:
         return _fail(error, args, EXIT_FAILED)
     except KeyboardInterrupt:
-        print("tfperf: interrupted.", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        status = interrupted_status()
+        what = "terminated (SIGTERM)" if status == EXIT_TERMINATED else "interrupted"
+        print(f"tfperf: {what}.", file=sys.stderr)
+        return status
     except Exception as error:
         if args.debug:
             raise
@@ -103,7 +156,8 @@ def split_script_args(argv: Sequence[str]) -> tuple[list[str], tuple[str, ...]]:
 def _fail(error: TfperfError, args: argparse.Namespace, status: int) -> int:
     if args.debug:
         raise error
-    print(f"tfperf: error: {error}", file=sys.stderr)
+    text = str(error) if sys.stderr.isatty() else _ANSI.sub("", str(error))
+    print(f"tfperf: error: {text}", file=sys.stderr)
     return status
 
 

@@ -1,7 +1,10 @@
 """`tfperf profile PIPELINE.py`: measure one configuration and say where the time goes.
 
 PIPELINE.py may be a pipeline file (`make_dataset(knobs)` or a plain `make_dataset()`) or a
-training script that calls `model.fit`; arguments after `--` go to the script or file.
+training script that calls `model.fit`; arguments after `--` go to the script or file. The file
+is loaded here first (a broken file fails at once), then measured in a child process, as tune's
+trials are (`tfperf.trials.run_trial`), so Ctrl-C, SIGTERM and `--timeout` end it whatever the
+pipeline is doing; `--debug` measures in this process instead, for whole tracebacks.
 """
 
 from __future__ import annotations
@@ -9,11 +12,27 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfperf._tf import import_tensorflow_quietly
-from tfperf.cli.base import Command, knob_assignment, non_negative_int, positive_int
+from tfperf.cli.base import (
+    Command,
+    knob_assignment,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from tfperf.cli.progress import ProgressDisplay
-from tfperf.results import Discovery, describe_discovery
+from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
+from tfperf.results import Discovery, TrialStatus, describe_discovery
+
+if TYPE_CHECKING:
+    from tfperf.knobs import Knobs
+    from tfperf.measure import Progress
+    from tfperf.pipeline import PipelineFile
+    from tfperf.results import ProfileResult
+
+EXIT_FAILED = 1
 
 DEFAULT_REPORTS_DIR = Path("reports")
 
@@ -48,6 +67,15 @@ class ProfileCommand(Command):
             metavar="N",
             help="measured steps per phase after warm-up (default: %(default)s); finite "
             "datasets are restarted as needed",
+        )
+        parser.add_argument(
+            "--epoch-steps",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="steps (batches) in one epoch of the real data, to weigh what each restart "
+            "of a finite dataset costs (default: the dataset's cardinality, else one pass of "
+            "the profiled data)",
         )
         parser.add_argument(
             "--warmup",
@@ -89,48 +117,159 @@ class ProfileCommand(Command):
             "to name the one that limits throughput)",
         )
         parser.add_argument(
+            "--timeout",
+            type=positive_float,
+            default=None,
+            metavar="S",
+            help="stop the measurement after S seconds and say which phase was running "
+            "(default: no limit). The measurement runs in a child process, so Ctrl-C or the "
+            "timeout ends it at once whatever the pipeline is doing",
+        )
+        parser.add_argument(
             "--quiet", action="store_true", help="no progress bars, only the summary"
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from tfperf.pipeline import load_pipeline
-        from tfperf.report import (
-            default_profile_path,
-            render_profile_html,
-            render_summary,
-            write_html,
-        )
+        from tfperf.pipeline import check_source, load_pipeline
+        from tfperf.report import render_summary
 
+        json_path, html_path = _check_outputs(args)
+        check_source(args.pipeline)  # a broken file fails before TensorFlow loads
         if not args.debug:
             import_tensorflow_quietly()
+        # Loaded here too, not only in the child: a broken file fails in a second, with the
+        # same message, before a measurement starts.
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         _status(f"Profiling {args.pipeline} ({args.steps} measured steps per phase)...", args)
-        from tfperf.measure import profile_pipeline
-
         found: list[Discovery] = []
         with ProgressDisplay(enabled=not args.quiet) as progress:
-            result = profile_pipeline(
-                pipeline,
-                knobs,
-                steps=args.steps,
-                warmup=args.warmup,
-                owns_process=True,
-                progress=progress,
-                analyse_stages=not args.no_stages,
-                on_discovery=found.append,
-            )
-        json_path = args.json or DEFAULT_REPORTS_DIR / f"{pipeline.name}-profile.json"
-        result.save(json_path)
-        html_path = write_html(
-            render_profile_html(result), args.html or default_profile_path(pipeline.name)
-        )
+            if args.debug:  # in this process, so that a failure shows its whole traceback
+                result = _profile_here(pipeline, knobs, args, progress, found)
+            else:
+                result = profile_in_child(args, knobs, progress, found)
+        saved_json, saved_html, failed = _save(result, json_path, html_path)
         print(render_summary(result))
         if found:
             print("\n" + "\n".join(describe_discovery(found[0])))
             print(f"`tfperf tune {args.pipeline}` searches these values and writes the patch.")
-        print(f"\nResult JSON: {json_path}\nHTML report: {html_path}")
-        return 0
+        print(f"\nResult JSON: {saved_json}\nHTML report: {saved_html}")
+        return EXIT_FAILED if failed else 0
+
+
+def _check_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Both output paths, refused before measuring if they cannot be written."""
+    from tfperf.outputs import check_output_path
+    from tfperf.report import default_profile_path
+
+    name = Path(args.pipeline).stem
+    json_path = args.json or DEFAULT_REPORTS_DIR / f"{name}-profile.json"
+    html_path = args.html or default_profile_path(name)
+    check_output_path(json_path, "--json" if args.json else "the result JSON")
+    check_output_path(html_path, "--html" if args.html else "the HTML report")
+    return json_path, html_path
+
+
+def _profile_here(
+    pipeline: PipelineFile,
+    knobs: Knobs,
+    args: argparse.Namespace,
+    progress: ProgressDisplay,
+    found: list[Discovery],
+) -> ProfileResult:
+    from tfperf.measure import profile_pipeline
+
+    return profile_pipeline(
+        pipeline,
+        knobs,
+        steps=args.steps,
+        warmup=args.warmup,
+        owns_process=True,
+        progress=progress,
+        analyse_stages=not args.no_stages,
+        on_discovery=found.append,
+        epoch_steps=args.epoch_steps,
+    )
+
+
+def profile_in_child(
+    args: argparse.Namespace, knobs: Knobs, progress: ProgressDisplay, found: list[Discovery]
+) -> ProfileResult:
+    """Measures in `python -m tfperf.trials._worker`, which Ctrl-C and `--timeout` end at once.
+
+    Raises:
+        PipelineFileError: the child found the file or the knobs broken.
+        PipelineRuntimeError: the pipeline failed, crashed or ran past `--timeout`.
+    """
+    from tfperf.trials import Budgets, TrialRequest, run_trial
+
+    last: list[Progress] = []
+
+    def on_progress(report: Progress) -> None:
+        last[:] = [report]
+        progress(report)
+
+    request = TrialRequest(
+        pipeline=args.pipeline,
+        knobs=knobs,
+        steps=args.steps,
+        warmup=args.warmup,
+        argv=tuple(getattr(args, "script_args", ())),
+        analyse_stages=not args.no_stages,
+        epoch_steps=args.epoch_steps,
+    )
+    outcome = run_trial(
+        request,
+        Budgets(timeout_s=args.timeout),
+        on_progress=on_progress,
+        on_discovery=found.append,
+    )
+    if outcome.status is TrialStatus.COMPLETE and outcome.result is not None:
+        return outcome.result
+    if outcome.status is TrialStatus.FATAL:
+        raise PipelineFileError(outcome.reason)
+    if outcome.status is TrialStatus.TIMEOUT:
+        raise PipelineRuntimeError(_timeout_message(args, last[0] if last else None))
+    if outcome.status is TrialStatus.FAILED:
+        raise PipelineRuntimeError(outcome.reason)
+    raise PipelineRuntimeError(f"{Path(args.pipeline).name}: the measurement {outcome.reason}")
+
+
+def _timeout_message(args: argparse.Namespace, last: Progress | None) -> str:
+    name = Path(args.pipeline).name
+    if last is None:
+        where = (
+            "no batch ever arrived: the pipeline is stuck before its first element (in "
+            "make_dataset or its first map/read), or the model build is"
+        )
+    else:
+        phase = last.phase.value.replace("_", " ")
+        stage = "warming up" if last.warming_up else f"{last.measured_steps} measured steps in"
+        where = f"it was in the {phase} phase ({stage}) and its next batch did not come"
+    return (
+        f"{name}: stopped after {args.timeout:g} s (--timeout): {where}. Run the file's "
+        "make_dataset() alone to see where it blocks, or raise --timeout."
+    )
+
+
+def _save(result: ProfileResult, json_path: Path, html_path: Path) -> tuple[Path, Path, bool]:
+    """Writes the JSON and the report; a path that fails now is replaced by a temporary file."""
+    from tfperf.outputs import rescue_path
+    from tfperf.report import render_profile_html, write_html
+
+    failed = False
+    try:
+        saved_json = result.save(json_path)
+    except OutputPathError as error:
+        saved_json, failed = result.save(rescue_path(json_path.name)), True
+        print(f"tfperf: error: {error} The result was saved to {saved_json}.", file=sys.stderr)
+    html = render_profile_html(result)
+    try:
+        saved_html = write_html(html, html_path)
+    except OutputPathError as error:
+        saved_html, failed = write_html(html, rescue_path(html_path.name)), True
+        print(f"tfperf: error: {error} The report was saved to {saved_html}.", file=sys.stderr)
+    return saved_json, saved_html, failed
 
 
 def _status(message: str, args: argparse.Namespace) -> None:

@@ -7,16 +7,26 @@ values become a unified diff of the user's files, printed and, with `--write-pat
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from tfperf.knobs import Fixed
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.results import TuneResult, describe_discovery
-from tfperf.sites import Patch, changes_between, make_patch
+from tfperf.results import HandOver, TuneResult, describe_discovery
+from tfperf.sites import Patch, patch_for, unplaceable
+
+if TYPE_CHECKING:
+    from tfperf.tuner import Tuner
 
 
 def find_sites(pipeline: PipelineFile, *, quiet: bool) -> PipelineFile:
-    """`pipeline` with its call sites found and listed on stderr; a knobs file as it is."""
+    """`pipeline` with its call sites found and listed on stderr; a knobs file as it is.
+
+    The knobs tfperf applies itself (tf.data options, precision, a prefetch it adds) that no
+    patch could write into these files are fixed at what the code does, and listed.
+    """
     if pipeline.kind is PipelineKind.KNOBS:
         return pipeline
     from tfperf.trials import with_sites
@@ -32,13 +42,45 @@ def find_sites(pipeline: PipelineFile, *, quiet: bool) -> PipelineFile:
     found = with_sites(pipeline, stages=True)
     assert found.discovery is not None
     print("\n".join(describe_discovery(found.discovery)), file=sys.stderr)
-    return found
+    return fix_unplaceable(found)
+
+
+def fix_unplaceable(pipeline: PipelineFile) -> PipelineFile:
+    """`pipeline` with each knob no patch could write fixed at its baseline value (said on
+    stderr), so that the study measures only what the patch can hand over."""
+    assert pipeline.discovery is not None
+    script = pipeline.kind is PipelineKind.SCRIPT
+    problems = unplaceable(pipeline.path.parent, pipeline.discovery, script=script)
+    if not problems:
+        return pipeline
+    baseline = pipeline.baseline
+    space = dict(pipeline.search_space)
+    lines = []
+    for name, reason in sorted(problems.items()):
+        value = baseline.sites.get(name) if "@" in name else getattr(baseline, name)
+        space[name] = Fixed(value)
+        lines.append(f"  {name} = {getattr(value, 'value', value)}: {reason}")
+    print(
+        "Fixed at what your code does, since no patch could write them into your files:\n"
+        + "\n".join(lines),
+        file=sys.stderr,
+    )
+    return dataclasses.replace(pipeline, search_space=space)
+
+
+def attach_handover(tuner: Tuner, result: TuneResult, *, verify: bool) -> None:
+    """Sets `result.handover` for a plain file or script: the whole patch, verified (the
+    patched files against the original, side by side) when `verify`."""
+    from tfperf.tuner import hand_over
+
+    result.handover = hand_over(tuner, result, verify=verify)
 
 
 def patch_section(pipeline: PipelineFile, result: TuneResult, write_to: Path | None) -> str:
     """What to change in the user's code for the recommendation, as text; "" for a knobs file.
 
-    With `write_to`, the diff is also saved there (when there is one).
+    With `write_to`, the diff is also saved there (when there is one). The patch is
+    `result.handover`'s when the tuner made one, else it is made here (unverified).
     """
     if pipeline.discovery is None:
         return (
@@ -55,23 +97,56 @@ def patch_section(pipeline: PipelineFile, result: TuneResult, write_to: Path | N
         )
         return "\n".join(lines)
     chosen = dict(result.best.knobs.get("sites") or {})
-    patch = make_patch(pipeline.path.parent, changes_between(pipeline.discovery.sites, chosen))
+    script = pipeline.kind is PipelineKind.SCRIPT
+    patch = patch_for(
+        pipeline.path.parent,
+        pipeline.discovery,
+        result.baseline.knobs,
+        result.best.knobs,
+        script=script,
+    )
     lines += [f"Patch for your code ({result.best.label}):", *patch.describe()]
     # Sites that change training are warned about in the summary printed above this section
     # (`result.changes_training`, the one rule of `tfperf.results.training_changes`).
-    lines += _applied(result) + _stale(chosen, pipeline)
+    lines += _stale(chosen, pipeline)
     if patch.diff:
         lines += ["", patch.diff.rstrip("\n"), ""]
         lines.append(_apply_hint(patch, pipeline, write_to))
+    if result.handover is not None:
+        lines.append(describe_handover(result.handover, result))
     return "\n".join(lines)
+
+
+def describe_handover(handover: HandOver, result: TuneResult) -> str:
+    """One sentence: what the patched files measured against the original, or why nothing."""
+    verified = handover.verified
+    if verified is None:
+        return f"Verification: {handover.verify_problem or 'not run'}."
+    text = (
+        f"Verified: the patched files run at {verified.ratio:.2f}x the original "
+        f"(± {verified.ratio * verified.spread:.2f}), side by side in fresh processes."
+    )
+    claimed = result.speedup_vs_baseline
+    gap = verified.spread + claimed.spread
+    if claimed.significant and verified.ratio < claimed.ratio * (1 - gap):
+        text += (
+            f" That does not reproduce the winner's {claimed.ratio:.2f}x within noise: the "
+            "patch does not hold all of what was measured (see the edits by hand above)."
+        )
+    return text
 
 
 def _apply_hint(patch: Patch, pipeline: PipelineFile, write_to: Path | None) -> str:
     folder = pipeline.path.parent
     if write_to is None:
         return f"Save it with --write-patch, then apply it from {folder}: `patch -p0 < FILE`."
-    write_to.parent.mkdir(parents=True, exist_ok=True)
-    write_to.write_text(patch.diff, encoding="utf-8")
+    from tfperf.errors import OutputPathError
+    from tfperf.outputs import write_text
+
+    try:
+        write_to = write_text(write_to, patch.diff, "--write-patch")
+    except OutputPathError as error:
+        return f"The patch was not saved: {error} Copy the diff above instead."
     shown = write_to.resolve()
     return (
         f"Patch written to {write_to}. Apply it from {folder}: `patch -p0 < {shown}` or "
@@ -89,29 +164,3 @@ def _stale(chosen: dict[str, int | None], pipeline: PipelineFile) -> list[str]:
         f"Not in the file any more (it changed since the study began): {', '.join(stale)}. "
         "Start a new study with --study to tune the file as it is now."
     ]
-
-
-def _applied(result: TuneResult) -> list[str]:
-    """Settings tfperf applied itself: no call in the file holds them, so they are code to add."""
-    before, after = result.baseline.knobs, result.best.knobs
-    lines = []
-    if after.get("mixed_precision") != before.get("mixed_precision"):
-        policy = after.get("mixed_precision")
-        lines.append(f'  keras.mixed_precision.set_global_policy("{policy}")  # before the model')
-    options = [
-        f"options.{path} = {after.get(name)}"
-        for name, path in _OPTIONS.items()
-        if after.get(name) != before.get(name) and after.get(name) is not None
-    ]
-    if options:
-        lines += ["  options = tf.data.Options()", *[f"  {line}" for line in options]]
-        lines.append("  ds = ds.with_options(options)  # on the dataset given to fit")
-    if not lines:
-        return []
-    return ["Add by hand (tfperf set these itself; no call in your file holds them):", *lines]
-
-
-_OPTIONS = {
-    "deterministic": "deterministic",
-    "private_threadpool_size": "threading.private_threadpool_size",
-}

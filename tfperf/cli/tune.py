@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from tfperf.cli.base import (
     positive_float,
     positive_int,
 )
+from tfperf.cli.lifecycle import interrupted_status
+from tfperf.errors import OutputPathError, TfperfError
 from tfperf.results import Objective
 from tfperf.tuner import TuneListener, TuneOptions
 
@@ -28,7 +31,8 @@ if TYPE_CHECKING:
 
     from tfperf.knobs import Knobs
     from tfperf.measure import Progress
-    from tfperf.results import TrialOutcome
+    from tfperf.pipeline import PipelineFile
+    from tfperf.results import TrialOutcome, TuneResult
     from tfperf.study import LostTrial
     from tfperf.tuner import Finalist, Tuner, Wait
 
@@ -89,6 +93,12 @@ class TuneCommand(Command):
             "file or script, e.g. --fix batch@train.py:30.batch_size=64 (repeatable)",
         )
         search.add_argument(
+            "--input-only",
+            action="store_true",
+            help="search input knobs alone: batch size, shuffle buffer, precision and the "
+            "call sites holding them stay as written",
+        )
+        search.add_argument(
             "--objective",
             choices=[o.value for o in Objective],
             default=default("objective").value,
@@ -110,6 +120,15 @@ class TuneCommand(Command):
             default=default("steps"),
             metavar="N",
             help="measured steps per phase in each trial (default: %(default)s)",
+        )
+        measure.add_argument(
+            "--epoch-steps",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="steps (batches) in one epoch of the real data, by which each trial weighs "
+            "what a restart of a finite dataset costs (default: the dataset's cardinality, "
+            "else one pass of the profiled data)",
         )
         measure.add_argument(
             "--warmup",
@@ -204,32 +223,56 @@ class TuneCommand(Command):
             "of your files (default PATH: reports/<study>.patch); apply it from the file's "
             "folder with `patch -p0 < PATH` or `git apply PATH`",
         )
+        output.add_argument(
+            "--no-verify",
+            dest="verify",
+            action="store_false",
+            help="with --write-patch: do not measure the patched files against the original "
+            "(by default they run side by side, interleaved, 2 x --rounds runs)",
+        )
         output.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def run(self, args: argparse.Namespace) -> int:
-        from tfperf.pipeline import load_pipeline
-        from tfperf.report import render_tune_summary
-        from tfperf.tuner import TooManyFailures, TuneInterrupted, Tuner
+        from tfperf.pipeline import check_source, load_pipeline
+        from tfperf.tuner import Tuner
 
+        outputs = _check_outputs(args)
+        warn_other_tuners()
+        check_source(args.pipeline)  # a broken file fails before TensorFlow loads
         if not args.debug:
             import_tensorflow_quietly()
             import optuna
 
             optuna.logging.set_verbosity(optuna.logging.WARNING)
-        from tfperf.cli.sites import find_sites, patch_section
+        from tfperf.cli.sites import find_sites
 
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         pipeline = find_sites(pipeline, quiet=args.quiet)
-        options = TuneOptions(
+        options = self._options(args)
+        with TuneProgress(options.trials, enabled=not args.quiet) as listener:
+            tuner = Tuner(pipeline, options, listener)
+            result = _search(tuner, listener, outputs)
+            if isinstance(result, int):
+                return result
+        from tfperf.cli.sites import attach_handover  # issue 15: the verified patch
+
+        attach_handover(tuner, result, verify=outputs.patch is not None and args.verify)
+        return _finish(tuner, result, pipeline, outputs)
+
+    @staticmethod
+    def _options(args: argparse.Namespace) -> TuneOptions:
+        return TuneOptions(
             trials=args.trials if args.trials or args.timeout else default("trials"),
             timeout_s=args.timeout,
             trial_timeout_s=args.trial_timeout,
             steps=args.steps,
             warmup=args.warmup,
+            epoch_steps=args.epoch_steps,
             ram_budget_bytes=args.ram_budget,
             gpu_memory_budget_bytes=args.gpu_memory_budget,
             objective=Objective(args.objective),
             fixes=dict(args.fixes),
+            input_only=args.input_only,
             storage=args.storage,
             study_name=args.study,
             seed=args.seed,
@@ -238,36 +281,102 @@ class TuneCommand(Command):
             max_consecutive_failures=args.max_failures,
             prune=args.prune,
         )
-        with TuneProgress(options.trials, enabled=not args.quiet) as listener:
-            tuner = Tuner(pipeline, options, listener)
-            try:
-                result = tuner.run()
-            except TuneInterrupted as error:
-                listener.close()
-                html_path = write_study_report(tuner, args.html)
-                print(
-                    f"tfperf: {error}\nReport of the trials so far: {html_path}\n"
-                    f"Resume with: {resume_command(tuner)}",
-                    file=sys.stderr,
-                )
-                return 130
-            except TooManyFailures:
-                # The report shows every failed trial with its reason.
-                listener.close()
-                print(f"Report: {write_study_report(tuner, args.html)}", file=sys.stderr)
-                raise
-        json_path = args.json or DEFAULT_REPORTS_DIR / f"{tuner.study_name}-tune.json"
-        result.save(json_path)
-        html_path = write_study_report(tuner, args.html)
-        print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
-        patch_path = args.write_patch
-        if patch_path == _STUDY_PATCH:
-            patch_path = DEFAULT_REPORTS_DIR / f"{tuner.study_name}.patch"
-        patch = patch_section(pipeline, result, patch_path)
-        if patch:
-            print(f"\n{patch}")
-        print(f"\nSummary JSON: {json_path}\nHTML report: {html_path}")
-        return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outputs:
+    """Where this run writes, each path checked before the search starts."""
+
+    json: Path
+    html: Path
+    patch: Path | None
+
+
+def _check_outputs(args: argparse.Namespace) -> _Outputs:
+    """Every output path, refused now if it cannot be written (not after an hour of tuning)."""
+    from tfperf.outputs import check_output_path
+    from tfperf.report import default_study_path
+
+    name = args.study or Path(args.pipeline).stem  # the study's default name
+    json_path = args.json or DEFAULT_REPORTS_DIR / f"{name}-tune.json"
+    html_path = args.html or default_study_path(name)
+    patch_path = args.write_patch
+    if patch_path == _STUDY_PATCH:
+        patch_path = DEFAULT_REPORTS_DIR / f"{name}.patch"
+    check_output_path(json_path, "--json" if args.json else "the summary JSON")
+    check_output_path(html_path, "--html" if args.html else "the HTML report")
+    if patch_path is not None:
+        check_output_path(patch_path, "--write-patch")
+    return _Outputs(json=json_path, html=html_path, patch=patch_path)
+
+
+def _search(tuner: Tuner, listener: TuneProgress, outputs: _Outputs) -> TuneResult | int:
+    """Runs the search; an exit status when it stopped early (the report is written then)."""
+    from tfperf.study import explain_storage_failure
+    from tfperf.tuner import TooManyFailures, TuneInterrupted
+
+    try:
+        return tuner.run()
+    except TuneInterrupted as error:
+        listener.close()
+        return _interrupted(tuner, error, outputs)
+    except (TooManyFailures, NothingCompleted):
+        # The report shows every failed trial with its reason.
+        listener.close()
+        print(f"Report: {_report_or_note(tuner, outputs.html)}", file=sys.stderr)
+        raise
+    except Exception as error:
+        explained = explain_storage_failure(tuner.storage_url, error)
+        if explained is None:
+            raise
+        raise explained from None
+
+
+def _interrupted(tuner: Tuner, error: Exception, outputs: _Outputs) -> int:
+    """Says how to resume first, so a second Ctrl-C during the report still leaves it said."""
+    status = interrupted_status()
+    print(f"tfperf: {error}\nResume with: {resume_command(tuner)}", file=sys.stderr, flush=True)
+    try:
+        print(
+            f"Report of the trials so far: {_report_or_note(tuner, outputs.html)}", file=sys.stderr
+        )
+    except KeyboardInterrupt:
+        print("tfperf: interrupted again; the report was not written.", file=sys.stderr)
+    return status
+
+
+def _report_or_note(tuner: Tuner, path: Path, result: TuneResult | None = None) -> str:
+    """The report's path, or why it could not be written (the study holds the trials anyway)."""
+    try:
+        return str(write_study_report(tuner, path, result))
+    except TfperfError as error:
+        return f"not written ({error}); `tfperf report {tuner.storage_shown}` draws it later"
+
+
+def _finish(tuner: Tuner, result: TuneResult, pipeline: PipelineFile, outputs: _Outputs) -> int:
+    from tfperf.cli.sites import patch_section
+    from tfperf.report import render_tune_summary
+
+    json_path, failed = _save_json(result, outputs.json)
+    html_path = _report_or_note(tuner, outputs.html, result)
+    print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
+    patch = patch_section(pipeline, result, outputs.patch)
+    if patch:
+        print(f"\n{patch}")
+    print(f"\nSummary JSON: {json_path}\nHTML report: {html_path}")
+    return 1 if failed else 0
+
+
+def _save_json(result: TuneResult, path: Path) -> tuple[Path, bool]:
+    """Saves the summary; if its path fails now, saves it in the temporary folder instead."""
+    from tfperf.outputs import rescue_path
+
+    try:
+        return result.save(path), False
+    except OutputPathError as error:
+        rescued = result.save(rescue_path(path.name))
+        print(f"tfperf: error: {error} The summary was saved to {rescued}.", file=sys.stderr)
+        return rescued, True
 
 
 def default(option: str) -> Any:
@@ -278,12 +387,76 @@ def default(option: str) -> Any:
     return field.default
 
 
-def write_study_report(tuner: Tuner, path: Path | None) -> Path:
-    """Renders the study's HTML report from storage, as `tfperf report` would."""
+def write_study_report(tuner: Tuner, path: Path | None, result: TuneResult | None) -> Path:
+    """Renders the study's HTML report from storage, with what this run found (the limit, the
+    estimate, the hand-over) when it finished."""
     from tfperf.report import default_study_path, load_snapshot, render_study_html, write_html
 
     snapshot = load_snapshot(tuner.storage_url, tuner.study_name)
-    return write_html(render_study_html(snapshot), path or default_study_path(tuner.study_name))
+    html = render_study_html(snapshot, tune=result)
+    return write_html(html, path or default_study_path(tuner.study_name))
+
+
+def warn_other_tuners() -> list[int]:
+    """Warns on stderr when other tuners run on this machine; returns their process ids.
+
+    Trials on the same cores at the same time corrupt each other's timings (see the README).
+    """
+    import psutil
+
+    me = os.getpid()
+    others = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        info = process.info
+        if info["pid"] == me:
+            continue
+        if _is_tuner(info.get("cmdline") or []):
+            others.append(int(info["pid"]))
+    if others:
+        listed = ", ".join(str(pid) for pid in others)
+        print(
+            f"Warning: another tfperf tuner is running on this machine (pid {listed}). Trials "
+            "on the same cores at once disturb each other's timings: let it finish, or run "
+            "this study on another machine with a shared --storage.",
+            file=sys.stderr,
+        )
+    return others
+
+
+def _is_tuner(argv: Sequence[str]) -> bool:
+    """Whether a command line is `tfperf [--debug] tune ...` or a trial of another tuner."""
+    if any(part == "tfperf.trials._worker" for part in argv):
+        return True
+    for index, part in enumerate(argv):
+        if os.path.basename(part) in ("tfperf", "tfperf.cli.main"):
+            rest = [item for item in argv[index + 1 :] if item != "--debug"]
+            return bool(rest) and rest[0] == "tune"
+    return False
+
+
+class NothingCompleted(TfperfError):
+    """No trial of the study completed, so there is nothing to re-measure or recommend."""
+
+
+def check_something_completed(study: optuna.Study) -> None:
+    """Raises `NothingCompleted`, listing each trial's reason, unless a trial completed."""
+    import optuna
+
+    from tfperf.study import TrialRecord, search_trials
+
+    trials = search_trials(study)
+    if any(trial.state is optuna.trial.TrialState.COMPLETE for trial in trials):
+        return
+    lines = []
+    for trial in trials:
+        record = TrialRecord.from_trial(trial)
+        status = record.status.value if record.status is not None else trial.state.name.lower()
+        lines.append(f"  trial {trial.number}: {status}: {record.reason or 'no reason recorded'}")
+    raise NothingCompleted(
+        f"no configuration of study {study.study_name!r} completed, so there is nothing to "
+        "re-measure or recommend:\n" + "\n".join(lines) + "\nFix what the reasons say (run "
+        "`tfperf profile` on the file to see one configuration fail in full), then run again."
+    )
 
 
 def resume_command(tuner: Any) -> str:
@@ -304,6 +477,7 @@ class TuneProgress(TuneListener):
         self.trials = trials
         self.enabled = enabled
         self._bar: Any = None
+        self._study: optuna.Study | None = None
 
     def __enter__(self) -> TuneProgress:
         return self
@@ -350,6 +524,7 @@ class TuneProgress(TuneListener):
             f"Study {study.study_name!r} in {storage}: {resumed} finished trials{note}.",
             file=sys.stderr,
         )
+        self._study = study
         self._new_bar(self.trials, "tuning", initial=resumed)
 
     def trial_lost(self, lost: LostTrial) -> None:
@@ -426,6 +601,15 @@ class TuneProgress(TuneListener):
         self._bar.update(1)
 
     def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
+        """Starts the re-measurement's bar; stops the tuner when no trial ever completed.
+
+        Re-measuring configurations that never finished once would only fail again, slowly.
+
+        Raises:
+            NothingCompleted: every trial of the study failed (their reasons in the message).
+        """
+        if self._study is not None:
+            check_something_completed(self._study)
         self._new_bar(len(finalists) * rounds, "re-measuring finalists")
 
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:

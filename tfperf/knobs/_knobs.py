@@ -55,6 +55,7 @@ class _Kind(str, Enum):
     POSITIVE_INT = "an integer >= 1"
     NON_NEGATIVE_INT = "an integer >= 0"
     PARALLELISM = "an integer >= 1 or AUTOTUNE"
+    OPTIONAL_PARALLELISM = "an integer >= 1, AUTOTUNE or None (tf.data's default)"
     BUFFER = "an integer >= 0 or AUTOTUNE"
     OPTIONAL_BOOL = "true, false or None"
     OPTIONAL_THREADS = "an integer >= 1 or None"
@@ -79,16 +80,20 @@ class Knobs:
     shuffle_buffer: int = _knob(
         1024, _Kind.POSITIVE_INT, "Elements held by `shuffle(buffer_size)`; host RAM grows with it."
     )
-    num_parallel_calls: int = _knob(
-        AUTOTUNE, _Kind.PARALLELISM, "Parallel invocations of `map(num_parallel_calls=...)`."
-    )
-    cycle_length: int = _knob(
-        AUTOTUNE, _Kind.PARALLELISM, "Input elements `interleave(cycle_length=...)` reads at once."
-    )
-    num_parallel_reads: int = _knob(
+    num_parallel_calls: int | None = _knob(
         AUTOTUNE,
-        _Kind.PARALLELISM,
-        "Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`.",
+        _Kind.OPTIONAL_PARALLELISM,
+        "Parallel invocations of `map(num_parallel_calls=...)`; None: one at a time.",
+    )
+    cycle_length: int | None = _knob(
+        AUTOTUNE,
+        _Kind.OPTIONAL_PARALLELISM,
+        "Input elements `interleave(cycle_length=...)` reads at once; None: one per CPU core.",
+    )
+    num_parallel_reads: int | None = _knob(
+        AUTOTUNE,
+        _Kind.OPTIONAL_PARALLELISM,
+        "Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`; None: one at a time.",
     )
     prefetch: int = _knob(
         AUTOTUNE, _Kind.BUFFER, "Batches buffered by `prefetch(buffer_size)`; 0 means no prefetch."
@@ -236,14 +241,14 @@ def _check_value(name: str, kind: _Kind, value: Any) -> Any:
         if value is None or isinstance(value, bool):
             return value
         raise _bad(name, value, kind)
-    if value is None and kind is _Kind.OPTIONAL_THREADS:
+    if value is None and kind in (_Kind.OPTIONAL_THREADS, _Kind.OPTIONAL_PARALLELISM):
         return None
     if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
         value = AUTOTUNE
     number = _as_int(value)
     if number is None:
         raise _bad(name, value, kind)
-    accepts_autotune = kind in (_Kind.PARALLELISM, _Kind.BUFFER)
+    accepts_autotune = kind in (_Kind.PARALLELISM, _Kind.OPTIONAL_PARALLELISM, _Kind.BUFFER)
     lowest = 0 if kind in (_Kind.NON_NEGATIVE_INT, _Kind.BUFFER) else 1
     if number >= lowest or (accepts_autotune and number == AUTOTUNE):
         return number

@@ -30,6 +30,7 @@ __all__ = [
     "Domain",
     "Fixed",
     "IntRange",
+    "cycle_conflicts",
     "from_jsonable",
     "parse_search_space",
     "to_jsonable",
@@ -249,3 +250,48 @@ def _domain_to_jsonable(domain: Domain) -> dict[str, Any]:
     if isinstance(domain, IntRange):
         return {"type": "int_range", "low": domain.low, "high": domain.high, "log": domain.log}
     return {"type": "fixed", "value": _plain(domain.value)}
+
+
+def cycle_conflicts(
+    knobs: Knobs, *, knob_interleave: bool = False, cores: int | None = None
+) -> list[str]:
+    """Why tf.data would refuse `knobs`: interleave parallelism above a fixed `cycle_length`.
+
+    tf.data raises when `interleave(cycle_length=c, num_parallel_calls=p)` has a number `c`
+    and `p > c` (AUTOTUNE for `p` is accepted). A `cycle_length` of AUTOTUNE is fixed to the
+    core count when the iterator is made, so with `cores` given, `p > cores` is refused too.
+    Checked per call site (`interleave@f.py:9`'s two arguments), and for the `cycle_length`
+    and `num_parallel_calls` knobs when `knob_interleave` says the file passes both to an
+    interleave. Empty when valid.
+
+    Example:
+        >>> sites = {"interleave@p.py:9.cycle_length": 2,
+        ...          "interleave@p.py:9.num_parallel_calls": 4}
+        >>> cycle_conflicts(Knobs(sites=sites))
+        ['interleave@p.py:9: num_parallel_calls=4 > cycle_length=2']
+    """
+    from tfperf.knobs._sitename import SiteName
+
+    problems = []
+    for name, value in knobs.sites.items():
+        site = SiteName.parse(name)
+        if site.method != "interleave" or site.argument != "num_parallel_calls":
+            continue
+        cycle = knobs.sites.get(str(dataclasses.replace(site, argument="cycle_length")))
+        cycle = _effective_cycle(cycle, cores)
+        if _exceeds(value, cycle):
+            where = str(site).rsplit(".", 1)[0]
+            problems.append(f"{where}: num_parallel_calls={value} > cycle_length={cycle}")
+    cycle = _effective_cycle(knobs.cycle_length, cores)
+    if knob_interleave and _exceeds(knobs.num_parallel_calls, cycle):
+        problems.append(f"num_parallel_calls={knobs.num_parallel_calls} > cycle_length={cycle}")
+    return problems
+
+
+def _effective_cycle(cycle: Any, cores: int | None) -> Any:
+    return cores if cycle == AUTOTUNE and cores is not None else cycle
+
+
+def _exceeds(parallelism: Any, cycle: Any) -> bool:
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (parallelism, cycle))
+    return numbers and cycle > 0 and parallelism != AUTOTUNE and parallelism > cycle

@@ -10,11 +10,23 @@ from __future__ import annotations
 from tfperf.measure._discover import (
     discover_sites,
 )
+from tfperf.measure._model import (
+    THREAD_CAP,
+    PipelineModel,
+    StageCost,
+    model_from_profile,
+    pipeline_limit,
+    pipeline_model,
+    profile_limit,
+    stage_costs,
+)
 from tfperf.measure._profiler import (
     Profiler,
+    profile,
+)
+from tfperf.measure._recorder import (
     Progress,
     ProgressCallback,
-    profile,
 )
 from tfperf.measure._runner import (
     profile_pipeline,
@@ -24,11 +36,19 @@ from tfperf.measure._stages import (
 )
 
 __all__ = [
+    "THREAD_CAP",
+    "PipelineModel",
     "Profiler",
     "Progress",
     "ProgressCallback",
+    "StageCost",
     "analyse_stages",
     "discover_sites",
+    "model_from_profile",
+    "pipeline_limit",
+    "pipeline_model",
     "profile",
+    "profile_limit",
     "profile_pipeline",
+    "stage_costs",
 ]

@@ -1,5 +1,7 @@
 """Pure functions that turn step records into figures, a verdict and advice.
 
+(Which stage limits the pipeline is `_bottleneck`'s.)
+
 No clock, no TensorFlow: everything here is computed from plain records, so tests assert exact
 numbers. The verdict thresholds are those of TensorBoard's input-pipeline analyser, so the two
 tools agree on the same run.
@@ -13,12 +15,15 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tfperf.measure import _restarts as restarts
+
+# The stage figures moved to `_bottleneck`; re-exported for callers that import them from here.
+from tfperf.measure._bottleneck import stage_report as stage_report
+from tfperf.measure._bottleneck import with_added_costs as with_added_costs
 from tfperf.results import (
     Phase,
     PhaseResult,
-    StageKind,
-    StageReport,
-    StageStat,
+    RestartCost,
     StepRecord,
     StepTimeStats,
     Verdict,
@@ -157,12 +162,33 @@ def classify(input_wait_fraction: float) -> Verdict:
 
 
 def speedup_if_input_free(
-    end_to_end: PhaseResult, compute_only: PhaseResult | None
+    end_to_end: PhaseResult, compute_only: PhaseResult | None, restart: RestartCost | None = None
 ) -> float | None:
-    """How many times faster training would run if input cost nothing (compute-only ceiling)."""
-    if compute_only is None or end_to_end.examples_per_sec <= 0:
+    """How many times faster training would run if input cost nothing (compute-only ceiling).
+
+    Per example; with `restart`, end to end is the rate with one restart per real epoch.
+    """
+    rate = end_to_end.examples_per_sec if restart is None else restart.weighted_examples_per_sec
+    ceiling = compute_ceiling(end_to_end, compute_only)
+    if ceiling is None or rate <= 0:
         return None
-    return compute_only.examples_per_sec / end_to_end.examples_per_sec
+    return ceiling / rate
+
+
+def compute_ceiling(end_to_end: PhaseResult, compute_only: PhaseResult | None) -> float | None:
+    """Examples/s the model reaches when input costs nothing; None without a compute-only phase.
+
+    The compute-only replay's rate, but never below the rate at which the same batches
+    computed end to end (examples over compute time, the wait left out): free input cannot make
+    the model slower than it already ran beside the pipeline. A replay slower than that was
+    disturbed (a busier machine, a short window's outliers), and taken as it is it would make
+    the figures contradict each other: a high wait share next to "input costs nothing".
+    """
+    if compute_only is None:
+        return None
+    if end_to_end.compute_s <= 0 or end_to_end.examples <= 0:
+        return compute_only.examples_per_sec
+    return max(compute_only.examples_per_sec, end_to_end.examples / end_to_end.compute_s)
 
 
 #: Compute slowdown above which input work is said to compete with training for the CPU.
@@ -170,15 +196,18 @@ CONTENTION_AT = 1.25
 
 
 def compute_slowdown(end_to_end: PhaseResult, compute_only: PhaseResult | None) -> float | None:
-    """How many times longer a step computes end to end than on a cached batch.
+    """How many times longer an example computes end to end than on replayed cached batches.
 
-    Well above 1, the input pipeline's threads compete with training for CPU cores or memory
-    bandwidth: time the wait fraction alone does not show.
+    Per example, not per step, so batches of varying size compare like with like. Well above
+    1, the input pipeline's threads compete with training for CPU cores or memory bandwidth:
+    time the wait fraction alone does not show.
     """
-    if compute_only is None or compute_only.compute_s <= 0 or end_to_end.steps == 0:
+    if compute_only is None or compute_only.compute_s <= 0 or compute_only.examples <= 0:
         return None
-    per_step = end_to_end.compute_s / end_to_end.steps
-    return per_step / (compute_only.compute_s / compute_only.steps)
+    if end_to_end.examples <= 0:
+        return None
+    per_example = end_to_end.compute_s / end_to_end.examples
+    return per_example / (compute_only.compute_s / compute_only.examples)
 
 
 def advise(
@@ -187,21 +216,31 @@ def advise(
     pipeline_only: PhaseResult | None,
     compute_only: PhaseResult | None,
     knobs: Mapping[str, Any],
+    restart: RestartCost | None = None,
 ) -> str:
-    """One or two sentences of advice that follow from the measured numbers."""
-    return _main_advice(verdict, end_to_end, pipeline_only, compute_only, knobs) + _contention(
-        end_to_end, compute_only
-    )
+    """One or two sentences of advice that follow from the measured numbers.
+
+    With `restart` (the dataset restarted in the window), the wait share is the one weighed by
+    a real epoch; when restarts dominate it, the advice is about restarts, never prefetch.
+    """
+    dominant = restart is not None and restarts.restart_dominates(restart)
+    if restart is not None and dominant and verdict is not Verdict.COMPUTE_BOUND:
+        return restarts.restart_advice(restart) + _contention(end_to_end, compute_only)
+    wait = end_to_end.input_wait_fraction if restart is None else restart.weighted_wait_fraction
+    main = _main_advice(verdict, wait, end_to_end, pipeline_only, compute_only, knobs)
+    note = restarts.restart_note(restart) if restart is not None else ""
+    return main + note + _contention(end_to_end, compute_only)
 
 
 def _main_advice(
     verdict: Verdict,
+    wait_fraction: float,
     end_to_end: PhaseResult,
     pipeline_only: PhaseResult | None,
     compute_only: PhaseResult | None,
     knobs: Mapping[str, Any],
 ) -> str:
-    wait_pct = f"{end_to_end.input_wait_fraction:.0%}"
+    wait_pct = f"{wait_fraction:.0%}"
     if verdict is Verdict.COMPUTE_BOUND:
         return (
             f"Input is not the bottleneck (steps wait {wait_pct} of the time): speed now comes "
@@ -210,7 +249,8 @@ def _main_advice(
     hint = _knob_hint(knobs)
     if pipeline_only is None or compute_only is None:
         return f"Steps wait for input {wait_pct} of the time: make the input pipeline faster.{hint}"
-    supply, demand = pipeline_only.examples_per_sec, compute_only.examples_per_sec
+    supply = pipeline_only.examples_per_sec
+    demand = compute_ceiling(end_to_end, compute_only) or compute_only.examples_per_sec
     if supply < demand:
         return (
             f"The pipeline alone delivers {supply:,.0f} examples/s but the model could consume "
@@ -229,7 +269,7 @@ def _contention(end_to_end: PhaseResult, compute_only: PhaseResult | None) -> st
     if slowdown is None or slowdown < CONTENTION_AT:
         return ""
     return (
-        f" Steps also compute {slowdown:.1f}x slower than on a cached batch: input work "
+        f" Steps also compute {slowdown:.1f}x slower than on cached batches: input work "
         "competes with training for the CPU, so cheaper input (cache decoded data, fewer "
         "threads) would speed up training too."
     )
@@ -245,252 +285,3 @@ def _knob_hint(knobs: Mapping[str, Any]) -> str:
 
 def _rate(count: float, seconds: float) -> float:
     return count / seconds if seconds > 0 else 0.0
-
-
-# Stages -----------------------------------------------------------------------------------
-
-#: Stages that pass elements on without per-example work: any time they seem to add is noise
-#: (or overlap), so they are never named as the limiting stage.
-NO_WORK_KINDS = frozenset({StageKind.PREFETCH, StageKind.REPEAT, StageKind.TAKE, StageKind.SKIP})
-
-
-def with_added_costs(stages: Sequence[StageStat]) -> list[StageStat]:
-    """Copies of `stages` with what each adds per example to the stage before it.
-
-    A stage's rate is that of the pipeline cut after it, so `1 / examples_per_sec` is the time
-    per example of everything up to it; the difference from the previous stage measured in
-    examples is what this stage adds (the whole time for the first such stage). The same
-    holds for CPU seconds per example.
-    """
-    result = []
-    time_before = cpu_before = 0.0
-    for stage in stages:
-        rate, cpu = stage.examples_per_sec, stage.cpu_s_per_example
-        if rate is None or rate <= 0:
-            result.append(
-                dataclasses.replace(stage, added_s_per_example=None, added_cpu_s_per_example=None)
-            )
-            continue
-        added_cpu = None if cpu is None else cpu - cpu_before
-        result.append(
-            dataclasses.replace(
-                stage, added_s_per_example=1 / rate - time_before, added_cpu_s_per_example=added_cpu
-            )
-        )
-        time_before, cpu_before = 1 / rate, cpu if cpu is not None else cpu_before
-    return result
-
-
-def find_bottleneck(stages: Sequence[StageStat]) -> int | None:
-    """Index of the stage that adds the most time per example; None if none adds any.
-
-    Stages without an added time (not counted in examples, or not measured) and stages that do
-    no per-example work (`NO_WORK_KINDS`) are not candidates; a tie goes to the earlier stage.
-    """
-    candidates = [
-        stage
-        for stage in stages
-        if stage.added_s_per_example is not None and stage.kind not in NO_WORK_KINDS
-    ]
-    if not candidates:
-        return None
-    worst = max(candidates, key=lambda stage: stage.added_s_per_example or 0.0)
-    return worst.index if (worst.added_s_per_example or 0.0) > 0 else None
-
-
-def falls_short(stages: Sequence[StageStat], consumption: float | None) -> int | None:
-    """Index of the first stage whose cut pipeline delivers fewer examples/s than `consumption`."""
-    if consumption is None:
-        return None
-    for stage in stages:
-        if stage.examples_per_sec is not None and stage.examples_per_sec < consumption:
-            return stage.index
-    return None
-
-
-def stage_report(
-    stages: Sequence[StageStat],
-    consumption: float | None,
-    *,
-    seconds_per_stage: float,
-    warmup_s: float,
-    duration_s: float,
-    note: str | None,
-) -> StageReport:
-    """The report on measured stages (added costs already set): bottleneck, shortfall, advice."""
-    report = StageReport(
-        stages=list(stages),
-        bottleneck_index=find_bottleneck(stages),
-        falls_short_index=falls_short(stages, consumption),
-        consumption_examples_per_sec=consumption,
-        seconds_per_stage=seconds_per_stage,
-        warmup_s=warmup_s,
-        duration_s=duration_s,
-        note=note,
-        advice="",
-    )
-    report.advice = stage_advice(report)
-    return report
-
-
-def stage_advice(report: StageReport) -> str:
-    """What to change at the limiting stage, or that every stage keeps up; "" if none is named."""
-    stage = report.bottleneck
-    if stage is None or stage.added_s_per_example is None or stage.examples_per_sec is None:
-        return ""
-    added = f"{stage.added_s_per_example * 1000:.3g} ms"
-    output = next(
-        (s.examples_per_sec for s in reversed(report.stages) if s.examples_per_sec is not None),
-        None,
-    )
-    consumption = report.consumption_examples_per_sec
-    if consumption is not None and output is not None and output >= consumption:
-        return (
-            f"Every stage keeps up with the model ({output:,.0f} vs {consumption:,.0f} "
-            f"examples/s); the costliest, {stage.label}, adds {added} per example."
-        )
-    before = next(
-        (
-            s.examples_per_sec
-            for s in reversed(report.stages[: stage.index])
-            if s.examples_per_sec is not None
-        ),
-        None,
-    )
-    rates = f"{stage.examples_per_sec:,.0f} examples/s after it"
-    if before is not None:
-        rates = f"{before:,.0f} examples/s before it, {rates}"
-    return (
-        f"The limiting stage is {stage.label}: it adds {added} per example ({rates}). "
-        + stage_fix(stage)
-    )
-
-
-def stage_fix(stage: StageStat) -> str:
-    """What usually speeds up a stage of this kind, given its arguments."""
-    fixes = {
-        StageKind.MAP: _map_fix,
-        StageKind.READ: _read_fix,
-        StageKind.INTERLEAVE: _interleave_fix,
-        StageKind.SOURCE: _source_fix,
-        StageKind.SHUFFLE: _shuffle_fix,
-        StageKind.BATCH: _batch_fix,
-    }
-    if stage.kind in fixes:
-        return fixes[stage.kind](stage)
-    return _FIXES.get(stage.kind, _OTHER_FIX).format(**stage.parameters)
-
-
-_CHEAPER_CALLS = (
-    "make each call cheaper: vectorise it (batch first, then map over whole batches), "
-    "cache() right after its expensive deterministic part (decoding, resizing) so only random "
-    "augmentation runs every epoch, or do that part once offline and store the result."
-)
-
-_FIXES = {
-    StageKind.FILTER: (
-        "It drops examples after the work that produced them: filter as early as possible, "
-        "before expensive maps, or drop those examples offline."
-    ),
-    StageKind.CACHE: (
-        "Reading through the cache is slower than making its input: a cache is fast only once "
-        "filled (after one full epoch); cache in memory (cache() without a file name) if the "
-        "data fits, right after the expensive deterministic stages."
-    ),
-    StageKind.UNBATCH: (
-        "Splitting batches into elements costs time per element: keep the data batched and "
-        "map over whole batches."
-    ),
-    StageKind.SHARD: (
-        "Sharding here reads everything and keeps 1 element in {num_shards}: shard the file "
-        "names before reading, so each worker reads only its own files."
-    ),
-    StageKind.JOIN: (
-        "It joins several inputs measured together: profile each input on its own to find the "
-        "slow one."
-    ),
-}
-_OTHER_FIX = (
-    "Look at what this stage does per element; `tfperf tune` searches the parallelism knobs."
-)
-
-
-def _map_fix(stage: StageStat) -> str:
-    calls = stage.parameters.get("num_parallel_calls")
-    if calls is None or calls == 1:
-        return (
-            "Run it in parallel with `num_parallel_calls=tf.data.AUTOTUNE` (it makes one call "
-            f"at a time now); if it still limits, {_CHEAPER_CALLS}"
-        )
-    if calls == -1:
-        return f"It already runs in parallel (AUTOTUNE), so {_CHEAPER_CALLS}"
-    return f"It runs {calls} calls at once: try AUTOTUNE, and {_CHEAPER_CALLS}"
-
-
-def _read_fix(stage: StageStat) -> str:
-    reads = stage.parameters.get("num_parallel_reads")
-    if reads is None or reads == 1:
-        return (
-            "Read several files at once with `num_parallel_reads=tf.data.AUTOTUNE`, from at "
-            "least as many files (shards) as cores."
-        )
-    return (
-        f"It already reads {_shown(reads)} files at once: split the data into more, smaller "
-        "shards, move it to faster storage, or cache() the records if they fit in memory."
-    )
-
-
-def _interleave_fix(stage: StageStat) -> str:
-    calls = stage.parameters.get("num_parallel_calls")
-    cycle = stage.parameters.get("cycle_length")
-    if calls is None or calls == 1:
-        return (
-            "Read several inputs at once: raise cycle_length (now "
-            f"{_shown(cycle) if cycle is not None else 'default'}) and set "
-            "`num_parallel_calls=tf.data.AUTOTUNE`; with fewer files than cores, split the "
-            "data into more shards."
-        )
-    return (
-        f"It already reads {_shown(cycle) if cycle is not None else 'several'} inputs with "
-        f"{_shown(calls)} parallel calls: more, smaller shards or faster storage help, or "
-        "cache() the records if they fit in memory."
-    )
-
-
-def _source_fix(stage: StageStat) -> str:
-    if stage.label.startswith("from_generator"):
-        return (
-            "A Python generator yields one element at a time and holds the GIL: move its work "
-            "into TensorFlow ops (from_tensor_slices or a file reader, then a parallel map), or "
-            "interleave several generators that each yield part of the data."
-        )
-    return (
-        "The source itself is slow: store the data as files (TFRecord) read in parallel, or "
-        "keep it in memory."
-    )
-
-
-def _shuffle_fix(stage: StageStat) -> str:
-    size = stage.parameters.get("buffer_size")
-    held = f"A buffer of {size:,} elements" if isinstance(size, int) else "A shuffle buffer"
-    return (
-        f"{held} costs time to fill and to copy through: use a smaller buffer_size and keep "
-        "the order random by shuffling file names instead (list_files(shuffle=True) before "
-        "the interleave)."
-    )
-
-
-def _batch_fix(stage: StageStat) -> str:
-    if stage.parameters.get("num_parallel_calls") is None:
-        return (
-            "Batch in parallel with `batch(..., num_parallel_calls=tf.data.AUTOTUNE)`; smaller "
-            "elements (crop, resize or cast before batching) also copy faster."
-        )
-    return (
-        "Batching copies every element: make elements smaller before batching (crop, resize "
-        "or cast earlier)."
-    )
-
-
-def _shown(value: int | bool | None) -> str:
-    return "AUTOTUNE" if value == -1 else str(value)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from tfperf import _tf
 from tfperf._tf import ModelNode, ModelParameter
-from tfperf.measure._profiler import Progress, ProgressCallback
+from tfperf.measure._recorder import Progress, ProgressCallback
 from tfperf.results import AutotuneChoice, AutotuneReadout, Phase, StageKind
 
 logger = logging.getLogger(__name__)

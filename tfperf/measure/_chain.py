@@ -28,6 +28,10 @@ _MAX_DEPTH = 1000
 #: Kinds whose input elements are expanded into examples (a file name into its records).
 _EXPANDING = frozenset({StageKind.READ, StageKind.INTERLEAVE})
 
+#: Calls whose function builds datasets of its own: a stage even when tf.data wrote the
+#: function (bucket_by_sequence_length), labelled with the calls inside it.
+_CONTAINERS = frozenset({"group_by_window", "flat_map", "scan", "window"})
+
 
 @dataclasses.dataclass
 class StageNode:
@@ -88,6 +92,8 @@ def describe(dataset: Any) -> tuple[StageKind, str]:
     method = _tf.method_of(dataset)
     kind, call = method.stage, method.name
     function = _tf.user_function(dataset)
+    if call in _CONTAINERS and function is not None:
+        return kind, _container_label(dataset, call, function)
     if function is not None:
         return kind, f"{call}({_function_label(dataset, function)})"
     if kind is StageKind.JOIN:
@@ -99,8 +105,25 @@ def describe(dataset: Any) -> tuple[StageKind, str]:
     return kind, f"{call}({'AUTOTUNE' if value == -1 else value})"
 
 
+def _container_label(dataset: Any, call: str, function: Any) -> str:
+    """`group_by_window(key, reduce: batch)`, `flat_map(lambda: batch)`: the functions a
+    stage calls and the tf.data calls they make inside it."""
+    names = [_name_of(function)]
+    if call == "group_by_window":
+        if _tf.is_tf_data_function(function):  # Dataset.bucket_by_sequence_length built it
+            call, names = "bucket_by_sequence_length", []
+        else:
+            key = _tf.key_function(dataset)
+            names = ([_name_of(key)] if key is not None else []) + names
+    inner = ", ".join(_tf.inner_datasets(dataset))
+    shown = ", ".join(names)
+    if inner:
+        shown = f"{shown}: {inner}" if shown else inner
+    return f"{call}({shown})"
+
+
 def _walk(dataset: Any) -> tuple[list[Any], str | None]:
-    nodes, current = [], dataset
+    nodes, current = [], _tf.unwrap_v1(dataset)
     for _ in range(_MAX_DEPTH):
         nodes.append(current)
         if _tf.generator_function(current) is not None:
@@ -127,6 +150,8 @@ def _is_stage(dataset: Any) -> bool:
     # tf.data inserts maps of its own (e.g. `normalize` for unbatch and rebatch); their cost is
     # part of the call that made them, the stage above.
     function = _tf.user_function(dataset)
+    if _tf.method_of(dataset).name in _CONTAINERS:
+        return True
     return function is None or not _tf.is_tf_data_function(function)
 
 

@@ -1,7 +1,8 @@
 """Measures a training loop step by step: time blocked on input, then time computing.
 
 `Profiler` instruments a loop the user writes; `profile()` runs the three measurements tfperf
-makes of one configuration (end to end, pipeline only, compute only on a cached batch). Neither
+makes of one configuration (end to end, pipeline only, compute only on cached batches replayed
+in the shapes and proportions end to end saw). Neither
 imports TensorFlow: a step's outputs are synchronised through their `.numpy()` method, so any
 asynchronously dispatched work is finished before the step's clock stops.
 
@@ -16,98 +17,37 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from tfperf.errors import EmptyDatasetError, InputPipelineError, TfperfError, TrainStepError
+from tfperf.errors import EmptyDatasetError, TfperfError, TrainStepError
 from tfperf.hardware import collect_environment
 from tfperf.knobs import Knobs
 from tfperf.measure import _analysis as analysis
+from tfperf.measure import _restarts as restarts
+from tfperf.measure._batches import ShapeSampler
+from tfperf.measure._recorder import (
+    PhaseRecorder,
+    Progress,
+    ProgressCallback,
+    batch_examples,
+    empty_message,
+    input_error,
+    synchronise,
+)
 from tfperf.probes import HostProbe, NvmlProbe, Probe, Sampler
-from tfperf.results import Phase, PhaseResult, ProfileResult, StepRecord
+from tfperf.results import Phase, ProfileResult, StepRecord
 
 Clock = Callable[[], float]
-
-
-@dataclasses.dataclass(frozen=True)
-class Progress:
-    """Reported after every step, so a caller can draw progress; the library never prints."""
-
-    phase: Phase
-    warming_up: bool
-    measured_steps: int
-    target_steps: int | None
-    #: Examples/s over the measured steps so far (None during warm-up): lets a tuner prune a
-    #: hopeless trial from its first measured window.
-    examples_per_sec: float | None = None
-
-
-ProgressCallback = Callable[[Progress], None]
-
-
-class _PhaseRecorder:
-    """Collects one phase's steps and decides online where its warm-up ends."""
-
-    def __init__(
-        self, phase: Phase, warmup: int | None, rule: analysis.WarmupRule, target: int | None
-    ) -> None:
-        self.phase = phase
-        self.target = target
-        self.fixed_warmup = warmup
-        self.rule = rule
-        self.steps: list[tuple[float, float, float, int, int]] = []
-        self.time_to_first_batch_s = 0.0
-        self.epochs_crossed = 0
-        self.warmup_end: tuple[int, bool] | None = (warmup, True) if warmup == 0 else None
-
-    def add(
-        self, start_s: float, wait_s: float, compute_s: float, examples: int, epoch: int
-    ) -> None:
-        self.steps.append((start_s, wait_s, compute_s, examples, epoch))
-        if self.warmup_end is not None:
-            return
-        if self.fixed_warmup is not None:
-            if len(self.steps) >= self.fixed_warmup:
-                self.warmup_end = (self.fixed_warmup, True)
-        else:
-            times = [wait + compute for _, wait, compute, _, _ in self.steps]
-            self.warmup_end = analysis.detect_warmup_end(times, self.rule)
-
-    @property
-    def measured_steps(self) -> int:
-        return len(self.steps) - self.warmup_end[0] if self.warmup_end else 0
-
-    def measured_rate(self) -> float | None:
-        """Examples/s over the measured steps so far, from first request to last step's end."""
-        if not self.warmup_end or self.measured_steps == 0:
-            return None
-        measured = self.steps[self.warmup_end[0] :]
-        last_start, last_wait, last_compute, _, _ = measured[-1]
-        seconds = last_start + last_wait + last_compute - measured[0][0]
-        return sum(step[3] for step in measured) / seconds if seconds > 0 else None
-
-    def finish(self) -> PhaseResult | None:
-        if not self.steps:
-            return None
-        end, converged = self.warmup_end or (min(self.rule.min_steps, len(self.steps) - 1), False)
-        end = min(end, len(self.steps) - 1)  # keep at least one measured step
-        records = [
-            StepRecord(start_s=s, wait_s=w, compute_s=c, examples=n, epoch=e, warmup=i < end)
-            for i, (s, w, c, n, e) in enumerate(self.steps)
-        ]
-        return analysis.summarise_phase(
-            self.phase, records, self.time_to_first_batch_s, converged, self.epochs_crossed
-        )
 
 
 @dataclasses.dataclass(frozen=True)
 class _OpenStep:
     """A step whose batch has arrived and whose compute has not been closed yet."""
 
-    recorder: _PhaseRecorder
+    recorder: PhaseRecorder
     requested: float
     arrived: float
     examples: int
@@ -133,6 +73,8 @@ class Profiler:
         probes: hardware probes to sample; None means host memory/CPU and NVML GPUs.
         sample_interval_s: how often the probes are sampled.
         progress: called after every step with a `Progress`.
+        epoch: a real epoch's length and the stage a restart refills, to weigh the cost of
+            the dataset's restarts by (see `tfperf.measure._restarts`); None: one pass.
     """
 
     def __init__(
@@ -146,6 +88,7 @@ class Profiler:
         probes: Sequence[Probe] | None = None,
         sample_interval_s: float = 0.05,
         progress: ProgressCallback | None = None,
+        epoch: restarts.EpochInfo | None = None,
     ) -> None:
         if warmup is not None and warmup < 0:
             raise ValueError(f"`warmup >= 0` must hold, but got warmup={warmup}")
@@ -156,9 +99,12 @@ class Profiler:
         self.clock = clock
         self.probes = list(probes) if probes is not None else [HostProbe(), NvmlProbe()]
         self.progress = progress
+        self.epoch = epoch
+        #: Batch shapes seen end to end; `profile()` fills it and replays it compute-only.
+        self.shapes = ShapeSampler()
         self._sampler = Sampler(self.probes, self._elapsed, sample_interval_s)
         self._origin: float | None = None
-        self._phases: dict[Phase, _PhaseRecorder] = {}
+        self._phases: dict[Phase, PhaseRecorder] = {}
         self._open: _OpenStep | None = None
 
     def __enter__(self) -> Profiler:
@@ -197,13 +143,13 @@ class Profiler:
             raise TfperfError("start the profiler first: `with tfperf.Profiler() as profiler:`")
         if steps is not None and steps < 1:
             raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
-        recorder = _PhaseRecorder(phase, self.warmup, self.warmup_rule, target=steps)
+        recorder = PhaseRecorder(phase, self.warmup, self.warmup_rule, target=steps)
         self._phases[phase] = recorder
         return self._iterate(data, steps, recorder)
 
     def mark_step(self, outputs: Any = None) -> None:
         """Ends the current step once `outputs` (tensors, numbers, nested) are computed."""
-        _synchronise(outputs)
+        synchronise(outputs)
         self._close_step()
 
     def result(self) -> ProfileResult:
@@ -217,7 +163,9 @@ class Profiler:
             )
         compute_only = phases.get(Phase.COMPUTE_ONLY)
         pipeline_only = phases.get(Phase.PIPELINE_ONLY)
-        verdict = analysis.classify(end_to_end.input_wait_fraction)
+        restart = restarts.restart_cost(end_to_end, self.epoch)
+        wait = end_to_end.input_wait_fraction if restart is None else restart.weighted_wait_fraction
+        verdict = analysis.classify(wait)
         host = next((p for p in self.probes if isinstance(p, HostProbe) and p.available), None)
         nvml = next((p for p in self.probes if isinstance(p, NvmlProbe)), None)
         gpus = nvml.gpus() if nvml is not None and nvml.available else []
@@ -225,10 +173,12 @@ class Profiler:
             pipeline=self.pipeline,
             knobs=self.knobs,
             verdict=verdict,
-            input_wait_fraction=end_to_end.input_wait_fraction,
-            speedup_if_input_free=analysis.speedup_if_input_free(end_to_end, compute_only),
+            input_wait_fraction=wait,
+            speedup_if_input_free=analysis.speedup_if_input_free(end_to_end, compute_only, restart),
             compute_slowdown=analysis.compute_slowdown(end_to_end, compute_only),
-            advice=analysis.advise(verdict, end_to_end, pipeline_only, compute_only, self.knobs),
+            advice=analysis.advise(
+                verdict, end_to_end, pipeline_only, compute_only, self.knobs, restart
+            ),
             end_to_end=end_to_end,
             pipeline_only=pipeline_only,
             compute_only=compute_only,
@@ -239,10 +189,17 @@ class Profiler:
             environment=collect_environment([gpu.name for gpu in gpus]),
             probes={p.name: p.unavailable_reason or "ok" for p in self.probes},
             created_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            restarts=restart,
+            batch_shapes=self.shapes.shapes(),
         )
 
+    def last_step(self, phase: Phase) -> StepRecord:
+        """The last closed step of `phase` (warm-up flag not yet decided: False)."""
+        start, wait, compute, examples, epoch = self._phases[phase].steps[-1]
+        return StepRecord(start, wait, compute, examples, epoch, warmup=False)
+
     def _iterate(
-        self, data: Iterable[Any], steps: int | None, recorder: _PhaseRecorder
+        self, data: Iterable[Any], steps: int | None, recorder: PhaseRecorder
     ) -> Iterator[Any]:
         requested = self.clock()
         iterator, epoch, in_epoch = iter(data), 0, 0
@@ -262,7 +219,7 @@ class Profiler:
                     epoch, in_epoch = epoch + 1, 0
                     batch = self._first_of_epoch(iterator, recorder)
                 except Exception as error:
-                    raise _input_error(error, recorder) from error
+                    raise input_error(error, recorder) from error
                 arrived = self.clock()
                 if not recorder.steps:
                     recorder.time_to_first_batch_s = arrived - requested
@@ -273,10 +230,10 @@ class Profiler:
             self._close_step()
 
     def _next_epoch(
-        self, data: Iterable[Any], finished: Iterator[Any], in_epoch: int, recorder: _PhaseRecorder
+        self, data: Iterable[Any], finished: Iterator[Any], in_epoch: int, recorder: PhaseRecorder
     ) -> Iterator[Any]:
         if in_epoch == 0:
-            raise EmptyDatasetError(_empty_message(recorder))
+            raise EmptyDatasetError(empty_message(recorder))
         restarted = iter(data)
         if restarted is finished:
             raise TfperfError(
@@ -286,13 +243,13 @@ class Profiler:
         recorder.epochs_crossed += 1
         return restarted
 
-    def _first_of_epoch(self, iterator: Iterator[Any], recorder: _PhaseRecorder) -> Any:
+    def _first_of_epoch(self, iterator: Iterator[Any], recorder: PhaseRecorder) -> Any:
         try:
             return next(iterator)
         except StopIteration:
-            raise EmptyDatasetError(_empty_message(recorder)) from None
+            raise EmptyDatasetError(empty_message(recorder)) from None
         except Exception as error:
-            raise _input_error(error, recorder) from error
+            raise input_error(error, recorder) from error
 
     def _close_step(self) -> None:
         step, self._open = self._open, None
@@ -339,14 +296,20 @@ def profile(
     clock: Clock = time.perf_counter,
     probes: Sequence[Probe] | None = None,
     progress: ProgressCallback | None = None,
+    epoch: restarts.EpochInfo | None = None,
 ) -> ProfileResult:
     """Measures one configuration three ways: end to end, pipeline only, compute only.
+
+    The compute-only phase replays one cached batch of each shape the end-to-end phase saw,
+    each as often as it came there, so its per-example rate is that of the same batch mix.
 
     Args:
         dataset: a `tf.data.Dataset` (or any re-iterable) yielding batches.
         train_step: called with each batch; its return value is synchronised.
         steps: measured steps per phase after warm-up (finite datasets are repeated).
         warmup: warm-up steps per phase; None detects the end of warm-up automatically.
+        epoch: a real epoch's length (and the stage a restart refills), by which the cost of
+            the dataset's restarts is weighed; None counts one pass of `dataset`.
 
     Returns:
         A `ProfileResult` with the verdict, the three throughputs and memory figures.
@@ -357,85 +320,48 @@ def profile(
     if steps < 1:
         raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
     profiler = Profiler(
-        warmup=warmup, pipeline=pipeline, knobs=knobs, clock=clock, probes=probes, progress=progress
+        warmup=warmup,
+        pipeline=pipeline,
+        knobs=knobs,
+        clock=clock,
+        probes=probes,
+        progress=progress,
+        epoch=epoch,
     )
     with profiler:
-        cached = _run_steps(profiler, profiler.iterate(dataset, steps=steps), train_step)
+        batches = profiler.iterate(dataset, steps=steps)
+        _run_steps(profiler, batches, train_step, sampler=profiler.shapes)
         if measure_pipeline:
             for _ in profiler.iterate(dataset, steps=steps, phase=Phase.PIPELINE_ONLY):
                 profiler.mark_step()
         if measure_compute:
-            repeated = profiler.iterate(
-                itertools.repeat(cached), steps=steps, phase=Phase.COMPUTE_ONLY
+            replayed = profiler.iterate(
+                profiler.shapes.replay(), steps=steps, phase=Phase.COMPUTE_ONLY
             )
-            _run_steps(profiler, repeated, train_step)
+            _run_steps(profiler, replayed, train_step)
     return profiler.result()
 
 
-def _run_steps(profiler: Profiler, batches: Iterator[Any], train_step: Callable[[Any], Any]) -> Any:
-    """Runs `train_step` on every batch, closing each step; returns the last batch."""
-    last = None
+def _run_steps(
+    profiler: Profiler,
+    batches: Iterator[Any],
+    train_step: Callable[[Any], Any],
+    sampler: ShapeSampler | None = None,
+) -> None:
+    """Runs `train_step` on every batch, closing each step; `sampler` sees each batch's shape."""
     for number, batch in enumerate(batches):
         try:
             outputs = train_step(batch)
-            _synchronise(outputs)
+            synchronise(outputs)
         except Exception as error:
             raise TrainStepError(
                 f"the train step raised {type(error).__name__} on step {number + 1}: {error}",
                 step=number,
             ) from error
         profiler.mark_step()
-        last = batch
-    return last
-
-
-def batch_examples(batch: Any) -> int:
-    """Examples in a batch: the leading dimension of its first tensor-like leaf, else 1."""
-    for leaf in _leaves(batch):
-        shape = getattr(leaf, "shape", None)
-        if shape is not None and len(shape) > 0 and shape[0] is not None:
-            return int(shape[0])
-    return 1
-
-
-def _synchronise(outputs: Any) -> None:
-    # `.numpy()` blocks until an eager tensor's value exists, so queued kernels cannot leak
-    # into the next step's wait time.
-    for leaf in _leaves(outputs):
-        numpy = getattr(leaf, "numpy", None)
-        if callable(numpy):
-            numpy()
-
-
-def _leaves(tree: Any) -> Iterator[Any]:
-    if isinstance(tree, Mapping):
-        for value in tree.values():
-            yield from _leaves(value)
-    elif isinstance(tree, (list, tuple)):
-        for value in tree:
-            yield from _leaves(value)
-    elif tree is not None:
-        yield tree
-
-
-def _input_error(error: Exception, recorder: _PhaseRecorder) -> InputPipelineError:
-    step = len(recorder.steps)
-    return InputPipelineError(
-        f"the dataset raised {type(error).__name__} while producing batch {step + 1}: {error}",
-        step=step,
-    )
-
-
-def _empty_message(recorder: _PhaseRecorder) -> str:
-    if recorder.steps:
-        return (
-            f"the dataset yielded nothing after its first epoch ({len(recorder.steps)} batches): "
-            "a later epoch is empty, e.g. a one-shot generator; make the dataset re-iterable."
-        )
-    return (
-        "the dataset is empty: it yielded no batch. Check the input files exist and are not "
-        "filtered out, and that batch(drop_remainder=True) is not dropping the only batch."
-    )
+        if sampler is not None:
+            step = profiler.last_step(Phase.END_TO_END)
+            sampler.add(batch, step.examples, step.compute_s)
 
 
 def _gpu_reason(nvml: NvmlProbe | None) -> str | None:

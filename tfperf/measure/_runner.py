@@ -24,10 +24,13 @@ from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import _stages as stages
 from tfperf.measure._autotune import IteratorRecorder
 from tfperf.measure._chain import StageNode, recover_chain
-from tfperf.measure._profiler import ProgressCallback, profile
+from tfperf.measure._model import profile_limit
+from tfperf.measure._profiler import profile
+from tfperf.measure._recorder import ProgressCallback
+from tfperf.measure._restarts import EpochInfo, restart_stage
 from tfperf.pipeline import PipelineFile, build
 from tfperf.probes import Probe
-from tfperf.results import Discovery, ProfileResult, StageReport
+from tfperf.results import Discovery, EpochSource, ProfileResult, StageReport
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,7 @@ def profile_pipeline(
     analyse_stages: bool = False,
     stage_seconds: float = STAGE_SECONDS,
     on_discovery: Callable[[Discovery], None] | None = None,
+    epoch_steps: int | None = None,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
@@ -62,6 +66,8 @@ def profile_pipeline(
         analyse_stages: run the stage analysis after the three phases; off for tuning
             trials, where it would cost each trial seconds for figures nobody reads.
         stage_seconds: measured window per stage in that analysis.
+        epoch_steps: steps (batches) in one real epoch, by which the cost of the dataset's
+            restarts is weighed; None takes the dataset's cardinality, else one pass.
 
     Raises:
         PipelineFileError: the file's functions break the contract (wrong return types).
@@ -78,7 +84,8 @@ def profile_pipeline(
             measured = measured_knobs(knobs, built.discovery)
             if on_discovery is not None:
                 on_discovery(built.discovery)
-        recorder = IteratorRecorder(dataset, _stage_chain(dataset))
+        chain = _stage_chain(dataset)
+        recorder = IteratorRecorder(dataset, chain)
         _tf.reset_allocator_peaks()
         try:
             result = profile(
@@ -90,6 +97,7 @@ def profile_pipeline(
                 knobs=measured,
                 probes=probes,
                 progress=recorder.progress(progress),
+                epoch=epoch_info(dataset, chain, epoch_steps),
             )
         except InputPipelineError as error:
             raise _explain_input_error(error, dataset, pipeline) from error.__cause__
@@ -98,10 +106,12 @@ def profile_pipeline(
         except EmptyDatasetError as error:
             raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
         result.autotune = recorder.readout
+        result.dataset_options = _tf.dataset_options(dataset)
         if analyse_stages:
             result.stages = _stage_report(dataset, result, stage_seconds)
             if result.stages.advice:
                 result.advice = f"{result.advice} {result.stages.advice}"
+            result.limit = profile_limit(result)
     _tf.attach_allocator_peaks(result.gpus)
     return result
 
@@ -115,6 +125,16 @@ def measured_knobs(knobs: Knobs, discovery: Discovery) -> dict[str, Any]:
     applied = {k: v for k, v in knobs.to_dict().items() if k not in CODE_KNOBS and k != SITES}
     values = {site.name: knobs.sites.get(site.name, site.value) for site in discovery.sites}
     return {**applied, **values}
+
+
+def epoch_info(dataset: Any, chain: list[StageNode], epoch_steps: int | None) -> EpochInfo:
+    """A real epoch's length (given, else the dataset's cardinality) and what a restart refills."""
+    stage = restart_stage(chain)
+    label, kind = stage if stage is not None else (None, None)
+    steps, source = epoch_steps, EpochSource.GIVEN
+    if steps is None:
+        steps, source = _tf.cardinality(dataset), EpochSource.CARDINALITY
+    return EpochInfo(steps=steps, source=source, stage=label, stage_kind=kind)
 
 
 def display_path(path: Path) -> str:

@@ -2,8 +2,8 @@
 
 `analyse_stages(dataset)` recovers the chain of stages (`tfperf.measure._chain`), then runs every
 prefix of it, from the full pipeline down to the source, for a short warm-up and a measured window,
-counting examples and process CPU time. `tfperf.measure._analysis` turns the figures into what each
-stage adds per example, names the stage that adds the most, and writes the advice.
+counting examples and process CPU time. `tfperf.measure._bottleneck` turns the figures into what
+each stage adds per example, names the stage that adds the most, and writes the advice.
 
 How a prefix is driven matters, because Python's `next()` costs ~20-50 µs per element: enough
 to make a fast stage look slow. Stages whose elements are examples are therefore gathered into
@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfperf._tf import short_tf_message
-from tfperf.measure import _analysis as analysis
+from tfperf.measure import _bottleneck as bottleneck
 from tfperf.measure._chain import StageNode, recover_chain
-from tfperf.measure._profiler import batch_examples
+from tfperf.measure._recorder import batch_examples
 from tfperf.results import StageKind, StageReport, StageStat, StageUnit
 
 logger = logging.getLogger(__name__)
@@ -108,8 +108,8 @@ def analyse_stages(
         measurements[node.index] = measured
         rate_above = _rate_for_next(node, measured)
     stats = [_stat(node, measurements[node.index]) for node in chain.stages]
-    return analysis.stage_report(
-        analysis.with_added_costs(stats),
+    return bottleneck.stage_report(
+        bottleneck.with_added_costs(stats),
         consumption_examples_per_sec,
         seconds_per_stage=seconds_per_stage,
         warmup_s=warmup_s,
@@ -129,7 +129,7 @@ def _skipped(budget_s: float) -> StageMeasurement:
 
 
 def _stat(node: StageNode, measured: StageMeasurement) -> StageStat:
-    """The plain record of one stage; its added costs are filled in by `analysis`."""
+    """The plain record of one stage; its added costs are filled in by `bottleneck`."""
     seconds = measured.duration_s
     elements, examples = measured.elements, measured.examples
     return StageStat(

@@ -13,6 +13,7 @@ from tfperf.pipeline._build import (
 from tfperf.pipeline._loader import (
     PipelineFile,
     PipelineKind,
+    check_source,
     load_pipeline,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "build",
     "build_dataset",
     "build_parts",
+    "check_source",
     "found_sites",
     "load_pipeline",
     "raw_dataset",

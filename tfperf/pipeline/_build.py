@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf import _tf
 from tfperf.errors import KnobError, PipelineFileError, PipelineRuntimeError
 from tfperf.knobs import Knobs
+from tfperf.pipeline._contract import function_place
 from tfperf.pipeline._loader import PipelineFile, PipelineKind
 from tfperf.results import Discovery
 
@@ -80,6 +81,8 @@ def build_parts(
             "Call `model.compile(optimizer=..., loss=...)` before `fit`."
         )
     dataset = fit_dataset(call, pipeline.path.name)
+    if recorder is not None and call.filename is not None and call.line is not None:
+        dataset = recorder.finish(dataset, call.filename, call.line)  # see Recorder.finish
     return dataset, call.model, _tf.keras_train_step(call.model), recorder
 
 
@@ -88,6 +91,8 @@ def raw_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Recorder | N
     with _sites(pipeline, knobs) as recorder:
         dataset = _call_user(pipeline, pipeline.make_dataset, knobs, "make_dataset")
     _tf.check_dataset(dataset, pipeline.path.name)
+    if recorder is not None:
+        dataset = recorder.finish(dataset, *function_place(pipeline.make_dataset))
     return dataset, recorder
 
 

@@ -19,14 +19,21 @@ import dataclasses
 import difflib
 import inspect
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import PurePath
 from typing import Any, cast
 
 from tfperf.errors import KnobError, PipelineFileError
 from tfperf.knobs import CODE_KNOBS, Domain, Fixed, Knobs, parse_search_space
 
-__all__ = ["CONTRACT_NAMES", "Contract", "check_contract", "fixed_code_knobs", "is_script"]
+__all__ = [
+    "CONTRACT_NAMES",
+    "Contract",
+    "check_contract",
+    "fixed_code_knobs",
+    "function_place",
+    "is_script",
+]
 
 #: Names whose presence makes a file a pipeline file rather than a training script.
 CONTRACT_NAMES = frozenset(
@@ -101,16 +108,61 @@ def fixed_code_knobs() -> dict[str, Domain]:
     return {name: Fixed(getattr(defaults, name)) for name in CODE_KNOBS}
 
 
-def is_script(tree: ast.Module) -> bool:
-    """A file that defines none of the contract's names, but calls `fit` or runs as `__main__`.
+def function_place(function: Callable[..., Any]) -> tuple[str, int]:
+    """The file and first line of a user's function (through tfperf's wrapper of it)."""
+    code = inspect.unwrap(function).__code__
+    return code.co_filename, code.co_firstlineno
 
-    Decided from the syntax tree, before any of the file runs: importing a script would run
-    its training. A file with neither sign stays a (broken) pipeline file, so its message
-    says which function is missing.
+
+def is_script(tree: ast.Module) -> bool:
+    """Whether the file is a training script rather than a pipeline file, from its syntax.
+
+    Decided before any of the file runs, since importing a script would run its training:
+
+    - a `.fit(...)` call in the file's top-level code (not inside a function, a class or an
+      `if __name__ == "__main__":` block) runs on import: the file is a script;
+    - otherwise a file that defines `make_dataset` and `make_model` or `make_train_step` is
+      a pipeline file (a `__main__` block beside them does not run on import);
+    - otherwise a file that calls `fit` anywhere is a script (`make_model()` and
+      `get_dataset()` helpers of a script do not make it a pipeline file), and so is a file
+      with a `__main__` block that defines none of the contract's names.
+
+    A file with part of the contract and no `fit` stays a (broken) pipeline file, so its
+    message says which function is missing.
     """
-    if _top_level_names(tree.body) & CONTRACT_NAMES:
+    if any(_calls_fit(node) for node in _top_level_code(tree.body)):
+        return True
+    names = _top_level_names(tree.body)
+    if "make_dataset" in names and names & {"make_model", "make_train_step"}:
         return False
-    return any(_calls_fit(node) or _is_main_guard(node) for node in ast.walk(tree))
+    if names & CONTRACT_NAMES:
+        return _fits(tree)
+    return _fits(tree) or _has_main_guard(tree)
+
+
+def _fits(tree: ast.Module) -> bool:
+    return any(_calls_fit(node) for node in ast.walk(tree))
+
+
+def _has_main_guard(tree: ast.Module) -> bool:
+    return any(_is_main_guard(node) for node in ast.walk(tree))
+
+
+def _top_level_code(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes that run when the module is imported: not function or class bodies, not a
+    `__main__` block (lambdas stay out too: they run only when called)."""
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            pending.extend(getattr(node, "decorator_list", ()))
+            continue
+        if _is_main_guard(node):
+            assert isinstance(node, ast.If)
+            pending.extend(node.orelse)
+            continue
+        yield node
+        pending.extend(ast.iter_child_nodes(node))
 
 
 def _top_level_names(body: list[ast.stmt]) -> set[str]:

@@ -36,11 +36,12 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Domain, Knobs
 from tfperf.pipeline._contract import check_contract, fixed_code_knobs, is_script
+from tfperf.pipeline._guard import fit_refused
 from tfperf.results import Discovery
 from tfperf.tracebacks import (
     exception_user_frames,
@@ -50,7 +51,7 @@ from tfperf.tracebacks import (
     missing_module_hint,
 )
 
-__all__ = ["PipelineFile", "PipelineKind", "load_pipeline"]
+__all__ = ["PipelineFile", "PipelineKind", "check_source", "load_pipeline"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,6 +126,21 @@ class PipelineFile:
             return fn(*args, **kwargs)
 
 
+def check_source(path: str | Path) -> Path:
+    """The checks `load_pipeline` makes without running the file; returns its resolved path.
+
+    Cheap (no TensorFlow, nothing of the file runs), so the CLI calls it first: a missing,
+    binary, non-UTF-8 or syntactically broken file fails in milliseconds.
+
+    Raises:
+        PipelineFileError: as `load_pipeline`, for those problems.
+    """
+    shown = str(path)
+    file = _check_file(Path(path))
+    _parse(_read_source(file, shown), file, shown)
+    return file
+
+
 def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
     """Imports the pipeline file at `path` and checks its contract.
 
@@ -143,7 +159,8 @@ def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
     if is_script(tree):
         logger.debug("%s is a training script: it runs when the pipeline is built", file)
         return _script(file, tuple(argv))
-    module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
+    with fit_refused(tree, file, shown):  # a `fit` reached on import stops it
+        module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
         checked = check_contract(module, shown)
     except BaseException:
@@ -325,14 +342,46 @@ def _execute(
     # Registered before running, so dataclasses and pickling in the user's code find it.
     sys.modules[name] = module
     try:
-        with _pipeline_context(file, argv):
+        with _pipeline_context(file, argv), _exit_refused():
             exec(code, module.__dict__)
     except BaseException as error:
         sys.modules.pop(name, None)
+        if isinstance(error, _ProcessExit):
+            raise PipelineFileError(
+                f"{shown} called os._exit({error.code}) while tfperf imported it, which would "
+                "end tfperf without a word. Top-level code runs on import: move it under "
+                '`if __name__ == "__main__":`.'
+            ) from None
         if isinstance(error, (Exception, SystemExit)):
             raise PipelineFileError(_import_message(error, file, shown, argv)) from error
         raise
     return module
+
+
+class _ProcessExit(BaseException):
+    """`os._exit(code)` called by the file while it was imported; raised instead of exiting."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def _exit_refused() -> Iterator[None]:
+    """While the file is imported, `os._exit` raises `_ProcessExit` instead of ending tfperf.
+
+    `os._exit` skips every handler, so tfperf could not even say why it stopped.
+    """
+    real = os._exit
+
+    def refuse(status: int) -> NoReturn:
+        raise _ProcessExit(status)
+
+    os._exit = refuse
+    try:
+        yield
+    finally:
+        os._exit = real
 
 
 def _module_name(file: Path) -> str:

@@ -46,7 +46,8 @@ KERAS_DEFAULT_BATCH = 32
 
 @dataclasses.dataclass(frozen=True)
 class FitCall:
-    """What the script passed to its first `fit`: the model, the input, where it called."""
+    """What the script passed to its first `fit`: the model, the input, where it called
+    (`where` for people; `filename` and `line` of the user's frame, None when unknown)."""
 
     model: Any
     x: Any
@@ -54,6 +55,8 @@ class FitCall:
     sample_weight: Any
     batch_size: int | None
     where: str
+    filename: str | None = None
+    line: int | None = None
 
 
 class _FitReached(BaseException):
@@ -122,6 +125,7 @@ def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
 
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(self, *args, **kwargs).arguments
+        frame = _user_frame(sys._getframe(1), user_paths)
         raise _FitReached(
             FitCall(
                 model=self,
@@ -130,11 +134,20 @@ def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
                 sample_weight=bound.get("sample_weight"),
                 batch_size=bound.get("batch_size"),
                 where=_caller(sys._getframe(1), user_paths),
+                filename=frame.f_code.co_filename if frame is not None else None,
+                line=frame.f_lineno if frame is not None else None,
             )
         )
 
     with patched(keras.Model, "fit", fit):
         yield
+
+
+def _user_frame(frame: Any, user_paths: tuple[Path, ...]) -> Any:
+    """The innermost frame on the stack in the user's files, or None."""
+    while frame is not None and not is_user_file(frame.f_code.co_filename, user_paths):
+        frame = frame.f_back
+    return frame
 
 
 def _caller(frame: Any, user_paths: tuple[Path, ...]) -> str:

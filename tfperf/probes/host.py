@@ -10,6 +10,11 @@ CPU time of each process includes the time of the children it has already waited
 samples is still counted, and a child that exits moves its time to its parent instead of
 dropping out. Only a child orphaned out of the tree loses its time; the interval where that
 happens is clamped at 0 % rather than reported as negative.
+
+The peak is taken over windows of at least `peak_window_s`, never over one short interval:
+CPU times advance in clock ticks (10 ms), and a child reaped between two samples hands all its
+CPU seconds to its parent at once, so an interval of a few milliseconds can read as thousands of
+percent. No figure exceeds 100 % per core the machine gives the process tree.
 """
 
 from __future__ import annotations
@@ -65,6 +70,9 @@ class HostProbe(Probe):
 
     Args:
         pid: the root of the tree; `None` means this process.
+        cpu_count: cores the tree can use, the cap on every CPU figure (100 % each); None
+            reads the machine's logical CPUs.
+        peak_window_s: shortest stretch of time the peak CPU figure is taken over.
 
     Example:
         >>> probe = HostProbe()
@@ -83,9 +91,18 @@ class HostProbe(Probe):
     #: its CPU time to its parent.
     relist_interval_s = 1.0
 
-    def __init__(self, pid: int | None = None) -> None:
+    def __init__(
+        self, pid: int | None = None, *, cpu_count: int | None = None, peak_window_s: float = 0.5
+    ) -> None:
         super().__init__()
+        if peak_window_s <= 0:
+            raise ValueError(f"`peak_window_s > 0` must hold, but got {peak_window_s}")
         self.pid = os.getpid() if pid is None else pid
+        self.cpu_count = cpu_count or psutil.cpu_count(logical=True) or 1
+        self.peak_window_s = peak_window_s
+        # CPU and wall seconds of the intervals since the last complete peak window.
+        self._window_cpu_s = 0.0
+        self._window_wall_s = 0.0
         self._process: psutil.Process | None = None
         self._rss = RunningStats()
         self._cpu = RunningStats()
@@ -139,11 +156,18 @@ class HostProbe(Probe):
             # Same instant as the previous reading: let the next interval cover this one.
             return
         cpu_s = max(0.0, usage.cpu_s - last_usage.cpu_s)
-        percent = cpu_s / wall_s * 100.0
         self._cpu_s_total += cpu_s
-        self._cpu.add(percent)
-        self._cpu_series.add(t_s, percent)
+        self._cpu_series.add(t_s, self._percent(cpu_s, wall_s))
+        self._window_cpu_s += cpu_s
+        self._window_wall_s += wall_s
+        if self._window_wall_s >= self.peak_window_s:
+            self._cpu.add(self._percent(self._window_cpu_s, self._window_wall_s))
+            self._window_cpu_s = self._window_wall_s = 0.0
         self._last = (t_s, usage)
+
+    def _percent(self, cpu_s: float, wall_s: float) -> float:
+        """CPU use over `wall_s`, capped at what `cpu_count` cores can do."""
+        return min(cpu_s / wall_s * 100.0, 100.0 * self.cpu_count)
 
     def _warn_gone(self, error: psutil.Error) -> None:
         if not self._warned_gone:
@@ -167,10 +191,13 @@ class HostProbe(Probe):
 
     def cpu(self) -> CpuUsage:
         """CPU use of the tree: mean over the whole window, peak over one sample interval."""
+        peak = self._cpu.peak_or_zero
+        if self._cpu.count == 0 and self._window_wall_s > 0:  # shorter than one peak window
+            peak = self._percent(self._window_cpu_s, self._window_wall_s)
         return CpuUsage(
             mean_percent=self._window_percent(),
-            peak_percent=self._cpu.peak_or_zero,
-            cpu_count=psutil.cpu_count(logical=True) or 1,
+            peak_percent=peak,
+            cpu_count=self.cpu_count,
             samples=self._cpu_series.points(),
         )
 
@@ -180,4 +207,4 @@ class HostProbe(Probe):
         if self._first is None or self._last is None:
             return 0.0
         wall_s = self._last[0] - self._first[0]
-        return self._cpu_s_total / wall_s * 100.0 if wall_s > 0 else 0.0
+        return self._percent(self._cpu_s_total, wall_s) if wall_s > 0 else 0.0

@@ -13,24 +13,33 @@ Example:
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import datetime
 import functools
-import os
-import tempfile
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.knobs import format_value
+from tfperf.report import _knob_charts as kc
 from tfperf.report import _profile_charts as pc
+from tfperf.report import _resource_charts as rc
+from tfperf.report import _step_charts as stc
 from tfperf.report import _study_charts as sc
+from tfperf.report import _study_headline as sh
+from tfperf.report import _study_summary as ss
+from tfperf.report._alt import TextAlternative, text_alternative
+from tfperf.report._words import knob_value
 from tfperf.units import format_bytes, format_seconds
 
 if TYPE_CHECKING:
     import jinja2
+    import markupsafe
     import plotly.graph_objects as go
 
     from tfperf.report._study_data import StudySnapshot
-    from tfperf.results import ProfileResult
+    from tfperf.results import ProfileResult, TuneResult
 
 _TEMPLATES = Path(__file__).parent / "templates"
 MISSING = "\u2013"  # an en dash marks a figure a trial did not produce
@@ -50,10 +59,33 @@ class Charts:
 
     def __init__(self) -> None:
         self.figures: dict[str, go.Figure] = {}
+        self.alternatives: dict[str, TextAlternative] = {}
 
     def add(self, chart_id: str, figure: go.Figure) -> str:
         self.figures[chart_id] = figure
+        self.alternatives[chart_id] = text_alternative(figure)
         return chart_id
+
+    def element(self, chart_id: str, narrow_note: str | None = None) -> markupsafe.Markup:
+        """The element a chart is drawn in, with its sentence and its data as a table."""
+        import markupsafe
+
+        alt = self.alternatives[chart_id]
+        escape = markupsafe.escape
+        head = "".join(f"<th>{escape(column)}</th>" for column in alt.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
+            for row in alt.rows
+        )
+        more = f'<p class="muted">and {alt.omitted} more rows</p>' if alt.omitted else ""
+        narrow = f'<p class="narrow-only muted">{escape(narrow_note)}</p>' if narrow_note else ""
+        return markupsafe.Markup(
+            f'{narrow}<div class="chart{" wide-only" if narrow_note else ""}" '
+            f'data-chart="{escape(chart_id)}" role="img" aria-label="{escape(alt.sentence)}">'
+            f'</div><details class="chart-data"><summary>The chart\'s data as a table</summary>'
+            f'<p>{escape(alt.sentence)}</p><div class="table-wrap"><table><thead><tr>{head}'
+            f"</tr></thead><tbody>{body}</tbody></table></div>{more}</details>"
+        )
 
     def to_json(self) -> str:
         """All figures as one JSON object, safe to place inside a `<script>` element."""
@@ -77,79 +109,91 @@ def render_profile_html(result: ProfileResult) -> str:
     )
 
 
-def render_study_html(snapshot: StudySnapshot) -> str:
-    """The study report: the recommendation, the search, every trial, the best profile."""
+def render_study_html(snapshot: StudySnapshot, tune: TuneResult | None = None) -> str:
+    """The study report: the answer, the search, every trial, the recommendation's profile.
+
+    `tune` is the `TuneResult` of the run that finished the study, when at hand: its limit,
+    estimate and hand-over are shown; without it the page shows what the storage holds.
+    """
     charts = Charts()
     hosts = sc.host_groups(snapshot)
+    found = ss.summary(snapshot, tune)
     context: dict[str, Any] = {
         "title": f"tfperf study: {snapshot.study_name}",
         "snapshot": snapshot,
-        "summary": sc.summary(snapshot),
+        "summary": found,
+        "headline": sh.headline(snapshot, found, tune),
+        "figures": ss.trial_figures(snapshot),
         "status_counts": _status_counts(snapshot),
         "hosts": hosts,
         "mixed_hardware": sc.mixed_hardware(hosts),
         "knob_names": _knob_columns(snapshot),
-        "importances": sc.importances(snapshot),
+        "importances": kc.importances(snapshot),
+        "pareto_explained": sc.PARETO_EXPLAINED,
         "profile": None,
     }
     history = sc.history(snapshot)
-    if history.numbers:
+    if history.points:
         context["history_chart"] = charts.add("history", sc.history_figure(history))
         context["ram_chart"] = charts.add("ram", sc.ram_figure(sc.ram_tradeoff(snapshot)))
     if context["importances"].names:
         context["importance_chart"] = charts.add(
-            "importances", sc.importance_figure(context["importances"])
+            "importances", kc.importance_figure(context["importances"])
         )
-    view = sc.parallel_view(snapshot)
+    view = kc.parallel_view(snapshot)
     if view.axes and len(view.examples_per_sec) > 1:
-        context["parallel_chart"] = charts.add("parallel", sc.parallel_figure(view))
+        context["parallel_chart"] = charts.add("parallel", kc.parallel_figure(view))
     if snapshot.best_result is not None:
-        context["profile"] = profile_section(snapshot.best_result, charts, prefix="best")
+        context["profile"] = profile_section(
+            snapshot.best_result, charts, prefix="best", in_tune=True
+        )
     return _render("study.html.j2", charts, **context)
 
 
-def profile_section(result: ProfileResult, charts: Charts, prefix: str) -> dict[str, Any]:
-    """What the profile part of a page shows; its figures are added to `charts`."""
+def profile_section(
+    result: ProfileResult, charts: Charts, prefix: str, in_tune: bool = False
+) -> dict[str, Any]:
+    """What the profile part of a page shows; its figures are added to `charts`.
+
+    `in_tune`: the page is a tune report, so advice does not send the reader to `tfperf tune`.
+    """
+    banner = pc.verdict_banner(result)
+    if in_tune:
+        banner = dataclasses.replace(banner, advice=sh.without_tune_advice(banner.advice))
     section: dict[str, Any] = {
         "result": result,
-        "banner": pc.verdict_banner(result),
+        "banner": banner,
+        "autotuned": pc.autotuned(result),
         "throughput_chart": charts.add(
             f"{prefix}-throughput", pc.throughput_figure(pc.throughputs(result))
         ),
         "timeline_chart": charts.add(
-            f"{prefix}-timeline", pc.timeline_figure(pc.step_timeline(result.end_to_end))
+            f"{prefix}-timeline",
+            stc.timeline_figure(stc.step_timeline(result.end_to_end, result.cpu)),
         ),
         "distribution_chart": charts.add(
             f"{prefix}-distribution",
-            pc.distribution_figure(pc.step_distribution(result.end_to_end)),
+            stc.distribution_figure(stc.step_distribution(result.end_to_end)),
         ),
-        "memory": pc.memory_chart(result),
-        "cpu": pc.cpu_chart(result),
+        "memory": rc.memory_chart(result),
+        "cpu": rc.cpu_chart(result),
     }
-    section["memory_chart"] = charts.add(f"{prefix}-memory", pc.memory_figure(section["memory"]))
+    section["memory_chart"] = charts.add(f"{prefix}-memory", rc.memory_figure(section["memory"]))
     waterfall = pc.stage_waterfall(result)
     if waterfall is not None and waterfall.labels:
         section["stages_chart"] = charts.add(f"{prefix}-stages", pc.waterfall_figure(waterfall))
-    section["cpu_chart"] = charts.add(f"{prefix}-cpu", pc.cpu_figure(section["cpu"]))
+    section["cpu_chart"] = charts.add(f"{prefix}-cpu", rc.cpu_figure(section["cpu"]))
     return section
 
 
 def write_html(html: str, path: Path) -> Path:
-    """Writes a report atomically (a reader never sees half a file); returns the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(html)
-        # mkstemp creates the file private (0600); a report is as readable as any other file.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    """Writes a report atomically (a reader never sees half a file); returns the path.
+
+    Through `tfperf.outputs.write_text`: a path that is not a regular file is refused.
+    """
+    from tfperf.outputs import write_text
+
+    return write_text(path, html, "--html")
 
 
 def _render(template: str, charts: Charts, **context: Any) -> str:
@@ -157,6 +201,7 @@ def _render(template: str, charts: Charts, **context: Any) -> str:
 
     page = _environment().get_template(template)
     return page.render(
+        chart=charts.element,
         charts_json=charts.to_json(),
         plotly_js=_plotly_js(),
         style=(_TEMPLATES / "report.css").read_text(encoding="utf-8"),
@@ -182,16 +227,32 @@ def _environment() -> jinja2.Environment:
         seconds=lambda value: MISSING if value is None else format_seconds(value),
         rate=lambda value: MISSING if value is None else f"{value:,.0f}",
         percent=lambda value, digits=0: MISSING if value is None else f"{value:.{digits}%}",
+        code_spans=code_spans,
+        knob_value=knob_value,
     )
     return environment
 
 
+#: plotly.js with only the traces tfperf draws (scatter, bar, histogram, parcoords), minified
+#: and gzipped: see templates/plotly-entry.js and docs/reports.md for how it is built.
+PLOTLY_BUNDLE = _TEMPLATES / "plotly.min.js.gz"
+
+
 @functools.cache
 def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
+    """The bundle as base64: the page unpacks it with the browser's DecompressionStream."""
+    return base64.b64encode(PLOTLY_BUNDLE.read_bytes()).decode("ascii")
 
-    script: str = get_plotlyjs()
-    return script
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def code_spans(text: str | None) -> markupsafe.Markup:
+    """Text with its `backticked` spans as <code>, everything else escaped."""
+    import markupsafe
+
+    escaped = str(markupsafe.escape(text or ""))
+    return markupsafe.Markup(_CODE_SPAN.sub(r"<code>\1</code>", escaped))
 
 
 def _script_safe(text: str) -> str:

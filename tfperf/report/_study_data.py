@@ -13,7 +13,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfperf.results import Discovery, Measurement, ProfileResult
+from tfperf.results import (
+    Discovery,
+    Measurement,
+    ProfileResult,
+    Speedup,
+    TrialStatus,
+    speedup,
+    training_changes,
+)
 from tfperf.study import (
     AUTOTUNE_REF,
     BASELINE,
@@ -52,10 +60,26 @@ class TrialRow:
     knobs: dict[str, Any]
     reason: str | None
     duplicate_of: int | None
+    # A trial stopped before it finished (pruned, or over a RAM or GPU budget): the last
+    # examples/s it reported, the rate it reached before it was stopped.
+    reached_examples_per_sec: float | None = None
 
     @property
     def flat_knobs(self) -> dict[str, Any]:
         return flat_knobs(self.knobs)
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether tfperf stopped the trial for using more RAM or GPU memory than allowed."""
+        return self.status in _BUDGET_STATUSES
+
+    @property
+    def stopped_as(self) -> str:
+        """How the table labels the rate a stopped trial reached: "pruned", "over budget"."""
+        return "over budget" if self.over_budget else self.status
+
+
+_BUDGET_STATUSES = (TrialStatus.RAM_BUDGET.value, TrialStatus.GPU_BUDGET.value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +100,11 @@ class StudySnapshot:
     best_result: ProfileResult | None
     discovery: Discovery | None = None  # the call sites of a plain pipeline or a script
     code_root: Path | None = None  # the folder the discovery's files are relative to
+    baseline_result: ProfileResult | None = None  # the baseline trial's stored profile
+
+    @property
+    def baseline_row(self) -> TrialRow | None:
+        return next((row for row in self.trials if row.reference == BASELINE), None)
 
     @property
     def remeasured(self) -> bool:
@@ -122,7 +151,13 @@ def load_snapshot(storage_url: str, study_name: str | None) -> StudySnapshot:
 
 
 def _require_file(url: str, shown: str) -> None:
-    """Refuses a SQLite or journal path that does not exist: opening it would create it."""
+    """Refuses a SQLite or journal path that does not exist: opening it would create it.
+
+    A SQLite URL's path is percent-encoded (`train(v2).db` is `train%28v2%29.db` in the URL),
+    so it is decoded the way SQLAlchemy decodes it before the disk is asked.
+    """
+    from urllib.parse import unquote
+
     from tfperf.study import StorageError
 
     forms = {
@@ -131,7 +166,9 @@ def _require_file(url: str, shown: str) -> None:
     }
     for prefix, form in forms.items():
         if url.startswith(prefix):
-            path = Path(url[len(prefix) :].split("?", 1)[0])
+            text = url[len(prefix) :]
+            # Journal paths are written as they are; SQLite paths are URL-encoded and end at `?`.
+            path = Path(unquote(text.split("?", 1)[0])) if prefix == "sqlite:///" else Path(text)
             if str(path) and not path.exists():
                 raise StorageError(
                     f"no study storage at {path} (from {shown}): `tfperf tune` creates it. "
@@ -147,6 +184,7 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
     importances, note = _importances(study)
     frozen = {trial.number: trial for trial in searched}
     best = _best_trial(trials, measurements)
+    baseline = next((row.number for row in trials if row.reference == BASELINE), None)
     return StudySnapshot(
         study_name=study.study_name,
         storage=storage_shown,
@@ -164,6 +202,7 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
         ),
         best_trial=best,
         best_result=stored_result(frozen[best]) if best is not None else None,
+        baseline_result=stored_result(frozen[baseline]) if baseline is not None else None,
         **_discovery(study),
     )
 
@@ -195,7 +234,16 @@ def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
         knobs=record.knobs.to_dict() if record.knobs is not None else {},
         reason=record.reason,
         duplicate_of=record.duplicate_of,
+        reached_examples_per_sec=_reached(trial, status),
     )
+
+
+def _reached(trial: optuna.trial.FrozenTrial, status: str) -> float | None:
+    """The last examples/s a pruned or over-budget trial reported before it was stopped."""
+    stopped = trial.state.name == "PRUNED" or status in _BUDGET_STATUSES
+    if not stopped or not trial.intermediate_values:
+        return None
+    return float(trial.intermediate_values[max(trial.intermediate_values)])
 
 
 def flat_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
@@ -245,15 +293,43 @@ def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
 
 
 def _best_trial(trials: tuple[TrialRow, ...], measurements: tuple[Measurement, ...]) -> int | None:
-    """The trial behind the recommendation: the re-measured best, else the best single run."""
-    if measurements:
-        best = max(measurements, key=lambda m: m.median)
-        if best.trial_number is not None:
-            return best.trial_number
+    """The trial behind the recommendation (see `choose`), else the best single run."""
+    choice = choose(list(measurements))
+    if choice is not None and choice.best.trial_number is not None:
+        return choice.best.trial_number
     feasible = [row for row in trials if row.feasible and row.examples_per_sec is not None]
     if not feasible:
         return None
     return max(feasible, key=lambda row: row.examples_per_sec or 0.0).number
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """What the report recommends, and the faster configuration it passed over (if any)."""
+
+    best: Measurement
+    fastest: Measurement | None  # changes training, and its gain over `best` is within noise
+    gain: Speedup | None  # `fastest` over `best`
+
+
+def choose(measured: list[Measurement]) -> Choice | None:
+    """The fastest configuration, unless it changes training for a gain within noise.
+
+    Then the fastest configuration that leaves training as written is recommended instead: a
+    gain that the noise could explain is not worth an accuracy check.
+    """
+    fastest = max(measured, key=lambda m: m.median, default=None)
+    baseline = next((m for m in measured if m.label == "baseline"), None)
+    if fastest is None or baseline is None or not training_changes(fastest, baseline):
+        return None if fastest is None else Choice(fastest, None, None)
+    keeping = [m for m in measured if not training_changes(m, baseline)]
+    input_only = max(keeping, key=lambda m: m.median, default=None)
+    if input_only is None:
+        return Choice(fastest, None, None)
+    gain = speedup(fastest, input_only)
+    if gain.significant:
+        return Choice(fastest, None, gain)
+    return Choice(input_only, fastest, gain)
 
 
 def _budget(

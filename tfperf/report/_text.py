@@ -5,8 +5,12 @@ from __future__ import annotations
 from tfperf.knobs import format_value
 from tfperf.results import (
     AutotuneReadout,
+    BatchShape,
+    DatasetOptions,
+    EpochSource,
     PhaseResult,
     ProfileResult,
+    RestartCost,
     StageReport,
     StageStat,
     StageUnit,
@@ -26,7 +30,10 @@ def render_summary(result: ProfileResult) -> str:
     sections = [
         _verdict(result),
         _throughput(result),
+        _restarts(result.restarts) if result.restarts is not None else "",
+        _batch_shapes(result.batch_shapes),
         _stages(result.stages) if result.stages is not None else "",
+        _limit_line(result),
         _warmup(result),
         _memory(result),
         _autotune(result.autotune) if result.autotune is not None else "",
@@ -36,6 +43,18 @@ def render_summary(result: ProfileResult) -> str:
     return "\n\n".join(section for section in sections if section)
 
 
+def _effective(name: str, value: object, options: DatasetOptions | None) -> str:
+    """A knob's value, or the one the built dataset carries when the pipeline set it itself."""
+    carried = getattr(options, name, None) if name in _OPTION_KNOBS else None
+    if value is None and carried is not None:
+        return f"{format_value(carried)} (set by the pipeline)"
+    return format_value(value)
+
+
+#: Knobs that are tf.data options, whose effective value the built dataset carries.
+_OPTION_KNOBS = frozenset({"deterministic", "private_threadpool_size"})
+
+
 def _verdict(result: ProfileResult) -> str:
     lines = [
         f"Verdict: {_HEADLINES[result.verdict]}.",
@@ -43,14 +62,86 @@ def _verdict(result: ProfileResult) -> str:
         f"(TensorBoard's scale: >= 20% highly, 5-20% moderately input-bound).",
     ]
     if result.speedup_if_input_free is not None:
-        lines.append(
-            f"  If input were free, training would run {result.speedup_if_input_free:.2f}x as "
-            "fast (the compute-only ceiling)."
-        )
+        lines.append(_ceiling(result.speedup_if_input_free))
     if result.compute_slowdown is not None:
+        lines.append(_slowdown(result.compute_slowdown))
+    return "\n".join(lines)
+
+
+#: Below this compute slowdown, the compute-only replay ran slower than the same batches end to
+#: end, past noise: the replay was disturbed, and the ceiling uses end to end's compute time.
+_DISTURBED_BELOW = 0.95
+
+
+def _slowdown(slowdown: float) -> str:
+    if slowdown < _DISTURBED_BELOW:
+        return (
+            f"  The model alone on cached batches took {1 / slowdown:.2f}x as long per example "
+            "as end to end, where it ran beside the pipeline: the compute-only phase was "
+            "disturbed (a busier "
+            "machine), so the ceiling above counts end to end's compute time instead; profile "
+            "again on a quieter machine, or with more --steps."
+        )
+    return (
+        f"  An example computes {slowdown:.2f}x as long end to end as on cached batches (above "
+        "~1.25, input work competes with training for the CPU)."
+    )
+
+
+#: Below this compute-only ceiling, input costs (next to) nothing: "1.02x as fast" reads as noise.
+_NO_GAIN_BELOW = 1.05
+
+
+def _ceiling(speedup: float) -> str:
+    if speedup < _NO_GAIN_BELOW:
+        return (
+            "  Input costs training nothing measurable: the model alone on cached batches runs "
+            f"no faster ({speedup:.2f}x the end-to-end rate); compute bounds it."
+        )
+    return (
+        f"  If input were free, training would run {speedup:.2f}x as fast (the compute-only "
+        "ceiling)."
+    )
+
+
+def _restarts(cost: RestartCost) -> str:
+    where = f" while {cost.stage} fills again" if cost.stage else ""
+    times = f"{cost.restarts} time{'s' * (cost.restarts != 1)}"
+    return (
+        f"Restarts: the finite dataset restarted {times} in the window, each costing "
+        f"{format_seconds(cost.seconds_per_restart)}{where} ({cost.window_wait_share:.0%} of the "
+        f"window's wait).\n  Wait share between restarts {cost.steady_wait_fraction:.1%}; with "
+        f"one restart per real epoch of {cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
+        f"{cost.weighted_wait_fraction:.1%}, the figure the verdict follows."
+    )
+
+
+_EPOCH = {
+    EpochSource.CARDINALITY: "the dataset's cardinality",
+    EpochSource.GIVEN: "--epoch-steps",
+    EpochSource.OBSERVED: "one pass of the profiled data; --epoch-steps gives the real one",
+}
+
+
+def _batch_shapes(shapes: list[BatchShape]) -> str:
+    if len(shapes) < 2:
+        return ""
+    listed = ", ".join(f"{shape.examples} examples x{shape.steps}" for shape in shapes[:6])
+    more = f" and {len(shapes) - 6} more" if len(shapes) > 6 else ""
+    lines = [
+        f"Batches came in {len(shapes)} shapes ({listed}{more}); compute only replays them in "
+        "the same proportions, and every rate is per example."
+    ]
+    extra = sum(
+        shape.first_compute_s - shape.typical_compute_s
+        for shape in shapes
+        if shape.typical_compute_s is not None and shape.first_compute_s > shape.typical_compute_s
+    )
+    if extra > 0:
         lines.append(
-            f"  A step computes {result.compute_slowdown:.2f}x as long end to end as on a cached "
-            "batch (above ~1.25, input work competes with training for the CPU)."
+            f"  The first step of each new shape took {format_seconds(extra)} longer in all: a "
+            "tf.function traces again for every new input shape (retracing). Pad to a few "
+            "fixed lengths, or give the step an input_signature with None dimensions."
         )
     return "\n".join(lines)
 
@@ -189,10 +280,24 @@ def _memory(result: ProfileResult) -> str:
 
 
 def _configuration(result: ProfileResult) -> str:
-    knobs = " ".join(f"{name}={format_value(value)}" for name, value in result.knobs.items())
+    knobs = " ".join(
+        f"{name}={_effective(name, value, result.dataset_options)}"
+        for name, value in result.knobs.items()
+    )
     env = result.environment
     return (
         f"Configuration: {knobs}\n"
         f"Environment: tfperf {env.tfperf_version}, TensorFlow {env.tensorflow_version or 'n/a'}, "
         f"Python {env.python_version}, {env.cpu_count} CPUs ({env.cpu_model})"
+    )
+
+
+def _limit_line(result: ProfileResult) -> str:
+    """The limit from the pipeline model (issue 12): the rate no configuration can exceed."""
+    limit = result.limit
+    if limit is None:
+        return ""
+    return (
+        f"Limit: {limit.examples_per_sec:,.0f} examples/s, bound by {limit.bound_by.value}.\n"
+        f"  {limit.explanation}"
     )

@@ -12,6 +12,7 @@ from tfperf.units import format_bytes
 def render_tune_summary(result: TuneResult, dashboard_url: str | None = None) -> str:
     sections = [
         _headline(result),
+        _limit(result),
         f"Recommendation: {result.recommendation}",
         _changes(result),
         _apply(result),
@@ -31,8 +32,9 @@ def format_measurement(measurement: Measurement) -> str:
 
 def _headline(result: TuneResult) -> str:
     lines = [f"Best: {result.best.label}: {format_measurement(result.best)}"]
-    lines.append(f"  baseline: {format_measurement(result.baseline)}")
-    if result.autotune is not None:
+    if result.best.label != result.baseline.label:  # else "Best: baseline: ..." said it
+        lines.append(f"  baseline: {format_measurement(result.baseline)}")
+    if result.autotune is not None and result.best.label != result.autotune.label:
         lines.append(f"  AUTOTUNE: {format_measurement(result.autotune)}")
     lines.append(f"  speed-up over baseline: {result.speedup_vs_baseline.describe()}")
     if result.speedup_vs_autotune is not None:
@@ -45,6 +47,32 @@ def _headline(result: TuneResult) -> str:
     others = [m for m in result.candidates if m is not result.best and m.label.startswith("trial")]
     for other in others:
         lines.append(f"  also re-measured: {other.label}: {format_measurement(other)}")
+    return "\n".join(lines)
+
+
+def _limit(result: TuneResult) -> str:
+    """The limit, how close the answer came, and the estimate predicted vs measured."""
+    limit = result.limit
+    if limit is None:
+        return ""
+    lines = [f"Limit: {limit.examples_per_sec:,.0f} examples/s, bound by {limit.bound_by.value}"]
+    if result.tuned_over_limit is not None:
+        lines[0] += f"; the recommendation reaches {result.tuned_over_limit:.0%} of it"
+    lines.append(f"  {limit.explanation}")
+    estimate = result.estimate
+    if estimate is not None:
+        measured = estimate.measured_examples_per_sec
+        shown = f"{measured:,.0f}" if measured is not None else "not measured"
+        trial = f" (trial {estimate.trial_number})" if estimate.trial_number is not None else ""
+        lines.append(
+            f"  tfperf's estimate{trial}: predicted "
+            f"{estimate.predicted_examples_per_sec:,.0f}, measured {shown} examples/s"
+        )
+    if result.fastest is not None and result.gain_over_input_only is not None:
+        lines.append(
+            f"  fastest, not recommended: {result.fastest.label} changes training for "
+            f"{result.gain_over_input_only.describe()}"
+        )
     return "\n".join(lines)
 
 

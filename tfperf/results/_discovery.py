@@ -127,6 +127,9 @@ class Discovery(JsonRecord):
     sites: tuple[CallSite, ...] = ()
     untunable: tuple[Untunable, ...] = ()
     slowest: SlowStage | None = None
+    # "FILE:LINE" where the dataset is handed over: a script's `fit` call, or the line of a
+    # plain file's `def make_dataset`; where a patch inserts what tfperf applied itself.
+    end: str | None = None
 
     def values(self) -> dict[str, int | None]:
         """The value each site has in the user's code: the baseline of a search."""
@@ -162,7 +165,11 @@ def describe_discovery(discovery: Discovery) -> list[str]:
         lines = [f"Tunable call sites ({len(discovery.sites)}), as written:"]
         for site in discovery.sites:
             value = (
-                "not given" if site.form is ArgumentForm.ABSENT else format_site_value(site.value)
+                "none (tfperf can add one)"
+                if site.calls == 0
+                else "not given"
+                if site.form is ArgumentForm.ABSENT
+                else format_site_value(site.value)
             )
             lines.append(f"  {site.name.ljust(width)}  {value}")
     if discovery.untunable:

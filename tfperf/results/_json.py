@@ -44,11 +44,13 @@ class JsonRecord:
         return json.dumps(self.to_dict(), indent=indent)
 
     def save(self, path: str | Path) -> Path:
-        """Writes the JSON to `path`, creating its folder; returns the path written."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.to_json() + "\n", encoding="utf-8")
-        return target
+        """Writes the JSON to `path` atomically, creating its folder; returns the path written.
+
+        Through `tfperf.outputs.write_text`: a path that is not a regular file is refused.
+        """
+        from tfperf.outputs import write_text
+
+        return write_text(Path(path), self.to_json() + "\n", "--json")
 
     @classmethod
     def validate(cls: type[R], data: Any) -> R:

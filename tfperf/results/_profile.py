@@ -309,6 +309,86 @@ class AutotuneReadout:
     unavailable_reason: str | None = None
 
 
+class EpochSource(str, Enum):
+    """Where the length of a real epoch came from, for weighing the cost of a restart."""
+
+    CARDINALITY = "cardinality"  # the dataset's own cardinality, in batches
+    GIVEN = "epoch-steps"  # the user said so (`--epoch-steps`)
+    OBSERVED = "observed"  # batches counted in one pass during the profile (cardinality unknown)
+
+
+@dataclasses.dataclass
+class RestartCost:
+    """What the dataset's restarts cost in the end-to-end phase, and what that is per real epoch.
+
+    A finite dataset restarts at the end of every epoch; the first step after a restart waits
+    for the pipeline to fill again (a shuffle buffer refilling, a parallel map ramping up). The
+    profile window restarts as often as its few hundred records run out, which says nothing
+    about a real epoch: the restart cost is measured apart and weighed by `epoch_steps`.
+
+    Attributes:
+        restarts: restarts measured in the end-to-end phase (after warm-up).
+        seconds_per_restart: mean wait of a first step after a restart, beyond the steady wait.
+        stage: label of the stage whose warm-up a restart repeats, e.g. `shuffle(10000)`; None
+            when no stage of the pipeline explains it.
+        stage_kind: that stage's kind, for the advice.
+        steady_wait_s_per_step: mean wait of the other measured steps.
+        steady_wait_fraction: wait share of step time without the restart steps.
+        weighted_wait_fraction: wait share with one restart per `epoch_steps` steps: the figure
+            the verdict follows.
+        window_wait_share: share of the window's measured wait that fell on restart steps.
+        epoch_steps: steps (batches) in one real epoch.
+        epoch_source: where `epoch_steps` came from.
+        weighted_examples_per_sec: end-to-end examples/s with the restart weighed by the epoch.
+    """
+
+    restarts: int
+    seconds_per_restart: float
+    stage: str | None
+    stage_kind: StageKind | None
+    steady_wait_s_per_step: float
+    steady_wait_fraction: float
+    weighted_wait_fraction: float
+    window_wait_share: float
+    epoch_steps: int
+    epoch_source: EpochSource
+    weighted_examples_per_sec: float
+
+
+@dataclasses.dataclass
+class BatchShape:
+    """One shape the end-to-end phase's batches came in, and how the train step met it.
+
+    Attributes:
+        shape: the shapes of the batch's tensors, e.g. `(32, 17), (32,)`.
+        steps: end-to-end steps whose batch had this shape.
+        examples: examples in one such batch.
+        first_compute_s: compute time of the first step with this shape: a `tf.function`
+            traces once per new shape, so this includes any retracing.
+        typical_compute_s: median compute time of the later steps with this shape; None when
+            the shape came once.
+    """
+
+    shape: str
+    steps: int
+    examples: int
+    first_compute_s: float
+    typical_compute_s: float | None
+
+
+@dataclasses.dataclass
+class DatasetOptions:
+    """The tf.data options the built dataset carries, whoever set them (tfperf or the pipeline).
+
+    `None` means the option was left unset, i.e. tf.data's default (deterministic: True;
+    private threadpool: the shared pool; autotune: on).
+    """
+
+    deterministic: bool | None
+    private_threadpool_size: int | None
+    autotune: bool | None
+
+
 @dataclasses.dataclass
 class ProfileResult(JsonRecord):
     """Everything one profile measured. Save with `save`, read back with `ProfileResult.load`.
@@ -346,6 +426,12 @@ class ProfileResult(JsonRecord):
     autotune: AutotuneReadout | None = None
     # The best this pipeline can do on this machine, from the pipeline model.
     limit: Limit | None = None
+    # What restarts of a finite dataset cost, weighed by a real epoch; None when none happened.
+    restarts: RestartCost | None = None
+    # The shapes the end-to-end batches came in (the compute-only phase replays them so).
+    batch_shapes: list[BatchShape] = dataclasses.field(default_factory=list)
+    # The options the built dataset carries (None when not read, e.g. `tfperf.profile`).
+    dataset_options: DatasetOptions | None = None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""

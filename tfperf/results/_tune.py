@@ -154,7 +154,7 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
 #: arrives: a recommendation that changes them needs an accuracy check before adoption.
 TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
 
-REFERENCE_LABELS = ("baseline", "autotune")
+REFERENCE_LABELS = ("baseline", "autotune", "estimate")
 
 
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
@@ -175,18 +175,85 @@ def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
     return knobs + training_sites(baseline.knobs.get("sites") or {}, best.knobs.get("sites") or {})
 
 
-def recommend(best: Measurement, vs_baseline: Speedup, changes: list[str]) -> str:
-    """One sentence a person can act on: which configuration to use, and what to check."""
+@dataclasses.dataclass(frozen=True)
+class InputOnlyChoice:
+    """The recommendation under the input-only rule, with the figures the result reports.
+
+    `best` is the recommended measurement; `input_only` the best that leaves training as
+    written; `fastest` the faster training-changing one that was not recommended (None when
+    `best` is the fastest); `gain` the training-changing one over `input_only` (None when the
+    fastest leaves training as written).
+    """
+
+    best: Measurement
+    input_only: Measurement
+    fastest: Measurement | None
+    gain: Speedup | None
+
+
+def input_only_choice(measured: list[Measurement], baseline: Measurement) -> InputOnlyChoice:
+    """Picks the best that leaves training as written unless a change to training beats it.
+
+    A configuration that changes training (`training_changes`) is recommended only when its
+    gain over the best input-only one is beyond the noise of both (`speedup(...).significant`).
+
+    Example:
+        >>> base = Measurement("baseline", 0, {"batch_size": 32}, [100.0, 100.0], 0, None)
+        >>> bigger = Measurement("trial 4", 4, {"batch_size": 64}, [104.0, 110.0], 0, None)
+        >>> choice = input_only_choice([base, bigger], base)
+        >>> choice.best.label, choice.fastest.label, choice.gain.significant
+        ('baseline', 'trial 4', False)
+    """
+    fastest = max(measured, key=lambda m: m.median)
+    keeping = [m for m in measured if not training_changes(m, baseline)]
+    input_only = max(keeping, key=lambda m: m.median) if keeping else baseline
+    if fastest is input_only:
+        return InputOnlyChoice(fastest, input_only, None, None)
+    gain = speedup(fastest, input_only)
+    if gain.significant and gain.ratio > 1:
+        return InputOnlyChoice(fastest, input_only, None, gain)
+    return InputOnlyChoice(input_only, input_only, fastest, gain)
+
+
+def recommend(
+    best: Measurement,
+    vs_baseline: Speedup,
+    changes: list[str],
+    input_only: Measurement | None = None,
+    gain: Speedup | None = None,
+) -> str:
+    """One sentence a person can act on: which configuration to use, and what to check.
+
+    With `input_only` and `gain` (the input-only rule's figures), a recommendation that
+    changes training also names the best configuration that leaves training as written.
+    """
     if best.label == "baseline" or not vs_baseline.significant:
         return (
             "Keep your baseline: no configuration beat it by more than the measured noise "
             f"(±{vs_baseline.spread:.0%})."
         )
-    name = "the AUTOTUNE configuration" if best.label == "autotune" else f"{best.label}'s knobs"
-    text = f"Use {name}: {vs_baseline.describe()} your baseline's examples/s."
+    text = f"Use {_name(best)}: {vs_baseline.describe()} your baseline's examples/s."
     if changes:
         text += (
             f" It changes {', '.join(changes)}, which alters training, not only speed: "
             "check accuracy before adopting it."
         )
+        if input_only is not None and gain is not None and input_only is not best:
+            text += (
+                f" Leaving training as written, {_name(input_only)} is the best: the change "
+                f"to training gains {gain.describe()} over it."
+            )
+    elif gain is not None and not gain.significant:
+        text += (
+            " A configuration that changes training ran faster, but within the noise "
+            f"({gain.describe()}), so it is not recommended."
+        )
     return text
+
+
+def _name(measurement: Measurement) -> str:
+    if measurement.label == "autotune":
+        return "the AUTOTUNE configuration"
+    if measurement.label == "estimate":
+        return "tfperf's estimate"
+    return f"{measurement.label}'s knobs"

@@ -35,6 +35,7 @@ __all__ = [
     "call_span",
     "call_text",
     "callee",
+    "calls_on_line",
     "classify",
     "library_path",
     "name_line",
@@ -101,6 +102,11 @@ def call_ordinal(
     if len(ends) < 2 or (end_line, end_col) not in ends:
         return None
     return ends.index((end_line, end_col)) + 1
+
+
+def calls_on_line(filename: str, method: str, line: int) -> int:
+    """How many `method(...)` calls are named on `line` of the file, from its syntax tree."""
+    return len(_call_ends(filename, _mtime(filename)).get((line, method), []))
 
 
 def callee(call: ast.Call) -> str | None:

@@ -31,8 +31,9 @@ from pathlib import Path
 from tfperf.knobs import AUTOTUNE, format_site_value
 from tfperf.results import ArgumentForm, CallSite
 from tfperf.sites._callers import callee, name_line
+from tfperf.sites._insert import NOTHING_ADDED, Additions, Anchor, insert_edits
 
-__all__ = ["Change", "ManualEdit", "Patch", "changes_between", "make_patch"]
+__all__ = ["Change", "ManualEdit", "Patch", "changes_between", "inserted_prefetch", "make_patch"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +44,11 @@ class Change:
     value: int | None
 
     def describe(self) -> str:
+        if self.site.calls == 0:
+            return (
+                f"{self.site.name}: prefetch({_shown(self.value)}) added after the interleave "
+                f"at {self.site.where}"
+            )
         old = "not given" if self.site.form is ArgumentForm.ABSENT else _shown(self.site.value)
         return f"{self.site.name}: {old} -> {_shown(self.value)}"
 
@@ -65,14 +71,26 @@ class Patch:
     diff: str
     written: tuple[Change, ...]
     manual: tuple[ManualEdit, ...]
+    # The code tfperf applied itself (options, precision, an added prefetch): inserted in the
+    # diff, or, when it cannot be placed, one sentence saying what to add and where.
+    added: Additions = NOTHING_ADDED
+    manual_additions: tuple[str, ...] = ()
+    # Each file the diff changes (relative to the root) and its new content.
+    files: tuple[tuple[str, bytes], ...] = ()
 
     def describe(self) -> list[str]:
-        """Lines for a terminal: each change, then what to edit by hand."""
+        """Lines for a terminal: each change, what is inserted, then what to edit by hand."""
         lines = [f"  {change.describe()}" for change in self.written]
-        if self.manual:
-            lines.append("Change by hand (tfperf rewrites only literal values):")
+        lines += [f"  added: {line}" for line in self.added.describe()]
+        if self.manual or self.manual_additions:
+            lines.append("Change by hand (tfperf could not write these safely):")
             lines.extend(f"  {edit.describe()}" for edit in self.manual)
+            lines.extend(f"  {text}" for text in self.manual_additions)
         return lines
+
+    def manual_sentences(self) -> list[str]:
+        """Every edit left to do by hand, each a complete sentence."""
+        return [edit.describe() for edit in self.manual] + list(self.manual_additions)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,17 +108,42 @@ def changes_between(sites: Iterable[CallSite], chosen: Mapping[str, int | None])
     """
     changes = []
     for site in sites:
-        if site.name not in chosen:
-            continue
+        if site.name not in chosen or (site.calls == 0 and site.col is None):
+            continue  # the prefetch added where the dataset is handed over: `inserted_prefetch`
         value = chosen[site.name]
+        if site.calls == 0:  # a structure edit: written when it adds the call
+            if value is not None and value != 0:
+                changes.append(Change(site, value))
+            continue
         unchanged = value is None if site.form is ArgumentForm.ABSENT else value == site.value
         if not unchanged:
             changes.append(Change(site, value))
     return changes
 
 
-def make_patch(root: Path, changes: Sequence[Change]) -> Patch:
+def inserted_prefetch(sites: Iterable[CallSite], chosen: Mapping[str, int | None]) -> int | None:
+    """The buffer of the `prefetch` tfperf added at the end of the pipeline, None for none.
+
+    That site has no columns; one with columns is a prefetch added after a call (an edit).
+    """
+    for site in sites:
+        if site.calls == 0 and site.method == "prefetch" and site.col is None:
+            value = chosen.get(site.name)
+            if value is not None and value != 0:
+                return value
+    return None
+
+
+def make_patch(
+    root: Path,
+    changes: Sequence[Change],
+    anchor: Anchor | None = None,
+    additions: Additions = NOTHING_ADDED,
+) -> Patch:
     """Rewrites `changes` in the files under `root` (read, never written) and diffs them.
+
+    `additions` (what tfperf applied itself) are inserted where the dataset is handed over,
+    `anchor`; without one they are left to do by hand.
 
     Returns:
         A `Patch`: `diff` is "" when no change could be written.
@@ -108,26 +151,70 @@ def make_patch(root: Path, changes: Sequence[Change]) -> Patch:
     diffs: list[str] = []
     written: list[Change] = []
     manual: list[ManualEdit] = []
-    for file in sorted({change.site.file for change in changes}):
+    contents: list[tuple[str, bytes]] = []
+    files = {change.site.file for change in changes}
+    if additions and anchor is not None:
+        files.add(anchor.file)
+    added, by_hand_added = (
+        Additions(),
+        []
+        if anchor is not None or not additions
+        else [_add_by_hand(additions, "tfperf does not know where the dataset is handed over")],
+    )
+    for file in sorted(files):
         in_file = [change for change in changes if change.site.file == file]
-        diff, done, by_hand = _patch_file(root, file, in_file)
+        here = additions if anchor is not None and anchor.file == file else Additions()
+        diff, done, by_hand, problem, new = _patch_file(root, file, in_file, anchor, here)
         diffs.append(diff)
+        if diff:
+            contents.append((file, new))
         written.extend(done)
         manual.extend(by_hand)
-    return Patch("".join(diffs), tuple(written), tuple(manual))
+        if problem is not None:
+            by_hand_added.append(_add_by_hand(here, problem))
+        elif here:
+            added = here
+    return Patch(
+        "".join(diffs),
+        tuple(written),
+        tuple(manual),
+        added,
+        tuple(by_hand_added),
+        tuple(contents),
+    )
+
+
+def _add_by_hand(additions: Additions, reason: str) -> str:
+    code = "; ".join(additions.describe())
+    return (
+        f"Add by hand where your dataset is handed to fit (or returned by make_dataset) and "
+        f"before the model is built ({reason}): {code}."
+    )
 
 
 def _patch_file(
-    root: Path, file: str, changes: list[Change]
-) -> tuple[str, list[Change], list[ManualEdit]]:
+    root: Path,
+    file: str,
+    changes: list[Change],
+    anchor: Anchor | None = None,
+    additions: Additions = NOTHING_ADDED,
+) -> tuple[str, list[Change], list[ManualEdit], str | None, bytes]:
     try:
         data = (root / file).read_bytes()
         tree = ast.parse(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError) as error:
         reason = f"tfperf cannot read {file} now ({type(error).__name__}: {error})"
-        return "", [], [ManualEdit(change, _by_hand(change, reason)) for change in changes]
+        refused = [ManualEdit(change, _by_hand(change, reason)) for change in changes]
+        return "", [], refused, reason if additions else None, b""
     source = _Source(data, tree)
     edits: list[_Edit] = []
+    problem = None
+    if additions and anchor is not None:
+        inserted = insert_edits(data.decode("utf-8"), anchor, additions)
+        if isinstance(inserted, str):
+            problem = inserted
+        else:
+            edits += [_Edit(at, at, e.text) for e in inserted for at in [source.at(e.line, e.col)]]
     written: list[Change] = []
     manual: list[ManualEdit] = []
     for change in changes:
@@ -138,7 +225,8 @@ def _patch_file(
             edits.append(edit)
             written.append(change)
     new = _apply(data, edits)
-    return _unified(file, data.decode("utf-8"), new.decode("utf-8")), written, manual
+    diff = _unified(file, data.decode("utf-8"), new.decode("utf-8"))
+    return diff, written, manual, problem, new
 
 
 class _Source:
@@ -153,12 +241,15 @@ class _Source:
     def edit(self, change: Change) -> _Edit | str:
         """The edit for one change, or why it cannot be made safely."""
         site = change.site
-        call = self._find(site)
+        call = self._find(site, "interleave" if site.calls == 0 else site.method)
         if isinstance(call, str):
             return call
         text = self._value_text(change.value)
         if text is None:
             return "the file imports no tensorflow to spell AUTOTUNE with"
+        if site.calls == 0:  # append the call tfperf added after this one
+            at = self._end(call)
+            return _Edit(at, at, f".{site.method}({text})")
         if site.form is ArgumentForm.ABSENT:
             return self._insert(call, site.argument, text)
         target = _argument_node(call, site)
@@ -169,8 +260,8 @@ class _Source:
             )
         return self._replace(target, site, text)
 
-    def _find(self, site: CallSite) -> ast.Call | str:
-        named = [call for call in self.calls if callee(call) == site.method]
+    def _find(self, site: CallSite, method: str) -> ast.Call | str:
+        named = [call for call in self.calls if callee(call) == method]
         if site.end_line is not None and site.end_col is not None:
             found = [
                 c
@@ -183,11 +274,11 @@ class _Source:
             return found[0]
         if not found:
             return (
-                f"no `{site.method}(...)` call is where tfperf found it (the file changed "
+                f"no `{method}(...)` call is where tfperf found it (the file changed "
                 "since): run tfperf again"
             )
         return (
-            f"line {site.line} holds {len(found)} `{site.method}(...)` calls and tfperf cannot "
+            f"line {site.line} holds {len(found)} `{method}(...)` calls and tfperf cannot "
             "tell them apart"
         )
 
@@ -216,6 +307,10 @@ class _Source:
         if value == AUTOTUNE:
             return self.autotune
         return str(value)
+
+    def at(self, line: int, col: int) -> int:
+        """The byte offset of (line, col)."""
+        return self._offset(line, col)
 
     def _offset(self, line: int, col: int) -> int:
         return self.starts[line - 1] + col

@@ -2,7 +2,8 @@
 
 `recording(root, overrides)` wraps tf.data's public entry points for the duration of a block:
 `Dataset.map`, `interleave`, `batch`, `padded_batch`, `shuffle`, `prefetch`, and the readers
-`TFRecordDataset`, `TextLineDataset`, `FixedLengthRecordDataset` (their `num_parallel_reads`).
+`TFRecordDataset`, `TextLineDataset`, `FixedLengthRecordDataset` (their `num_parallel_reads`),
+in `tf.data` and in `tf.compat.v1.data` alike.
 Each call is traced to the frame that made it:
 
 - a frame in the user's files (the pipeline's folder, not site-packages) is a *call site*:
@@ -27,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import inspect
 import logging
@@ -40,8 +40,8 @@ from typing import Any
 
 from tfperf import _tf
 from tfperf.errors import KnobError
-from tfperf.knobs import TUNABLE, SiteName, format_site_value
-from tfperf.results import ArgumentForm, CallSite, Discovery, Untunable
+from tfperf.knobs import AUTOTUNE, TUNABLE
+from tfperf.results import CallSite, Discovery, Untunable
 from tfperf.sites._callers import (
     Caller,
     argument_form,
@@ -49,66 +49,28 @@ from tfperf.sites._callers import (
     call_ordinal,
     call_span,
     call_text,
+    calls_on_line,
     classify,
     library_path,
     plain_value,
     single_file,
     user_line,
 )
+from tfperf.sites._seen import (
+    Place,
+    Run,
+    Seen,
+    inserted_site,
+    seen_order,
+    seen_text,
+    site_of,
+    varies,
+)
+from tfperf.sites._structure import AfterInterleave, added_prefetch, feeds_a_map
 
 __all__ = ["Recorder", "recording"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Place:
-    """Where in the user's files a call was made; columns None when only the line is known.
-
-    `nth` tells apart calls of one method on one line (1, 2, ... in the order they end),
-    None when the line holds one.
-    """
-
-    file: str
-    line: int
-    col: int | None = None
-    end_line: int | None = None
-    end_col: int | None = None
-    nth: int | None = None
-
-    def name(self, method: str, argument: str) -> str:
-        return str(SiteName(method, self.file, self.line, self.nth, argument))
-
-
-@dataclasses.dataclass(eq=False)
-class _Run:
-    """One run of a recorded call: what it returned, and the recorded calls it ran inside.
-
-    A call made while tf.data traces an `interleave` function runs inside that interleave:
-    it feeds the measured dataset when the interleave does, though no input of it leads there.
-    """
-
-    parents: tuple[_Run, ...]
-    results: list[Any] = dataclasses.field(default_factory=list)
-
-    def feeds(self, chain: set[int]) -> bool:
-        return any(id(result) in chain for result in self.results) or any(
-            parent.feeds(chain) for parent in self.parents
-        )
-
-
-@dataclasses.dataclass
-class _Seen:
-    """One argument of one call site, over every time the call ran."""
-
-    place: _Place
-    method: str
-    argument: str
-    form: ArgumentForm
-    index: int | None
-    values: list[int | None]
-    problem: str | None
-    runs: list[_Run]
 
 
 class Recorder:
@@ -117,10 +79,15 @@ class Recorder:
     def __init__(self, root: Path, overrides: Mapping[str, int | None]) -> None:
         self.root = root.resolve()
         self.overrides = dict(overrides)
-        self._seen: dict[tuple[_Place, str, str], _Seen] = {}
-        self._untunable: dict[tuple[str, str], tuple[Untunable, list[_Run]]] = {}
+        self._seen: dict[tuple[Place, str, str], Seen] = {}
+        self._untunable: dict[tuple[str, str], tuple[Untunable, list[Run]]] = {}
         self._used: set[str] = set()
-        self._running: list[_Run] = []
+        self._running: list[Run] = []
+        self._end: Place | None = None  # where the dataset is handed over
+        self._inserted: CallSite | None = None  # the prefetch tfperf may add there
+        self._interleaves: dict[Place, AfterInterleave] = {}
+        self._pending: dict[int, AfterInterleave] = {}  # id of a run -> its interleave
+        self._structure: list[CallSite] = []  # the structure edits found for this dataset
 
     def discovery(self, dataset: Any = None) -> Discovery:
         """The sites (named, in file order) and the untunable calls of this build.
@@ -131,27 +98,58 @@ class Recorder:
         """
         chain = _chain_ids(dataset) if dataset is not None else None
 
-        def kept(runs: list[_Run]) -> bool:
+        def kept(runs: list[Run]) -> bool:
             return chain is None or any(run.feeds(chain) for run in runs)
 
         sites, untunable = [], [item for item, runs in self._untunable.values() if kept(runs)]
-        for seen in sorted(self._seen.values(), key=_order):
+        for seen in sorted(self._seen.values(), key=seen_order):
             if not kept(seen.runs):
                 continue
             name = seen.place.name(seen.method, seen.argument)
-            reason = seen.problem or _varies(seen.values)
+            reason = seen.problem or varies(seen.values)
             if reason:
                 where = f"{seen.place.file}:{seen.place.line}"
-                untunable.append(Untunable(_seen_text(seen), where, None, reason))
+                untunable.append(Untunable(seen_text(seen), where, None, reason))
             else:
-                sites.append(_site(name, seen))
-        return Discovery(sites=tuple(sites), untunable=tuple(untunable))
+                sites.append(site_of(name, seen))
+        sites.extend(self._structure)
+        if self._inserted is not None:
+            sites.append(self._inserted)
+        end = f"{self._end.file}:{self._end.line}" if self._end is not None else None
+        return Discovery(sites=tuple(sites), untunable=tuple(untunable), end=end)
+
+    def finish(self, dataset: Any, filename: str, line: int) -> Any:
+        """The dataset handed over at `filename:line` (a script's `fit` call, a plain file's
+        `def make_dataset`), with the prefetch tfperf may add at the end of the pipeline.
+
+        When the pipeline is built in the user's files and does not end with a `prefetch`,
+        a site for one is recorded there (`prefetch@FILE:LINE.buffer_size`, written value 0:
+        none, `calls` 0: the code has no such call), and an override for it is applied.
+        """
+        if classify(filename, self.root) is not Caller.USER:
+            return dataset
+        place = Place(self._relative(filename), line)
+        self._end = place
+        built = list(_tf.walk_inputs(dataset))
+        self._structure = [c.site() for c in self._interleaves.values() if feeds_a_map(c, built)]
+        chain = {id(each) for each in built}
+        built_here = any(any(run.feeds(chain) for run in seen.runs) for seen in self._seen.values())
+        if not built_here or _ends_with_prefetch(dataset):
+            return dataset
+        name = place.name("prefetch", "buffer_size")
+        self._inserted = inserted_site(name, place)
+        if name in self.overrides:
+            self._used.add(name)
+            value = self.overrides[name]
+            if value is not None and (value > 0 or value == AUTOTUNE):
+                return dataset.prefetch(value)
+        return dataset
 
     def sites_of(self, dataset: Any) -> tuple[str, ...]:
         """The names of the sites whose call returned `dataset` (a stage of the chain)."""
         return tuple(
             seen.place.name(seen.method, seen.argument)
-            for seen in sorted(self._seen.values(), key=_order)
+            for seen in sorted(self._seen.values(), key=seen_order)
             if any(any(result is dataset for result in run.results) for run in seen.runs)
         )
 
@@ -174,7 +172,7 @@ class Recorder:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         caller: types.FrameType,
-    ) -> tuple[tuple[Any, ...], dict[str, Any], _Run | None]:
+    ) -> tuple[tuple[Any, ...], dict[str, Any], Run | None]:
         """Records one tf.data call: its arguments with any override applied, and its run.
 
         The run is None when the call is not recorded (tf.data's own, or nothing tunable).
@@ -186,17 +184,49 @@ class Recorder:
         arguments = [a for m, a in TUNABLE if m == method and self._worth(method, a, bound)]
         if not arguments:
             return args, kwargs, None
-        run = _Run(tuple(self._running))
+        run = Run(tuple(self._running))
         place = self._locate(caller, method, lambda: call_text(method, arguments, bound), run)
         if place is None:
             return args, kwargs, run
         for argument in arguments:
             self._record(place, method, argument, signature, bound, kwargs, run)
             self._apply(place, method, argument, bound)
+        if method == "interleave":
+            self._after_interleave(caller.f_code.co_filename, place, run)
         return bound.args, bound.kwargs, run
 
+    def after_call(self, run: Run, result: Any) -> Any:
+        """What the call of `run` hands on: `result`, or the prefetch an override adds after
+        an interleave (see `tfperf.sites._structure`)."""
+        candidate = self._pending.pop(id(run), None)
+        if candidate is None:
+            return result
+        candidate.outputs.append(result)
+        if candidate.name not in self.overrides:
+            return result
+        self._used.add(candidate.name)
+        added = added_prefetch(result, self.overrides[candidate.name])
+        if added is None:
+            return result
+        candidate.added.append(added)
+        run.results.append(result)
+        return added
+
+    def _after_interleave(self, filename: str, place: Place, run: Run) -> None:
+        if place.col is None or place.end_line is None or place.end_col is None:
+            return  # in a traced function: no columns to append a call at
+        if calls_on_line(filename, "prefetch", place.line):
+            return  # the line's own prefetch has the name a candidate would take
+        candidate = self._interleaves.get(place)
+        if candidate is None:
+            candidate = AfterInterleave(
+                place.file, place.line, place.col, place.end_line, place.end_col, place.nth
+            )
+            self._interleaves[place] = candidate
+        self._pending[id(run)] = candidate
+
     @contextlib.contextmanager
-    def running(self, run: _Run) -> Iterator[None]:
+    def running(self, run: Run) -> Iterator[None]:
         """Marks `run` as in progress, so calls made inside it (a traced function) know it."""
         self._running.append(run)
         try:
@@ -214,20 +244,20 @@ class Recorder:
 
     def _record(
         self,
-        place: _Place,
+        place: Place,
         method: str,
         argument: str,
         signature: inspect.Signature,
         bound: inspect.BoundArguments,
         kwargs: dict[str, Any],
-        run: _Run,
+        run: Run,
     ) -> None:
         form, index = argument_form(argument, signature, bound, kwargs)
         value, problem = plain_value(bound.arguments.get(argument), argument)
         key = (place, method, argument)
         seen = self._seen.get(key)
         if seen is None:
-            self._seen[key] = _Seen(place, method, argument, form, index, [value], problem, [run])
+            self._seen[key] = Seen(place, method, argument, form, index, [value], problem, [run])
             return
         seen.runs.append(run)
         if value not in seen.values:
@@ -235,7 +265,7 @@ class Recorder:
         seen.problem = seen.problem or problem
 
     def _apply(
-        self, place: _Place, method: str, argument: str, bound: inspect.BoundArguments
+        self, place: Place, method: str, argument: str, bound: inspect.BoundArguments
     ) -> None:
         name = place.name(method, argument)
         if name in self.overrides:
@@ -245,14 +275,14 @@ class Recorder:
                 bound.arguments[argument] = value
 
     def _locate(
-        self, caller: types.FrameType, method: str, call: Callable[[], str], run: _Run
-    ) -> _Place | None:
+        self, caller: types.FrameType, method: str, call: Callable[[], str], run: Run
+    ) -> Place | None:
         filename = caller.f_code.co_filename
         who = classify(filename, self.root)
         if who is Caller.USER:
             line, end_line, col, end_col = call_span(caller)
             nth = call_ordinal(filename, method, line, end_line, end_col)
-            return _Place(self._relative(filename), line, col, end_line, end_col, nth)
+            return Place(self._relative(filename), line, col, end_line, end_col, nth)
         if who is Caller.AUTOGRAPH:
             return self._autograph_place(call, run)
         reached = user_line(caller, self.root) if who is Caller.LIBRARY else None
@@ -264,7 +294,7 @@ class Recorder:
     def _relative(self, filename: str) -> str:
         return Path(os.path.realpath(filename)).relative_to(self.root).as_posix()
 
-    def _autograph_place(self, call: Callable[[], str], run: _Run) -> _Place | None:
+    def _autograph_place(self, call: Callable[[], str], run: Run) -> Place | None:
         """The user's line of a call made inside a function AutoGraph converted (no columns)."""
         try:
             origin = autograph_origin()
@@ -280,12 +310,12 @@ class Recorder:
             return None
         filename, line = origin
         if classify(filename, self.root) is Caller.USER:
-            return _Place(self._relative(filename), line)
+            return Place(self._relative(filename), line)
         self._library_call(call(), filename, line, None, run)
         return None
 
     def _library_call(
-        self, call: str, filename: str, line: int | None, reached_from: str | None, run: _Run
+        self, call: str, filename: str, line: int | None, reached_from: str | None, run: Run
     ) -> None:
         library = library_path(filename)
         where = library + (f":{line}" if line else "")
@@ -295,7 +325,7 @@ class Recorder:
         )
         self._remember(Untunable(call, where, reached_from, reason), run)
 
-    def _remember(self, item: Untunable, run: _Run) -> None:
+    def _remember(self, item: Untunable, run: Run) -> None:
         self._untunable.setdefault((item.call, item.where), (item, []))[1].append(run)
 
 
@@ -308,7 +338,8 @@ def recording(root: Path, overrides: Mapping[str, int | None] | None = None) -> 
         overrides: site name -> value to pass instead of the one written.
     """
     recorder = Recorder(root, overrides or {})
-    with _tf.intercept(functools.partial(_wrapper, recorder)):
+    wrap = functools.partial(_wrapper, recorder)
+    with _tf.intercept(wrap), _tf.intercept_v1(wrap):
         yield recorder
 
 
@@ -324,49 +355,26 @@ def _wrapper(
         if run is None:
             return original(*args, **kwargs)
         with recorder.running(run):
-            result = original(*args, **kwargs)
-        run.results.append(args[0] if result is None else result)  # __init__ returns None
+            result = recorder.after_call(run, original(*args, **kwargs))
+        made = args[0] if result is None else result  # a reader's __init__ returns None
+        # A tf.compat.v1 call returns an adapter; the chain holds it, or the dataset inside.
+        run.results.extend({id(each): each for each in (made, _tf.unwrap_v1(made))}.values())
         return result
 
     return wrapper
 
 
-def _site(name: str, seen: _Seen) -> CallSite:
-    place = seen.place
-    return CallSite(
-        name=name,
-        file=place.file,
-        line=place.line,
-        col=place.col,
-        end_line=place.end_line,
-        end_col=place.end_col,
-        method=seen.method,
-        argument=seen.argument,
-        form=seen.form,
-        index=seen.index,
-        value=seen.values[0],
-        calls=len(seen.runs),
-    )
+def _ends_with_prefetch(dataset: Any) -> bool:
+    """Whether the last stage of `dataset` (below tf.data's own options wrappers) prefetches."""
+    current = dataset
+    while _tf.added_by_tf_data(current):
+        below = _tf.inputs(current)
+        if len(below) != 1:
+            break
+        current = below[0]
+    return _tf.method_of(current).name == "prefetch"
 
 
 def _chain_ids(dataset: Any) -> set[int]:
     """The ids of `dataset` and of every dataset it reads from."""
     return {id(current) for current in _tf.walk_inputs(dataset)}
-
-
-def _varies(values: list[int | None]) -> str | None:
-    if len(values) < 2:
-        return None
-    shown = ", ".join(format_site_value(value) for value in values)
-    return f"takes different values on different calls ({shown}); tfperf tunes one value per call"
-
-
-def _seen_text(seen: _Seen) -> str:
-    return f"{seen.method}({seen.argument}=...)"
-
-
-def _order(seen: _Seen) -> tuple[str, int, int, int, str]:
-    """File, line, then where the call ends: `ds.shuffle(9).batch(4)` lists shuffle first."""
-    place = seen.place
-    end_line = place.end_line if place.end_line is not None else place.line
-    return place.file, place.line, end_line, place.end_col or -1, seen.argument

@@ -23,6 +23,8 @@ from tfperf.study._cluster import (
 )
 from tfperf.study._ledger import (
     DONE,
+    ESTIMATE_REF,
+    GUIDE_ATTR,
     Claim,
     Done,
     Ledger,
@@ -36,6 +38,7 @@ from tfperf.study._records import DUPLICATE_ROLE, LOCK_ROLE, TrialRecord, TrialR
 from tfperf.study._storage import (
     StorageError,
     default_storage_url,
+    explain_storage_failure,
     mask_url,
     open_storage,
 )
@@ -76,6 +79,8 @@ __all__ = [
     "DISCOVERY_ATTR",
     "DONE",
     "DUPLICATE_ROLE",
+    "ESTIMATE_REF",
+    "GUIDE_ATTR",
     "LOCK_ROLE",
     "OBJECTIVE_ATTR",
     "PIPELINE_ATTR",
@@ -102,6 +107,7 @@ __all__ = [
     "directions",
     "duplicate_reference",
     "enqueue_references",
+    "explain_storage_failure",
     "feasible_complete",
     "finished_count",
     "hardware_groups",

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DONE",
+    "ESTIMATE_REF",
+    "GUIDE_ATTR",
     "Claim",
     "Done",
     "Ledger",
@@ -65,6 +67,13 @@ __all__ = [
     "open_study",
     "quiet_optuna",
 ]
+
+
+#: The third reference: the configuration the pipeline model predicts best, queued once the
+#: baseline's stage analysis is known (after the baseline and everything-AUTOTUNE).
+ESTIMATE_REF = "estimate"
+#: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
+GUIDE_ATTR = "tfperf_guide"
 
 
 class Wait(str, Enum):
@@ -247,6 +256,38 @@ class Ledger:
             return True
         self.study._storage.set_trial_state_values(trial._trial_id, state.WAITING)
         return False
+
+    def enqueue_reference(self, label: str, knobs: Knobs, guide: Mapping[str, Any]) -> bool:
+        """Queues one more reference trial (and stores the guide it came from), once per study.
+
+        Returns:
+            False when the study already holds a trial with this reference label.
+        """
+        if any(TrialRecord.from_trial(t).reference == label for t in self.trials()):
+            return False
+        self.study.set_user_attr(GUIDE_ATTR, dict(guide))
+        record = TrialRecord(knobs=knobs, reference=label)
+        self.study.enqueue_trial({}, user_attrs=record.to_user_attrs())
+        return True
+
+    def guide(self) -> dict[str, Any] | None:
+        """The guide stored with the estimate, or None before the baseline was analysed."""
+        stored = self.study.user_attrs.get(GUIDE_ATTR)
+        return dict(stored) if isinstance(stored, Mapping) else None
+
+    def reject(self, claim: Claim, knobs: Knobs, reason: str) -> None:
+        """Ends a claimed trial unrun: its knobs are a configuration tf.data refuses.
+
+        Recorded as pruned with the reason, so the sampler learns to avoid the region and no
+        measurement is spent on it.
+        """
+        import optuna
+
+        record = TrialRecord(
+            knobs=knobs, status=TrialStatus.PRUNED, reason=reason, worker=self.worker
+        )
+        write_attrs(claim.trial, record)
+        self.study.tell(claim.trial, state=optuna.trial.TrialState.PRUNED)
 
     @contextlib.contextmanager
     def keep_alive(self, claim: Claim) -> Iterator[None]:

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import logging
 import os
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StorageError",
     "default_storage_url",
+    "explain_storage_failure",
     "mask_url",
     "open_storage",
     "study_name_for",
@@ -342,7 +344,19 @@ def _open_journal(url: str) -> optuna.storages.BaseStorage:
         raise StorageError(
             f"Storage {shown}: {path!r} is not writable by this user. Choose a folder you own."
         ) from None
-    except (OSError, ValueError) as error:
+    except OSError as error:
+        if error.errno == errno.EROFS:
+            raise StorageError(
+                f"Storage {shown}: {path!r} is on a read-only file system, and the journal must "
+                "be written. Point the URL at a writable folder."
+            ) from None
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StorageError(_damaged_or_full(shown, path, "disk is full")) from None
+        raise StorageError(
+            f"Storage {shown}: cannot use {path!r} as an Optuna journal "
+            f"({type(error).__name__}: {error}). Is it another kind of file?"
+        ) from None
+    except ValueError as error:
         raise StorageError(
             f"Storage {shown}: cannot use {path!r} as an Optuna journal "
             f"({type(error).__name__}: {error}). Is it another kind of file?"
@@ -406,6 +420,8 @@ def _sqlite_message(shown: str, parsed: URL, detail: str) -> str:
             f"Storage {shown}: {parsed.database!r} is not an SQLite database ({detail}). "
             "Point the URL at a new file or at a study file tfperf wrote."
         )
+    if "malformed" in lowered or "disk is full" in lowered:
+        return _damaged_or_full(shown, str(parsed.database), detail)
     if "locked" in lowered:
         return (
             f"Storage {shown}: the SQLite file stayed locked for {SQLITE_LOCK_TIMEOUT_S} s "
@@ -468,3 +484,92 @@ def _unknown_form_message(url: str, parsed: URL | None) -> str:
     elif url.partition("://")[2].count("@") > 1:
         hint = " Percent-encode an '@' in the user name or password as %40."
     return f"Storage URL {shown!r} is not a form tfperf can open.{hint} Accepted: {_ACCEPTED}."
+
+
+def explain_storage_failure(url: str, error: BaseException) -> StorageError | None:
+    """A message for a storage failure in the middle of a study; None if `error` is not one.
+
+    The study's data survives these (SQLite and the journal write atomically), so the message
+    says what the user can do: free space, or recover a damaged file.
+
+    Example:
+        >>> import sqlite3
+        >>> str(explain_storage_failure("sqlite:////s/x.db", sqlite3.OperationalError(
+        ...     "database or disk is full")))[:40]
+        'the disk holding /s/x.db is full (SQLite'
+    """
+    # Optuna wraps the driver's error (StorageInternalError); the cause says what happened.
+    for cause in _causes(error):
+        explained = _explain_one(url, cause)
+        if explained is not None:
+            return explained
+    return None
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _explain_one(url: str, error: BaseException) -> StorageError | None:
+    shown = mask_url(url)
+    where = _storage_file(url) or shown
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageError(_damaged_or_full(shown, where, f"{error.strerror}"))
+    if isinstance(error, OSError) and error.errno == errno.EROFS:
+        return StorageError(
+            f"{where} is on a file system that became read-only ({error.strerror}); finished "
+            "trials are kept. Make it writable, or copy the study elsewhere and pass --storage."
+        )
+    detail = _driver_detail(error) if isinstance(error, Exception) else str(error)
+    lowered = detail.lower()
+    if not _is_database_error(error):
+        return None
+    if "disk is full" in lowered or "malformed" in lowered or "not a database" in lowered:
+        return StorageError(_damaged_or_full(shown, where, _scrub(detail, url)))
+    if "readonly" in lowered or "read-only" in lowered:
+        return StorageError(
+            f"{where} became read-only ({_scrub(detail, url)}); finished trials are kept. Make "
+            "it writable, or copy the study elsewhere and pass --storage."
+        )
+    return None
+
+
+def _is_database_error(error: BaseException) -> bool:
+    import sqlite3
+
+    try:
+        import sqlalchemy.exc
+    except ImportError:  # pragma: no cover - sqlalchemy is a dependency
+        return isinstance(error, sqlite3.Error)
+    return isinstance(error, (sqlite3.Error, sqlalchemy.exc.DBAPIError))
+
+
+def _storage_file(url: str) -> str | None:
+    if url.startswith(_JOURNAL_PREFIX):
+        return url[len(_JOURNAL_PREFIX) :] or None
+    parsed = _parse(url)
+    if parsed is not None and parsed.get_backend_name() == "sqlite" and parsed.database:
+        return str(parsed.database)
+    return None
+
+
+def _damaged_or_full(shown: str, where: str, detail: str) -> str:
+    if "full" in detail.lower() or "no space" in detail.lower():
+        return (
+            f"the disk holding {where} is full ({detail}); the finished trials are kept. Free "
+            f"space there and run the same command again to resume (storage {shown})."
+        )
+    recover = (
+        f"`sqlite3 {where} .recover | sqlite3 recovered.db` saves what can be read"
+        if not shown.startswith(_JOURNAL_PREFIX)
+        else "delete its last, incomplete line to keep the trials before it"
+    )
+    return (
+        f"{where} is damaged (SQLite: {detail}); {recover}, or start a new study with --study "
+        "and another --storage."
+    )

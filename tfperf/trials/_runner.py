@@ -41,7 +41,13 @@ from tfperf.errors import ResultFileError
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.probes import NvmlProbe, read_tree
-from tfperf.results import ProfileResult, TrialOutcome, TrialStatus
+from tfperf.results import Discovery, ProfileResult, TrialOutcome, TrialStatus
+from tfperf.trials._evidence import (
+    FOLDER_PREFIX,
+    oom_kill_count,
+    oom_since,
+    reap_stale_folders,
+)
 from tfperf.trials._worker import (
     EXIT_FAILED,
     EXIT_FATAL,
@@ -87,6 +93,10 @@ class TrialRequest:
     steps: int
     warmup: int | None = None
     argv: tuple[str, ...] = ()
+    #: Also run the stage analysis after the three phases (`tfperf profile`; off for trials).
+    analyse_stages: bool = False
+    #: Steps in a real epoch, to weigh the dataset's restarts by; None: its cardinality.
+    epoch_steps: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +127,7 @@ def run_trial(
     budgets: Budgets,
     *,
     on_progress: ProgressHook | None = None,
+    on_discovery: Callable[[Discovery], None] | None = None,
     poll_interval_s: float = 0.1,
     python: str = sys.executable,
 ) -> TrialOutcome:
@@ -137,7 +148,9 @@ def run_trial(
     """
     if poll_interval_s <= 0:
         raise ValueError(f"`poll_interval_s > 0` must hold, but got {poll_interval_s}")
-    with tempfile.TemporaryDirectory(prefix="tfperf-trial-") as folder:
+    reap_stale_folders()
+    oom_before = oom_kill_count()
+    with tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-") as folder:
         files = _TrialFiles(Path(folder))
         work = WorkRequest(
             pipeline=str(request.pipeline),
@@ -146,13 +159,15 @@ def run_trial(
             warmup=request.warmup,
             argv=request.argv,
             result_path=str(files.result),
+            stages=request.analyse_stages,
+            epoch_steps=request.epoch_steps,
         )
         files.request.write_text(json.dumps(work.to_dict()), encoding="utf-8")
         started = time.monotonic()
         child = _start(python, files)
         watch: _Watch | None = None
         try:
-            watch = _Watch(child, budgets, on_progress, started)
+            watch = _Watch(child, budgets, on_progress, started, on_discovery)
             stop = watch.run(poll_interval_s)
         finally:
             _kill_group(child)
@@ -163,7 +178,8 @@ def run_trial(
         # Reports that arrived as the child finished still reach the caller (a progress bar's
         # last step); too late to prune, so their answers are ignored.
         watch.drain(deliver=stop is None)
-        return _outcome(stop, child.returncode, watch, files, wall_s)
+        oom = oom_since(oom_before) if stop is None and child.returncode < 0 else None
+        return _outcome(stop, child.returncode, watch, files, wall_s, oom)
 
 
 def gpu_budget_problem() -> str | None:
@@ -181,11 +197,15 @@ def gpu_budget_problem() -> str | None:
 
 
 def classify_exit(
-    returncode: int, error: Mapping[str, Any] | None, log_tail: str
+    returncode: int,
+    error: Mapping[str, Any] | None,
+    log_tail: str,
+    oom_killed: bool | None = None,
 ) -> tuple[TrialStatus, str]:
     """Status and reason of a child that ended on its own (not killed by the parent).
 
-    `error` is the error message the child sent, if any; `log_tail` the end of its stderr.
+    `error` is the error message the child sent, if any; `log_tail` the end of its stderr;
+    `oom_killed` whether the kernel counted an out-of-memory kill meanwhile (None: unknown).
     """
     if returncode == EXIT_OK:
         return TrialStatus.COMPLETE, ""
@@ -198,23 +218,38 @@ def classify_exit(
             log_tail
         )
     if returncode < 0:
-        return TrialStatus.CRASHED, signal_reason(-returncode, log_tail)
+        return TrialStatus.CRASHED, signal_reason(-returncode, log_tail, oom_killed)
     return TrialStatus.CRASHED, f"the trial exited with status {returncode}" + _tail(log_tail)
 
 
-def signal_reason(signum: int, log_tail: str = "") -> str:
-    """Why a child killed by signal `signum` (that the parent did not send) died."""
+def signal_reason(signum: int, log_tail: str = "", oom_killed: bool | None = None) -> str:
+    """Why a child killed by signal `signum` (that the parent did not send) died.
+
+    For SIGKILL, `oom_killed` is the kernel's evidence (`oom_kill_count` rose while the child
+    ran): True blames the out-of-memory killer, False says it was not one, None (no counter
+    readable) says both are possible.
+    """
     try:
         name = signal.Signals(signum).name
     except ValueError:
         name = f"signal {signum}"
-    if signum == signal.SIGKILL:
+    if signum != signal.SIGKILL:
+        return f"killed by {name}" + _tail(log_tail)
+    fix = f"Set {RAM_BUDGET_OPTION} below the free memory so tfperf stops such trials itself."
+    if oom_killed is True:
         return (
-            f"killed by {name}, likely the kernel's out-of-memory killer: the machine ran out "
-            f"of memory. Set {RAM_BUDGET_OPTION} below the free memory so tfperf stops such "
-            "trials itself."
+            f"killed by {name} from the kernel's out-of-memory killer (the kernel counted an "
+            f"OOM kill while it ran): the machine ran out of memory. {fix}"
         )
-    return f"killed by {name}" + _tail(log_tail)
+    if oom_killed is False:
+        return (
+            f"killed by {name} from outside tfperf, not for lack of memory (the kernel counted "
+            "no out-of-memory kill while it ran): a user, a script or a scheduler stopped it"
+        )
+    return (
+        f"killed by {name}, by another process or the kernel's out-of-memory killer (no OOM "
+        f"counter was readable here to tell which). If memory ran out: {fix}"
+    )
 
 
 def ram_reason(used_bytes: int, budget_bytes: int) -> str:
@@ -272,8 +307,10 @@ class _Watch:
         budgets: Budgets,
         on_progress: ProgressHook | None,
         started: float,
+        on_discovery: Callable[[Discovery], None] | None = None,
     ) -> None:
         self.child = child
+        self.on_discovery = on_discovery
         self.budgets = budgets
         self.on_progress = on_progress
         self.started = started
@@ -313,6 +350,8 @@ class _Watch:
                 return None
             if message["type"] == "error":
                 self.error = message
+            elif message["type"] == "discovery" and self.on_discovery is not None:
+                self.on_discovery(Discovery.from_dict(message.get("discovery")))
             elif message["type"] == "progress" and deliver and self.on_progress is not None:
                 progress = progress_from_message(message)
                 # `is False`: a display callback returning None must not prune.
@@ -432,13 +471,18 @@ def _kill_group(child: subprocess.Popen[str]) -> None:
 
 
 def _outcome(
-    stop: _Stop | None, returncode: int, watch: _Watch, files: _TrialFiles, wall_s: float
+    stop: _Stop | None,
+    returncode: int,
+    watch: _Watch,
+    files: _TrialFiles,
+    wall_s: float,
+    oom_killed: bool | None = None,
 ) -> TrialOutcome:
     result = None
     if stop is not None:
         status, reason = stop.status, stop.reason
     else:
-        status, reason = classify_exit(returncode, watch.error, _log_tail(files.log))
+        status, reason = classify_exit(returncode, watch.error, _log_tail(files.log), oom_killed)
     if status is TrialStatus.COMPLETE:
         try:
             result = ProfileResult.load(files.result)

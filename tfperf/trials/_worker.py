@@ -21,6 +21,8 @@ the trial's log instead of the protocol. Messages:
   of each phase's warm-up and measurement and the last measured step of each phase.
 - `{"type": "error", "kind": "fatal" | "failed", "error": "PipelineFileError", "message": ...}`:
   sent once, just before a non-zero exit.
+- `{"type": "discovery", "discovery": {...}}`: the call sites of a plain file or a script
+  (`Discovery.to_dict()`), once, when the profiled pipeline is built.
 
 Exit status: 0 success (the result file exists); 2 (`kind` "fatal") when the pipeline file or
 the knobs are broken, so every trial would fail the same way and the study must stop; 1
@@ -92,8 +94,9 @@ class WorkRequest:
     """What one worker measures; the JSON the parent writes and the worker reads.
 
     `knobs` holds plain knob values (`Knobs.to_dict()`); `warmup` None detects the warm-up.
-    `mode` is "profile" (measure) or "discover" (find the call sites; with `stages`, also
-    measure each stage alone to name the limiting one).
+    `mode` is "profile" (measure) or "discover" (find the call sites). With `stages`, each
+    stage is also measured alone to name the limiting one: after the three phases of a profile
+    (the stage analysis of `tfperf profile`), or after finding the sites.
     """
 
     pipeline: str
@@ -104,6 +107,7 @@ class WorkRequest:
     argv: tuple[str, ...] = ()
     mode: Literal["profile", "discover"] = PROFILE
     stages: bool = False
+    epoch_steps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "argv": list(self.argv)}
@@ -292,6 +296,9 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         if throttle.should_send(progress):
             send(progress_message(progress))
 
+    def discovered(discovery: Discovery) -> None:
+        send({"type": "discovery", "discovery": discovery.to_dict()})
+
     return profile_pipeline(
         pipeline,
         knobs,
@@ -299,6 +306,9 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         warmup=request.warmup,
         owns_process=True,
         progress=report,
+        analyse_stages=request.stages,
+        on_discovery=discovered,
+        epoch_steps=request.epoch_steps,
     )
 
 

@@ -8,6 +8,9 @@ Example:
 
 from __future__ import annotations
 
+from tfperf.tuner._handover import (
+    hand_over,
+)
 from tfperf.tuner._options import (
     TooManyFailures,
     TrialRunner,
@@ -39,5 +42,6 @@ __all__ = [
     "Wait",
     "build_space",
     "describe_space",
+    "hand_over",
     "tune",
 ]

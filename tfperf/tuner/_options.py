@@ -11,10 +11,10 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tfperf.errors import TfperfError
+from tfperf.errors import PipelineFileError, TfperfError
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
-from tfperf.results import Objective, TrialOutcome
+from tfperf.results import Objective, TrialOutcome, TrialStatus
 from tfperf.study import Liveness, LostTrial, Wait
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._remeasure import Finalist
@@ -29,6 +29,7 @@ __all__ = [
     "TuneListener",
     "TuneOptions",
     "Wait",
+    "tally",
 ]
 
 logger = logging.getLogger("tfperf.tuner")
@@ -55,10 +56,16 @@ class TuneOptions:
     trial_timeout_s: float | None = 600.0
     steps: int = 50
     warmup: int | None = None
+    #: Steps (batches) in one epoch of the real data, by which each trial weighs the cost of a
+    #: finite dataset's restarts; None: the dataset's cardinality, else one profiled pass.
+    epoch_steps: int | None = None
     ram_budget_bytes: int | None = None
     gpu_memory_budget_bytes: int | None = None
     objective: Objective = Objective.THROUGHPUT
     fixes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Search input knobs alone: batch size, shuffle buffer, precision and the call sites
+    #: that hold them stay at the baseline's values.
+    input_only: bool = False
     storage: str | None = None
     study_name: str | None = None
     seed: int | None = None
@@ -72,7 +79,14 @@ class TuneOptions:
     def __post_init__(self) -> None:
         if self.trials is None and self.timeout_s is None:
             raise ValueError("give `trials`, `timeout_s` or both, or the search never ends")
-        for name in ("trials", "steps", "finalists", "rounds", "max_consecutive_failures"):
+        for name in (
+            "trials",
+            "steps",
+            "epoch_steps",
+            "finalists",
+            "rounds",
+            "max_consecutive_failures",
+        ):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"`{name} >= 1` must hold, but got {name}={value}")
@@ -142,3 +156,25 @@ class TuneInterrupted(TfperfError):
 
 class TooManyFailures(TfperfError):
     """Several trials in a row failed: the pipeline or the budgets need attention."""
+
+
+def tally(outcome: TrialOutcome | None, failures: list[str], most: int) -> None:
+    """Records a trial's outcome in `failures` (the failures in a row so far).
+
+    Raises:
+        PipelineFileError: the outcome is fatal (the file itself is broken).
+        TooManyFailures: `most` trials in a row failed.
+    """
+    if outcome is None or outcome.status in (TrialStatus.COMPLETE, TrialStatus.PRUNED):
+        failures.clear()
+        return
+    if outcome.status is TrialStatus.FATAL:
+        raise PipelineFileError(outcome.reason)
+    failures.append(f"{outcome.status.value}: {outcome.reason}")
+    if len(failures) >= most:
+        raise TooManyFailures(
+            f"{len(failures)} trials in a row failed, so the study stopped. Last reasons:\n"
+            + "\n".join(f"  - {reason}" for reason in failures[-3:])
+            + "\nFix the pipeline or raise the budgets (--ram-budget, --trial-timeout), "
+            "then run the same command again to resume."
+        )

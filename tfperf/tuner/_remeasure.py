@@ -8,11 +8,16 @@ that drift hits every configuration alike, and compared by their medians.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, TrialOutcome, TrialStatus
+from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus
+from tfperf.study import TrialRecord, feasible_complete, pareto_front, reference_trial
 from tfperf.trials import Budgets, TrialRequest
+
+if TYPE_CHECKING:
+    import optuna
 
 RunTrial = Callable[[TrialRequest, Budgets], TrialOutcome]
 
@@ -69,4 +74,28 @@ def remeasure(
         )
         for index, finalist in enumerate(finalists)
         if samples[index]
+    ]
+
+
+def pick_finalists(
+    study: optuna.Study, objective: Objective, count: int, references: Mapping[str, Knobs]
+) -> list[Finalist]:
+    """The best `count` distinct trials (Pareto-optimal ones under two objectives), then the
+    references, each with the trial it was measured in."""
+    trials = feasible_complete(study)
+    if objective is Objective.THROUGHPUT_RAM:
+        trials = pareto_front(trials)
+    ranked = sorted(trials, key=lambda t: -t.values[0])
+    finalists: list[Finalist] = []
+    seen = set(references.values())
+    for trial in ranked:
+        record = TrialRecord.from_trial(trial)
+        if record.knobs is None or record.knobs in seen or record.reference:
+            continue
+        seen.add(record.knobs)
+        finalists.append(Finalist(f"trial {trial.number}", trial.number, record.knobs))
+        if len(finalists) == count:
+            break
+    return finalists + [
+        Finalist(label, reference_trial(study, label), knobs) for label, knobs in references.items()
     ]

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTOTUNE_KNOBS",
+    "GUIDED_SUFFIX",
     "autotune_knobs",
     "build_space",
     "default_space",
@@ -78,11 +79,18 @@ def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
 
     Each domain holds the baseline's own value; a domain left with one value is `Fixed`.
 
+    These are the domains before the pipeline model exists: they hold both references
+    (the baseline, everything on AUTOTUNE) and serve a study whose baseline gave no stage
+    analysis. Once the baseline trial has run, the parallelism knobs, parallelism call sites
+    and `private_threadpool_size` that tfperf sizes itself (not in the file's `SEARCH_SPACE`,
+    not fixed) are no longer searched here: the model sizes them by Little's law (threads ~
+    target rate x wall time per element, on any core count) and TPE searches a range around
+    that count, widened when the best trial sits on its edge, up to `THREAD_CAP` threads
+    (`tfperf.tuner._guide`, docs/limit.md).
+
     - `num_parallel_calls`, `num_parallel_reads`, `cycle_length`: powers of two from 1 up to
-      `max(8, 4 * cpu_count)`, plus `cpu_count` and AUTOTUNE. More workers than cores pay off
-      when the work waits rather than computes (reads from network storage, decompression that
-      blocks on I/O), so the range runs past the core count; 4x bounds the thread count, and
-      at least 8 keeps a small machine's range from collapsing to 1 and 2.
+      `max(8, 4 * cpu_count)`, plus `cpu_count` and AUTOTUNE: the range TPE's first proposals
+      draw from until the model is known.
     - `prefetch`: 0, 1, 2, 4, 8 batches and AUTOTUNE. One or two batches usually hide the
       step-to-step jitter; deeper buffers only cost RAM, and 0 measures the no-overlap case.
     - `shuffle_buffer`: the baseline times 1/4, 1/2, 1, 2 and 4 (at least 1). It changes how
@@ -96,7 +104,9 @@ def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
       gain nothing from float16.
     - `deterministic`: None (tf.data's default, ordered) and False, which lets parallel stages
       hand out whichever element is ready first.
-    - `private_threadpool_size`: None (the shared pool), `cpu_count` and `2 * cpu_count`.
+    - `private_threadpool_size`: None (the shared pool), `cpu_count` and `2 * cpu_count`
+      before the model; with it, the model's pool size (the threads its blocking stages
+      need) when that exceeds the cores.
     """
     cpus = machine.cpu_count
     parallelism = _parallelism(machine)
@@ -202,11 +212,22 @@ def _autotunes(name: str) -> bool:
     return SiteName.parse(name).kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
 
 
-def suggest_knobs(trial: optuna.trial.BaseTrial, space: Mapping[str, Domain], base: Knobs) -> Knobs:
+#: Suffix of the parameter a guided knob is suggested as (see `tfperf.tuner._guide`).
+GUIDED_SUFFIX = "#threads"
+
+
+def suggest_knobs(
+    trial: optuna.trial.BaseTrial,
+    space: Mapping[str, Domain],
+    base: Knobs,
+    guided: Mapping[str, IntRange] | None = None,
+) -> Knobs:
     """The knobs of one trial: fixed values, and Optuna's suggestion for every other domain.
 
     Knobs absent from `space` keep `base`'s value. Precisions are suggested as their strings,
-    since Optuna's categorical choices must be None, bool, int, float or str.
+    since Optuna's categorical choices must be None, bool, int, float or str. A knob in
+    `guided` (and not fixed) is suggested from its model range instead, as the integer
+    parameter `<name>#threads` on a log scale, whose bounds may differ from trial to trial.
 
     Example:
         >>> import optuna
@@ -219,6 +240,9 @@ def suggest_knobs(trial: optuna.trial.BaseTrial, space: Mapping[str, Domain], ba
     for name, domain in space.items():
         if isinstance(domain, Fixed):
             values[name] = domain.value
+        elif guided and name in guided:
+            low, high = guided[name].low, guided[name].high
+            values[name] = trial.suggest_int(name + GUIDED_SUFFIX, low, high, log=True)
         elif isinstance(domain, Choices):
             choices = [_param(value) for value in domain.values]
             values[name] = trial.suggest_categorical(name, choices)

@@ -1,7 +1,9 @@
 """The search for the fastest pipeline configuration: an Optuna study, one trial at a time.
 
 Every study starts with two references, the file's `BASELINE` and everything on AUTOTUNE, so the
-answer is always measured against both. Each trial runs in its own child process
+answer is always measured against both; the baseline's stage analysis then feeds the pipeline
+model, whose estimate is the third reference and whose thread counts set the ranges TPE searches
+(`tfperf.tuner._references`). Each trial runs in its own child process
 (`tfperf.trials._runner`) under the RAM, GPU-memory and time budgets. Trials that exceed a budget
 are recorded as infeasible through Optuna's constraints, so the sampler learns where the limits are.
 At the end the best candidates and both references are re-measured side by side
@@ -21,24 +23,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tfperf.errors import PipelineFileError, TfperfError
 from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile
-from tfperf.results import (
-    Measurement,
-    Objective,
-    Phase,
-    TrialOutcome,
-    TrialStatus,
-    TuneResult,
-    recommend,
-    speedup,
-    training_changes,
-)
+from tfperf.results import Measurement, Objective, Phase, TrialOutcome, TuneResult
 from tfperf.study import (
-    AUTOTUNE_REF,
     BASELINE,
     DISCOVERY_ATTR,
     Claim,
@@ -56,13 +46,11 @@ from tfperf.study import (
     hardware_groups,
     mask_url,
     open_study,
-    pareto_front,
     quiet_optuna,
-    reference_trial,
-    status_counts,
     worker_record,
 )
 from tfperf.trials import Budgets, TrialRequest, run_trial
+from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (
     TooManyFailures,
     TrialRunner,
@@ -70,9 +58,12 @@ from tfperf.tuner._options import (
     TuneListener,
     TuneOptions,
     Wait,
+    tally,
 )
-from tfperf.tuner._remeasure import Finalist, remeasure
-from tfperf.tuner._search import autotune_knobs, build_space, reference_params, suggest_knobs
+from tfperf.tuner._references import References
+from tfperf.tuner._remeasure import pick_finalists, remeasure
+from tfperf.tuner._result import RunFacts, tune_result
+from tfperf.tuner._search import build_space, reference_params, suggest_knobs
 
 __all__ = [
     "TooManyFailures",
@@ -118,13 +109,15 @@ class Tuner:
         self.study_name = options.study_name or pipeline.name
         ram = options.ram_budget_bytes or default_ram_budget(self.machine)
         self.budgets = Budgets(ram, options.gpu_memory_budget_bytes, options.trial_timeout_s)
+        fixes = dict(options.fixes)
+        if options.input_only:
+            fixes = {**input_only_fixes(pipeline.baseline), **fixes}
         self.space: dict[str, Domain] = build_space(
-            pipeline.baseline, self.machine, pipeline.search_space, options.fixes
+            pipeline.baseline, self.machine, pipeline.search_space, fixes
         )
-        self.references = {BASELINE: pipeline.baseline}
-        autotune = autotune_knobs(pipeline.baseline)
-        if autotune != pipeline.baseline:
-            self.references[AUTOTUNE_REF] = autotune
+        # The knobs tfperf sizes itself: not the file's SEARCH_SPACE, not a --fix.
+        guidable = [n for n in self.space if n not in pipeline.search_space and n not in fixes]
+        self.references = References(pipeline.baseline, self.machine, self.space, guidable)
         self.worker = worker_record(self.machine)
         self._ledger: Ledger | None = None
         self._ran = 0  # trials this tuner finished (measured, or copied from a twin)
@@ -146,7 +139,16 @@ class Tuner:
                 f"interrupted between trials; {self.ledger.finished()} finished trials are "
                 f"kept in {self.storage_shown}."
             ) from None
-        return self._result(self.ledger.study, measurements, started)
+        facts = RunFacts(
+            str(self.pipeline.path),
+            self.study_name,
+            self.storage_shown,
+            self.options,
+            self.budgets,
+            self._ran,
+            time.monotonic() - started,
+        )
+        return tune_result(self.ledger.study, measurements, self.references, facts)
 
     def open_study(self) -> optuna.Study:
         """Opens (or creates) the study, checks it is this pipeline's, enqueues the references.
@@ -173,7 +175,7 @@ class Tuner:
             study,
             {
                 label: (knobs, reference_params(knobs, self.space))
-                for label, knobs in self.references.items()
+                for label, knobs in self.references.knobs.items()
             },
         )
         budgets = (self.budgets.ram_bytes, self.budgets.gpu_memory_bytes)
@@ -183,6 +185,7 @@ class Tuner:
         lost = ledger.recover()  # before the listener hears of trials lost from now on
         ledger.on_lost = self.listener.trial_lost
         self._ledger = ledger
+        self.references.load(ledger)
         self.listener.study_ready(
             study, self.storage_shown, ledger.finished(), [t.number for t in lost]
         )
@@ -222,23 +225,7 @@ class Tuner:
             if isinstance(step, Waiting):
                 self._wait(step)
             else:
-                self._tally(self._one_trial(step), failures)
-
-    def _tally(self, outcome: TrialOutcome | None, failures: list[str]) -> None:
-        """Stops the search on a fatal outcome, or on too many failures in a row."""
-        if outcome is None or outcome.status in (TrialStatus.COMPLETE, TrialStatus.PRUNED):
-            failures.clear()
-            return
-        if outcome.status is TrialStatus.FATAL:
-            raise PipelineFileError(outcome.reason)
-        failures.append(f"{outcome.status.value}: {outcome.reason}")
-        if len(failures) >= self.options.max_consecutive_failures:
-            raise TooManyFailures(
-                f"{len(failures)} trials in a row failed, so the study stopped. Last reasons:\n"
-                + "\n".join(f"  - {reason}" for reason in failures[-3:])
-                + "\nFix the pipeline or raise the budgets (--ram-budget, --trial-timeout), "
-                "then run the same command again to resume."
-            )
+                tally(self._one_trial(step), failures, self.options.max_consecutive_failures)
 
     def _wait(self, waiting: Waiting) -> None:
         """Tells the listener what this tuner waits for (once per change), then sleeps."""
@@ -271,10 +258,18 @@ class Tuner:
 
     def _run_claimed(self, claim: Claim) -> TrialOutcome | None:
         label = claim.reference
-        knobs = self.references.get(label) if label else None
-        knobs = knobs or suggest_knobs(claim.trial, self.space, self.pipeline.baseline)
+        knobs = self.references.claimed_knobs(self.ledger, claim)
+        if knobs is None:
+            guided = self.references.ranges(self.ledger)
+            knobs = suggest_knobs(claim.trial, self.space, self.pipeline.baseline, guided)
         self.ledger.start(claim, knobs)
         if label is None:
+            if conflicts := self.references.conflicts(knobs):
+                # tf.data would refuse it: told to the sampler as pruned, nothing measured.
+                self.ledger.reject(claim, knobs, f"invalid configuration: {'; '.join(conflicts)}")
+                self._ran += 1
+                self.listener.trial_finished(claim.number, None, *self._standing())
+                return None
             while isinstance(twin := self.ledger.twin(claim, knobs), Waiting):
                 self._wait(twin)
             if twin is not None:
@@ -286,16 +281,21 @@ class Tuner:
         self.listener.trial_started(claim.number, label, knobs)
         try:
             outcome = self.runner(
-                self._request(knobs), self.budgets, on_progress=self._pruner(claim)
+                self._request(knobs, stages=label == BASELINE),
+                self.budgets,
+                on_progress=self._pruner(claim),
             )
-        except KeyboardInterrupt:
-            self.ledger.interrupt(claim, "interrupted by Ctrl-C")
+        except KeyboardInterrupt as interrupt:
+            # A SIGTERM arrives as a KeyboardInterrupt that names itself (tfperf.cli).
+            self.ledger.interrupt(claim, str(interrupt) or "interrupted by Ctrl-C")
             raise TuneInterrupted(
                 f"interrupted: trial {claim.number} was recorded as interrupted; "
                 f"{self.ledger.finished() - 1} finished trials are kept in "
                 f"{self.storage_shown}."
             ) from None
         self.ledger.finish(claim, outcome)
+        if label == BASELINE and outcome.result is not None:
+            self.references.from_baseline(self.ledger, outcome.result)
         self._ran += 1
         self.listener.trial_finished(claim.number, outcome, *self._standing())
         self._check_hardware()
@@ -320,13 +320,15 @@ class Tuner:
         self.ledger.store(lock, measurements, self.options.rounds)
         return measurements
 
-    def _request(self, knobs: Knobs) -> TrialRequest:
+    def _request(self, knobs: Knobs, stages: bool = False) -> TrialRequest:
         return TrialRequest(
             pipeline=self.pipeline.path,
             knobs=knobs,
             steps=self.options.steps,
             warmup=self.options.warmup,
             argv=self.pipeline.argv,
+            analyse_stages=stages,
+            epoch_steps=self.options.epoch_steps,
         )
 
     def _pruner(self, claim: Claim) -> Callable[[Progress], bool]:
@@ -359,7 +361,12 @@ class Tuner:
         return max(values) if values else None
 
     def _remeasure(self) -> list[Measurement]:
-        finalists = self._finalists(self.ledger.study)
+        finalists = pick_finalists(
+            self.ledger.study,
+            self.options.objective,
+            self.options.finalists,
+            self.references.knobs,
+        )
         self.listener.remeasure_started(finalists, self.options.rounds)
         measurements = remeasure(
             finalists,
@@ -370,63 +377,6 @@ class Tuner:
             self.listener.remeasured,
         )
         return measurements
-
-    def _finalists(self, study: optuna.Study) -> list[Finalist]:
-        trials = feasible_complete(study)
-        if self.options.objective is Objective.THROUGHPUT_RAM:
-            trials = pareto_front(trials)
-        ranked = sorted(trials, key=lambda t: -t.values[0])
-        finalists: list[Finalist] = []
-        seen = set(self.references.values())
-        for trial in ranked:
-            record = TrialRecord.from_trial(trial)
-            if record.knobs is None or record.knobs in seen or record.reference:
-                continue
-            seen.add(record.knobs)
-            finalists.append(Finalist(f"trial {trial.number}", trial.number, record.knobs))
-            if len(finalists) == self.options.finalists:
-                break
-        references = [
-            Finalist(label, reference_trial(study, label), knobs)
-            for label, knobs in self.references.items()
-        ]
-        return finalists + references
-
-    def _result(
-        self, study: optuna.Study, measured: list[Measurement], started: float
-    ) -> TuneResult:
-        by_label = {m.label: m for m in measured}
-        baseline = by_label.get(BASELINE)
-        if baseline is None:
-            raise TfperfError(
-                "the baseline configuration failed in every re-measurement, so nothing can be "
-                "compared with it; see the trial reasons with `tfperf report`."
-            )
-        autotune = by_label.get(AUTOTUNE_REF)
-        best = max(measured, key=lambda m: m.median)
-        vs_baseline = speedup(best, baseline)
-        changes = training_changes(best, baseline)
-        front = pareto_front(feasible_complete(study)) if len(study.directions) > 1 else []
-        return TuneResult(
-            pipeline=str(self.pipeline.path),
-            study_name=self.study_name,
-            storage=self.storage_shown,
-            objective=self.options.objective,
-            best=best,
-            baseline=baseline,
-            autotune=autotune,
-            candidates=measured,
-            speedup_vs_baseline=vs_baseline,
-            speedup_vs_autotune=speedup(best, autotune) if autotune else None,
-            recommendation=recommend(best, vs_baseline, changes),
-            changes_training=changes,
-            pareto_trials=[t.number for t in front],
-            trial_counts=status_counts(study),
-            trials_this_run=self._ran,
-            wall_s=time.monotonic() - started,
-            ram_budget_bytes=self.budgets.ram_bytes,
-            gpu_memory_budget_bytes=self.budgets.gpu_memory_bytes,
-        )
 
 
 def tune(pipeline: PipelineFile, options: TuneOptions | None = None, **kwargs: Any) -> TuneResult:

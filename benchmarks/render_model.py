@@ -1,0 +1,126 @@
+"""The report's sections on tfperf's pipeline model: the estimate, and the input-only rule.
+
+Pure functions of a `BenchRecord`, like the rest of `benchmarks.render`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from benchmarks.record import BenchRecord, Figure, PipelineRecord
+
+__all__ = ["model_section", "restart_section", "share", "table", "training_section"]
+
+
+def model_section(record: BenchRecord) -> str:
+    rows = []
+    for pipeline in record.pipelines:
+        model = pipeline.tuning.model
+        if model is None:
+            rows.append([pipeline.name, "no model", "n/a", "n/a", "n/a"])
+            continue
+        trial = f" (trial {model.trial + 1})" if model.trial is not None else " (not measured)"
+        rows.append(
+            [
+                pipeline.name,
+                f"{model.predicted:,.0f}" if model.predicted is not None else "n/a",
+                (f"{model.measured:,.0f}" if model.measured is not None else "n/a") + trial,
+                share(model.measured, model.predicted),
+                model.explanation,
+            ]
+        )
+    return table(
+        "## The model's estimate\n\ntfperf's estimate is the configuration its pipeline model "
+        "predicts best, measured as the study's third trial; predicted vs measured shows the "
+        "model's error. Measured is its re-measured median (its trial's figure when it was not "
+        "a finalist).",
+        ["pipeline", "predicted", "measured", "measured/predicted", "what binds the limit"],
+        rows,
+    )
+
+
+def training_section(record: BenchRecord) -> str:
+    lines = [
+        "## Does the recommendation change training?",
+        "",
+        "The input-only rule: tfperf recommends the best configuration that leaves training as "
+        "written (batch size, shuffle buffer, precision) unless one that changes training "
+        "beats it by more than the noise; then both are shown.",
+        "",
+    ]
+    for pipeline in record.pipelines:
+        lines.append(f"- **{pipeline.name}**: {_training_line(pipeline)}")
+    return "\n".join(lines)
+
+
+def _training_line(pipeline: PipelineRecord) -> str:
+    tuning = pipeline.tuning
+    choice = tuning.training
+    changes = ", ".join(tuning.changes_training)
+    if choice is None:
+        return f"changes {changes}." if changes else "no."
+    gain = (
+        f"{choice.gain:.2f}x ± {choice.gain * (choice.spread or 0):.2f}"
+        if choice.gain is not None
+        else "n/a"
+    )
+    if changes:
+        return (
+            f"yes, {changes}: {tuning.best_label} beats the best input-only configuration "
+            f"({choice.input_only}) by {gain}, beyond the noise."
+        )
+    if choice.fastest is not None:
+        return (
+            f"no: {choice.fastest} changes training and is faster by {gain}, within the noise, "
+            f"so the input-only {choice.input_only} is recommended."
+        )
+    return "no: the fastest configuration leaves training as written."
+
+
+def restart_section(record: BenchRecord) -> str:
+    """The cost of dataset restarts, for pipelines whose baseline crossed one; empty if none."""
+    rows = []
+    for pipeline in record.pipelines:
+        rows += [
+            _restart_row(pipeline.name, figure)
+            for figure in (pipeline.baseline, pipeline.tuned)
+            if figure.restart_s
+        ]
+    if not rows:
+        return ""
+    return table(
+        "## Restart cost\n\nA finite dataset restarts every epoch, and the first step after a "
+        "restart waits for the pipeline to fill again. tfperf measures that apart from the "
+        "steady wait and weighs it by the real epoch (the dataset's cardinality), not by how "
+        "often the short profile window restarted.",
+        ["pipeline", "configuration", "s per restart", "refilling stage", "epoch", "wait/epoch"],
+        rows,
+    )
+
+
+def _restart_row(name: str, figure: Figure) -> list[str]:
+    seconds = statistics.median(figure.restart_s)
+    wait = statistics.median(figure.weighted_wait) if figure.weighted_wait else None
+    return [
+        name,
+        figure.label,
+        f"{seconds:.2f} (median of {len(figure.restart_s)})",
+        f"`{figure.restart_stage}`" if figure.restart_stage else "n/a",
+        f"{figure.epoch_steps} steps" if figure.epoch_steps else "n/a",
+        f"{wait:.0%}" if wait is not None else "n/a",
+    ]
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table under `title`."""
+    lines = [title, "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def share(value: float | None, whole: float | None) -> str:
+    """`value / whole` as a percentage; "n/a" without both."""
+    if value is None or not whole or whole <= 0:
+        return "n/a"
+    return f"{value / whole:.0%}"

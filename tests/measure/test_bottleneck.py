@@ -1,0 +1,165 @@
+"""Which stage limits a pipeline, and the advice for it: pure functions, exact figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfperf.measure import _bottleneck as bottleneck
+from tfperf.results import StageKind, StageStat, StageUnit
+
+
+def _stage(index, kind, label, rate, cpu=None, parameters=None, unit=StageUnit.EXAMPLE):
+    return StageStat(
+        index=index,
+        kind=kind,
+        label=label,
+        location=None,
+        parameters=parameters or {},
+        unit=unit,
+        elements_per_sec=rate,
+        examples_per_sec=None if unit is StageUnit.INPUT else rate,
+        cpu_s_per_element=cpu,
+        cpu_s_per_example=None if unit is StageUnit.INPUT else cpu,
+        added_s_per_example=None,
+        added_cpu_s_per_example=None,
+        elements=100,
+        duration_s=0.5,
+    )
+
+
+def _quickstart_like(map_parameters):
+    return bottleneck.with_added_costs(
+        [
+            _stage(0, StageKind.SOURCE, "from_tensor_slices", 50_000.0, unit=StageUnit.INPUT),
+            _stage(1, StageKind.INTERLEAVE, "interleave(TFRecordDataset)", 40_000.0, 0.0000125),
+            _stage(2, StageKind.SHUFFLE, "shuffle(1000)", 40_000.0, 0.0000125),
+            _stage(3, StageKind.MAP, "map(parse)", 2_000.0, 0.0005, map_parameters),
+            _stage(4, StageKind.BATCH, "batch(64)", 2_000.0, 0.0005, unit=StageUnit.BATCH),
+            _stage(5, StageKind.PREFETCH, "prefetch(2)", 1_000.0, 0.0005, unit=StageUnit.BATCH),
+        ]
+    )
+
+
+def test_added_costs_are_differences_from_the_previous_stage_counted_in_examples():
+    stages = _quickstart_like({"num_parallel_calls": 1})
+    added = [stage.added_s_per_example for stage in stages]
+    assert added[0] is None  # file names are not examples
+    assert added[1:] == pytest.approx([1 / 40_000, 0.0, 1 / 2_000 - 1 / 40_000, 0.0, 1 / 2_000])
+    cpu = [stage.added_cpu_s_per_example for stage in stages]
+    assert cpu[0] is None
+    assert cpu[1:] == pytest.approx([0.0000125, 0.0, 0.0004875, 0.0, 0.0])
+
+
+def test_the_bottleneck_is_the_stage_adding_most_time_but_never_a_prefetch():
+    stages = _quickstart_like({"num_parallel_calls": 1})
+    # The prefetch "adds" 0.5 ms (as much as the map): noise, since it does no work.
+    assert bottleneck.find_bottleneck(stages) == 3
+
+
+def test_no_bottleneck_without_a_stage_measured_in_examples():
+    stages = [_stage(0, StageKind.SOURCE, "from_tensor_slices", 10.0, unit=StageUnit.INPUT)]
+    assert bottleneck.find_bottleneck(bottleneck.with_added_costs(stages)) is None
+
+
+def test_falls_short_names_the_first_stage_below_the_consumption_rate():
+    stages = _quickstart_like({})
+    assert bottleneck.falls_short(stages, 30_000.0) == 3
+    assert bottleneck.falls_short(stages, 50_000.0) == 1
+    assert bottleneck.falls_short(stages, 500.0) is None
+    assert bottleneck.falls_short(stages, None) is None
+
+
+def _report(map_parameters, consumption=13_500.0):
+    return bottleneck.stage_report(
+        _quickstart_like(map_parameters),
+        consumption,
+        seconds_per_stage=0.5,
+        warmup_s=0.2,
+        duration_s=4.0,
+        note=None,
+    )
+
+
+def test_stage_advice_for_a_sequential_map():
+    report = _report({"num_parallel_calls": 1})
+    assert (report.bottleneck_index, report.falls_short_index) == (3, 3)
+    assert report.advice == (
+        "The limiting stage is map(parse): it adds 0.475 ms per example (40,000 examples/s "
+        "before it, 2,000 examples/s after it). Run it in parallel with "
+        "`num_parallel_calls=tf.data.AUTOTUNE` (it makes one call at a time now); if it still "
+        "limits, make each call cheaper: vectorise it (batch first, then map over whole "
+        "batches), cache() right after its expensive deterministic part (decoding, resizing) "
+        "so only random augmentation runs every epoch, or do that part once offline and store "
+        "the result."
+    )
+
+
+def test_stage_advice_for_a_map_already_on_autotune():
+    advice = _report({"num_parallel_calls": -1}).advice
+    assert advice.endswith(
+        "after it). It already runs in parallel (AUTOTUNE), so make each call cheaper: "
+        "vectorise it (batch first, then map over whole batches), cache() right after its "
+        "expensive deterministic part (decoding, resizing) so only random augmentation runs "
+        "every epoch, or do that part once offline and store the result."
+    )
+
+
+def test_stage_advice_when_every_stage_keeps_up():
+    assert _report({}, consumption=800.0).advice == (
+        "Every stage keeps up with the model (1,000 vs 800 examples/s); the costliest, "
+        "map(parse), adds 0.475 ms per example."
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "label", "parameters", "fix"),
+    [
+        (
+            StageKind.INTERLEAVE,
+            "interleave(TFRecordDataset)",
+            {"cycle_length": 1, "num_parallel_calls": 1},
+            "Read several inputs at once: raise cycle_length (now 1) and set "
+            "`num_parallel_calls=tf.data.AUTOTUNE`; with fewer files than cores, split the data "
+            "into more shards.",
+        ),
+        (
+            StageKind.READ,
+            "TFRecordDataset",
+            {"num_parallel_reads": -1},
+            "It already reads AUTOTUNE files at once: split the data into more, smaller shards, "
+            "move it to faster storage, or cache() the records if they fit in memory.",
+        ),
+        (
+            StageKind.SHUFFLE,
+            "shuffle(100000)",
+            {"buffer_size": 100_000},
+            "A buffer of 100,000 elements costs time to fill and to copy through: use a smaller "
+            "buffer_size and keep the order random by shuffling file names instead "
+            "(list_files(shuffle=True) before the interleave).",
+        ),
+        (
+            StageKind.BATCH,
+            "batch(64)",
+            {"batch_size": 64},
+            "Batch in parallel with `batch(..., num_parallel_calls=tf.data.AUTOTUNE)`; smaller "
+            "elements (crop, resize or cast before batching) also copy faster.",
+        ),
+        (
+            StageKind.SHARD,
+            "shard(4)",
+            {"num_shards": 4, "index": 0},
+            "Sharding here reads everything and keeps 1 element in 4: shard the file names "
+            "before reading, so each worker reads only its own files.",
+        ),
+        (
+            StageKind.SOURCE,
+            "from_generator(read_rows)",
+            {},
+            "A Python generator yields one element at a time and holds the GIL: move its work "
+            "into TensorFlow ops (from_tensor_slices or a file reader, then a parallel map), or "
+            "interleave several generators that each yield part of the data.",
+        ),
+    ],
+)
+def test_stage_fix_by_kind(kind, label, parameters, fix):
+    assert bottleneck.stage_fix(_stage(1, kind, label, 100.0, parameters=parameters)) == fix

@@ -1,0 +1,67 @@
+"""Stage recovery on pipelines built the ways real loaders build them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfperf.measure._chain import recover_chain
+from tfperf.results import StageKind
+
+tf = pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.tf
+
+
+def _labels(dataset) -> list[str]:
+    return [stage.label for stage in recover_chain(dataset).stages]
+
+
+def test_a_tf_compat_v1_pipeline_has_its_real_stage_names():
+    def parse(x):
+        return x * 2
+
+    ds = tf.compat.v1.data.Dataset.range(64).shuffle(16)
+    ds = ds.map(parse, num_parallel_calls=2).batch(8).prefetch(1)
+    chain = recover_chain(ds)
+    assert [s.label for s in chain.stages] == [
+        "range",
+        "shuffle(16)",
+        "map(parse)",
+        "batch(8)",
+        "prefetch(1)",
+    ]
+    assert "dataset_v1_adapter" not in {s.class_name.lower() for s in chain.stages}
+    assert chain.stages[2].parameters["num_parallel_calls"] == 2
+
+
+def test_group_by_window_is_a_stage_with_its_key_reduce_and_inner_batch():
+    def by_parity(x):
+        return x % 2
+
+    def reduce_window(key, window):
+        return window.batch(4)
+
+    ds = tf.data.Dataset.range(64).map(lambda x: x + 1)
+    ds = ds.group_by_window(by_parity, reduce_window, window_size=4).prefetch(2)
+    chain = recover_chain(ds)
+    assert [s.label for s in chain.stages] == [
+        "range",
+        "map(lambda)",
+        "group_by_window(by_parity, reduce_window: batch)",
+        "prefetch(2)",
+    ]
+    assert chain.stages[2].kind is StageKind.BATCH
+
+
+def test_bucket_by_sequence_length_reads_as_itself():
+    ds = tf.data.Dataset.range(64).map(lambda x: tf.fill([x % 7 + 1], x))
+    ds = ds.bucket_by_sequence_length(lambda x: tf.shape(x)[0], [3, 5], [4, 4, 4])
+    assert _labels(ds)[-1] == "bucket_by_sequence_length(padded_batch)"
+
+
+def test_scan_window_and_flat_map_are_stages_naming_their_work():
+    def running_sum(state, x):
+        return state + x, x
+
+    ds = tf.data.Dataset.range(64).scan(tf.constant(0, tf.int64), running_sum)
+    ds = ds.window(4).flat_map(lambda window: window.batch(4))
+    assert _labels(ds) == ["range", "scan(running_sum)", "window(4)", "flat_map(lambda: batch)"]

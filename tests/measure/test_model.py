@@ -1,0 +1,203 @@
+"""The pipeline model: stage costs, the limit and Little's-law thread counts from stage figures.
+
+The figures are hand-built as the stage analysis records them (each stage's cumulative rate and
+CPU per example), so every assertion is exact; one real pipeline checks that a sleeping stage
+is recognised as blocking.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from tfperf.measure._analysis import stage_report, with_added_costs
+from tfperf.measure._model import (
+    THREAD_CAP,
+    model_cpu_s_per_example,
+    pipeline_limit,
+    pipeline_model,
+    stage_costs,
+)
+from tfperf.results import CpuUsage, LimitBound, StageKind, StageStat, StageUnit, TimedValue
+
+
+def _stat(index, kind, label, rate, cpu, parameters=None, unit=StageUnit.EXAMPLE):
+    return StageStat(
+        index=index,
+        kind=kind,
+        label=label,
+        location=None,
+        parameters=parameters or {},
+        unit=unit,
+        elements_per_sec=rate,
+        examples_per_sec=rate,
+        cpu_s_per_element=cpu,
+        cpu_s_per_example=cpu,
+        added_s_per_example=None,
+        added_cpu_s_per_example=None,
+        elements=1000,
+        duration_s=1.0,
+    )
+
+
+def _report(stats, consumption=None):
+    return stage_report(
+        with_added_costs(stats),
+        consumption,
+        seconds_per_stage=1.0,
+        warmup_s=0.1,
+        duration_s=1.0,
+        note=None,
+    )
+
+
+def _remote_storage(fetch_threads=1):
+    """range (10 µs) -> map(fetch): 2 ms sleep, 20 µs CPU, on `fetch_threads` -> map(decode)."""
+    fetch_wall = 0.002 / fetch_threads
+    return _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(
+                1,
+                StageKind.MAP,
+                "map(fetch)",
+                1 / (10e-6 + fetch_wall),
+                30e-6,
+                {"num_parallel_calls": fetch_threads},
+            ),
+            _stat(2, StageKind.MAP, "map(decode)", 1 / (60e-6 + fetch_wall), 80e-6),
+        ]
+    )
+
+
+def test_a_blocking_stage_gets_littles_law_threads_for_the_compute_rate():
+    model = pipeline_model(_remote_storage(), cores=2, compute_examples_per_sec=9000.0)
+
+    assert model is not None
+    fetch = next(stage for stage in model.stages if stage.label == "map(fetch)")
+    assert fetch.blocking
+    assert fetch.wall_s_per_example == pytest.approx(0.002)
+    # 9,000 examples/s x 2 ms = 18 fetches in flight, on 2 cores.
+    assert model.threads == {"num_parallel_calls": 18}
+    assert model.limit.bound_by is LimitBound.COMPUTE
+    assert model.limit.examples_per_sec == pytest.approx(9000.0)
+    assert model.predicted_examples_per_sec == pytest.approx(9000.0)
+
+
+def test_the_measured_parallelism_is_undone_to_get_one_threads_time():
+    # The same fetch measured on 4 threads adds a quarter of the time per example.
+    model = pipeline_model(_remote_storage(4), cores=2, compute_examples_per_sec=9000.0)
+
+    assert model is not None and model.threads == {"num_parallel_calls": 18}
+
+
+def test_the_limit_is_the_cpu_roofline_when_input_and_model_share_few_cores():
+    # A parse costing 1 ms of CPU per example, measured on 2 threads (0.5 ms per example).
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(1, StageKind.MAP, "map(parse)", 1 / 510e-6, 1010e-6, {"num_parallel_calls": 2}),
+        ]
+    )
+    model = pipeline_model(
+        report, cores=2, compute_examples_per_sec=5000.0, model_cpu_s_per_example=0.19e-3
+    )
+
+    assert model is not None
+    assert model.limit.bound_by is LimitBound.CPU
+    # 2 cores ÷ (1.01 ms input + 0.19 ms model) per example.
+    assert model.limit.examples_per_sec == pytest.approx(2 / 1.2e-3)
+    assert "2 usable cores" in model.limit.terms[1].detail
+    # A computing stage gets the cores, not Little's law's count.
+    assert not model.stages[1].blocking
+    assert model.threads == {"num_parallel_calls": 2}
+
+
+def test_a_sequential_stage_binds_and_is_named():
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "from_generator(read)", 1 / 1e-3, 50e-6),
+            _stat(1, StageKind.MAP, "map(parse)", 1 / 1.01e-3, 60e-6, {"num_parallel_calls": -1}),
+        ]
+    )
+    model = pipeline_model(report, cores=8, compute_examples_per_sec=20_000.0)
+
+    assert model is not None
+    assert model.limit.bound_by is LimitBound.SEQUENTIAL_STAGE
+    assert model.limit.examples_per_sec == pytest.approx(1000.0)
+    assert "from_generator(read)" in model.limit.explanation
+
+
+def test_the_thread_cap_bounds_a_stage_and_the_prediction():
+    # A 100 ms call at 9,000 examples/s would want 900 threads.
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(1, StageKind.MAP, "map(call)", 1 / 0.10001, 20e-6, {"num_parallel_calls": 1}),
+        ]
+    )
+    model = pipeline_model(report, cores=2, compute_examples_per_sec=9000.0)
+
+    assert model is not None and model.threads == {"num_parallel_calls": THREAD_CAP}
+    assert model.predicted_examples_per_sec == pytest.approx(THREAD_CAP / 0.1, rel=1e-3)
+
+
+def test_no_limit_without_any_figure():
+    assert (
+        pipeline_limit(
+            [],
+            cores=2,
+            compute_examples_per_sec=None,
+            input_cpu_s_per_example=None,
+            model_cpu_s_per_example=None,
+        )
+        is None
+    )
+
+
+def test_stages_that_add_no_time_are_left_out():
+    costs = stage_costs(_remote_storage())
+    assert [cost.label for cost in costs] == ["range", "map(fetch)", "map(decode)"]
+    assert [cost.argument for cost in costs] == [None, "num_parallel_calls", None]
+
+
+def test_model_cpu_is_read_from_the_samples_inside_the_compute_only_window():
+    from tests.reports import fake_profile
+
+    profile = fake_profile()
+    phase = profile.compute_only
+    assert phase is not None
+    start = phase.records[0].start_s
+    end = phase.records[-1].start_s + phase.records[-1].step_s
+    samples = [TimedValue(start - 1.0, 190.0), TimedValue(start, 50.0), TimedValue(end, 150.0)]
+    profile = dataclasses.replace(profile, cpu=CpuUsage(100.0, 190.0, 2, samples))
+
+    # One busy core on average inside the window, at the compute-only rate.
+    assert model_cpu_s_per_example(profile) == pytest.approx(1.0 / phase.examples_per_sec)
+    assert model_cpu_s_per_example(dataclasses.replace(profile, cpu=None)) is None
+
+
+def _sleep_2ms(x):
+    time.sleep(0.002)
+    return x
+
+
+@pytest.mark.tf
+def test_a_real_sleeping_map_is_recognised_as_blocking():
+    tf = pytest.importorskip("tensorflow")
+    from tfperf.measure import analyse_stages
+
+    def fetch(x):
+        return tf.numpy_function(_sleep_2ms, [x], tf.int64, stateful=False)
+
+    dataset = tf.data.Dataset.range(1_000_000).map(fetch, num_parallel_calls=1).batch(8)
+    report = analyse_stages(dataset, seconds_per_stage=0.3, warmup_s=0.05)
+    model = pipeline_model(report, cores=2, compute_examples_per_sec=9000.0)
+
+    assert model is not None
+    fetch_stage = next(stage for stage in model.stages if stage.kind is StageKind.MAP)
+    # The sleep sets a floor of 2 ms per example; its CPU is a small part of that.
+    assert fetch_stage.wall_s_per_example >= 0.002 * 0.9
+    assert fetch_stage.blocking

@@ -1,0 +1,155 @@
+"""The cost of a finite dataset's restarts: measured apart, weighed by a real epoch."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fakes.clock import FakeClock, TimedData, timed_step
+from tfperf.measure import profile_pipeline
+from tfperf.measure._analysis import summarise_phase
+from tfperf.measure._profiler import profile
+from tfperf.measure._restarts import (
+    EpochInfo,
+    observed_epoch_steps,
+    restart_cost,
+    restart_indices,
+)
+from tfperf.pipeline import load_pipeline
+from tfperf.results import EpochSource, Phase, StageKind, StepRecord, Verdict
+
+# 4 steps an epoch; the first step of each later epoch waits 1 s for a shuffle buffer.
+WAITS = [1.0, 0.001, 0.001, 0.001]
+
+
+def _records(epochs: int, warmup: int = 1) -> list[StepRecord]:
+    records, start = [], 0.0
+    for epoch in range(epochs):
+        for wait in WAITS:
+            records.append(StepRecord(start, wait, 0.01, 8, epoch, len(records) < warmup))
+            start += wait + 0.01
+    return records
+
+
+def _phase(epochs: int):
+    return summarise_phase(Phase.END_TO_END, _records(epochs), 0.0, True, epochs - 1)
+
+
+def test_restart_steps_are_the_first_of_each_later_epoch():
+    records = _records(3)
+    assert restart_indices(records) == [4, 8]
+    assert observed_epoch_steps(records) == 4
+    assert observed_epoch_steps(records[:4]) is None
+
+
+def test_restart_cost_is_exact_and_weighed_by_the_real_epoch():
+    shuffle = EpochInfo(
+        steps=1000, source=EpochSource.GIVEN, stage="shuffle(640)", stage_kind=StageKind.SHUFFLE
+    )
+    cost = restart_cost(_phase(3), shuffle)
+    assert cost is not None
+    assert cost.restarts == 2
+    assert cost.seconds_per_restart == pytest.approx(0.999)
+    assert cost.steady_wait_s_per_step == pytest.approx(0.001)
+    assert cost.steady_wait_fraction == pytest.approx(0.001 / 0.011)
+    weighted = 0.001 + 0.999 / 1000
+    assert cost.weighted_wait_fraction == pytest.approx(weighted / (weighted + 0.01))
+    assert cost.window_wait_share == pytest.approx(2.0 / 2.009)  # 9 steady waits of 1 ms
+    assert (cost.epoch_steps, cost.epoch_source, cost.stage) == (
+        1000,
+        EpochSource.GIVEN,
+        "shuffle(640)",
+    )
+    assert cost.weighted_examples_per_sec == pytest.approx(8 / (weighted + 0.01))
+
+
+def test_without_an_epoch_length_one_observed_pass_counts():
+    cost = restart_cost(_phase(3))
+    assert cost is not None
+    assert (cost.epoch_steps, cost.epoch_source) == (4, EpochSource.OBSERVED)
+
+
+def test_no_restart_in_the_measured_steps_is_no_restart_cost():
+    assert restart_cost(_phase(1)) is None
+
+
+def test_restart_stall_in_a_short_window_is_not_input_bound_over_a_real_epoch():
+    clock = FakeClock()
+    data = TimedData(clock, WAITS)
+    step = timed_step(clock, 0.01)
+    stage = EpochInfo(steps=None, stage="shuffle(640)", stage_kind=StageKind.SHUFFLE)
+    window = profile(data, step, steps=10, warmup=1, clock=clock, probes=[], epoch=stage)
+    # Weighed by the window's own epoch (4 steps), the stall dominates: input-bound, with
+    # restart advice and never "add prefetch".
+    assert window.verdict is Verdict.HIGHLY_INPUT_BOUND
+    assert window.restarts is not None and window.restarts.epoch_source is EpochSource.OBSERVED
+    assert "each restart of the dataset costs 0.999 s while shuffle(640) refills" in window.advice
+    assert "repeat()" in window.advice and "steps_per_epoch" in window.advice
+    assert "add prefetch" not in window.advice
+
+    clock = FakeClock()
+    data, step = TimedData(clock, WAITS), timed_step(clock, 0.01)
+    real = EpochInfo(
+        steps=5000, source=EpochSource.GIVEN, stage="shuffle(640)", stage_kind=StageKind.SHUFFLE
+    )
+    epoch = profile(data, step, steps=10, warmup=1, clock=clock, probes=[], epoch=real)
+    assert epoch.end_to_end.input_wait_fraction > 0.9  # the raw window: all restart
+    assert epoch.verdict is Verdict.MODERATELY_INPUT_BOUND  # 0.001 s wait of 0.011 s, ~9%
+    assert epoch.input_wait_fraction == pytest.approx(epoch.restarts.weighted_wait_fraction)
+    assert "restarted 2 times in this window (0.999 s each while shuffle(640)" in epoch.advice
+    assert "over a real epoch of 5,000 steps (--epoch-steps)" in epoch.advice
+
+
+# 128 records through a sequential map of 2 ms each into a shuffle buffer holding them all:
+# every restart stalls ~0.26 s while the buffer refills; between restarts the prefetched
+# batches are ready at once and each 50 ms step barely waits.
+FINITE_SHUFFLE = """
+import time
+import numpy as np
+import tensorflow as tf
+
+BASELINE = {"batch_size": 16, "shuffle_buffer": 128, "prefetch": 2}
+
+def _slow(x):
+    time.sleep(0.002)
+    return x
+
+def make_dataset(knobs):
+    x = np.zeros((128, 4), "float32")
+    ds = tf.data.Dataset.from_tensor_slices(x)
+    ds = ds.map(lambda a: tf.ensure_shape(tf.numpy_function(_slow, [a], tf.float32), [4]))
+    return ds.shuffle(knobs.shuffle_buffer).batch(knobs.batch_size).prefetch(knobs.prefetch)
+
+def make_train_step(knobs):
+    def step(batch):
+        time.sleep(0.05)
+    return step
+"""
+
+
+@pytest.mark.tf
+def test_finite_shuffle_pipeline_is_judged_by_its_real_epoch(write_pipeline):
+    pipeline = load_pipeline(write_pipeline(FINITE_SHUFFLE))
+    result = profile_pipeline(pipeline, steps=10, warmup=1, epoch_steps=10_000)
+    cost = result.restarts
+    assert cost is not None
+    assert cost.restarts >= 1
+    assert (cost.stage, cost.stage_kind) == ("shuffle(128)", StageKind.SHUFFLE)
+    assert (cost.epoch_steps, cost.epoch_source) == (10_000, EpochSource.GIVEN)
+    # The window is dominated by the refills; a real epoch of 10,000 steps is not.
+    assert result.end_to_end.input_wait_fraction > 0.2
+    assert result.verdict is Verdict.COMPUTE_BOUND
+    assert "restarted" in result.advice and "shuffle(128)" in result.advice
+
+
+@pytest.mark.tf
+def test_cardinality_is_the_real_epoch_when_none_is_given(write_pipeline):
+    pipeline = load_pipeline(write_pipeline(FINITE_SHUFFLE))
+    result = profile_pipeline(pipeline, steps=10, warmup=1)
+    assert result.restarts is not None
+    assert (result.restarts.epoch_steps, result.restarts.epoch_source) == (
+        8,
+        EpochSource.CARDINALITY,
+    )
+    # 8 steps an epoch: the refill dominates training too, and the advice says what to do.
+    assert result.verdict is Verdict.HIGHLY_INPUT_BOUND
+    assert "refills its buffer" in result.advice and "add prefetch" not in result.advice

@@ -1,0 +1,90 @@
+"""Which files are training scripts, decided from their syntax before any of them runs."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from tfperf.pipeline._contract import is_script
+
+
+def script(source: str) -> bool:
+    return is_script(ast.parse(textwrap.dedent(source)))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(
+            """
+            def make_model():
+                ...
+            def get_dataset():
+                ...
+            model = make_model()
+            model.fit(get_dataset(), epochs=2)
+            """,
+            True,
+            id="own-make_model-and-fit-at-top-level",
+        ),
+        pytest.param(
+            """
+            def make_dataset(knobs):
+                ...
+            def make_model(knobs):
+                ...
+            make_model(None).fit(make_dataset(None))
+            """,
+            True,
+            id="contract-but-fit-runs-on-import",
+        ),
+        pytest.param(
+            """
+            def make_model():
+                ...
+            if __name__ == "__main__":
+                make_model().fit(load())
+            """,
+            True,
+            id="helpers-and-a-main-block",
+        ),
+        pytest.param(
+            """
+            def make_dataset():
+                ...
+            def make_model():
+                ...
+            if __name__ == "__main__":
+                make_model().fit(make_dataset())
+            """,
+            False,
+            id="pipeline-file-with-a-demo-main-block",
+        ),
+        pytest.param(
+            """
+            def make_dataset(knobs):
+                ...
+            def mak_model(knobs):
+                ...
+            """,
+            False,
+            id="broken-pipeline-file-keeps-its-message",
+        ),
+        pytest.param(
+            """
+            def make_dataset():
+                ...
+            def make_model():
+                model = build()
+                model.fit(x)  # inside a function: does not run on import
+                return model
+            """,
+            False,
+            id="fit-inside-the-contract",
+        ),
+    ],
+)
+def test_a_file_is_a_script_by_its_syntax(source, expected):
+    assert script(source) is expected

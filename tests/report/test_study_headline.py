@@ -1,0 +1,46 @@
+"""The study headline: the baseline's diagnosis, what the recommendation leaves, the limit."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.report.helpers import tune_result
+from tests.reports import fake_profile, make_study
+from tfperf.report import _study_headline as sh
+from tfperf.report import _study_summary as ss
+from tfperf.report._study_data import StudySnapshot, snapshot_study
+from tfperf.results import Limit, LimitBound, LimitTerm
+
+
+@pytest.fixture(scope="module")
+def snapshot() -> StudySnapshot:
+    return snapshot_study(make_study(best_result=fake_profile()), "memory")
+
+
+def test_the_headline_diagnoses_the_baseline_and_names_the_limit(snapshot):
+    limit = Limit(
+        examples_per_sec=2400.0,
+        bound_by=LimitBound.SEQUENTIAL_STAGE,
+        explanation="map(parse) runs on one core.",
+        terms=[LimitTerm(LimitBound.SEQUENTIAL_STAGE, 2400.0, "1 / 0.42 ms", "map(parse)")],
+    )
+    snapshot = dataclasses.replace(snapshot, baseline_result=fake_profile())
+    tune = tune_result(limit=limit, tuned_over_limit=2000 / 2400)
+    line = sh.headline(snapshot, ss.summary(snapshot), tune)
+    assert line.baseline == (
+        "Your baseline: 67% of each step waiting for input; limiting stage map(parse); "
+        "1,000 examples/s (highly input-bound)."
+    )
+    assert line.limit is not None
+    assert line.limit.startswith("Limit of this pipeline on this machine: 2,400 examples/s")
+    assert "best: trial 2 2,000; your baseline 1,000; everything AUTOTUNE 1,500" in line.limit
+    assert line.limit.endswith("The recommendation reaches 83% of the limit.")
+    assert line.recommendation is not None and "map(parse) still limits" in line.recommendation
+    assert "tfperf tune" not in line.recommendation
+
+
+def test_advice_inside_a_tune_report_does_not_send_the_reader_totune_result():
+    advice = "speed up the input (parallel map); `tfperf tune` searches these knobs. Then more."
+    assert sh.without_tune_advice(advice) == "speed up the input (parallel map). Then more."

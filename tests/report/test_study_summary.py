@@ -1,0 +1,94 @@
+"""The study's answer as data: one figure per configuration, the banner's colour, the headline,
+and the whole change; hand-built records set the tuner's optional fields."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tests.report.helpers import measured, tune_result
+from tests.reports import MIB, fake_profile, make_study
+from tfperf.knobs import Knobs
+from tfperf.report import _study_summary as ss
+from tfperf.report import render_study_html
+from tfperf.report._study_data import StudySnapshot, snapshot_study
+from tfperf.results import HandOver, Measurement, Speedup
+
+
+@pytest.fixture(scope="module")
+def snapshot() -> StudySnapshot:
+    return snapshot_study(make_study(best_result=fake_profile()), "memory")
+
+
+def test_trial_figures_are_remeasured_medians_else_single_runs(snapshot):
+    figures = ss.trial_figures(snapshot)
+    assert figures[2] == ss.TrialFigure(2000.0, 1900.0, 2100.0, 3, 450 * MIB, True)
+    assert figures[3] == ss.TrialFigure(1800.0, 1800.0, 1800.0, 1, 380 * MIB, False)
+    assert figures[2].spread == pytest.approx(0.05)
+    assert 4 not in figures  # over its budget: no figure to show
+
+
+def test_a_training_change_within_noise_is_passed_over_for_one_that_keeps_training():
+    baseline = measured("baseline", [1000.0, 1000.0], batch_size=32)
+    keeps = measured("trial 3", [1580.0, 1620.0], batch_size=32, num_parallel_calls=-1)
+    changes = measured("trial 5", [1550.0, 1750.0], batch_size=64, num_parallel_calls=-1)
+    choice = ss.choose([baseline, keeps, changes])
+    assert choice is not None
+    assert (choice.best.label, choice.fastest and choice.fastest.label) == ("trial 3", "trial 5")
+    banner = ss.banner(choice, Speedup(1.6, 0.02, True), [], remeasured=True)
+    assert banner.level == "warn"
+    assert banner.text.startswith("Use trial 3's knobs: 1.60x, training unchanged.")
+
+
+def test_the_banner_is_green_only_for_a_measured_gain_that_keeps_training():
+    baseline = measured("baseline", [1000.0, 1000.0], batch_size=32)
+    keeps = measured("trial 3", [1600.0, 1600.0], batch_size=32, num_parallel_calls=-1)
+    choice = ss.choose([baseline, keeps])
+    assert choice is not None and choice.fastest is None
+    gain = Speedup(1.6, 0.0, True)
+    assert ss.banner(choice, gain, [], remeasured=True).level == "ok"
+    assert ss.banner(choice, gain, [], remeasured=False).level == "warn"
+    assert ss.banner(choice, gain, ["batch_size"], remeasured=True).level == "warn"
+    assert ss.banner(choice, Speedup(1.01, 0.05, False), [], remeasured=True).level == "warn"
+
+
+def test_every_finalist_is_listed_in_the_summary():
+    study = make_study(best_result=fake_profile())
+    snapshot = snapshot_study(study, "memory")
+    extra = Measurement("trial 3", 3, Knobs(batch_size=32).to_dict(), [1700.0, 1800.0], 1, None)
+    snapshot = dataclasses.replace(snapshot, measurements=(*snapshot.measurements, extra))
+    found = ss.summary(snapshot)
+    assert found is not None
+    assert [row.label for row in found.rows][-1] == "also re-measured: trial 3"
+
+
+def test_the_patch_block_is_the_handover_when_the_tuner_wrote_one(snapshot):
+    handover = HandOver(
+        root="/src",
+        diff="--- train.py\n+++ train.py\n",
+        manual_edits=['Add keras.mixed_precision.set_global_policy("mixed_bfloat16").'],
+        verified=Speedup(1.58, 0.03, True),
+    )
+    best = snapshot.measurements[0]
+    block = ss.patch_block(snapshot, best, None, tune_result(handover=handover))
+    assert block == ss.PatchBlock(
+        "/src",
+        "--- train.py\n+++ train.py\n",
+        ('Add keras.mixed_precision.set_global_policy("mixed_bfloat16").',),
+        "patched/original 1.58x ± 0.05",
+        None,
+    )
+    html = render_study_html(snapshot, tune=tune_result(handover=handover))
+    assert 'id="patch-manual"' in html and "set_global_policy(&#34;mixed_bfloat16&#34;)" in html
+
+
+def test_settings_no_call_holds_become_edits_by_hand():
+    baseline = measured("baseline", [1.0], batch_size=32)
+    best = measured("trial 2", [2.0], batch_size=32, mixed_precision="mixed_bfloat16",
+                    private_threadpool_size=2)  # fmt: skip
+    assert ss.applied_edits(best, baseline) == [
+        'Add keras.mixed_precision.set_global_policy("mixed_bfloat16") before the model is built.',
+        "Add to the dataset given to fit: options = tf.data.Options(); "
+        "options.threading.private_threadpool_size = 2; ds = ds.with_options(options).",
+    ]

@@ -1,0 +1,199 @@
+"""The model's guide to the search: thread ranges, widening, the estimate as third reference."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import optuna
+import pytest
+
+from tests.fakes.trials import FakeRunner, fake_result
+from tests.pipelines import TUNER_SOURCE
+from tfperf.hardware import Machine
+from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs
+from tfperf.measure._analysis import stage_report, with_added_costs
+from tfperf.pipeline import load_pipeline
+from tfperf.results import LimitBound, StageKind, StageStat, StageUnit, TuneResult
+from tfperf.tuner import TuneOptions, Tuner
+from tfperf.tuner._guide import Guide, guided_ranges, make_guide, thread_range, widen
+from tfperf.tuner._search import GUIDED_SUFFIX, suggest_knobs
+
+MACHINE = Machine(
+    cpu_count=2, total_ram_bytes=8 << 30, available_ram_bytes=6 << 30, gpu_names=(), cpu_bf16=False
+)
+
+
+def _stat(index, kind, label, seconds, cpu, parameters=None):
+    return StageStat(
+        index=index,
+        kind=kind,
+        label=label,
+        location=None,
+        parameters=parameters or {},
+        unit=StageUnit.EXAMPLE,
+        elements_per_sec=1 / seconds,
+        examples_per_sec=1 / seconds,
+        cpu_s_per_element=cpu,
+        cpu_s_per_example=cpu,
+        added_s_per_example=None,
+        added_cpu_s_per_example=None,
+        elements=1000,
+        duration_s=1.0,
+    )
+
+
+def remote_stages(fetch_parameters):
+    """range -> map(fetch): a 2 ms blocking read per example on one thread."""
+    stats = [
+        _stat(0, StageKind.SOURCE, "range", 10e-6, 10e-6),
+        _stat(1, StageKind.MAP, "map(fetch)", 2.01e-3, 30e-6, fetch_parameters),
+    ]
+    return stage_report(
+        with_added_costs(stats), None, seconds_per_stage=1, warmup_s=0, duration_s=1, note=None
+    )
+
+
+def with_model(result, compute_rate=9000.0):
+    """`result` with the remote-storage stages and a compute-only phase at `compute_rate`."""
+    assert result.compute_only is not None
+    compute = dataclasses.replace(result.compute_only, examples_per_sec=compute_rate)
+    return dataclasses.replace(
+        result, stages=remote_stages({"num_parallel_calls": 1}), compute_only=compute, cpu=None
+    )
+
+
+def test_thread_range_brackets_the_models_count():
+    assert thread_range(18) == IntRange(14, 32, log=True)
+    assert thread_range(1) == IntRange(1, 2, log=True)
+
+
+def test_a_range_widens_when_the_best_sits_on_its_edge():
+    current = IntRange(14, 32, log=True)
+    assert widen(current, 32) == IntRange(14, 64, log=True)
+    assert widen(current, 14) == IntRange(7, 32, log=True)
+    assert widen(current, 20) == current
+    assert widen(current, AUTOTUNE) == current
+
+
+def _guide():
+    baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
+    guide = make_guide(
+        with_model(fake_result(baseline, 0.01)),
+        MACHINE,
+        baseline,
+        {},
+        ["num_parallel_calls", "private_threadpool_size", "prefetch"],
+    )
+    assert guide is not None
+    return guide
+
+
+def test_the_guide_sizes_the_blocking_map_and_the_pool_by_littles_law():
+    guide = _guide()
+
+    assert guide.limit.bound_by is LimitBound.COMPUTE
+    assert guide.threads == {"num_parallel_calls": 18, "private_threadpool_size": 18}
+    assert guide.estimate.knobs["num_parallel_calls"] == 18
+    assert guide.estimate.knobs["private_threadpool_size"] == 18
+    assert guide.estimate.knobs["prefetch"] == AUTOTUNE
+    assert guide.estimate.knobs["batch_size"] == 32  # training as written
+    assert guide.estimate.predicted_examples_per_sec == pytest.approx(9000.0)
+    assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
+
+
+def test_guided_ranges_follow_the_best_trial():
+    guide = _guide()
+    assert guided_ranges(guide, None)["num_parallel_calls"] == IntRange(14, 32, log=True)
+    best = Knobs(num_parallel_calls=32, private_threadpool_size=20)
+    ranges = guided_ranges(guide, best)
+    assert ranges["num_parallel_calls"] == IntRange(14, 64, log=True)
+    assert ranges["private_threadpool_size"] == IntRange(14, 32, log=True)
+
+
+@pytest.mark.parametrize(("cycle", "cores", "cap"), [(2, 2, 2), (AUTOTUNE, 3, 3)])
+def test_a_fixed_cycle_length_caps_an_interleaves_parallelism(cycle, cores, cap):
+    """A number caps at itself; AUTOTUNE at the cores (tf.data's value at iterator creation)."""
+    baseline = Knobs(cycle_length=cycle, num_parallel_calls=1)
+    machine = dataclasses.replace(MACHINE, cpu_count=cores)
+    stats = [
+        _stat(0, StageKind.SOURCE, "list_files", 10e-6, 10e-6),
+        _stat(
+            1,
+            StageKind.INTERLEAVE,
+            "interleave(read)",
+            2.01e-3,
+            30e-6,
+            {"cycle_length": cycle, "num_parallel_calls": 1},
+        ),
+    ]
+    report = stage_report(
+        with_added_costs(stats), None, seconds_per_stage=1, warmup_s=0, duration_s=1, note=None
+    )
+    result = dataclasses.replace(with_model(fake_result(baseline, 0.01)), stages=report)
+    guide = make_guide(
+        result, machine, baseline, {"cycle_length": Fixed(cycle)}, ["num_parallel_calls"]
+    )
+
+    assert guide is not None and guide.knob_interleave
+    assert guide.threads == {"num_parallel_calls": cap}
+    assert guide.cycle_caps == {"num_parallel_calls": cap}
+    ranges = guided_ranges(guide, Knobs(num_parallel_calls=cap))
+    assert ranges["num_parallel_calls"].high == cap
+
+
+def test_guided_ranges_change_bounds_within_one_optuna_study():
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=0))
+    for generation in (IntRange(14, 32, log=True), IntRange(14, 64, log=True)):
+        for _ in range(3):
+            trial = study.ask()
+            space = {"num_parallel_calls": Choices((1, 2, AUTOTUNE))}
+            knobs = suggest_knobs(trial, space, Knobs(), {"num_parallel_calls": generation})
+            assert generation.low <= knobs.num_parallel_calls <= generation.high
+            study.tell(trial, float(knobs.num_parallel_calls))
+    assert {f"num_parallel_calls{GUIDED_SUFFIX}"} == set(study.trials[-1].params)
+
+
+class ModelRunner(FakeRunner):
+    """The fake runner, with the remote-storage stage analysis on the baseline trial."""
+
+    def __call__(self, request, budgets, *, on_progress=None):
+        outcome = super().__call__(request, budgets, on_progress=on_progress)
+        if request.analyse_stages and outcome.result is not None:
+            outcome = dataclasses.replace(outcome, result=with_model(outcome.result))
+        return outcome
+
+
+def test_the_estimate_is_the_third_trial_and_the_limit_reaches_the_json(write_pipeline, tmp_path):
+    pipeline = load_pipeline(write_pipeline(TUNER_SOURCE))
+    runner = ModelRunner()
+    options = TuneOptions(
+        trials=6, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=2, finalists=2
+    )
+    result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
+
+    assert [r.analyse_stages for r in runner.requests[:3]] == [True, False, False]
+    assert runner.requests[2].knobs.num_parallel_calls == 18
+    guided = [r.knobs.num_parallel_calls for r in runner.requests[3:6]]
+    assert all(14 <= value <= 64 for value in guided), guided
+    assert result.estimate is not None and result.estimate.trial_number == 2
+    assert result.estimate.measured_examples_per_sec is not None
+    saved = TuneResult.from_dict(json.loads(result.to_json()))
+    assert saved.limit is not None and saved.limit.bound_by is LimitBound.COMPUTE
+    assert saved.limit.examples_per_sec == pytest.approx(9000.0)
+    assert saved.tuned_over_limit == pytest.approx(result.best.median / 9000.0)
+    assert any(m.label == "estimate" for m in result.candidates)
+
+
+def test_the_tune_summary_prints_the_limit_and_the_estimate(write_pipeline, tmp_path):
+    from tfperf.report import render_tune_summary
+
+    pipeline = load_pipeline(write_pipeline(TUNER_SOURCE))
+    options = TuneOptions(
+        trials=4, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=1, finalists=1
+    )
+    result = Tuner(pipeline, options, runner=ModelRunner(), machine=MACHINE).run()
+    text = render_tune_summary(result)
+
+    assert "Limit: 9,000 examples/s, bound by compute" in text
+    assert "tfperf's estimate (trial 2): predicted 9,000, measured" in text

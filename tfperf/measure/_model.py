@@ -1,0 +1,331 @@
+"""A model of the pipeline from what the profiler measured: per-stage costs, the limit, threads.
+
+Pure functions over plain records (a `StageReport`, the compute-only rate, the core count): no
+clock and no TensorFlow, so tests feed hand-built figures and assert exact numbers.
+
+Per stage, the stage analysis gives the wall time and the CPU time it adds per example, at the
+parallelism the profiled configuration ran it with. One thread of the stage then spends
+`wall = added wall x parallelism` per example, of which `cpu = added CPU` computes; the rest
+blocks (a read from remote storage, a sleep, a remote call). From that:
+
+- the limit (`pipeline_limit`): the smallest of the compute-only rate (input free), the CPU
+  roofline (usable cores ÷ (input + model CPU-seconds per example)) and the rate of each stage
+  that runs sequentially (no parallelism argument);
+- the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
+  target being the limit: more threads cannot make the stage deliver more than the rest allows;
+- the estimate: the configuration with those thread counts, and the rate predicted for it.
+
+See docs/limit.md for the derivation and a worked example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from tfperf.results import (
+    AutotuneReadout,
+    Limit,
+    LimitBound,
+    LimitTerm,
+    ProfileResult,
+    StageKind,
+    StageReport,
+    StageStat,
+)
+
+__all__ = [
+    "BLOCKING_RATIO",
+    "THREAD_CAP",
+    "PipelineModel",
+    "StageCost",
+    "model_from_profile",
+    "pipeline_limit",
+    "pipeline_model",
+    "profile_limit",
+    "stage_costs",
+]
+
+#: A stage blocks when one thread's wall time per example exceeds its CPU time this many times.
+BLOCKING_RATIO = 2.0
+#: Most threads tfperf proposes for one stage or pool: each tf.data thread holds a stack and an
+#: element in flight, and past a few hundred the scheduler, not the work, sets the pace.
+THREAD_CAP = 256
+#: A stage adding less than this share of the pipeline's time per example is left alone.
+NEGLIGIBLE_SHARE = 0.02
+#: Arguments that run a stage's work on several threads.
+PARALLEL_ARGUMENTS = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
+_AUTOTUNE = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class StageCost:
+    """What one stage costs per example, for one thread of it.
+
+    Attributes:
+        index, label, kind: the stage, as in its `StageStat`.
+        argument: the parallelism argument the stage takes (`num_parallel_calls`, ...), or
+            None for a stage that runs sequentially.
+        parallelism: threads it ran with when measured (AUTOTUNE resolved where read).
+        wall_s_per_example: wall seconds one thread spends per example.
+        cpu_s_per_example: CPU seconds it spends per example.
+        threads: Little's-law threads to sustain the model's target rate (1 when sequential).
+    """
+
+    index: int
+    label: str
+    kind: StageKind
+    argument: str | None
+    parallelism: int
+    wall_s_per_example: float
+    cpu_s_per_example: float
+    threads: int = 1
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the stage mostly waits (I/O, sleeps) rather than computes."""
+        return self.wall_s_per_example > BLOCKING_RATIO * max(self.cpu_s_per_example, 0.0)
+
+    @property
+    def blocking_s_per_example(self) -> float:
+        return max(0.0, self.wall_s_per_example - max(self.cpu_s_per_example, 0.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineModel:
+    """The model of one pipeline on one machine: stage costs, the limit and the thread counts.
+
+    `threads` maps a parallelism argument (`num_parallel_calls`, ...) to the threads the
+    stages it drives need (the most over them); `pool_threads` is the total across stages,
+    for `private_threadpool_size`; `predicted_examples_per_sec` is what the model expects
+    from those thread counts (the limit unless `THREAD_CAP` stops a stage short of it).
+    """
+
+    stages: tuple[StageCost, ...]
+    limit: Limit
+    cores: int
+    threads: dict[str, int]
+    pool_threads: int
+    predicted_examples_per_sec: float
+
+
+def stage_costs(
+    report: StageReport, parallelism_of: dict[int, int] | None = None
+) -> list[StageCost]:
+    """One `StageCost` per stage that adds time per example and could be measured.
+
+    Args:
+        report: the stage analysis of the profiled configuration.
+        parallelism_of: stage index -> threads it ran with, for stages set to AUTOTUNE
+            (from the AUTOTUNE read-out); missing ones count as one thread.
+    """
+    costs = []
+    for stat in report.stages:
+        added, cpu = stat.added_s_per_example, stat.added_cpu_s_per_example
+        if added is None or added <= 0:
+            continue
+        argument = _parallel_argument(stat)
+        threads = _measured_parallelism(stat, argument, parallelism_of or {})
+        costs.append(
+            StageCost(
+                index=stat.index,
+                label=stat.label,
+                kind=stat.kind,
+                argument=argument,
+                parallelism=threads,
+                wall_s_per_example=added * threads,
+                cpu_s_per_example=max(cpu or 0.0, 0.0),
+            )
+        )
+    return costs
+
+
+def pipeline_limit(
+    stages: Sequence[StageCost],
+    cores: int,
+    compute_examples_per_sec: float | None,
+    input_cpu_s_per_example: float | None,
+    model_cpu_s_per_example: float | None,
+) -> Limit | None:
+    """The smallest of the compute-only rate, the CPU roofline and each sequential stage's rate.
+
+    Returns None when no term could be computed (nothing was measured).
+    """
+    terms: list[LimitTerm] = []
+    if compute_examples_per_sec is not None and compute_examples_per_sec > 0:
+        terms.append(
+            LimitTerm(
+                LimitBound.COMPUTE,
+                compute_examples_per_sec,
+                f"the model alone, on a cached batch: {compute_examples_per_sec:,.0f} examples/s",
+            )
+        )
+    cpu = (input_cpu_s_per_example or 0.0) + (model_cpu_s_per_example or 0.0)
+    if cpu > 0:
+        model_part = f" + {_ms(model_cpu_s_per_example)} model" if model_cpu_s_per_example else ""
+        terms.append(
+            LimitTerm(
+                LimitBound.CPU,
+                cores / cpu,
+                f"{cores} usable cores ÷ ({_ms(input_cpu_s_per_example or 0.0)} input"
+                f"{model_part} CPU per example)",
+            )
+        )
+    total_wall = sum(stage.wall_s_per_example for stage in stages) or 1.0
+    for stage in stages:
+        if stage.argument is None and stage.wall_s_per_example >= NEGLIGIBLE_SHARE * total_wall:
+            terms.append(
+                LimitTerm(
+                    LimitBound.SEQUENTIAL_STAGE,
+                    1 / stage.wall_s_per_example,
+                    f"{stage.label} runs on one thread: {_ms(stage.wall_s_per_example)} "
+                    "per example",
+                    stage_label=stage.label,
+                )
+            )
+    if not terms:
+        return None
+    binding = min(terms, key=lambda term: term.examples_per_sec)
+    return Limit(binding.examples_per_sec, binding.bound_by, _explain(binding), terms)
+
+
+def pipeline_model(
+    report: StageReport,
+    cores: int,
+    compute_examples_per_sec: float | None,
+    model_cpu_s_per_example: float | None = None,
+    parallelism_of: dict[int, int] | None = None,
+) -> PipelineModel | None:
+    """The model of a pipeline from its stage analysis; None when nothing could be measured.
+
+    Example:
+        >>> model = pipeline_model(report, 2, 9000.0)  # doctest: +SKIP
+        >>> model.threads["num_parallel_calls"], model.limit.bound_by  # doctest: +SKIP
+        (18, <LimitBound.COMPUTE: 'compute'>)
+    """
+    costs = stage_costs(report, parallelism_of)
+    output = _last_measured(report.stages)
+    input_cpu = output.cpu_s_per_example if output is not None else None
+    limit = pipeline_limit(
+        costs, cores, compute_examples_per_sec, input_cpu, model_cpu_s_per_example
+    )
+    if limit is None:
+        return None
+    target = limit.examples_per_sec
+    sized = [dataclasses.replace(s, threads=_threads(s, target, cores)) for s in costs]
+    threads: dict[str, int] = {}
+    for stage in sized:
+        if stage.argument is not None:
+            threads[stage.argument] = max(threads.get(stage.argument, 1), stage.threads)
+    pool = min(THREAD_CAP, sum(s.threads for s in sized if s.argument is not None) or 1)
+    predicted = min(
+        [target] + [s.threads / s.wall_s_per_example for s in sized if s.argument is not None]
+    )
+    return PipelineModel(tuple(sized), limit, cores, threads, pool, predicted)
+
+
+def model_from_profile(profile: ProfileResult, cores: int) -> PipelineModel | None:
+    """The model of a profiled configuration; None without a stage analysis."""
+    if profile.stages is None:
+        return None
+    compute = profile.compute_only.examples_per_sec if profile.compute_only else None
+    return pipeline_model(
+        profile.stages,
+        cores,
+        compute,
+        model_cpu_s_per_example(profile),
+        autotuned_parallelism(profile.autotune),
+    )
+
+
+def profile_limit(profile: ProfileResult) -> Limit | None:
+    """The limit of a profiled pipeline on the machine it ran on (None without stages)."""
+    model = model_from_profile(profile, profile.environment.cpu_count)
+    return model.limit if model is not None else None
+
+
+def model_cpu_s_per_example(profile: ProfileResult) -> float | None:
+    """CPU seconds the model spends per example: CPU samples over the compute-only window.
+
+    None when the host probe did not sample inside that window (a short phase), in which case
+    the CPU roofline counts the input's CPU alone.
+    """
+    phase, cpu = profile.compute_only, profile.cpu
+    if phase is None or cpu is None or not phase.records or phase.examples_per_sec <= 0:
+        return None
+    start = phase.records[0].start_s
+    end = phase.records[-1].start_s + phase.records[-1].step_s
+    inside = [sample.value for sample in cpu.samples if start <= sample.t_s <= end]
+    if not inside:
+        return None
+    busy_cores = sum(inside) / len(inside) / 100
+    return busy_cores / phase.examples_per_sec
+
+
+def autotuned_parallelism(readout: AutotuneReadout | None) -> dict[int, int]:
+    """Stage index -> the parallelism AUTOTUNE chose for it, where the read-out says."""
+    if readout is None:
+        return {}
+    return {
+        choice.stage_index: int(choice.value)
+        for choice in readout.choices
+        if choice.stage_index is not None
+        and choice.argument in PARALLEL_ARGUMENTS
+        and choice.value > 0
+    }
+
+
+def _parallel_argument(stat: StageStat) -> str | None:
+    for argument in PARALLEL_ARGUMENTS:
+        if argument in stat.parameters:
+            return argument
+    return None
+
+
+def _measured_parallelism(stat: StageStat, argument: str | None, autotuned: dict[int, int]) -> int:
+    if argument is None:
+        return 1
+    value = int(stat.parameters[argument])
+    if value == _AUTOTUNE:
+        return autotuned.get(stat.index, 1)
+    return max(1, value)
+
+
+def _threads(stage: StageCost, target: float, cores: int) -> int:
+    """Little's law: threads in flight = rate x time each spends; a computing stage gets at
+    most the cores (more threads would only queue for them)."""
+    if stage.argument is None:
+        return 1
+    needed = max(1, math.ceil(target * stage.wall_s_per_example - 1e-9))
+    if not stage.blocking:
+        needed = min(needed, max(1, cores))
+    return min(needed, THREAD_CAP)
+
+
+def _last_measured(stats: Sequence[StageStat]) -> StageStat | None:
+    measured = [s for s in stats if s.cpu_s_per_example is not None]
+    return measured[-1] if measured else None
+
+
+def _explain(term: LimitTerm) -> str:
+    rate = f"{term.examples_per_sec:,.0f} examples/s"
+    if term.bound_by is LimitBound.COMPUTE:
+        return (
+            f"The model's own step bounds this pipeline at {rate}: faster input cannot speed "
+            "training up; a faster model step (a GPU, a larger batch, mixed precision) would."
+        )
+    if term.bound_by is LimitBound.CPU:
+        return (
+            f"The host's cores bound this pipeline at {rate} ({term.detail}): less CPU per "
+            "example (cheaper decoding, cache() after the costly stages) or more cores would "
+            "lift it."
+        )
+    return (
+        f"{term.stage_label} runs sequentially and bounds this pipeline at {rate}: give it "
+        "parallelism (num_parallel_calls), or move it after batching, to lift it."
+    )
+
+
+def _ms(seconds: float | None) -> str:
+    return f"{(seconds or 0.0) * 1e3:.3g} ms"

@@ -1,0 +1,136 @@
+"""One phase's steps as they are recorded, and what a step's batch and outputs hold.
+
+`PhaseRecorder` collects a phase's steps and decides online where its warm-up ends;
+`Progress` is what the profiler reports after every step. Neither imports TensorFlow: a batch's
+size is read from the `.shape` of its leaves, and outputs are synchronised through `.numpy()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from tfperf.errors import InputPipelineError
+from tfperf.measure import _analysis as analysis
+from tfperf.results import Phase, PhaseResult, StepRecord
+
+
+@dataclasses.dataclass(frozen=True)
+class Progress:
+    """Reported after every step, so a caller can draw progress; the library never prints."""
+
+    phase: Phase
+    warming_up: bool
+    measured_steps: int
+    target_steps: int | None
+    #: Examples/s over the measured steps so far (None during warm-up): lets a tuner prune a
+    #: hopeless trial from its first measured window.
+    examples_per_sec: float | None = None
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+class PhaseRecorder:
+    """Collects one phase's steps and decides online where its warm-up ends."""
+
+    def __init__(
+        self, phase: Phase, warmup: int | None, rule: analysis.WarmupRule, target: int | None
+    ) -> None:
+        self.phase = phase
+        self.target = target
+        self.fixed_warmup = warmup
+        self.rule = rule
+        self.steps: list[tuple[float, float, float, int, int]] = []
+        self.time_to_first_batch_s = 0.0
+        self.epochs_crossed = 0
+        self.warmup_end: tuple[int, bool] | None = (warmup, True) if warmup == 0 else None
+
+    def add(
+        self, start_s: float, wait_s: float, compute_s: float, examples: int, epoch: int
+    ) -> None:
+        self.steps.append((start_s, wait_s, compute_s, examples, epoch))
+        if self.warmup_end is not None:
+            return
+        if self.fixed_warmup is not None:
+            if len(self.steps) >= self.fixed_warmup:
+                self.warmup_end = (self.fixed_warmup, True)
+        else:
+            times = [wait + compute for _, wait, compute, _, _ in self.steps]
+            self.warmup_end = analysis.detect_warmup_end(times, self.rule)
+
+    @property
+    def measured_steps(self) -> int:
+        return len(self.steps) - self.warmup_end[0] if self.warmup_end else 0
+
+    def measured_rate(self) -> float | None:
+        """Examples/s over the measured steps so far, from first request to last step's end."""
+        if not self.warmup_end or self.measured_steps == 0:
+            return None
+        measured = self.steps[self.warmup_end[0] :]
+        last_start, last_wait, last_compute, _, _ = measured[-1]
+        seconds = last_start + last_wait + last_compute - measured[0][0]
+        return sum(step[3] for step in measured) / seconds if seconds > 0 else None
+
+    def finish(self) -> PhaseResult | None:
+        if not self.steps:
+            return None
+        end, converged = self.warmup_end or (min(self.rule.min_steps, len(self.steps) - 1), False)
+        end = min(end, len(self.steps) - 1)  # keep at least one measured step
+        records = [
+            StepRecord(start_s=s, wait_s=w, compute_s=c, examples=n, epoch=e, warmup=i < end)
+            for i, (s, w, c, n, e) in enumerate(self.steps)
+        ]
+        return analysis.summarise_phase(
+            self.phase, records, self.time_to_first_batch_s, converged, self.epochs_crossed
+        )
+
+
+def batch_examples(batch: Any) -> int:
+    """Examples in a batch: the leading dimension of its first tensor-like leaf, else 1."""
+    for leaf in _leaves(batch):
+        shape = getattr(leaf, "shape", None)
+        if shape is not None and len(shape) > 0 and shape[0] is not None:
+            return int(shape[0])
+    return 1
+
+
+def synchronise(outputs: Any) -> None:
+    # `.numpy()` blocks until an eager tensor's value exists, so queued kernels cannot leak
+    # into the next step's wait time.
+    for leaf in _leaves(outputs):
+        numpy = getattr(leaf, "numpy", None)
+        if callable(numpy):
+            numpy()
+
+
+def _leaves(tree: Any) -> Iterator[Any]:
+    if isinstance(tree, Mapping):
+        for value in tree.values():
+            yield from _leaves(value)
+    elif isinstance(tree, (list, tuple)):
+        for value in tree:
+            yield from _leaves(value)
+    elif tree is not None:
+        yield tree
+
+
+def input_error(error: Exception, recorder: PhaseRecorder) -> InputPipelineError:
+    step = len(recorder.steps)
+    return InputPipelineError(
+        f"the dataset raised {type(error).__name__} while producing batch {step + 1}: {error}",
+        step=step,
+    )
+
+
+def empty_message(recorder: PhaseRecorder) -> str:
+    if recorder.steps:
+        return (
+            f"the dataset yielded nothing after its first epoch ({len(recorder.steps)} batches): "
+            "a later epoch is empty, e.g. a one-shot generator; make the dataset re-iterable."
+        )
+    return (
+        "the dataset is empty: it yielded no batch. Check the input files exist and are not "
+        "filtered out, and that batch(drop_remainder=True) is not dropping the only batch."
+    )

@@ -1,0 +1,106 @@
+"""Importing a pipeline file never trains: a `fit` that starts during the import is stopped.
+
+`is_script` already sends a file with a top-level `fit` to the script runner, from its syntax.
+What the syntax cannot see is a `fit` reached at run time: a `main()` called at the top of a
+file that also defines the contract, a helper module that trains when imported. While tfperf
+imports a file it took for a pipeline file, `keras.Model.fit` (which `tf.keras` shares under
+Keras 3) raises instead of training, and the import fails with a message naming the file, the
+line of the `fit` and the fix.
+
+Keras is imported only when the file could reach it: it imports TensorFlow, Keras, or a module
+of its own folder (which may); a file importing none of them loads without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tfperf._tf import patched
+from tfperf.errors import PipelineFileError
+from tfperf.tracebacks import is_user_file
+
+__all__ = ["fit_refused", "may_train"]
+
+#: Top-level packages through which a file can reach `keras.Model.fit`.
+_TRAINING_PACKAGES = frozenset({"tensorflow", "keras", "tf_keras"})
+
+
+class _FitDuringImport(BaseException):
+    """Raised by `fit` while a pipeline file is imported. A BaseException, so the file's own
+    `except Exception:` lets it through."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(where)
+        self.where = where
+
+
+def may_train(tree: ast.Module, folder: Path) -> bool:
+    """Whether the file imports TensorFlow, Keras, or a module of its own folder (or Keras is
+    loaded already, when guarding costs nothing)."""
+    if "keras" in sys.modules:
+        return True
+    for node in ast.walk(tree):
+        for name in _imported(node):
+            top = name.split(".")[0]
+            if top in _TRAINING_PACKAGES:
+                return True
+            if (folder / f"{top}.py").exists() or (folder / top).is_dir():
+                return True
+    return False
+
+
+@contextlib.contextmanager
+def fit_refused(tree: ast.Module, file: Path, shown: str) -> Iterator[None]:
+    """While the block imports `file`, a call of `keras.Model.fit` stops the import.
+
+    Raises:
+        PipelineFileError: the file (or a module it imports) called `fit` on import.
+    """
+    if not may_train(tree, file.parent):
+        yield
+        return
+    import keras
+
+    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise _FitDuringImport(_user_line(sys._getframe(1), file.parent))
+
+    try:
+        with patched(keras.Model, "fit", fit):
+            yield
+    except _FitDuringImport as stopped:
+        raise PipelineFileError(_message(shown, stopped.where)) from None
+
+
+def _imported(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module]
+    if isinstance(node, ast.ImportFrom) and node.level:
+        return [node.module or alias.name for alias in node.names]
+    return []
+
+
+def _user_line(frame: Any, folder: Path) -> str:
+    """The innermost line on the stack in the file's folder, e.g. `pipeline.py:41`."""
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename, [folder]):
+            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "an unknown line"
+
+
+def _message(shown: str, where: str) -> str:
+    return (
+        f"{shown} started training (`fit` at {where}) while tfperf imported it, so tfperf "
+        "stopped it before any step ran. The file defines `make_dataset` and `make_model` "
+        "(or `make_train_step`), so tfperf imports it as a pipeline file, and everything at "
+        "its top level runs on import. Move the code that trains under "
+        '`if __name__ == "__main__":`, or, to tune it as a training script, remove those '
+        'functions\' contract names (see docs/zero-change.md, "Two kinds of file").'
+    )

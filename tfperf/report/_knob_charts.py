@@ -1,0 +1,159 @@
+"""The knob charts of a study report: which knobs matter, and each trial's values across them.
+
+Data functions read a `StudySnapshot` and return frozen records of plain values (tested by
+equality); drawing functions turn a record into a plotly figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from tfperf.knobs import AUTOTUNE, Knobs, format_value
+from tfperf.report import _theme as theme
+from tfperf.report._study_data import StudySnapshot, site_names
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+#: Fewer complete trials than this rank knobs by noise: the report says so instead.
+MIN_TRIALS_TO_RANK = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Importances:
+    """How much each knob explains of the throughput (PED-ANOVA), largest first."""
+
+    names: tuple[str, ...]
+    values: tuple[float, ...]
+    note: str | None
+
+
+def importances(snapshot: StudySnapshot) -> Importances:
+    """The ranking, or none with a note when the study is too small or the values all tie."""
+    ranked = sorted(snapshot.importances.items(), key=lambda item: -item[1])
+    complete = sum(1 for row in snapshot.trials if row.state == "COMPLETE")
+    note = snapshot.importance_note
+    if ranked and complete < MIN_TRIALS_TO_RANK:
+        note = (
+            f"too few trials to rank knobs: {complete} completed, a ranking needs about "
+            f"{MIN_TRIALS_TO_RANK}"
+        )
+    elif len(ranked) > 1 and max(v for _, v in ranked) - min(v for _, v in ranked) < 0.01:
+        note = "too few trials to rank knobs: every knob explains the same share"
+    if note != snapshot.importance_note:
+        ranked = []
+    return Importances(
+        tuple(name for name, _ in ranked),
+        tuple(value for _, value in ranked),
+        note,
+    )
+
+
+def importance_figure(data: Importances) -> go.Figure:
+    import plotly.graph_objects as go
+
+    figure = go.Figure(
+        go.Bar(
+            x=list(data.values),
+            y=list(data.names),
+            orientation="h",
+            marker_color=theme.COMPUTE,
+            text=[f"{value:.0%}" for value in data.values],
+            textposition="auto",
+            name="importance",
+            hovertemplate="%{y}: explains %{x:.0%} of the variation<extra></extra>",
+        )
+    )
+    return theme.apply_layout(
+        figure,
+        "Which knobs matter: share of throughput variation explained",
+        "importance (share, PED-ANOVA)",
+        "",
+        showlegend=False,
+        yaxis={"autorange": "reversed"},
+        height=max(220, 40 + 34 * len(data.names)),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One vertical axis of the parallel-coordinates view; ticks name categorical values."""
+
+    label: str
+    values: tuple[float, ...]
+    tick_values: tuple[float, ...] | None
+    tick_text: tuple[str, ...] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class ParallelView:
+    """Feasible completed trials as lines across the knobs that varied, coloured by examples/s."""
+
+    axes: tuple[Axis, ...]
+    examples_per_sec: tuple[float, ...]
+
+
+def parallel_view(snapshot: StudySnapshot) -> ParallelView:
+    rows = [row for row in snapshot.trials if row.feasible and row.examples_per_sec]
+    axes = []
+    for name in (*Knobs.names(), *site_names(rows)):
+        raw = [row.flat_knobs.get(name) for row in rows]
+        if len({repr(value) for value in raw}) > 1:
+            axes.append(_axis(name, raw))
+    return ParallelView(tuple(axes), tuple(row.examples_per_sec or 0.0 for row in rows))
+
+
+def _axis(name: str, raw: list[Any]) -> Axis:
+    numeric = all(isinstance(v, int) and not isinstance(v, bool) and v != AUTOTUNE for v in raw)
+    if numeric:
+        return Axis(name, tuple(float(v) for v in raw), None, None)
+    # Categories (AUTOTUNE, precision names, None) get evenly spaced positions, sorted with
+    # numbers first so an axis such as num_parallel_calls still reads low to high.
+    ordered = sorted({repr(v): v for v in raw}.values(), key=_category_key)
+    position = {repr(v): float(i) for i, v in enumerate(ordered)}
+    return Axis(
+        name,
+        tuple(position[repr(v)] for v in raw),
+        tuple(position.values()),
+        tuple("default" if v is None else format_value(v) for v in ordered),
+    )
+
+
+def _category_key(value: Any) -> tuple[int, float, str]:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value != AUTOTUNE:
+        return (0, float(value), "")
+    return (1, 0.0, format_value(value))
+
+
+def parallel_figure(data: ParallelView) -> go.Figure:
+    import plotly.graph_objects as go
+
+    dimensions = []
+    for axis in data.axes:
+        dimension: dict[str, Any] = {"label": axis.label, "values": list(axis.values)}
+        if axis.tick_values is not None:
+            dimension["tickvals"] = list(axis.tick_values)
+            dimension["ticktext"] = list(axis.tick_text or ())
+        dimensions.append(dimension)
+    dimensions.append({"label": "examples/s", "values": list(data.examples_per_sec)})
+    figure = go.Figure(
+        go.Parcoords(
+            dimensions=dimensions,
+            line={
+                "color": list(data.examples_per_sec),
+                "colorscale": theme.CONTINUOUS_SCALE,
+                "showscale": True,
+                "colorbar": {"title": {"text": "examples/s"}},
+            },
+            name="trials",
+        )
+    )
+    return theme.apply_layout(
+        figure,
+        "Knob values of every feasible trial, coloured by examples/s",
+        "",
+        "",
+        margin={"l": 60, "r": 40, "t": 90, "b": 30},
+        height=420,
+    )

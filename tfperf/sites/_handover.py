@@ -1,0 +1,79 @@
+"""The whole patch of a zero-change study: rewritten values, and the code tfperf applied itself.
+
+A trial of a plain file or script measures the values written at its call sites (overridden),
+and what tfperf sets around the code: `tf.data.Options`, the Keras precision policy, a
+`prefetch` added at the end. `patch_for` turns a measured configuration into one patch holding
+all of it; `unplaceable` names, before a study, the knobs no patch could hold in these files,
+so that the study fixes them at what the code does.
+
+No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tfperf.results import Discovery
+from tfperf.sites._insert import OPTION_PATHS, Additions, Anchor, placement_problem
+from tfperf.sites._patch import Patch, changes_between, inserted_prefetch, make_patch
+
+__all__ = ["additions_between", "patch_for", "unplaceable"]
+
+#: Knobs tfperf applies itself, and the kind of insertion that writes each.
+APPLIED_KNOBS = {
+    "deterministic": "options",
+    "private_threadpool_size": "options",
+    "mixed_precision": "precision",
+}
+
+
+def additions_between(
+    before: Mapping[str, Any], after: Mapping[str, Any], prefetch: int | None
+) -> Additions:
+    """What tfperf applied for `after` (knobs as `Knobs.to_dict` writes them) that `before`
+    (the code as written) does not do."""
+    options = tuple(
+        (path, repr(after[name]))
+        for name, path in OPTION_PATHS.items()
+        if after.get(name) is not None and after.get(name) != before.get(name)
+    )
+    precision = after.get("mixed_precision")
+    changed = precision is not None and precision != before.get("mixed_precision")
+    return Additions(options, str(precision) if changed else None, prefetch)
+
+
+def patch_for(
+    root: Path,
+    discovery: Discovery,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    *,
+    script: bool,
+) -> Patch:
+    """The patch of the files under `root` that runs `after` as it was measured."""
+    chosen = dict(after.get("sites") or {})
+    changes = changes_between(discovery.sites, chosen)
+    additions = additions_between(before, after, inserted_prefetch(discovery.sites, chosen))
+    anchor = Anchor.parse(discovery.end, script) if discovery.end else None
+    return make_patch(root, changes, anchor, additions)
+
+
+def unplaceable(root: Path, discovery: Discovery, *, script: bool) -> dict[str, str]:
+    """Knob (or site) name -> why no patch can write it into these files."""
+    names = {**APPLIED_KNOBS}
+    names.update(
+        {site.name: "prefetch" for site in discovery.sites if site.calls == 0 and site.col is None}
+    )
+    if discovery.end is None:
+        where = "the `fit` call" if script else "`make_dataset()`"
+        reason = f"tfperf found no line of yours where the dataset reaches {where}"
+        return dict.fromkeys(names, reason)
+    anchor = Anchor.parse(discovery.end, script)
+    try:
+        source = (root / anchor.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        return dict.fromkeys(names, f"tfperf cannot read {anchor.file} ({error})")
+    problems = {what: placement_problem(source, anchor, what) for what in set(names.values())}
+    return {name: problem for name, what in names.items() if (problem := problems[what])}

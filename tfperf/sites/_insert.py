@@ -1,0 +1,334 @@
+"""Inserts the code tfperf applied itself while measuring: options, precision, a prefetch.
+
+A plain file or script reads no knobs, so what tfperf set around its calls during a trial
+(`tf.data.Options`, the Keras precision policy, a `prefetch` it added at the end of the
+pipeline) must be written into the user's file for the patch to reproduce the measurement.
+Each goes where the dataset is handed over (`Discovery.end`):
+
+- a script's `fit(x, ...)` call, or each `return X` of a plain file's `make_dataset()`: the
+  options are built in the lines before that statement and `X` becomes
+  `X.prefetch(tf.data.AUTOTUNE).with_options(options)`;
+- the precision policy before the model exists: a script sets it after its imports; a plain
+  file at the start of `make_model` / `make_train_step` (tfperf sets its own policy around
+  those, so a policy set when the file is imported would not hold).
+
+`placement_problem` says, before a study, why an addition cannot be placed in a file, so that
+the study fixes that knob at what the code does rather than measure what no patch can hold.
+
+No TensorFlow here.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Iterator, Sequence
+
+from tfperf.knobs import AUTOTUNE
+
+__all__ = [
+    "NOTHING_ADDED",
+    "Additions",
+    "Anchor",
+    "InsertEdit",
+    "insert_edits",
+    "placement_problem",
+]
+
+#: Knobs tfperf applies as `tf.data.Options`, and the attribute each sets.
+OPTION_PATHS = {
+    "deterministic": "deterministic",
+    "private_threadpool_size": "threading.private_threadpool_size",
+}
+_PRIMARY = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+@dataclasses.dataclass(frozen=True)
+class Anchor:
+    """Where the dataset is handed over: a script's `fit` call, or `def make_dataset` of a
+    plain file (`script` False), by file (relative to the pipeline's folder) and line."""
+
+    file: str
+    line: int
+    script: bool
+
+    @classmethod
+    def parse(cls, text: str, script: bool) -> Anchor:
+        file, _, line = text.rpartition(":")
+        return cls(file, int(line), script)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Additions:
+    """What to insert: option attribute -> value (Python source), a policy, a prefetch."""
+
+    options: tuple[tuple[str, str], ...] = ()
+    precision: str | None = None
+    prefetch: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.options) or self.precision is not None or self.prefetch is not None
+
+    def describe(self) -> list[str]:
+        lines = [f"options.{path} = {value}" for path, value in self.options]
+        if self.prefetch is not None:
+            shown = "AUTOTUNE" if self.prefetch == AUTOTUNE else str(self.prefetch)
+            lines.append(f"prefetch({shown}) added at the end of the pipeline")
+        if self.precision is not None:
+            lines.append(f'keras.mixed_precision.set_global_policy("{self.precision}")')
+        return lines
+
+
+NOTHING_ADDED = Additions()
+
+
+@dataclasses.dataclass(frozen=True)
+class InsertEdit:
+    """Text to put at a (line, col) of the file (col a UTF-8 byte offset, as in `ast`)."""
+
+    line: int
+    col: int
+    text: str
+
+
+def placement_problem(source: str, anchor: Anchor, what: str) -> str | None:
+    """Why `what` ("options", "prefetch" or "precision") cannot be written, else None."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return f"{anchor.file} does not parse ({error.msg})"
+    names = _Names(tree)
+    if what == "precision":
+        return None if _policy_point(tree, anchor) is not None else _no_policy_point(anchor)
+    if names.tf is None:
+        return f"{anchor.file} has no `import tensorflow` to build tf.data.Options with"
+    found = _handovers(tree, anchor)
+    return found if isinstance(found, str) else None
+
+
+def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[InsertEdit] | str:
+    """The insertions for `additions` in `source`, or why they cannot be made safely."""
+    for what, wanted in (
+        ("options", additions.options),
+        ("prefetch", additions.prefetch is not None),
+        ("precision", additions.precision),
+    ):
+        problem = placement_problem(source, anchor, what) if wanted else None
+        if problem:
+            return problem
+    tree = ast.parse(source)
+    names = _Names(tree)
+    lines = source.split("\n")
+    edits: list[InsertEdit] = []
+    if additions.options or additions.prefetch is not None:
+        found = _handovers(tree, anchor)
+        assert not isinstance(found, str)
+        variable = names.free("options", "data_options", "tfperf_options")
+        for statement, value in found:
+            edits += _dataset_edits(statement, value, lines, names.tf or "tf", variable, additions)
+    if additions.precision is not None:
+        point = _policy_point(tree, anchor)
+        assert point is not None
+        line, indent, after, prefix = point
+        call = f'{prefix}.set_global_policy("{additions.precision}")'
+        text = f"\n{indent}{call}" if after else f"{indent}{call}\n"
+        end = len(lines[line - 1].rstrip("\r").encode())
+        edits.append(InsertEdit(line, end if after else 0, text))
+    return edits
+
+
+def _dataset_edits(
+    statement: ast.stmt,
+    value: ast.expr,
+    lines: list[str],
+    tf: str,
+    variable: str,
+    additions: Additions,
+) -> list[InsertEdit]:
+    indent = lines[statement.lineno - 1][: statement.col_offset]
+    edits = []
+    suffix = ""
+    if additions.prefetch is not None:
+        buffer = f"{tf}.data.AUTOTUNE" if additions.prefetch == AUTOTUNE else additions.prefetch
+        suffix += f".prefetch({buffer})"
+    if additions.options:
+        setup = [f"{variable} = {tf}.data.Options()"]
+        setup += [f"{variable}.{path} = {text}" for path, text in additions.options]
+        edits.append(InsertEdit(statement.lineno, 0, "".join(f"{indent}{s}\n" for s in setup)))
+        suffix += f".with_options({variable})"
+    end = (value.end_lineno or 0, value.end_col_offset or 0)
+    if not isinstance(value, _PRIMARY):
+        edits.append(InsertEdit(value.lineno, value.col_offset, "("))
+        suffix = ")" + suffix
+    edits.append(InsertEdit(*end, suffix))
+    return edits
+
+
+def _handovers(tree: ast.Module, anchor: Anchor) -> list[tuple[ast.stmt, ast.expr]] | str:
+    """Each statement that hands the dataset over, with the expression that is the dataset."""
+    if anchor.script:
+        calls = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "fit"
+            and node.lineno <= anchor.line <= (node.func.end_lineno or node.lineno)
+        ]
+        if len(calls) != 1:
+            return f"{anchor} does not hold one `.fit(...)` call tfperf can find again"
+        value = _fit_input(calls[0])
+        if value is None:
+            return f"the `fit` call at {anchor} passes no x tfperf can wrap"
+        pairs = [(_statement_of(tree, calls[0]), value)]
+    else:
+        function = _function_at(tree, "make_dataset", anchor.line)
+        if function is None:
+            return f"{anchor.file} has no `def make_dataset()` at line {anchor.line} any more"
+        returns = [node for node in _own_nodes(function) if isinstance(node, ast.Return)]
+        if not returns or any(node.value is None for node in returns):
+            return f"`make_dataset()` in {anchor.file} has a `return` without a dataset"
+        pairs = [(node, node.value) for node in returns if node.value is not None]
+    for statement, _ in pairs:
+        if statement is None or not _starts_its_line(statement, tree):
+            return f"the statement that hands the dataset over at {anchor} shares its line"
+    return [(statement, value) for statement, value in pairs if statement is not None]
+
+
+def _fit_input(call: ast.Call) -> ast.expr | None:
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return next((kw.value for kw in call.keywords if kw.arg == "x"), None)
+
+
+def _statement_of(tree: ast.Module, target: ast.AST) -> ast.stmt | None:
+    """The innermost statement holding `target`: a nested statement starts after its parent."""
+    holding = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.stmt) and any(child is target for child in ast.walk(node))
+    ]
+    return max(holding, key=lambda node: (node.lineno, node.col_offset), default=None)
+
+
+def _starts_its_line(statement: ast.stmt, tree: ast.Module) -> bool:
+    """No other statement starts on the line before this one (`if x: fit(...)`, `a; b`)."""
+    return not any(
+        isinstance(node, ast.stmt)
+        and node is not statement
+        and (node.end_lineno or node.lineno) >= statement.lineno
+        and node.lineno == statement.lineno
+        and node.col_offset < statement.col_offset
+        for node in ast.walk(tree)
+    )
+
+
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of `function`'s body, not those of functions or classes defined inside it."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _function_at(
+    tree: ast.Module, name: str, line: int | None
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            lines = {node.lineno, *(d.lineno for d in node.decorator_list)}
+            if line is None or line in lines:
+                return node
+    return None
+
+
+def _policy_point(tree: ast.Module, anchor: Anchor) -> tuple[int, str, bool, str] | None:
+    """(line, indent, after, prefix): insert after line `line` (a script's last import before
+    any call), or before it (the first statement of a plain file's model function); `prefix`
+    spells `mixed_precision` with the imports in force there."""
+    if anchor.script:
+        leading: list[ast.stmt] = []
+        for node in tree.body:
+            if node.lineno >= anchor.line or (
+                not isinstance(node, (ast.Import, ast.ImportFrom))
+                and any(isinstance(child, ast.Call) for child in ast.walk(node))
+            ):
+                break
+            leading.append(node)
+        imports = [node for node in leading if isinstance(node, (ast.Import, ast.ImportFrom))]
+        prefix = _keras_prefix(imports)
+        if not imports or prefix is None:
+            return None
+        return imports[-1].end_lineno or imports[-1].lineno, "", True, prefix
+    prefix = _keras_prefix(tree.body)
+    for name in ("make_model", "make_train_step"):
+        function = _function_at(tree, name, None)
+        if function is None or prefix is None:
+            continue
+        body = function.body
+        if _is_docstring(body[0]):
+            if len(body) == 1:
+                return None
+            body = body[1:]
+        return body[0].lineno, " " * body[0].col_offset, False, prefix
+    return None
+
+
+def _keras_prefix(statements: Sequence[ast.stmt]) -> str | None:
+    """How `set_global_policy` is reached under these imports: `keras.mixed_precision`, ..."""
+    tf = None
+    for node in statements:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "keras":
+                    return f"{alias.asname or 'keras'}.mixed_precision"
+                if alias.name == "tensorflow":
+                    tf = tf or alias.asname or "tensorflow"
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (node.module, alias.name) == ("tensorflow", "keras"):
+                    return f"{alias.asname or 'keras'}.mixed_precision"
+                if (node.module, alias.name) == ("keras", "mixed_precision"):
+                    return alias.asname or "mixed_precision"
+    return f"{tf}.keras.mixed_precision" if tf else None
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def _no_policy_point(anchor: Anchor) -> str:
+    if anchor.script:
+        return (
+            f"{anchor.file} imports neither keras nor tensorflow before its first call, where "
+            "a policy set after the imports would hold for the model"
+        )
+    return (
+        f"{anchor.file} defines no `make_model()` or `make_train_step()` (with a statement) to "
+        "set a policy in, or imports neither keras nor tensorflow"
+    )
+
+
+class _Names:
+    """How the file spells tensorflow, and the names it uses."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        self.tf: str | None = None
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name == "tensorflow":
+                        self.tf = self.tf or alias.asname or "tensorflow"
+
+    def free(self, *choices: str) -> str:
+        return next((name for name in choices if name not in self.used), choices[-1])

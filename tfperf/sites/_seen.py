@@ -1,0 +1,127 @@
+"""What the recorder keeps of each call: where it was made, its runs, its argument's values.
+
+`Place` names a call by file, line and span; `Run` is one run of it and the recorded calls it
+ran inside; `Seen` is one argument over every run. `site_of` turns one into a `CallSite`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tfperf.knobs import SiteName, format_site_value
+from tfperf.results import ArgumentForm, CallSite
+
+__all__ = [
+    "Place",
+    "Run",
+    "Seen",
+    "inserted_site",
+    "seen_order",
+    "seen_text",
+    "site_of",
+    "varies",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Place:
+    """Where in the user's files a call was made; columns None when only the line is known.
+
+    `nth` tells apart calls of one method on one line (1, 2, ... in the order they end),
+    None when the line holds one.
+    """
+
+    file: str
+    line: int
+    col: int | None = None
+    end_line: int | None = None
+    end_col: int | None = None
+    nth: int | None = None
+
+    def name(self, method: str, argument: str) -> str:
+        return str(SiteName(method, self.file, self.line, self.nth, argument))
+
+
+@dataclasses.dataclass(eq=False)
+class Run:
+    """One run of a recorded call: what it returned, and the recorded calls it ran inside.
+
+    A call made while tf.data traces an `interleave` function runs inside that interleave:
+    it feeds the measured dataset when the interleave does, though no input of it leads there.
+    """
+
+    parents: tuple[Run, ...]
+    results: list[Any] = dataclasses.field(default_factory=list)
+
+    def feeds(self, chain: set[int]) -> bool:
+        return any(id(result) in chain for result in self.results) or any(
+            parent.feeds(chain) for parent in self.parents
+        )
+
+
+@dataclasses.dataclass
+class Seen:
+    """One argument of one call site, over every time the call ran."""
+
+    place: Place
+    method: str
+    argument: str
+    form: ArgumentForm
+    index: int | None
+    values: list[int | None]
+    problem: str | None
+    runs: list[Run]
+
+
+def site_of(name: str, seen: Seen) -> CallSite:
+    place = seen.place
+    return CallSite(
+        name=name,
+        file=place.file,
+        line=place.line,
+        col=place.col,
+        end_line=place.end_line,
+        end_col=place.end_col,
+        method=seen.method,
+        argument=seen.argument,
+        form=seen.form,
+        index=seen.index,
+        value=seen.values[0],
+        calls=len(seen.runs),
+    )
+
+
+def inserted_site(name: str, place: Place) -> CallSite:
+    return CallSite(
+        name=name,
+        file=place.file,
+        line=place.line,
+        col=None,
+        end_line=None,
+        end_col=None,
+        method="prefetch",
+        argument="buffer_size",
+        form=ArgumentForm.ABSENT,
+        index=None,
+        value=0,
+        calls=0,
+    )
+
+
+def varies(values: list[int | None]) -> str | None:
+    if len(values) < 2:
+        return None
+    shown = ", ".join(format_site_value(value) for value in values)
+    return f"takes different values on different calls ({shown}); tfperf tunes one value per call"
+
+
+def seen_text(seen: Seen) -> str:
+    return f"{seen.method}({seen.argument}=...)"
+
+
+def seen_order(seen: Seen) -> tuple[str, int, int, int, str]:
+    """File, line, then where the call ends: `ds.shuffle(9).batch(4)` lists shuffle first."""
+    place = seen.place
+    end_line = place.end_line if place.end_line is not None else place.line
+    return place.file, place.line, end_line, place.end_col or -1, seen.argument

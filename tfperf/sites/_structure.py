@@ -1,0 +1,79 @@
+"""Structure edits the recorder can apply during a trial: a `prefetch` after an `interleave`.
+
+An `interleave` that reads files and feeds a `map` hands elements over one at a time: while
+the map works, the interleave's cycle waits, and while the interleave reads, the map waits.
+A `prefetch` between them decouples the two. tfperf records one candidate site per such
+interleave in the user's files, named like a prefetch on the interleave's line
+(`prefetch@input.py:12.buffer_size`), written value 0 (none) and `calls` 0 (the code has no
+such call); its columns are those of the interleave call, where the patch appends
+`.prefetch(N)`. The search measures it like any prefetch site (0-8 and AUTOTUNE), so what it
+is worth on this pipeline is what the trials measured, not a rule.
+
+A line that already names a `prefetch` call gets no candidate (its name would be that call's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tfperf import _tf
+from tfperf.knobs import AUTOTUNE, SiteName
+from tfperf.results import ArgumentForm, CallSite
+
+__all__ = ["AfterInterleave", "added_prefetch", "feeds_a_map"]
+
+
+@dataclasses.dataclass
+class AfterInterleave:
+    """One interleave call of the user's (with its span) and what its runs returned."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    nth: int | None
+    outputs: list[Any] = dataclasses.field(default_factory=list)
+    added: list[Any] = dataclasses.field(default_factory=list)  # the prefetches applied
+
+    @property
+    def name(self) -> str:
+        return str(SiteName("prefetch", self.file, self.line, self.nth, "buffer_size"))
+
+    def site(self) -> CallSite:
+        return CallSite(
+            name=self.name,
+            file=self.file,
+            line=self.line,
+            col=self.col,
+            end_line=self.end_line,
+            end_col=self.end_col,
+            method="prefetch",
+            argument="buffer_size",
+            form=ArgumentForm.ABSENT,
+            index=None,
+            value=0,
+            calls=0,
+        )
+
+
+def added_prefetch(output: Any, value: int | None) -> Any | None:
+    """`output.prefetch(value)` for a value that adds one (N > 0 or AUTOTUNE), else None."""
+    if value is None or not (value > 0 or value == AUTOTUNE):
+        return None
+    return output.prefetch(value)
+
+
+def feeds_a_map(candidate: AfterInterleave, chain: list[Any]) -> bool:
+    """Whether, in the measured `chain`, the interleave's output (through the prefetch tfperf
+    applied, if any) is read by a `map` and by nothing else."""
+    outputs = {id(each) for each in candidate.outputs}
+    added = {id(each) for each in candidate.added}
+    readers = [
+        _tf.method_of(each).name
+        for each in chain
+        if id(each) not in outputs | added
+        and any(id(below) in outputs | added for below in _tf.inputs(each))
+    ]
+    return bool(readers) and all(name == "map" for name in readers)

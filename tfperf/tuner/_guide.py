@@ -1,0 +1,247 @@
+"""What the pipeline model tells the search: the estimate, and the thread ranges TPE explores.
+
+After the baseline trial (run with the stage analysis), `make_guide` turns its `ProfileResult`
+into a `Guide`: the limit, Little's-law thread counts per parallelism knob or call site, and
+the estimate, the configuration the model predicts best, which the study measures as its third
+reference. `guided_ranges` then gives the range TPE searches for each of those knobs.
+
+How the ranges live in Optuna. A categorical distribution cannot change within a study, but an
+integer one may change its bounds (Optuna only checks the kind and `log`). So a guided knob is
+suggested as its own integer parameter, `"<name>#threads"`, on a log scale, whose bounds are the
+current range: every range generation uses the same parameter, and TPE keeps learning from the
+trials of earlier generations. The knob's categorical parameter of the default space (which
+holds AUTOTUNE and the baseline for the references) is simply not suggested once the guide is
+known; AUTOTUNE is measured by its reference trial.
+
+Ranges are a function of the model and of the trials so far: the model's count `n` gives
+`[ceil(0.75 n), ceil(1.75 n)]`, and the range widens on a side where the best trial so far sits
+on its edge (to half or twice that value), so a model that guessed low or high is corrected in
+a few trials. Every bound stays within `THREAD_CAP`; the RAM budget bounds threads through the
+trials themselves (a configuration over it is infeasible, and the sampler learns so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tfperf.hardware import Machine
+from tfperf.knobs import AUTOTUNE, Domain, Fixed, IntRange, Knobs, SiteKind, SiteName, is_site_name
+from tfperf.measure import THREAD_CAP, PipelineModel, model_from_profile
+from tfperf.results import (
+    TRAINING_KNOBS,
+    Estimate,
+    Limit,
+    ProfileResult,
+    StageKind,
+    validated,
+)
+from tfperf.tuner._search import GUIDED_SUFFIX
+
+__all__ = [
+    "GUIDED_SUFFIX",
+    "Guide",
+    "guided_ranges",
+    "input_only_fixes",
+    "make_guide",
+    "thread_range",
+    "widen",
+]
+
+POOL = "private_threadpool_size"
+_PARALLELISM = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
+
+
+@dataclasses.dataclass(frozen=True)
+class Guide:
+    """The model's advice to one study, stored in it so every tuner of the study shares it.
+
+    Attributes:
+        limit: the pipeline's limit on the machine that ran the baseline.
+        estimate: the configuration predicted best and its predicted rate.
+        threads: knob or call-site name -> the threads the model sizes it at.
+        cycle_caps: parallelism name -> the fixed `cycle_length` it must not exceed (tf.data
+            refuses an interleave with more parallel calls than a fixed cycle).
+        knob_interleave: the pipeline has an interleave with `num_parallel_calls`, so the
+            knobs `num_parallel_calls` and `cycle_length` constrain each other.
+    """
+
+    limit: Limit
+    estimate: Estimate
+    threads: dict[str, int]
+    cycle_caps: dict[str, int] = dataclasses.field(default_factory=dict)
+    knob_interleave: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Guide:
+        return validated(cls, dict(data), source="the study's stored guide")
+
+
+def make_guide(
+    baseline_result: ProfileResult,
+    machine: Machine,
+    baseline: Knobs,
+    space: Mapping[str, Domain],
+    guidable: Iterable[str],
+) -> Guide | None:
+    """The guide from the baseline's profile; None without a stage analysis or a limit.
+
+    Only `guidable` names (those the tuner sized itself, not the file's `SEARCH_SPACE` nor a
+    `--fix`) get thread counts and estimate values.
+    """
+    model = model_from_profile(baseline_result, machine.cpu_count)
+    if model is None:
+        return None
+    caps = cycle_caps(baseline, space, model, machine.cpu_count)
+    threads: dict[str, int] = {}
+    for name in guidable:
+        count = _threads_for(name, model)
+        if count is not None:
+            threads[name] = min(count, caps.get(name, THREAD_CAP))
+    if POOL in set(guidable) and model.pool_threads > machine.cpu_count:
+        threads[POOL] = model.pool_threads
+    estimate = Estimate(
+        knobs=estimate_knobs(baseline, threads, space).to_dict(),
+        predicted_examples_per_sec=model.predicted_examples_per_sec,
+    )
+    stages = baseline_result.stages.stages if baseline_result.stages else []
+    interleave = any(
+        s.kind is StageKind.INTERLEAVE and "num_parallel_calls" in s.parameters for s in stages
+    )
+    return Guide(model.limit, estimate, threads, caps, interleave and not baseline.sites)
+
+
+def input_only_fixes(baseline: Knobs) -> dict[str, Any]:
+    """`--input-only`: the knobs and call sites that change training, held at the baseline."""
+    fixes: dict[str, Any] = {name: getattr(baseline, name) for name in TRAINING_KNOBS}
+    fixes.update(
+        {n: v for n, v in baseline.sites.items() if SiteName.parse(n).kind.changes_training}
+    )
+    return fixes
+
+
+def estimate_knobs(
+    baseline: Knobs, threads: Mapping[str, int], space: Mapping[str, Domain]
+) -> Knobs:
+    """The baseline with every sized knob at the model's count and prefetch left to AUTOTUNE.
+
+    Training knobs keep the baseline's values: the estimate changes input only.
+    """
+    values: dict[str, Any] = {n: v for n, v in threads.items() if not is_site_name(n)}
+    sites = {**baseline.sites, **{n: v for n, v in threads.items() if is_site_name(n)}}
+    if not isinstance(space.get("prefetch"), Fixed):
+        values["prefetch"] = AUTOTUNE
+    for name in baseline.sites:
+        if SiteName.parse(name).kind is SiteKind.PREFETCH and not isinstance(
+            space.get(name), Fixed
+        ):
+            sites[name] = AUTOTUNE
+    return baseline.replace(**values, sites=sites)
+
+
+def cycle_caps(
+    baseline: Knobs, space: Mapping[str, Domain], model: PipelineModel, cores: int
+) -> dict[str, int]:
+    """Parallelism names whose value must stay at or below a fixed `cycle_length`.
+
+    At a call site, an `interleave`'s `num_parallel_calls` is capped by the same call's
+    `cycle_length` when that is fixed; in a knob file, `num_parallel_calls` by the
+    `cycle_length` knob when it is fixed and the pipeline has an interleave that takes both.
+    A `cycle_length` fixed to AUTOTUNE caps at `cores`: tf.data sets it to the core count
+    when the iterator is made (`tfperf.knobs.cycle_conflicts`).
+    """
+    caps: dict[str, int] = {}
+    for name in baseline.sites:
+        site = SiteName.parse(name)
+        if site.method != "interleave" or site.argument != "num_parallel_calls":
+            continue
+        cycle = str(dataclasses.replace(site, argument="cycle_length"))
+        value = _fixed_cycle(space.get(cycle), cores)
+        if value is not None:
+            caps[name] = value
+    interleaves = any(s.kind is StageKind.INTERLEAVE for s in model.stages)
+    value = _fixed_cycle(space.get("cycle_length"), cores)
+    if interleaves and value is not None:
+        caps["num_parallel_calls"] = value
+    return caps
+
+
+def _fixed_cycle(domain: Domain | None, cores: int) -> int | None:
+    """The cycle length a fixed domain holds (AUTOTUNE: the cores); None when not fixed."""
+    if not isinstance(domain, Fixed):
+        return None
+    value = domain.value
+    if value == AUTOTUNE:
+        return cores
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def thread_range(threads: int) -> IntRange:
+    """The range searched around the model's count: `[ceil(0.75 n), ceil(1.75 n)]`, capped.
+
+    Example:
+        >>> thread_range(18)
+        IntRange(low=14, high=32, log=True)
+    """
+    low = max(1, math.ceil(0.75 * threads))
+    high = min(THREAD_CAP, max(low + 1, math.ceil(1.75 * threads)))
+    return IntRange(min(low, high - 1), high, log=True)
+
+
+def widen(current: IntRange, best: Any, cap: int = THREAD_CAP) -> IntRange:
+    """`current`, widened on the side where `best` sits on (or past) its edge.
+
+    Example:
+        >>> widen(IntRange(14, 32, log=True), 32)
+        IntRange(low=14, high=64, log=True)
+    """
+    if not isinstance(best, int) or isinstance(best, bool) or best < 1:
+        return current
+    low, high = current.low, current.high
+    if best >= high and high < cap:
+        high = min(cap, 2 * best)
+    if best <= low and low > 1:
+        low = max(1, best // 2)
+    return IntRange(low, high, log=True)
+
+
+def guided_ranges(guide: Guide, best: Knobs | None) -> dict[str, IntRange]:
+    """The range each guided knob searches now: the model's, widened where the best sits."""
+    ranges: dict[str, IntRange] = {}
+    for name, count in guide.threads.items():
+        cap = guide.cycle_caps.get(name, THREAD_CAP)
+        current = thread_range(min(count, cap))
+        if best is not None:
+            current = widen(current, _value(best, name), cap)
+        ranges[name] = IntRange(min(current.low, cap), min(current.high, cap), log=True)
+    return {name: r for name, r in ranges.items() if r.low < r.high}
+
+
+def _threads_for(name: str, model: PipelineModel) -> int | None:
+    if is_site_name(name):
+        site = SiteName.parse(name)
+        if site.kind is not SiteKind.PARALLELISM:
+            return None
+        return model.threads.get(site.argument) or _interleave_threads(site.argument, model)
+    if name in _PARALLELISM:
+        return model.threads.get(name) or _interleave_threads(name, model)
+    return None
+
+
+def _interleave_threads(argument: str, model: PipelineModel) -> int | None:
+    """An interleave's `cycle_length` follows its parallel calls: one open input per call."""
+    if argument != "cycle_length":
+        return None
+    counts = [s.threads for s in model.stages if s.kind is StageKind.INTERLEAVE and s.argument]
+    return max(counts) if counts else None
+
+
+def _value(knobs: Knobs, name: str) -> Any:
+    return knobs.sites.get(name) if is_site_name(name) else getattr(knobs, name)

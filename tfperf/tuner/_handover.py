@@ -1,0 +1,127 @@
+"""The verified hand-over of a zero-change study: the patch, applied and measured.
+
+At the end of `tfperf tune --write-patch` on a plain file or a script, the recommended
+configuration becomes one patch (`tfperf.sites.patch_for`: the values rewritten and the code
+tfperf applied itself inserted). The patch is then applied to a temporary copy of the user's
+folder (the patched files written, everything else linked) and the patched code is measured
+against the original, interleaved, each run in a fresh process, by the same re-measurement the
+finalists get (`tfperf.tuner._remeasure.remeasure`). Both run as written: no value of tfperf's
+is passed to either, so the ratio is what the user gets by applying the patch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+
+from tfperf.knobs import Knobs
+from tfperf.pipeline import PipelineFile, PipelineKind
+from tfperf.results import HandOver, Measurement, Speedup, TrialOutcome, TuneResult, speedup
+from tfperf.sites import Patch, patch_for
+from tfperf.trials import TrialRequest
+from tfperf.tuner._remeasure import Finalist, remeasure
+from tfperf.tuner._tuner import Tuner
+
+__all__ = ["hand_over", "patched_copy"]
+
+ORIGINAL, PATCHED = "original", "patched"
+
+
+def hand_over(tuner: Tuner, result: TuneResult, *, verify: bool = True) -> HandOver | None:
+    """The patch of `result.best` for a plain file or script, verified unless `verify` is
+    False; None for a file that reads its knobs (its BASELINE is the answer).
+
+    Verification costs `2 * rounds` runs of `steps` steps, each in a fresh process.
+    """
+    pipeline = tuner.pipeline
+    if pipeline.discovery is None:
+        return None
+    root = pipeline.path.parent.resolve()
+    if result.best.label == "baseline" or not result.speedup_vs_baseline.significant:
+        return HandOver(
+            str(root), "", [], None, "no patch: no configuration beat your code beyond noise"
+        )
+    patch = patch_for(
+        root,
+        pipeline.discovery,
+        result.baseline.knobs,
+        result.best.knobs,
+        script=pipeline.kind is PipelineKind.SCRIPT,
+    )
+    handover = HandOver(str(root), patch.diff, patch.manual_sentences())
+    if not verify:
+        handover.verify_problem = "not verified (--no-verify, or no --write-patch)"
+    elif not patch.diff:
+        handover.verify_problem = "not verified: the patch is empty (every edit is by hand)"
+    else:
+        handover.verified, handover.verify_problem = _verify(tuner, patch)
+    return handover
+
+
+def patched_copy(root: Path, patch: Patch, into: Path) -> None:
+    """`root` mirrored in `into`: each patched file written, every other entry a link."""
+    patched = {Path(file): content for file, content in patch.files}
+    folders = {parent for file in patched for parent in file.parents if parent != Path(".")}
+    _mirror(root, into, Path("."), patched, folders)
+
+
+def _mirror(
+    root: Path, into: Path, here: Path, patched: dict[Path, bytes], folders: set[Path]
+) -> None:
+    (into / here).mkdir(parents=True, exist_ok=True)
+    for entry in (root / here).iterdir():
+        relative = here / entry.name
+        if relative in patched:
+            (into / relative).write_bytes(patched[relative])
+        elif relative in folders:
+            _mirror(root, into, relative, patched, folders)
+        elif entry.name != "__pycache__":
+            os.symlink(entry.resolve(), into / relative)
+
+
+def _verify(tuner: Tuner, patch: Patch) -> tuple[Speedup | None, str | None]:
+    pipeline = tuner.pipeline
+    root = pipeline.path.parent.resolve()
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="tfperf-handover-") as folder:
+        main = pipeline.path.resolve().relative_to(root).as_posix()
+        files = dict(patch.files)
+        files.setdefault(main, pipeline.path.read_bytes())  # a link would lead back to root
+        patched_copy(root, dataclasses.replace(patch, files=tuple(files.items())), Path(folder))
+        original = pipeline.baseline  # the sites at their written values
+        patched = pipeline.baseline.replace(sites={})  # the patched code, nothing overridden
+        requests = {
+            id(original): _request(tuner, pipeline, pipeline.path, original),
+            id(patched): _request(tuner, pipeline, Path(folder) / pipeline.path.name, patched),
+        }
+
+        def on_measured(finalist: Finalist, outcome: TrialOutcome) -> None:
+            if outcome.result is None:
+                failures.append(f"{finalist.label}: {outcome.status.value}: {outcome.reason}")
+
+        measured = remeasure(
+            [Finalist(ORIGINAL, None, original), Finalist(PATCHED, None, patched)],
+            tuner.options.rounds,
+            lambda knobs: requests[id(knobs)],
+            tuner.budgets,
+            lambda request, budgets: tuner.runner(request, budgets),
+            on_measured,
+        )
+    by_label: dict[str, Measurement] = {m.label: m for m in measured}
+    if ORIGINAL not in by_label or PATCHED not in by_label:
+        reasons = "; ".join(failures[:2]) or "no run completed"
+        return None, f"not verified: the side-by-side runs failed ({reasons})"
+    return speedup(by_label[PATCHED], by_label[ORIGINAL]), None
+
+
+def _request(tuner: Tuner, pipeline: PipelineFile, path: Path, knobs: Knobs) -> TrialRequest:
+    return TrialRequest(
+        pipeline=path,
+        knobs=knobs,
+        steps=tuner.options.steps,
+        warmup=tuner.options.warmup,
+        argv=pipeline.argv,
+        epoch_steps=tuner.options.epoch_steps,
+    )

@@ -1,0 +1,99 @@
+"""The `TuneResult` of a study: the winner by the input-only rule, against both references.
+
+The re-measured medians decide. The best configuration that leaves training as written is
+recommended unless a faster one that changes training beats it by more than the noise
+(`tfperf.results.input_only_choice`); the limit and the estimate come from the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from tfperf.errors import TfperfError
+from tfperf.results import (
+    Measurement,
+    TuneResult,
+    input_only_choice,
+    recommend,
+    speedup,
+    training_changes,
+)
+from tfperf.study import (
+    AUTOTUNE_REF,
+    BASELINE,
+    ESTIMATE_REF,
+    feasible_complete,
+    pareto_front,
+    status_counts,
+)
+from tfperf.trials import Budgets
+from tfperf.tuner._options import TuneOptions
+from tfperf.tuner._references import References
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = ["RunFacts", "tune_result"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFacts:
+    """What the result says about the run itself rather than about its measurements."""
+
+    pipeline: str
+    study_name: str
+    storage: str
+    options: TuneOptions
+    budgets: Budgets
+    trials_this_run: int
+    wall_s: float
+
+
+def tune_result(
+    study: optuna.Study, measured: list[Measurement], references: References, facts: RunFacts
+) -> TuneResult:
+    """The result from the re-measured finalists and references.
+
+    Raises:
+        TfperfError: the baseline failed in every re-measurement.
+    """
+    by_label = {m.label: m for m in measured}
+    baseline = by_label.get(BASELINE)
+    if baseline is None:
+        raise TfperfError(
+            "the baseline configuration failed in every re-measurement, so nothing can be "
+            "compared with it; see the trial reasons with `tfperf report`."
+        )
+    autotune = by_label.get(AUTOTUNE_REF)
+    choice = input_only_choice(measured, baseline)
+    best = choice.best
+    vs_baseline = speedup(best, baseline)
+    changes = training_changes(best, baseline)
+    front = pareto_front(feasible_complete(study)) if len(study.directions) > 1 else []
+    return TuneResult(
+        pipeline=facts.pipeline,
+        study_name=facts.study_name,
+        storage=facts.storage,
+        objective=facts.options.objective,
+        best=best,
+        baseline=baseline,
+        autotune=autotune,
+        candidates=measured,
+        speedup_vs_baseline=vs_baseline,
+        speedup_vs_autotune=speedup(best, autotune) if autotune else None,
+        recommendation=recommend(best, vs_baseline, changes, choice.input_only, choice.gain),
+        changes_training=changes,
+        pareto_trials=[t.number for t in front],
+        trial_counts=status_counts(study),
+        trials_this_run=facts.trials_this_run,
+        wall_s=facts.wall_s,
+        ram_budget_bytes=facts.budgets.ram_bytes,
+        gpu_memory_budget_bytes=facts.budgets.gpu_memory_bytes,
+        limit=references.limit,
+        tuned_over_limit=references.over_limit(best.median),
+        estimate=references.estimate(study, by_label.get(ESTIMATE_REF)),
+        input_only=choice.input_only,
+        fastest=choice.fastest,
+        gain_over_input_only=choice.gain,
+    )
