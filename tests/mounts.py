@@ -1,7 +1,8 @@
 """Fixtures for file systems that fail: a tiny tmpfs that fills up, a read-only folder.
 
 tests/conftest.py imports the fixtures, so every test can use them. The tmpfs needs root and
-`mount`; where they are missing the test is skipped with that reason (never silently).
+`mount`; where they are missing the test is skipped with that reason, and fails under CI=true
+(CI runs as root, where a tmpfs can always be mounted).
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres_server import in_ci
+
 #: Big enough for an SQLite study and a report's temporary file, small enough to fill at once.
 TMPFS_SIZE = "320k"
 
 
 def _mount(folder: Path, *options: str) -> None:
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (run the suite as root, as CI does)")
+        _unavailable("mounting a tmpfs needs root (run the suite as root, as CI does)")
     folder.mkdir()
     completed = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", ",".join((f"size={TMPFS_SIZE}", *options)), "tmpfs", folder],
@@ -28,7 +31,13 @@ def _mount(folder: Path, *options: str) -> None:
         check=False,
     )
     if completed.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {completed.stderr.strip()}")
+        _unavailable(f"cannot mount a tmpfs here: {completed.stderr.strip()}")
+
+
+def _unavailable(reason: str) -> None:
+    if in_ci():
+        pytest.fail(f"{reason}; CI must run the full-disk tests")
+    pytest.skip(reason)
 
 
 def _unmount(folder: Path) -> None:
