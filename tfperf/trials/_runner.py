@@ -37,6 +37,7 @@ from typing import IO, Any
 
 import psutil
 
+from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.errors import ResultFileError
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
@@ -97,6 +98,12 @@ class TrialRequest:
     analyse_stages: bool = False
     #: Steps in a real epoch, to weigh the dataset's restarts by; None: its cardinality.
     epoch_steps: int | None = None
+    #: The child's logical devices: CPU replicas, a GPU memory limit or growth.
+    layout: DeviceLayout = dataclasses.field(default_factory=DeviceLayout)
+    #: A strategy built by name; None: the pipeline file's own `make_strategy()`, else none.
+    strategy: StrategyKind | None = None
+    #: Training settings whose model-alone rate the child also measures (issue 12's probe).
+    training: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,6 +168,11 @@ def run_trial(
             result_path=str(files.result),
             stages=request.analyse_stages,
             epoch_steps=request.epoch_steps,
+            cpu_replicas=request.layout.cpu_replicas,
+            gpu_memory_limit_mib=request.layout.gpu_memory_limit_mib,
+            gpu_memory_growth=request.layout.gpu_memory_growth,
+            strategy=request.strategy.value if request.strategy is not None else None,
+            training=[dict(setting) for setting in request.training],
         )
         files.request.write_text(json.dumps(work.to_dict()), encoding="utf-8")
         started = time.monotonic()
