@@ -36,6 +36,7 @@ from benchmarks.suite import (
     SuiteError,
     select,
 )
+from benchmarks.zero_change import run_zero_change
 from tfperf.errors import ResultFileError, TfperfError
 from tfperf.trials import Budgets
 
@@ -115,6 +116,7 @@ def run(
         if repeatability is None:
             log(f"{spec.name}: repeatability, {settings.cv_repeats} runs of the tuned knobs")
             repeatability = measure.measure_repeatability(spec, tuned, settings, budgets, log)
+    zero_change = run_zero_change(specs, settings, studies, log, failures)
     overhead = None
     if settings.overhead:
         log("profiler overhead (python -m benchmarks.overhead)")
@@ -135,6 +137,7 @@ def run(
         repeatability=repeatability,
         overhead=overhead,
         failures=failures,
+        zero_change=zero_change,
     )
 
 

@@ -105,11 +105,12 @@ def tune(
 
 
 def model_figures(result: TuneResult) -> ModelFigures | None:
-    """The limit and the estimate's predicted vs measured rate; None without a model."""
-    limit = result.limit
-    if limit is None:
+    """The limit under the tuned configuration's training setting, and both estimates'
+    predicted vs measured rates; None without a model."""
+    if result.limit is None:
         return None
-    estimate = result.estimate
+    limit = result.best_limit or result.limit
+    estimate, second = result.estimate, result.training_estimate
     return ModelFigures(
         limit=limit.examples_per_sec,
         bound_by=limit.bound_by.value,
@@ -117,6 +118,12 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         predicted=estimate.predicted_examples_per_sec if estimate else None,
         measured=estimate.measured_examples_per_sec if estimate else None,
         trial=estimate.trial_number if estimate else None,
+        baseline_limit=result.limit.examples_per_sec if limit is not result.limit else None,
+        setting_probed=result.best_limit is not None or not result.changes_training,
+        second_predicted=second.predicted_examples_per_sec if second else None,
+        second_measured=second.measured_examples_per_sec if second else None,
+        second_trial=second.trial_number if second else None,
+        second_changes=list(second.changes_training) if second else [],
     )
 
 

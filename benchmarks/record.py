@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.zero_change_record import ZeroChange
 from tfperf.errors import ResultFileError
 from tfperf.results._json import JsonRecord
 
@@ -77,6 +78,17 @@ class ModelFigures:
     predicted: float | None = None
     measured: float | None = None
     trial: int | None = None
+    #: The limit above holds under the tuned configuration's training setting (batch size,
+    #: precision); `baseline_limit` is the one under the baseline's, when that differs.
+    #: `setting_probed` False: the tuned setting was never probed, so `limit` is the
+    #: baseline's and tuned/limit has no meaning.
+    baseline_limit: float | None = None
+    setting_probed: bool = True
+    #: The second estimate (training changed): predicted, measured, its trial, what it changes.
+    second_predicted: float | None = None
+    second_measured: float | None = None
+    second_trial: int | None = None
+    second_changes: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -208,6 +220,7 @@ class BenchRecord(JsonRecord):
     repeatability: Repeatability | None
     overhead: Overhead | None
     failures: list[Failure] = dataclasses.field(default_factory=list)
+    zero_change: ZeroChange | None = None  # the plain-file twin's hand-over (zero_change.py)
     schema_version: int = BENCH_SCHEMA_VERSION
 
     @classmethod
@@ -270,22 +283,27 @@ def ratio(new: Sequence[float], old: Sequence[float]) -> Ratio | None:
 
 
 def first_within(
-    values: Sequence[float | None], tolerance: float = CONVERGENCE_TOLERANCE
+    values: Sequence[float | None],
+    tolerance: float = CONVERGENCE_TOLERANCE,
+    best: float | None = None,
 ) -> int | None:
-    """Index of the first value within `tolerance` of the best of all; None if none is set.
+    """Index of the first value within `tolerance` of the final best; None if none is set.
 
     `values` are in trial order; None marks a trial without a figure (pruned, failed, over a
-    budget). The best is the final best of the study, so this says how early the search found
-    a configuration it would not meaningfully improve on.
+    budget). `best` is the final best: the trial figure of the configuration the study chose
+    after re-measuring its finalists (`chosen_rate`); None takes the highest trial figure. So
+    this says how early the search found a configuration as good as its answer.
 
     Example:
         >>> first_within([100.0, None, 190.0, 200.0])
+        2
+        >>> first_within([100.0, None, 190.0, 200.0], best=180.0)
         2
     """
     measured = [value for value in values if value is not None]
     if not measured:
         return None
-    threshold = (1 - tolerance) * max(measured)
+    threshold = (1 - tolerance) * (best if best is not None else max(measured))
     return next(i for i, value in enumerate(values) if value is not None and value >= threshold)
 
 
@@ -316,3 +334,19 @@ def geomean(values: Sequence[float]) -> float | None:
     if not positive:
         return None
     return math.exp(statistics.fmean(math.log(value) for value in positive))
+
+
+def chosen_rate(trials: Sequence[Trial], best_label: str) -> float | None:
+    """The trial figure of the configuration the study chose; None when it has none.
+
+    `best_label` is the re-measurement's label: a reference ("baseline", "autotune",
+    "estimate", "estimate-training") or "trial N" (N counting from 0, as Optuna numbers).
+    Comparing each trial with the chosen configuration's own trial figure (same window, same
+    method) rather than with the highest figure keeps one lucky window from moving the bar.
+    """
+    if best_label.startswith("trial "):
+        number = int(best_label.removeprefix("trial "))
+        chosen = next((t for t in trials if t.number == number), None)
+    else:
+        chosen = next((t for t in trials if t.reference == best_label), None)
+    return chosen.examples_per_sec if chosen is not None else None

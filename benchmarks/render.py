@@ -17,9 +17,11 @@ from benchmarks.goals import (
 )
 from benchmarks.record import (
     BenchRecord,
+    ModelFigures,
     PipelineRecord,
     Ratio,
     Trial,
+    chosen_rate,
     coefficient_of_variation,
     first_within,
     geomean,
@@ -34,6 +36,7 @@ from benchmarks.render_model import (
     table,
     training_section,
 )
+from benchmarks.render_zero_change import check_zero_change, zero_change_section
 from tfperf.knobs import format_value
 from tfperf.units import format_bytes
 
@@ -48,6 +51,7 @@ def render(record: BenchRecord) -> str:
         _failures(record),
         _throughput(record),
         model_section(record),
+        zero_change_section(record),
         _tuning(record),
         training_section(record),
         restart_section(record),
@@ -127,11 +131,14 @@ def _throughput(record: BenchRecord) -> str:
                 _rate(pipeline.baseline.end_to_end),
                 _rate(pipeline.autotune.end_to_end),
                 _rate(tuned.end_to_end) + _same_as(pipeline),
-                f"{model.limit:,.0f}" if model else "n/a",
+                _limit(model),
                 model.bound_by if model else "n/a",
                 _ratio(ratio(tuned.end_to_end, pipeline.baseline.end_to_end)),
                 _ratio(ratio(tuned.end_to_end, pipeline.autotune.end_to_end)),
-                share(median(tuned.end_to_end), model.limit if model else None),
+                share(
+                    median(tuned.end_to_end),
+                    model.limit if model and model.setting_probed else None,
+                ),
             ]
         )
     found = [ratio(p.tuned.end_to_end, p.autotune.end_to_end) for p in record.pipelines]
@@ -140,7 +147,11 @@ def _throughput(record: BenchRecord) -> str:
         "## Throughput (examples/s)\n\nThe limit is tfperf's own, stated by its pipeline model "
         "from the study's baseline trial (docs/limit.md): the smallest of the compute-only "
         "rate, the CPU roofline and any stage that cannot run in parallel, and `bound by` "
-        "names which. A ratio marked (noise) is within the sum of its two figures' spreads.",
+        "names which. It is stated under the tuned configuration's training setting: where "
+        "the tuned configuration changes the batch size or the precision, the model alone was "
+        "timed under that setting in the baseline trial, and the limit under the baseline's "
+        "own setting follows in brackets. A ratio marked (noise) is within the sum of its two "
+        "figures' spreads.",
         [
             "pipeline",
             "baseline",
@@ -163,7 +174,8 @@ def _tuning(record: BenchRecord) -> str:
     rows = []
     for pipeline in record.pipelines:
         tuning = pipeline.tuning
-        index = first_within([trial.examples_per_sec for trial in tuning.trials])
+        best = chosen_rate(tuning.trials, tuning.best_label)
+        index = first_within([trial.examples_per_sec for trial in tuning.trials], best=best)
         reached = tuning.trials[index] if index is not None else None
         rows.append(
             [
@@ -183,9 +195,10 @@ def _tuning(record: BenchRecord) -> str:
     text = table(
         "## Tuning\n\n"
         "Trials to 5%: the first trial (counting from 1; trial 1 is the baseline, 2 AUTOTUNE, "
-        "3 tfperf's estimate) "
-        "whose examples/s came within 5% of the study's final best. Search: the trials; tune: "
-        "the whole `tfperf tune`, its re-measurement of the finalists included.",
+        "3 tfperf's estimate, 4 its estimate with training changed where the model proposes "
+        "one) whose examples/s came within 5% of the study's final best: the trial figure of "
+        "the configuration the study chose after re-measuring its finalists. Search: the "
+        "trials; tune: the whole `tfperf tune`, its re-measurement of the finalists included.",
         [
             "pipeline",
             "budget",
@@ -235,6 +248,8 @@ def _goals(record: BenchRecord) -> str:
             _add_check(rows, notes, pipeline.name, check)
     if record.pipelines:
         _add_check(rows, notes, "all", check_geomean(record.pipelines))
+    if record.zero_change is not None:
+        _add_check(rows, notes, "zero-change", check_zero_change(record.zero_change))
     if record.overhead is not None:
         _add_check(rows, notes, "all", check_overhead(record.overhead))
     if record.repeatability is not None:
@@ -384,3 +399,15 @@ def _duration(seconds: float | None) -> str:
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _limit(model: ModelFigures | None) -> str:
+    """The limit cell: under the tuned setting, the baseline setting's in brackets."""
+    if model is None:
+        return "n/a"
+    if not model.setting_probed:
+        return f"n/a (baseline setting: {model.limit:,.0f})"
+    text = f"{model.limit:,.0f}"
+    if model.baseline_limit is not None:
+        text += f" ({model.baseline_limit:,.0f})"
+    return text

@@ -150,3 +150,16 @@ def test_the_recorder_reads_the_iterator_of_the_end_to_end_phase_only():
     iter(recorder)  # the pipeline-only phase: not kept
     assert recorder._current is None
     assert len(seen) == 2  # progress is passed on
+
+
+def test_a_distributed_iterator_gets_a_reason_not_tensorflows_error():
+    from tfperf.measure._autotune import read_choices
+
+    class DistributedIterator:  # the class tf.distribute hands out, by name
+        pass
+
+    readout = read_choices(DistributedIterator(), [])
+    assert readout.choices == []
+    assert readout.unavailable_reason is not None
+    assert "tf.distribute iterator" in readout.unavailable_reason
+    assert "--strategy default" in readout.unavailable_reason

@@ -201,3 +201,14 @@ def test_a_real_sleeping_map_is_recognised_as_blocking():
     # The sleep sets a floor of 2 ms per example; its CPU is a small part of that.
     assert fetch_stage.wall_s_per_example >= 0.002 * 0.9
     assert fetch_stage.blocking
+
+
+def test_a_restart_costs_the_refill_at_the_faster_side_of_input_and_model():
+    from tfperf.measure import Restarts
+
+    restarts = Restarts(epoch_examples=2048, refill_examples=2048)
+    # Input-bound: the drain at the model's rate gives back most of the fill.
+    assert restarts.factor(1000.0, 4000.0) == pytest.approx(2048 / (2048 + 2048 / 4))
+    # Model-bound: the fill is at the input's own (faster) rate, all of it lost.
+    assert restarts.factor(1000.0, 500.0) == pytest.approx(2048 / (2048 + 2048 * 1000 / 1000))
+    assert restarts.factor(1000.0, None, buffer_scale=0.5) == pytest.approx(2048 / 3072)

@@ -59,7 +59,9 @@ def test_device_peak_is_the_last_resort_and_says_so() -> None:
     assert advice.source is PeakSource.NVML_DEVICE
     assert advice.processes_per_gpu == 1
     assert "other processes included" in advice.describe()
-    assert "only one such process fits" in advice.describe()
+    assert "only one process of this size fits on NVIDIA H100 80GB HBM3 (81,920 MiB)" in (
+        advice.describe()
+    )
 
 
 def test_no_measured_memory_gives_no_advice() -> None:

@@ -142,3 +142,18 @@ def test_await_references_gives_up_on_a_creator_that_died(study):
     started = time.monotonic()
     await_references(study, wait_s=0.2, poll_s=0.01)
     assert time.monotonic() - started >= 0.2
+
+
+@pytest.mark.parametrize("budget", [None, 2 << 30])
+def test_a_trial_that_ran_out_of_gpu_memory_is_infeasible_without_a_figure(study, budget):
+    """Under --gpu-memory-limit TensorFlow refuses the allocation before NVML reads a peak."""
+    from tfperf.results import TrialOutcome, TrialStatus
+    from tfperf.study._study import feasible_complete, record_outcome
+
+    trial = study.ask()
+    outcome = TrialOutcome(TrialStatus.GPU_BUDGET, None, "ran out of GPU memory", 0, None, 1.0)
+    record_outcome(trial, outcome, (None, budget))
+    study.tell(trial, 0.0)
+
+    assert study.trials[0].constraints["gpu_bytes_over_budget"] > 0
+    assert feasible_complete(study) == []

@@ -228,7 +228,7 @@ def test_a_script_patch_applies_and_the_patched_script_runs(tmp_path):
     discovery = discover_sites(pipeline)
     pipeline = pipeline.with_discovery(discovery)
     assert discovery.end == "train.py:21"
-    inserted = next(site for site in discovery.sites if site.calls == 0)
+    inserted = next(s for s in discovery.sites if s.calls == 0 and s.method == "prefetch")
     before = pipeline.baseline.to_dict()
     after = {
         **before,

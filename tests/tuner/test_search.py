@@ -75,7 +75,32 @@ def test_default_space_for_a_two_core_cpu_machine():
         "mixed_precision": Fixed(F32),
         "deterministic": Choices((None, False)),
         "private_threadpool_size": Choices((None, 2, 4)),
+        # Without a strategy the strategy knobs are not searched (see the test below).
+        "auto_shard_policy": Fixed(None),
+        "fetch_to_device": Fixed(None),
+        "per_replica_buffer_size": Fixed(None),
+        # Without a GPU, memory growth has nothing to act on.
+        "gpu_memory_growth": Fixed(None),
     }
+
+
+def test_strategy_knobs_are_searched_only_under_a_strategy():
+    space = default_space(Knobs(), machine(2), distributed=True)
+
+    assert space["fetch_to_device"] == Choices((None, False))
+    assert space["per_replica_buffer_size"] == Choices((None, 2, 4))
+    # One input worker on one machine: auto-sharding never acts, so it is not searched.
+    assert space["auto_shard_policy"] == Fixed(None)
+
+
+def test_gpu_memory_growth_is_searched_only_with_a_gpu():
+    assert default_space(Knobs(), machine(2, gpus=("H100",)))["gpu_memory_growth"] == Choices(
+        (None, False)
+    )
+    assert default_space(Knobs(), machine(2))["gpu_memory_growth"] == Fixed(None)
+    # A baseline that sets growth keeps its value in the domain.
+    space = default_space(Knobs(gpu_memory_growth=True), machine(2, gpus=("H100",)))
+    assert space["gpu_memory_growth"] == Choices((None, False, True))
 
 
 @pytest.mark.parametrize(

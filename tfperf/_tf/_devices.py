@@ -54,6 +54,21 @@ class DeviceLayout:
             )
 
 
+#: The layout `configure_devices` last applied in this process; empty until it runs.
+_APPLIED: list[DeviceLayout] = []
+
+
+def gpu_memory_configured() -> bool:
+    """Whether this process's layout set a GPU memory limit or growth itself.
+
+    Then tfperf's own default (memory growth in the processes it owns) must not override it.
+    """
+    return any(
+        layout.gpu_memory_limit_mib is not None or layout.gpu_memory_growth is not None
+        for layout in _APPLIED
+    )
+
+
 def configure_devices(layout: DeviceLayout) -> None:
     """Applies `layout` before TensorFlow initialises its devices.
 
@@ -63,6 +78,7 @@ def configure_devices(layout: DeviceLayout) -> None:
     """
     import tensorflow as tf
 
+    _APPLIED[:] = [layout]
     try:
         if layout.cpu_replicas is not None:
             cpu = tf.config.list_physical_devices("CPU")[0]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tfperf._tf._datasets import traced_graphs
+from tfperf._tf._devices import gpu_memory_configured
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Knobs, Precision
 from tfperf.results import GpuStats
@@ -31,8 +32,12 @@ def enable_gpu_memory_growth() -> None:
 
     Only for processes tfperf owns: without it NVML would report TF's whole reservation, not
     what the pipeline uses. Harmless without a GPU; too late once TF has touched the GPU.
+    Does nothing when `configure_devices` set a memory limit or growth (the user's choice).
     """
     import tensorflow as tf
+
+    if gpu_memory_configured():
+        return
 
     for gpu in tf.config.list_physical_devices("GPU"):
         try:

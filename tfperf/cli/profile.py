@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfperf._tf import import_tensorflow_quietly
+from tfperf.cli._devices import add_device_arguments, device_options
+from tfperf.cli._scaling import add_scaling_argument, with_scaling
 from tfperf.cli.base import (
     Command,
     knob_assignment,
@@ -128,6 +130,8 @@ class ProfileCommand(Command):
         parser.add_argument(
             "--quiet", action="store_true", help="no progress bars, only the summary"
         )
+        add_device_arguments(parser)
+        add_scaling_argument(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -137,6 +141,10 @@ class ProfileCommand(Command):
         check_source(args.pipeline)  # a broken file fails before TensorFlow loads
         if not args.debug:
             import_tensorflow_quietly()
+        else:  # measured in this process: its devices are laid out before anything touches one
+            from tfperf._tf import configure_devices
+
+            configure_devices(device_options(args)[0])
         # Loaded here too, not only in the child: a broken file fails in a second, with the
         # same message, before a measurement starts.
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
@@ -148,6 +156,7 @@ class ProfileCommand(Command):
                 result = _profile_here(pipeline, knobs, args, progress, found)
             else:
                 result = profile_in_child(args, knobs, progress, found)
+            result = with_scaling(result, args, pipeline, knobs, progress)
         saved_json, saved_html, failed = _save(result, json_path, html_path)
         print(render_summary(result))
         if found:
@@ -182,6 +191,7 @@ def _profile_here(
     return profile_pipeline(
         pipeline,
         knobs,
+        strategy=device_options(args)[1],
         steps=args.steps,
         warmup=args.warmup,
         owns_process=True,
@@ -209,6 +219,7 @@ def profile_in_child(
         last[:] = [report]
         progress(report)
 
+    layout, strategy = device_options(args)
     request = TrialRequest(
         pipeline=args.pipeline,
         knobs=knobs,
@@ -217,6 +228,8 @@ def profile_in_child(
         argv=tuple(getattr(args, "script_args", ())),
         analyse_stages=not args.no_stages,
         epoch_steps=args.epoch_steps,
+        layout=layout,
+        strategy=strategy,
     )
     outcome = run_trial(
         request,

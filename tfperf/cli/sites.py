@@ -114,6 +114,8 @@ def patch_section(pipeline: PipelineFile, result: TuneResult, write_to: Path | N
         lines.append(_apply_hint(patch, pipeline, write_to))
     if result.handover is not None:
         lines.append(describe_handover(result.handover, result))
+        if result.handover.edits:  # issue 15: the structure edits and what each was worth
+            lines += ["Structure edits:", *(f"  {e.describe()}" for e in result.handover.edits)]
     return "\n".join(lines)
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf._tf import import_tensorflow_quietly
+from tfperf.cli._devices import add_device_arguments, device_options, gpu_memory_fixes
+from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
 from tfperf.cli.base import (
     Command,
     byte_size,
@@ -22,19 +24,14 @@ from tfperf.cli.base import (
 from tfperf.cli.lifecycle import interrupted_status
 from tfperf.errors import OutputPathError, TfperfError
 from tfperf.results import Objective
-from tfperf.tuner import TuneListener, TuneOptions
+from tfperf.tuner import TuneOptions
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
-    import optuna
-
-    from tfperf.knobs import Knobs
-    from tfperf.measure import Progress
     from tfperf.pipeline import PipelineFile
-    from tfperf.results import TrialOutcome, TuneResult
-    from tfperf.study import LostTrial
-    from tfperf.tuner import Finalist, Tuner, Wait
+    from tfperf.results import TuneResult
+    from tfperf.tuner import Tuner
 
 DEFAULT_REPORTS_DIR = Path("reports")
 #: `--write-patch` given without a path: the patch goes next to the study's reports.
@@ -106,6 +103,13 @@ class TuneCommand(Command):
             "host RAM and report the Pareto front (default: %(default)s)",
         )
         search.add_argument("--seed", type=int, default=None, help="seed of the TPE sampler")
+        search.add_argument(
+            "--reorder",
+            action="store_true",
+            help="plain file or script: also try moving a map after the batch that reads it "
+            "when its function traces on a batch (it may compute something else on a batch: "
+            "check the patch)",
+        )
         search.add_argument(
             "--no-prune",
             dest="prune",
@@ -231,6 +235,7 @@ class TuneCommand(Command):
             "(by default they run side by side, interleaved, 2 x --rounds runs)",
         )
         output.add_argument("--quiet", action="store_true", help="no progress bar")
+        add_device_arguments(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -244,10 +249,12 @@ class TuneCommand(Command):
             import optuna
 
             optuna.logging.set_verbosity(optuna.logging.WARNING)
+        from tfperf.cli._reorder import reorder_when_asked
         from tfperf.cli.sites import find_sites
 
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         pipeline = find_sites(pipeline, quiet=args.quiet)
+        pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
         options = self._options(args)
         with TuneProgress(options.trials, enabled=not args.quiet) as listener:
             tuner = Tuner(pipeline, options, listener)
@@ -271,7 +278,7 @@ class TuneCommand(Command):
             ram_budget_bytes=args.ram_budget,
             gpu_memory_budget_bytes=args.gpu_memory_budget,
             objective=Objective(args.objective),
-            fixes=dict(args.fixes),
+            fixes={**gpu_memory_fixes(args), **dict(args.fixes)},
             input_only=args.input_only,
             storage=args.storage,
             study_name=args.study,
@@ -280,6 +287,8 @@ class TuneCommand(Command):
             rounds=args.rounds,
             max_consecutive_failures=args.max_failures,
             prune=args.prune,
+            layout=device_options(args)[0],
+            strategy=device_options(args)[1],
         )
 
 
@@ -354,12 +363,15 @@ def _report_or_note(tuner: Tuner, path: Path, result: TuneResult | None = None) 
 
 
 def _finish(tuner: Tuner, result: TuneResult, pipeline: PipelineFile, outputs: _Outputs) -> int:
+    from tfperf.cli._gpu_memory import recommended_gpu_memory
     from tfperf.cli.sites import patch_section
     from tfperf.report import render_tune_summary
 
     json_path, failed = _save_json(result, outputs.json)
     html_path = _report_or_note(tuner, outputs.html, result)
     print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
+    if gpu_memory := recommended_gpu_memory(tuner.ledger.study, result):
+        print(f"\n{gpu_memory}")
     patch = patch_section(pipeline, result, outputs.patch)
     if patch:
         print(f"\n{patch}")
@@ -434,31 +446,6 @@ def _is_tuner(argv: Sequence[str]) -> bool:
     return False
 
 
-class NothingCompleted(TfperfError):
-    """No trial of the study completed, so there is nothing to re-measure or recommend."""
-
-
-def check_something_completed(study: optuna.Study) -> None:
-    """Raises `NothingCompleted`, listing each trial's reason, unless a trial completed."""
-    import optuna
-
-    from tfperf.study import TrialRecord, search_trials
-
-    trials = search_trials(study)
-    if any(trial.state is optuna.trial.TrialState.COMPLETE for trial in trials):
-        return
-    lines = []
-    for trial in trials:
-        record = TrialRecord.from_trial(trial)
-        status = record.status.value if record.status is not None else trial.state.name.lower()
-        lines.append(f"  trial {trial.number}: {status}: {record.reason or 'no reason recorded'}")
-    raise NothingCompleted(
-        f"no configuration of study {study.study_name!r} completed, so there is nothing to "
-        "re-measure or recommend:\n" + "\n".join(lines) + "\nFix what the reasons say (run "
-        "`tfperf profile` on the file to see one configuration fail in full), then run again."
-    )
-
-
 def resume_command(tuner: Any) -> str:
     """The command line that resumes this study, with any storage password masked."""
     argv = list(sys.argv[1:])
@@ -468,150 +455,3 @@ def resume_command(tuner: Any) -> str:
         elif value.startswith("--storage="):
             argv[index] = f"--storage={tuner.storage_shown}"
     return "tfperf " + shlex.join(argv)
-
-
-class TuneProgress(TuneListener):
-    """A tqdm bar over trials (best so far in its postfix), then over re-measurement."""
-
-    def __init__(self, trials: int | None, enabled: bool = True) -> None:
-        self.trials = trials
-        self.enabled = enabled
-        self._bar: Any = None
-        self._study: optuna.Study | None = None
-
-    def __enter__(self) -> TuneProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
-    def _new_bar(self, total: int | None, desc: str, initial: int = 0) -> None:
-        from tqdm import tqdm
-
-        self.close()
-        if self.enabled:
-            self._bar = tqdm(
-                total=total,
-                initial=initial,
-                desc=desc,
-                unit="trial",
-                file=sys.stderr,
-                dynamic_ncols=True,
-                disable=None,
-            )
-
-    def _say(self, text: str) -> None:
-        """A line above the bar (or alone without one), on stderr beside the bar."""
-        if self._bar is not None:
-            self._bar.write(text, file=sys.stderr)
-        else:
-            print(text, file=sys.stderr)
-
-    def study_ready(
-        self, study: optuna.Study, storage: str, resumed: int, orphans: list[int]
-    ) -> None:
-        note = (
-            f"; failed lost trials {orphans} (their tuner stopped) and queued their knobs again"
-            if orphans
-            else ""
-        )
-        print(
-            f"Study {study.study_name!r} in {storage}: {resumed} finished trials{note}.",
-            file=sys.stderr,
-        )
-        self._study = study
-        self._new_bar(self.trials, "tuning", initial=resumed)
-
-    def trial_lost(self, lost: LostTrial) -> None:
-        again = f" Its knobs run again as trial {lost.retry}." if lost.retry is not None else ""
-        self._say(f"Trial {lost.number} failed: {lost.reason}.{again}")
-
-    def own_trial_lost(self, number: int) -> None:
-        self._say(
-            f"Trial {number} was failed by another tuner: no heartbeat from this machine reached "
-            "the storage in time (overloaded, or cut off from the database?). Its figures are "
-            "dropped; its retry measures it again."
-        )
-
-    def waiting(self, kind: Wait, trials: Sequence[int], hosts: Sequence[str]) -> None:
-        from tfperf.tuner import Wait
-
-        where = f" on {', '.join(hosts)}" if hosts else ""
-        numbers = ", ".join(str(number) for number in trials)
-        if kind is Wait.TWIN:
-            text = (
-                f"Trial {numbers}{where} measures the same knobs as this tuner's next trial; "
-                "waiting to reuse its figures."
-            )
-        elif kind is Wait.REMEASURE:
-            text = (
-                f"The final re-measurement runs{where} (lock trial {numbers}); waiting for its "
-                "result."
-                if trials
-                else "Another tuner is taking the re-measurement lock; waiting."
-            )
-        else:
-            text = (
-                f"Every trial of the study is taken; waiting for trials {numbers}{where}. "
-                "A trial whose tuner dies is failed and run again here."
-            )
-        self._say(text)
-
-    def remeasure_adopted(self, worker: Mapping[str, Any]) -> None:
-        self._say(
-            f"The final figures were re-measured by {worker.get('host')} "
-            f"(pid {worker.get('pid')}) for the whole study; this tuner re-measured nothing."
-        )
-
-    def hardware_mixed(self, groups: Mapping[str, Sequence[str]]) -> None:
-        lines = "\n".join(f"  {', '.join(hosts)}: {kind}" for kind, hosts in groups.items())
-        self._say(
-            "Warning: this study mixes machines, so its timings are comparable only within "
-            f"each group:\n{lines}\nCompare trials per host (the report's host column), or give "
-            "each kind of machine its own --study."
-        )
-
-    def trial_started(self, number: int, label: str | None, knobs: Knobs) -> None:
-        if self._bar is not None:
-            self._bar.set_description(f"trial {number}" + (f" ({label})" if label else ""))
-
-    def trial_progress(self, progress: Progress) -> None:
-        return None
-
-    def trial_finished(
-        self,
-        number: int,
-        outcome: TrialOutcome | None,
-        best: float | None,
-        baseline: float | None,
-    ) -> None:
-        if self._bar is None:
-            return
-        postfix = {}
-        if best is not None:
-            postfix["best"] = f"{best:,.0f} ex/s"
-            if baseline:
-                postfix["vs baseline"] = f"{best / baseline:.2f}x (1 run each)"
-        self._bar.set_postfix(postfix)
-        self._bar.update(1)
-
-    def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
-        """Starts the re-measurement's bar; stops the tuner when no trial ever completed.
-
-        Re-measuring configurations that never finished once would only fail again, slowly.
-
-        Raises:
-            NothingCompleted: every trial of the study failed (their reasons in the message).
-        """
-        if self._study is not None:
-            check_something_completed(self._study)
-        self._new_bar(len(finalists) * rounds, "re-measuring finalists")
-
-    def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
-        if self._bar is not None:
-            self._bar.update(1)

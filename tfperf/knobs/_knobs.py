@@ -39,6 +39,9 @@ CODE_KNOBS = (
 )
 #: The field holding the call-site values.
 SITES = "sites"
+#: Knobs that act only under a `tf.distribute` strategy (see docs/multi-device.md): tfperf
+#: applies them when it distributes the dataset, and the tuner searches them only then.
+STRATEGY_KNOBS = ("auto_shard_policy", "fetch_to_device", "per_replica_buffer_size")
 
 
 class Precision(str, Enum):
@@ -47,6 +50,15 @@ class Precision(str, Enum):
     FLOAT32 = "float32"
     MIXED_FLOAT16 = "mixed_float16"
     MIXED_BFLOAT16 = "mixed_bfloat16"
+
+
+class ShardPolicy(str, Enum):
+    """`tf.data.experimental.AutoShardPolicy`: how tf.distribute splits input between workers."""
+
+    AUTO = "auto"  # by file if the source reads files, else by element
+    FILE = "file"  # each worker reads its own files
+    DATA = "data"  # each worker reads everything and keeps every n-th element
+    OFF = "off"  # no sharding: every worker sees all the data
 
 
 class _Kind(str, Enum):
@@ -60,6 +72,7 @@ class _Kind(str, Enum):
     OPTIONAL_BOOL = "true, false or None"
     OPTIONAL_THREADS = "an integer >= 1 or None"
     PRECISION = "one of 'float32', 'mixed_float16', 'mixed_bfloat16'"
+    SHARD_POLICY = "one of 'auto', 'file', 'data', 'off', or None (tf.data's default, auto)"
     SITES = "a mapping of call-site names to values"
 
 
@@ -110,6 +123,31 @@ class Knobs:
         None,
         _Kind.OPTIONAL_THREADS,
         "tf.data `threading.private_threadpool_size`, set by tfperf; None uses the shared pool.",
+    )
+    auto_shard_policy: ShardPolicy | None = _knob(  # noqa: RUF009 (see `sites`)
+        None,
+        _Kind.SHARD_POLICY,
+        "tf.data `experimental_distribute.auto_shard_policy` under a strategy; None keeps "
+        "tf.data's default (auto). Acts only with more than one input worker.",
+    )
+    fetch_to_device: bool | None = _knob(
+        None,
+        _Kind.OPTIONAL_BOOL,
+        "`tf.distribute.InputOptions.experimental_fetch_to_device` under a strategy: prefetch "
+        "batches onto the replicas' devices; None keeps TensorFlow's default (True).",
+    )
+    per_replica_buffer_size: int | None = _knob(
+        None,
+        _Kind.OPTIONAL_THREADS,
+        "`tf.distribute.InputOptions.experimental_per_replica_buffer_size` under a strategy: "
+        "batches prefetched per replica device; None keeps TensorFlow's default (1).",
+    )
+    gpu_memory_growth: bool | None = _knob(
+        None,
+        _Kind.OPTIONAL_BOOL,
+        "TensorFlow GPU memory growth (`tf.config.experimental.set_memory_growth`), set by "
+        "tfperf before TensorFlow starts its GPUs; None keeps tfperf's default (growth on in "
+        "the processes it measures). A `--gpu-memory-limit` overrides it.",
     )
     sites: SiteValues = _knob(  # noqa: RUF009 (`_knob` returns a dataclasses.field)
         SiteValues(),
@@ -237,6 +275,8 @@ def _check_value(name: str, kind: _Kind, value: Any) -> Any:
         raise _bad(name, value, kind)
     if kind is _Kind.PRECISION:
         return _check_precision(name, value)
+    if kind is _Kind.SHARD_POLICY:
+        return _check_shard_policy(name, value)
     if kind is _Kind.OPTIONAL_BOOL:
         if value is None or isinstance(value, bool):
             return value
@@ -260,6 +300,15 @@ def _check_precision(name: str, value: Any) -> Precision:
         return Precision(value)
     except ValueError:
         raise _bad(name, value, _Kind.PRECISION) from None
+
+
+def _check_shard_policy(name: str, value: Any) -> ShardPolicy | None:
+    if value is None:
+        return None
+    try:
+        return ShardPolicy(value.lower() if isinstance(value, str) else value)
+    except ValueError:
+        raise _bad(name, value, _Kind.SHARD_POLICY) from None
 
 
 def _as_int(value: Any) -> int | None:

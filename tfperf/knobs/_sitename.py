@@ -34,6 +34,7 @@ from tfperf.errors import KnobError
 
 __all__ = [
     "AUTOTUNE",
+    "STRUCTURE_EDITS",
     "TUNABLE",
     "SiteKind",
     "SiteName",
@@ -56,6 +57,7 @@ class SiteKind(str, Enum):
     PREFETCH = "prefetch"  # batches buffered: an integer >= 0 or AUTOTUNE
     SHUFFLE = "shuffle"  # elements in the shuffle buffer: an integer >= 1
     BATCH = "batch"  # examples per batch: an integer >= 1; changes training
+    EDIT = "edit"  # a structure edit tfperf may make (`STRUCTURE_EDITS`): 0 as written, 1 made
 
     @property
     def accepts(self) -> str:
@@ -72,6 +74,7 @@ _ACCEPTS = {
     SiteKind.PREFETCH: "an integer >= 0 or AUTOTUNE",
     SiteKind.SHUFFLE: "an integer >= 1",
     SiteKind.BATCH: "an integer >= 1",
+    SiteKind.EDIT: "0 (the code as written) or 1 (the edit made)",
 }
 
 
@@ -93,6 +96,17 @@ TUNABLE: dict[tuple[str, str], tuple[SiteKind, bool]] = {
     ("TFRecordDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
     ("TextLineDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
     ("FixedLengthRecordDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
+}
+
+#: Structure edits tfperf may make at a call of the user's (`tfperf.sites._edits`), named like
+#: a site on the line of the call they follow: `cache@p.py:12.added` (a `cache()` appended to
+#: the call on line 12), `shuffle@p.py:12.before_map` (the shuffle that reads the map on line
+#: 12 moved before it), `map@p.py:12.after_batch` (that map moved after the batch that reads
+#: it). Not in `TUNABLE`: no call is intercepted for them, and no argument is rewritten.
+STRUCTURE_EDITS: dict[tuple[str, str], SiteKind] = {
+    ("cache", "added"): SiteKind.EDIT,
+    ("shuffle", "before_map"): SiteKind.EDIT,
+    ("map", "after_batch"): SiteKind.EDIT,
 }
 
 _NAME = re.compile(
@@ -161,6 +175,8 @@ def is_site_name(name: str) -> bool:
 def site_kind(method: str, argument: str, name: str = "") -> SiteKind:
     """The kind of `method(argument=...)`; raises `KnobError` when tfperf does not tune it."""
     entry = TUNABLE.get((method, argument))
+    if entry is None and (method, argument) in STRUCTURE_EDITS:
+        return STRUCTURE_EDITS[(method, argument)]
     if entry is None:
         tuned = ", ".join(f"{m}({a})" for m, a in TUNABLE)
         raise KnobError(
@@ -181,6 +197,10 @@ def check_site_value(name: str, value: Any) -> int | None:
     if value is None and kind is SiteKind.PARALLELISM:
         return None
     number = _as_int(value)
+    if kind is SiteKind.EDIT:
+        if number in (0, 1):
+            return number
+        raise KnobError(f"site {name!r} must be {kind.accepts}, but got {value!r}.")
     autotune_ok = kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
     lowest = 0 if kind is SiteKind.PREFETCH else 1
     if number is not None and (number >= lowest or (autotune_ok and number == AUTOTUNE)):

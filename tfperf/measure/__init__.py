@@ -13,11 +13,13 @@ from tfperf.measure._discover import (
 from tfperf.measure._model import (
     THREAD_CAP,
     PipelineModel,
+    Restarts,
     StageCost,
     model_from_profile,
     pipeline_limit,
     pipeline_model,
     profile_limit,
+    profile_restarts,
     stage_costs,
 )
 from tfperf.measure._profiler import (
@@ -31,8 +33,16 @@ from tfperf.measure._recorder import (
 from tfperf.measure._runner import (
     profile_pipeline,
 )
+from tfperf.measure._scaling import (
+    replica_counts,
+    scaling_curve,
+    scaling_point,
+)
 from tfperf.measure._stages import (
     analyse_stages,
+)
+from tfperf.measure._training import (
+    probe_training,
 )
 
 __all__ = [
@@ -41,14 +51,20 @@ __all__ = [
     "Profiler",
     "Progress",
     "ProgressCallback",
+    "Restarts",
     "StageCost",
     "analyse_stages",
     "discover_sites",
     "model_from_profile",
     "pipeline_limit",
     "pipeline_model",
+    "probe_training",
     "profile",
     "profile_limit",
     "profile_pipeline",
+    "profile_restarts",
+    "replica_counts",
+    "scaling_curve",
+    "scaling_point",
     "stage_costs",
 ]

@@ -92,6 +92,13 @@ def read_choices(iterator: Any, stages: Sequence[StageRef]) -> AutotuneReadout:
     """
     if iterator is None:
         return AutotuneReadout([], "no iterator was live at the end of the end-to-end phase")
+    if "Distributed" in type(iterator).__name__:
+        return AutotuneReadout(
+            [],
+            "the dataset was read through a tf.distribute iterator (one per replica), whose "
+            "tf.data model TensorFlow does not expose, so AUTOTUNE's choices cannot be read; "
+            "profile without a strategy (--strategy default) to see them",
+        )
     try:
         nodes = _tf.model_nodes(iterator)
     except Exception as error:  # an unreadable model must not cost the profile

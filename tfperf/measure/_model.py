@@ -13,7 +13,14 @@ blocks (a read from remote storage, a sleep, a remote call). From that:
   that runs sequentially (no parallelism argument);
 - the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
   target being the limit: more threads cannot make the stage deliver more than the rest allows;
-- the estimate: the configuration with those thread counts, and the rate predicted for it.
+- the estimate: the configuration with those thread counts, and the rate predicted for it;
+- restarts: a finite dataset refills its shuffle buffer every epoch, and the model idles
+  while it does, so the predicted rate is the steady one `r` times `E / (E + R r / f)` (E
+  examples per epoch, R examples refilled: the baseline's measured seconds per restart times
+  its pipeline-alone rate; f the faster of `r` and the model alone, since the buffer drains
+  without input at the epoch's end);
+- other training settings: the limit and the estimate restated with the model alone timed
+  under a larger batch or another precision (`TrainingRate`, measured in the baseline trial).
 
 See docs/limit.md for the derivation and a worked example.
 """
@@ -33,17 +40,20 @@ from tfperf.results import (
     StageKind,
     StageReport,
     StageStat,
+    TrainingRate,
 )
 
 __all__ = [
     "BLOCKING_RATIO",
     "THREAD_CAP",
     "PipelineModel",
+    "Restarts",
     "StageCost",
     "model_from_profile",
     "pipeline_limit",
     "pipeline_model",
     "profile_limit",
+    "profile_restarts",
     "stage_costs",
 ]
 
@@ -108,6 +118,41 @@ class PipelineModel:
     threads: dict[str, int]
     pool_threads: int
     predicted_examples_per_sec: float
+    #: The steady rate's share left after the epoch's restarts (1.0: no restart cost).
+    restart_factor: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Restarts:
+    """What a finite dataset's restarts cost per epoch, in examples the pipeline refills.
+
+    Attributes:
+        epoch_examples: examples in one real epoch.
+        refill_examples: examples the restarting stage (a shuffle buffer) takes in before the
+            first step of an epoch gets its batch.
+    """
+
+    epoch_examples: float
+    refill_examples: float
+
+    def factor(self, steady: float, model_rate: float | None, buffer_scale: float = 1.0) -> float:
+        """The share of the steady rate left after each epoch's refill.
+
+        While the buffer refills the model idles; at the epoch's end the buffer drains
+        without waiting for input. So the epoch costs `E / steady` plus the refill at the
+        faster of the two sides: the input's steady rate when the model is faster (the drain
+        gives back most of the fill), the model's when input is faster. `buffer_scale` scales
+        the refilled buffer (a smaller shuffle buffer refills less).
+
+        Example:
+            >>> Restarts(epoch_examples=2048, refill_examples=2048).factor(1000.0, None, 0.25)
+            0.8
+        """
+        refill = max(self.refill_examples * buffer_scale, 0.0)
+        faster = max(steady, model_rate or 0.0)
+        if steady <= 0 or faster <= 0:
+            return 1.0
+        return self.epoch_examples / (self.epoch_examples + refill * steady / faster)
 
 
 def stage_costs(
@@ -174,6 +219,10 @@ def pipeline_limit(
         )
     total_wall = sum(stage.wall_s_per_example for stage in stages) or 1.0
     for stage in stages:
+        # A shuffle's own work per element is a draw and a copy; what the stage analysis adds
+        # for it is the refill after each restart, which the restart term accounts for.
+        if stage.kind is StageKind.SHUFFLE:
+            continue
         if stage.argument is None and stage.wall_s_per_example >= NEGLIGIBLE_SHARE * total_wall:
             terms.append(
                 LimitTerm(
@@ -196,6 +245,8 @@ def pipeline_model(
     compute_examples_per_sec: float | None,
     model_cpu_s_per_example: float | None = None,
     parallelism_of: dict[int, int] | None = None,
+    restarts: Restarts | None = None,
+    buffer_scale: float = 1.0,
 ) -> PipelineModel | None:
     """The model of a pipeline from its stage analysis; None when nothing could be measured.
 
@@ -219,24 +270,58 @@ def pipeline_model(
         if stage.argument is not None:
             threads[stage.argument] = max(threads.get(stage.argument, 1), stage.threads)
     pool = min(THREAD_CAP, sum(s.threads for s in sized if s.argument is not None) or 1)
-    predicted = min(
+    steady = min(
         [target] + [s.threads / s.wall_s_per_example for s in sized if s.argument is not None]
     )
-    return PipelineModel(tuple(sized), limit, cores, threads, pool, predicted)
+    factor = restarts.factor(steady, compute_examples_per_sec, buffer_scale) if restarts else 1.0
+    return PipelineModel(tuple(sized), limit, cores, threads, pool, steady * factor, factor)
 
 
-def model_from_profile(profile: ProfileResult, cores: int) -> PipelineModel | None:
-    """The model of a profiled configuration; None without a stage analysis."""
+def model_from_profile(
+    profile: ProfileResult,
+    cores: int,
+    training: TrainingRate | None = None,
+    buffer_scale: float = 1.0,
+) -> PipelineModel | None:
+    """The model of a profiled configuration; None without a stage analysis.
+
+    Args:
+        training: the model alone timed under another training setting: the limit and the
+            thread counts are restated for it (the input's costs per example stay measured).
+        buffer_scale: the restarting shuffle buffer's size over the profiled one.
+    """
     if profile.stages is None:
         return None
-    compute = profile.compute_only.examples_per_sec if profile.compute_only else None
+    if training is not None:
+        compute: float | None = training.examples_per_sec
+        model_cpu = training.model_cpu_s_per_example
+    else:
+        compute = profile.compute_only.examples_per_sec if profile.compute_only else None
+        model_cpu = model_cpu_s_per_example(profile)
     return pipeline_model(
         profile.stages,
         cores,
         compute,
-        model_cpu_s_per_example(profile),
+        model_cpu,
         autotuned_parallelism(profile.autotune),
+        profile_restarts(profile),
+        buffer_scale,
     )
+
+
+def profile_restarts(profile: ProfileResult) -> Restarts | None:
+    """The restart cost of a profiled finite dataset in examples; None when it had none.
+
+    A restart's measured wait (beyond the steady one) is the time the pipeline took to refill;
+    at the pipeline-alone rate that is the examples refilled.
+    """
+    cost, phase = profile.restarts, profile.end_to_end
+    if cost is None or cost.seconds_per_restart <= 0 or phase.steps <= 0:
+        return None
+    upstream = profile.pipeline_only.examples_per_sec if profile.pipeline_only else 0.0
+    upstream = upstream or phase.examples_per_sec
+    epoch_examples = cost.epoch_steps * phase.examples / phase.steps
+    return Restarts(epoch_examples, cost.seconds_per_restart * upstream)
 
 
 def profile_limit(profile: ProfileResult) -> Limit | None:

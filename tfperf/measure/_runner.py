@@ -11,7 +11,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfperf import _tf
 from tfperf.errors import (
@@ -24,6 +24,7 @@ from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import _stages as stages
 from tfperf.measure._autotune import IteratorRecorder
 from tfperf.measure._chain import StageNode, recover_chain
+from tfperf.measure._distributed import distribution_of, epoch_of
 from tfperf.measure._model import profile_limit
 from tfperf.measure._profiler import profile
 from tfperf.measure._recorder import ProgressCallback
@@ -31,6 +32,9 @@ from tfperf.measure._restarts import EpochInfo, restart_stage
 from tfperf.pipeline import PipelineFile, build
 from tfperf.probes import Probe
 from tfperf.results import Discovery, EpochSource, ProfileResult, StageReport
+
+if TYPE_CHECKING:
+    from tfperf._tf import StrategyKind
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +55,7 @@ def profile_pipeline(
     stage_seconds: float = STAGE_SECONDS,
     on_discovery: Callable[[Discovery], None] | None = None,
     epoch_steps: int | None = None,
+    strategy: StrategyKind | None = None,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
@@ -68,6 +73,9 @@ def profile_pipeline(
         stage_seconds: measured window per stage in that analysis.
         epoch_steps: steps (batches) in one real epoch, by which the cost of the dataset's
             restarts is weighed; None takes the dataset's cardinality, else one pass.
+        strategy: train under this `tf.distribute` strategy (by name); None takes the file's
+            `make_strategy()`, or a script's own, else none. Under one, `result.distribution`
+            holds the replicas and the per-replica figures.
 
     Raises:
         PipelineFileError: the file's functions break the contract (wrong return types).
@@ -77,7 +85,7 @@ def profile_pipeline(
     if owns_process:
         _tf.enable_gpu_memory_growth()
     with _tf.precision_policy(knobs.mixed_precision):
-        built = build(pipeline, knobs)
+        built = build(pipeline, knobs, strategy)
         dataset, model, train_step = built.dataset, built.model, built.train_step
         measured: Knobs | dict[str, Any] = knobs
         if built.discovery is not None:
@@ -85,7 +93,7 @@ def profile_pipeline(
             if on_discovery is not None:
                 on_discovery(built.discovery)
         chain = _stage_chain(dataset)
-        recorder = IteratorRecorder(dataset, chain)
+        recorder = IteratorRecorder(built.data, chain)
         _tf.reset_allocator_peaks()
         try:
             result = profile(
@@ -97,7 +105,7 @@ def profile_pipeline(
                 knobs=measured,
                 probes=probes,
                 progress=recorder.progress(progress),
-                epoch=epoch_info(dataset, chain, epoch_steps),
+                epoch=epoch_info(dataset, chain, epoch_of(built, epoch_steps)),
             )
         except InputPipelineError as error:
             raise _explain_input_error(error, dataset, pipeline) from error.__cause__
@@ -106,6 +114,7 @@ def profile_pipeline(
         except EmptyDatasetError as error:
             raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
         result.autotune = recorder.readout
+        result.distribution = distribution_of(built, result)
         result.dataset_options = _tf.dataset_options(dataset)
         if analyse_stages:
             result.stages = _stage_report(dataset, result, stage_seconds)

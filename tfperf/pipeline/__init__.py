@@ -10,6 +10,10 @@ from tfperf.pipeline._build import (
     found_sites,
     raw_dataset,
 )
+from tfperf.pipeline._contract import (
+    strategy_function,
+    takes_input_context,
+)
 from tfperf.pipeline._loader import (
     PipelineFile,
     PipelineKind,
@@ -28,4 +32,6 @@ __all__ = [
     "found_sites",
     "load_pipeline",
     "raw_dataset",
+    "strategy_function",
+    "takes_input_context",
 ]

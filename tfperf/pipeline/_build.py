@@ -11,6 +11,12 @@ Three kinds of file (`PipelineKind`) come to the same `Built`:
 
 The knobs that are tf.data options are applied to the dataset; the precision policy is the
 caller's to set around the build (it must be in place before the model exists).
+
+Under a `tf.distribute` strategy (`--strategy`, the file's `make_strategy()`, or the strategy a
+script built its model under), the model and train step are built in `strategy.scope()`, the
+dataset is distributed (`strategy.experimental_distribute_dataset`, or
+`distribute_datasets_from_function` for `make_dataset(knobs, input_context)`) and the step runs
+on every replica (`tfperf._tf.strategy_step`, `tfperf._tf.keras_distributed_step`).
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 from tfperf import _tf
 from tfperf.errors import KnobError, PipelineFileError, PipelineRuntimeError
 from tfperf.knobs import Knobs
-from tfperf.pipeline._contract import function_place
+from tfperf.pipeline._contract import function_place, strategy_function, takes_input_context
 from tfperf.pipeline._loader import PipelineFile, PipelineKind
 from tfperf.results import Discovery
 
 if TYPE_CHECKING:
+    from tfperf._tf import DistributedInput, StrategyKind
     from tfperf.sites import Recorder
 
 __all__ = ["Built", "build", "build_dataset", "build_parts", "found_sites", "raw_dataset"]
@@ -35,26 +42,59 @@ __all__ = ["Built", "build", "build_dataset", "build_parts", "found_sites", "raw
 
 @dataclasses.dataclass(frozen=True)
 class Built:
-    """A pipeline ready to measure. `discovery` is None for a file that reads its knobs."""
+    """A pipeline ready to measure. `discovery` is None for a file that reads its knobs.
+
+    Under a strategy, `strategy` is the live `tf.distribute.Strategy`, `distributed` the
+    distributed input the step consumes, and `dataset` the tf.data pipeline that feeds it (one
+    input pipeline's, for `make_dataset(knobs, input_context)`).
+    """
 
     dataset: Any
     model: Any | None
     train_step: Callable[[Any], Any]
     discovery: Discovery | None
+    strategy: Any | None = None
+    distributed: DistributedInput | None = None
+
+    @property
+    def data(self) -> Any:
+        """What the training loop iterates: the distributed input, else the dataset."""
+        return self.distributed if self.distributed is not None else self.dataset
 
 
-def build(pipeline: PipelineFile, knobs: Knobs) -> Built:
+def build(pipeline: PipelineFile, knobs: Knobs, strategy: StrategyKind | None = None) -> Built:
     """Builds the dataset (options applied) and the train step of `pipeline` under `knobs`.
+
+    Args:
+        strategy: a strategy by name; None takes the file's `make_strategy()`, or for a script
+            the strategy its model was built under, else none.
 
     Raises:
         PipelineFileError: the file or script breaks the contract (wrong return types, no
-            `fit`, an exit before it).
+            `fit`, an exit before it, a `make_strategy()` that returns no strategy).
         PipelineRuntimeError: the user's code raised.
         KnobError: a site value names no call the build made.
     """
-    dataset, model, train_step, recorder = build_parts(pipeline, knobs)
-    discovery = found_sites(recorder, dataset, pipeline)
-    return Built(_tf.apply_options(dataset, knobs), model, train_step, discovery)
+    live = _strategy(pipeline, strategy)
+    if live is None and pipeline.kind is not PipelineKind.SCRIPT:
+        dataset, model, train_step, recorder = build_parts(pipeline, knobs)
+        discovery = found_sites(recorder, dataset, pipeline)
+        return Built(_tf.apply_options(dataset, knobs), model, train_step, discovery)
+    from tfperf.pipeline._distributed import build_distributed
+
+    return build_distributed(pipeline, knobs, live)
+
+
+def _strategy(pipeline: PipelineFile, kind: StrategyKind | None) -> Any | None:
+    """The strategy asked for: by name, else the file's own; None for none (or the default)."""
+    if kind is not None:
+        return None if kind.value == "default" else _tf.make_strategy(kind)
+    make = strategy_function(pipeline.module, pipeline.path.name)
+    if make is None:
+        return None
+    strategy = call_user(pipeline, lambda _: make(), pipeline.baseline, "make_strategy")
+    _tf.check_strategy(strategy, pipeline.path.name)
+    return None if _tf.is_default(strategy) else strategy
 
 
 def build_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Discovery | None]:
@@ -64,16 +104,20 @@ def build_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Discovery 
 
 
 def build_parts(
-    pipeline: PipelineFile, knobs: Knobs
+    pipeline: PipelineFile, knobs: Knobs, scope: Any | None = None
 ) -> tuple[Any, Any | None, Callable[[Any], Any], Recorder | None]:
-    """The raw dataset, the model (if any), the train step, and the recorder of the sites."""
+    """The raw dataset, the model (if any), the train step, and the recorder of the sites.
+
+    A script runs inside `scope.scope()` when a strategy `scope` is given, so the model it
+    builds is the strategy's.
+    """
     if pipeline.kind is not PipelineKind.SCRIPT:
         dataset, recorder = raw_dataset(pipeline, knobs)
-        model, train_step = _build_train_step(pipeline, knobs)
+        model, train_step = build_train_step(pipeline, knobs)
         return dataset, model, train_step, recorder
     from tfperf.pipeline._script import fit_dataset, run_until_fit
 
-    with _sites(pipeline, knobs) as recorder:
+    with _sites(pipeline, knobs) as recorder, _tf.in_scope(scope):
         call = run_until_fit(pipeline)
     if not getattr(call.model, "compiled", True) or getattr(call.model, "optimizer", None) is None:
         raise PipelineFileError(
@@ -87,18 +131,24 @@ def build_parts(
 
 
 def raw_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Recorder | None]:
+    """The dataset `make_dataset` returns (for one input pipeline of one replica when it takes
+    an input context), and the recorder of its sites."""
     assert pipeline.make_dataset is not None, "a script has no make_dataset"
+    make: Callable[[Knobs], Any] = pipeline.make_dataset
+    if takes_input_context(make):
+        make = with_context(pipeline.make_dataset, _tf.default_input_context())
     with _sites(pipeline, knobs) as recorder:
-        dataset = _call_user(pipeline, pipeline.make_dataset, knobs, "make_dataset")
+        dataset = call_user(pipeline, make, knobs, "make_dataset")
     _tf.check_dataset(dataset, pipeline.path.name)
     if recorder is not None:
         dataset = recorder.finish(dataset, *function_place(pipeline.make_dataset))
     return dataset, recorder
 
 
-def _build_train_step(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Callable[[Any], Any]]:
+def build_train_step(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Callable[[Any], Any]]:
+    """The model (None for a file's own step) and the train step, for a pipeline file."""
     if pipeline.make_train_step is not None:
-        step = _call_user(pipeline, pipeline.make_train_step, knobs, "make_train_step")
+        step = call_user(pipeline, pipeline.make_train_step, knobs, "make_train_step")
         if not callable(step):
             raise PipelineFileError(
                 f"{pipeline.path.name}: {pipeline.shown_call('make_train_step')} must return a "
@@ -107,9 +157,19 @@ def _build_train_step(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Callab
             )
         return None, step
     assert pipeline.make_model is not None
-    model = _call_user(pipeline, pipeline.make_model, knobs, "make_model")
+    model = call_user(pipeline, pipeline.make_model, knobs, "make_model")
     _tf.check_model(model, pipeline.path.name)
     return model, _tf.keras_train_step(model)
+
+
+def with_context(make_dataset: Callable[..., Any], context: Any) -> Callable[[Knobs], Any]:
+    """`make_dataset(knobs, input_context)` as a function of the knobs alone."""
+
+    def make(knobs: Knobs) -> Any:
+        return make_dataset(knobs, context)
+
+    make.__wrapped__ = make_dataset  # type: ignore[attr-defined]  # for function_place
+    return make
 
 
 @contextlib.contextmanager
@@ -139,9 +199,7 @@ def found_sites(
     return recorder.discovery(dataset)
 
 
-def _call_user(
-    pipeline: PipelineFile, function: Callable[..., Any], knobs: Knobs, name: str
-) -> Any:
+def call_user(pipeline: PipelineFile, function: Callable[..., Any], knobs: Knobs, name: str) -> Any:
     try:
         return pipeline.call(function, knobs)
     except Exception as error:

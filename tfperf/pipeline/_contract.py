@@ -9,6 +9,12 @@ calls, which tfperf finds and tunes as call sites (`tfperf.sites._recording`). I
 `make_train_step` may take the knobs or nothing; its `BASELINE` and `SEARCH_SPACE` may hold only
 the knobs tfperf applies itself (precision, tf.data options), since nothing reads the others.
 
+For training under `tf.distribute` (docs/multi-device.md), a file may also define
+`make_strategy()` returning a `tf.distribute.Strategy`, and its `make_dataset` may take a
+second argument, a `tf.distribute.InputContext` (`make_dataset(knobs, input_context)`): tfperf
+then distributes it with `strategy.distribute_datasets_from_function`, and the dataset batches
+per replica (`input_context.get_per_replica_batch_size(knobs.batch_size)`).
+
 Every breach raises `PipelineFileError` naming the file, what was found and the fix.
 """
 
@@ -33,12 +39,17 @@ __all__ = [
     "fixed_code_knobs",
     "function_place",
     "is_script",
+    "strategy_function",
+    "takes_input_context",
 ]
 
 #: Names whose presence makes a file a pipeline file rather than a training script.
 CONTRACT_NAMES = frozenset(
     {"make_dataset", "make_model", "make_train_step", "BASELINE", "SEARCH_SPACE"}
 )
+
+#: Names of `make_dataset`'s second parameter that make it take a `tf.distribute.InputContext`.
+_CONTEXT_NAMES = frozenset({"input_context", "context", "ctx"})
 
 _PURPOSE = {
     "make_dataset": "to build the pipeline",
@@ -63,6 +74,7 @@ class Contract:
     has_baseline: bool
     search_space: dict[str, Domain]
     without_knobs: frozenset[str] = frozenset()
+    make_strategy: Callable[[], Any] | None = None
 
     @property
     def plain(self) -> bool:
@@ -87,6 +99,7 @@ def check_contract(module: types.ModuleType, shown: str) -> Contract:
         raise PipelineFileError(_no_training_message(module, shown))
     baseline, has_baseline = _baseline(module, shown)
     search_space = _search_space(module, shown)
+    make_strategy = strategy_function(module, shown)
     if plain:
         _check_plain_settings(module, search_space, shown)
         search_space = {**fixed_code_knobs(), **search_space}
@@ -98,7 +111,68 @@ def check_contract(module: types.ModuleType, shown: str) -> Contract:
         has_baseline=has_baseline,
         search_space=search_space,
         without_knobs=frozenset(without),
+        make_strategy=make_strategy,
     )
+
+
+def strategy_function(module: types.ModuleType | None, shown: str) -> Callable[[], Any] | None:
+    """The file's `make_strategy`, checked callable with no argument; None when it has none.
+
+    Raises:
+        PipelineFileError: `make_strategy` is not a function, or needs arguments.
+    """
+    function = getattr(module, "make_strategy", None) if module is not None else None
+    if function is None:
+        return None
+    if not callable(function):
+        raise PipelineFileError(
+            f"{shown}: `make_strategy` is a {type(function).__name__}, not a function; tfperf "
+            "calls `make_strategy()` to get the tf.distribute.Strategy to train under. Define "
+            "it with `def make_strategy():` returning e.g. `tf.distribute.MirroredStrategy()`."
+        )
+    if not _binds_signature(function):
+        raise PipelineFileError(
+            f"{shown}: `make_strategy` must take no argument (tfperf calls `make_strategy()`), "
+            f"but its signature is `make_strategy{inspect.signature(function)}`. Give its "
+            "parameters defaults, or read them from constants."
+        )
+    return cast("Callable[[], Any]", function)
+
+
+def takes_input_context(function: Callable[..., Any] | None) -> bool:
+    """Whether a file's `make_dataset` takes an input context after the knobs.
+
+    True for `make_dataset(knobs, input_context)`: a second positional parameter named
+    `input_context`, `context` or `ctx` (it may have a default). tfperf then builds the dataset
+    once per input pipeline through `strategy.distribute_datasets_from_function`. Any other
+    second parameter stays an error of the contract, which names it.
+    """
+    if function is None or isinstance(function, _DropKnobs):
+        return False
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return False
+    kind = inspect.Parameter
+    positional = [
+        p
+        for p in signature.parameters.values()
+        if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)
+    ]
+    return (
+        len(positional) >= 2
+        and positional[1].name in _CONTEXT_NAMES
+        and _binds(signature, None, None)
+    )
+
+
+def _binds_signature(function: Callable[..., Any]) -> bool:
+    """True when the signature cannot be read (trust the callable), else whether it binds no
+    arguments."""
+    try:
+        return _binds(inspect.signature(function))
+    except (TypeError, ValueError):
+        return True
 
 
 def fixed_code_knobs() -> dict[str, Domain]:
@@ -264,7 +338,8 @@ def _function(
     if without is not None and _takes_nothing(function):
         without.add(name)
         return _DropKnobs(function)
-    _check_signature(function, name, shown)
+    if name != "make_dataset" or not takes_input_context(function):
+        _check_signature(function, name, shown)
     return cast("Callable[[Knobs], Any]", function)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._html import (
     default_profile_path,
     default_study_path,
@@ -17,6 +18,7 @@ __all__ = [
     "StudySnapshot",
     "default_profile_path",
     "default_study_path",
+    "gpu_memory_text",
     "load_snapshot",
     "render_profile_html",
     "render_study_html",

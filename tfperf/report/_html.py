@@ -25,11 +25,13 @@ from tfperf.knobs import format_value
 from tfperf.report import _knob_charts as kc
 from tfperf.report import _profile_charts as pc
 from tfperf.report import _resource_charts as rc
+from tfperf.report import _scaling as scaling
 from tfperf.report import _step_charts as stc
 from tfperf.report import _study_charts as sc
 from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._alt import TextAlternative, text_alternative
+from tfperf.report._distribution import distribution_rows
 from tfperf.report._words import knob_value
 from tfperf.units import format_bytes, format_seconds
 
@@ -177,12 +179,21 @@ def profile_section(
         ),
         "memory": rc.memory_chart(result),
         "cpu": rc.cpu_chart(result),
+        "gpu_memory": result.gpu_memory_advice(),
+        "distribution": (
+            distribution_rows(result.distribution) if result.distribution is not None else []
+        ),
     }
     section["memory_chart"] = charts.add(f"{prefix}-memory", rc.memory_figure(section["memory"]))
     waterfall = pc.stage_waterfall(result)
     if waterfall is not None and waterfall.labels:
         section["stages_chart"] = charts.add(f"{prefix}-stages", pc.waterfall_figure(waterfall))
     section["cpu_chart"] = charts.add(f"{prefix}-cpu", rc.cpu_figure(section["cpu"]))
+    if result.scaling is not None:
+        section["scaling"] = scaling.scaling_section(result.scaling, result.environment.cpu_count)
+    if result.scaling is not None and result.scaling.points:
+        chart = scaling.scaling_figure(scaling.scaling_chart(result.scaling))
+        section["scaling_chart"] = charts.add(f"{prefix}-scaling", chart)
     return section
 
 

@@ -31,7 +31,17 @@ def tf_data_snippet(knobs: Mapping[str, Any]) -> str:
     lines.extend(_options_lines(knobs))
     if knobs["mixed_precision"] != "float32":
         lines.append(f'keras.mixed_precision.set_global_policy("{knobs["mixed_precision"]}")')
+    if knobs.get("gpu_memory_growth") is not None:
+        lines.append(growth_line(knobs["gpu_memory_growth"]))
     return "\n".join(lines)
+
+
+def growth_line(growth: bool) -> str:
+    """The call that sets GPU memory growth as a trial measured it (before the GPU starts)."""
+    return (
+        'for gpu in tf.config.list_physical_devices("GPU"):  # before TensorFlow uses the GPU\n'
+        f"    tf.config.experimental.set_memory_growth(gpu, {growth})"
+    )
 
 
 def _options_lines(knobs: Mapping[str, Any]) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfperf.knobs import STRATEGY_KNOBS
 from tfperf.results import (
     Discovery,
     Measurement,
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 #: Host fields that describe hardware and software, as opposed to which process ran a trial.
 HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
+
+#: Knobs shown only when set: they apply under a strategy or on a GPU alone.
+SITUATIONAL_KNOBS = frozenset((*STRATEGY_KNOBS, "gpu_memory_growth"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,8 +255,14 @@ def flat_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
 
     A plain pipeline or a script is tuned through the values at its tf.data call sites
     (`Knobs.sites`); the report shows each as one more knob, named by its place.
+    Knobs that apply only under a `tf.distribute` strategy or on a GPU are left out while
+    unset: a study on one CPU never touches them, and listing them would only add noise.
     """
-    flat = {name: value for name, value in knobs.items() if name != "sites"}
+    flat = {
+        name: value
+        for name, value in knobs.items()
+        if name != "sites" and not (name in SITUATIONAL_KNOBS and value is None)
+    }
     flat.update(knobs.get("sites") or {})
     return flat
 

@@ -11,7 +11,7 @@ import re
 
 from tfperf.report._study_data import StudySnapshot
 from tfperf.report._study_summary import Summary, TrialFigure, trial_figures
-from tfperf.results import Limit, ProfileResult, TuneResult, Verdict
+from tfperf.results import Estimate, Limit, ProfileResult, TuneResult, Verdict
 
 _VERDICT_WORDS = {
     Verdict.HIGHLY_INPUT_BOUND: "highly input-bound",
@@ -110,16 +110,30 @@ def _limit_line(limit: Limit | None, found: Summary | None, tune: TuneResult | N
     if found is not None:
         shown = "; ".join(f"{row.label} {row.median:,.0f}" for row in found.rows[:3])
         text += f" Measured: {shown}."
+    best_limit = tune.best_limit if tune is not None else None
+    if best_limit is not None and best_limit != limit:
+        text += (
+            f" Under the recommendation's training setting the limit is "
+            f"{best_limit.examples_per_sec:,.0f} examples/s ({best_limit.bound_by.value})."
+        )
     if tune is not None and tune.tuned_over_limit is not None:
         text += f" The recommendation reaches {tune.tuned_over_limit:.0%} of the limit."
     return text
 
 
 def _estimate_line(tune: TuneResult | None) -> str | None:
-    estimate = tune.estimate if tune is not None else None
-    if estimate is None:
+    if tune is None or tune.estimate is None:
         return None
-    text = f"tfperf's estimate predicted {estimate.predicted_examples_per_sec:,.0f} examples/s"
+    text = _estimate_text("tfperf's estimate", tune.estimate)
+    if tune.training_estimate is not None:
+        second = tune.training_estimate
+        changes = ", ".join(second.changes_training)
+        text += " " + _estimate_text(f"Its estimate with {changes} changed", second)
+    return text
+
+
+def _estimate_text(label: str, estimate: Estimate) -> str:
+    text = f"{label} predicted {estimate.predicted_examples_per_sec:,.0f} examples/s"
     if estimate.trial_number is not None:
         text += f" (trial {estimate.trial_number})"
     if estimate.measured_examples_per_sec is None or estimate.error is None:

@@ -18,6 +18,7 @@ from tfperf.report._study_data import Choice, StudySnapshot, TrialRow, choose, f
 from tfperf.report._tune_text import training_warnings
 from tfperf.report._words import knob_value
 from tfperf.results import (
+    EditGain,
     Measurement,
     Speedup,
     TuneResult,
@@ -106,6 +107,8 @@ class PatchBlock:
     manual_edits: tuple[str, ...]
     verified: str | None  # "patched/original 1.58x ± 0.04", when the tuner verified it
     problem: str | None  # why there is no diff or no verification
+    # The structure edits searched, whether the patch makes each, and what each was worth.
+    edits: tuple[EditGain, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,6 +289,7 @@ def patch_block(
             manual_edits=tuple(handover.manual_edits),
             verified=None if verified is None else f"patched/original {verified.describe()}",
             problem=handover.verify_problem,
+            edits=tuple(handover.edits),
         )
     chosen = best.knobs.get("sites") or {}
     if not chosen or snapshot.discovery is None or snapshot.code_root is None:
@@ -332,5 +336,11 @@ def applied_edits(best: Measurement, baseline: Measurement) -> list[str]:
             "Add to the dataset given to fit: options = tf.data.Options(); "
             + "; ".join(options)
             + "; ds = ds.with_options(options)."
+        )
+    growth = after.get("gpu_memory_growth")
+    if growth is not None and growth != before.get("gpu_memory_growth"):
+        edits.append(
+            f"Add tf.config.experimental.set_memory_growth(gpu, {growth}) for each GPU in "
+            'tf.config.list_physical_devices("GPU"), before TensorFlow first uses it.'
         )
     return edits

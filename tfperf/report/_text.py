@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from tfperf.knobs import format_value
+from tfperf.report._distribution import distribution_text
+from tfperf.report._gpu_memory import gpu_memory_text
+from tfperf.report._scaling import render_scaling
 from tfperf.results import (
     AutotuneReadout,
     BatchShape,
@@ -30,17 +33,26 @@ def render_summary(result: ProfileResult) -> str:
     sections = [
         _verdict(result),
         _throughput(result),
+        distribution_text(result),
         _restarts(result.restarts) if result.restarts is not None else "",
         _batch_shapes(result.batch_shapes),
         _stages(result.stages) if result.stages is not None else "",
         _limit_line(result),
         _warmup(result),
         _memory(result),
+        gpu_memory_text(result),
         _autotune(result.autotune) if result.autotune is not None else "",
+        _scaling(result),
         f"Advice: {result.advice}",
         _configuration(result),
     ]
     return "\n\n".join(section for section in sections if section)
+
+
+def _scaling(result: ProfileResult) -> str:
+    if result.scaling is None:
+        return ""
+    return render_scaling(result.scaling, result.environment.cpu_count)
 
 
 def _effective(name: str, value: object, options: DatasetOptions | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tfperf.knobs import format_value
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import flat_knobs
-from tfperf.results import Measurement, TuneResult
+from tfperf.results import Estimate, Measurement, TuneResult
 from tfperf.units import format_bytes
 
 
@@ -56,24 +56,41 @@ def _limit(result: TuneResult) -> str:
     if limit is None:
         return ""
     lines = [f"Limit: {limit.examples_per_sec:,.0f} examples/s, bound by {limit.bound_by.value}"]
+    best_limit = result.best_limit
+    if best_limit is not None and best_limit is not limit and best_limit != limit:
+        lines[0] += (
+            f" as written; {best_limit.examples_per_sec:,.0f} examples/s under the "
+            f"recommendation's training setting, bound by {best_limit.bound_by.value}"
+        )
     if result.tuned_over_limit is not None:
         lines[0] += f"; the recommendation reaches {result.tuned_over_limit:.0%} of it"
+    elif result.changes_training:
+        lines[0] += "; no limit was measured under the recommendation's training setting"
     lines.append(f"  {limit.explanation}")
-    estimate = result.estimate
-    if estimate is not None:
-        measured = estimate.measured_examples_per_sec
-        shown = f"{measured:,.0f}" if measured is not None else "not measured"
-        trial = f" (trial {estimate.trial_number})" if estimate.trial_number is not None else ""
-        lines.append(
-            f"  tfperf's estimate{trial}: predicted "
-            f"{estimate.predicted_examples_per_sec:,.0f}, measured {shown} examples/s"
-        )
+    for label, estimate in (
+        ("tfperf's estimate", result.estimate),
+        ("its estimate with training changed", result.training_estimate),
+    ):
+        if estimate is not None:
+            lines.append(f"  {label}{_estimate_figures(estimate)}")
     if result.fastest is not None and result.gain_over_input_only is not None:
         lines.append(
             f"  fastest, not recommended: {result.fastest.label} changes training for "
             f"{result.gain_over_input_only.describe()}"
         )
     return "\n".join(lines)
+
+
+def _estimate_figures(estimate: Estimate) -> str:
+    measured = estimate.measured_examples_per_sec
+    shown = f"{measured:,.0f}" if measured is not None else "not measured"
+    trial = f" (trial {estimate.trial_number})" if estimate.trial_number is not None else ""
+    changed = ", ".join(estimate.changes_training)
+    changes = f", changes {changed}" if changed else ""
+    return (
+        f"{trial}: predicted {estimate.predicted_examples_per_sec:,.0f}, measured {shown} "
+        f"examples/s{changes}"
+    )
 
 
 def _changes(result: TuneResult) -> str:

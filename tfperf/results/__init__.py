@@ -15,6 +15,10 @@ from tfperf.results._discovery import (
     Untunable,
     describe_discovery,
 )
+from tfperf.results._distribution import (
+    DistributedInput,
+    Distribution,
+)
 from tfperf.results._gpu_memory import (
     GpuMemoryAdvice,
     PeakSource,
@@ -29,6 +33,7 @@ from tfperf.results._limit import (
     Limit,
     LimitBound,
     LimitTerm,
+    TrainingRate,
 )
 from tfperf.results._profile import (
     AutotuneChoice,
@@ -54,12 +59,20 @@ from tfperf.results._profile import (
     Verdict,
     Warmup,
 )
+from tfperf.results._scaling import (
+    BatchScaling,
+    ReplicaDevice,
+    ScalingCurve,
+    ScalingFailure,
+    ScalingPoint,
+)
 from tfperf.results._trial import (
     TrialOutcome,
     TrialStatus,
 )
 from tfperf.results._tune import (
     TRAINING_KNOBS,
+    EditGain,
     HandOver,
     InputOnlyChoice,
     Measurement,
@@ -78,11 +91,15 @@ __all__ = [
     "ArgumentForm",
     "AutotuneChoice",
     "AutotuneReadout",
+    "BatchScaling",
     "BatchShape",
     "CallSite",
     "CpuUsage",
     "DatasetOptions",
     "Discovery",
+    "DistributedInput",
+    "Distribution",
+    "EditGain",
     "Environment",
     "EpochSource",
     "Estimate",
@@ -101,7 +118,11 @@ __all__ = [
     "Phase",
     "PhaseResult",
     "ProfileResult",
+    "ReplicaDevice",
     "RestartCost",
+    "ScalingCurve",
+    "ScalingFailure",
+    "ScalingPoint",
     "SlowStage",
     "Speedup",
     "StageKind",
@@ -111,6 +132,7 @@ __all__ = [
     "StepRecord",
     "StepTimeStats",
     "TimedValue",
+    "TrainingRate",
     "TrialOutcome",
     "TrialStatus",
     "TuneResult",

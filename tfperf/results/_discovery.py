@@ -165,7 +165,9 @@ def describe_discovery(discovery: Discovery) -> list[str]:
         lines = [f"Tunable call sites ({len(discovery.sites)}), as written:"]
         for site in discovery.sites:
             value = (
-                "none (tfperf can add one)"
+                "as written (a structure edit tfperf can make)"
+                if site.kind is SiteKind.EDIT
+                else "none (tfperf can add one)"
                 if site.calls == 0
                 else "not given"
                 if site.form is ArgumentForm.ABSENT

@@ -14,9 +14,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from enum import Enum
+from typing import TYPE_CHECKING, Any
 
-from tfperf.results._profile import GpuStats
 from tfperf.units import format_bytes
+
+if TYPE_CHECKING:
+    # Only for annotations: `_profile` imports this module to put the advice in its JSON.
+    from tfperf.results._profile import GpuStats
 
 MIB = 1 << 20
 #: Headroom over the measured peak: the allocator fragments, and batches vary.
@@ -37,9 +41,14 @@ class PeakSource(str, Enum):
     NVML_DEVICE = "nvml-device"  # everything on the GPU: includes other people's work
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class GpuMemoryAdvice:
-    """A `memory_limit` for one GPU, and how many processes of this size share it."""
+    """A `memory_limit` for one GPU, and how many processes of this size share it.
+
+    Derived from a `GpuStats` (never stored on its own): `ProfileResult.gpu_memory_advice()`
+    recomputes it, and `ProfileResult.to_dict()` writes it under `gpu_memory_advice` for JSON
+    readers. Sizes are bytes; `memory_limit_mib` is what `LogicalDeviceConfiguration` takes.
+    """
 
     gpu_index: int
     gpu_name: str
@@ -54,6 +63,10 @@ class GpuMemoryAdvice:
     def memory_limit_mib(self) -> int:
         return self.memory_limit_bytes // MIB
 
+    @property
+    def memory_total_mib(self) -> int:
+        return self.memory_total_bytes // MIB
+
     def code(self) -> str:
         """The TensorFlow lines that give one process this GPU with this limit."""
         return (
@@ -64,6 +77,27 @@ class GpuMemoryAdvice:
             ")  # MiB; run before TensorFlow first uses the GPU"
         )
 
+    def fits(self) -> str:
+        """How many processes of this size share the GPU, with its name and size."""
+        count = self.processes_per_gpu
+        if count == 0:
+            who = "not even one process of this size fits (limit and CUDA context together)"
+        elif count == 1:
+            who = "only one process of this size fits"
+        else:
+            who = f"{count} processes of this size fit"
+        return f"{who} on {self.gpu_name} ({self.memory_total_mib:,} MiB)"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with the limit in MiB, the sentence and the code a reader would copy."""
+        return {
+            **dataclasses.asdict(self),
+            "source": self.source.value,
+            "memory_limit_mib": self.memory_limit_mib,
+            "fits": self.fits(),
+            "code": self.code(),
+        }
+
     def describe(self) -> str:
         """One sentence: the peak, the limit to set, and how many such processes fit."""
         where = {
@@ -71,16 +105,10 @@ class GpuMemoryAdvice:
             PeakSource.NVML_PROCESS: "this process's peak as NVML saw it",
             PeakSource.NVML_DEVICE: "the whole GPU's peak (other processes included)",
         }[self.source]
-        fits = (
-            f"{self.processes_per_gpu} such processes fit on this "
-            f"{format_bytes(self.memory_total_bytes)} GPU"
-            if self.processes_per_gpu > 1
-            else "only one such process fits on this GPU"
-        )
         return (
             f"GPU {self.gpu_index}: {where} was {format_bytes(self.peak_bytes)}; a "
             f"memory_limit of {self.memory_limit_mib} MiB leaves {MARGIN:.0%} headroom, and "
-            f"{fits} (each also needs about {format_bytes(self.context_bytes)} for its CUDA "
+            f"{self.fits()} (each also needs about {format_bytes(self.context_bytes)} for its CUDA "
             "context)."
         )
 
@@ -89,6 +117,7 @@ def gpu_memory_advice(gpu: GpuStats, margin: float = MARGIN) -> GpuMemoryAdvice 
     """Sizes a per-process limit from the best peak measured on `gpu`; None if none was.
 
     Example:
+        >>> from tfperf.results import GpuStats
         >>> gpu = GpuStats(0, "H100", 80 << 30, 5 << 30, 4 << 30, None, None, 3 << 30, 2 << 30, [])
         >>> advice = gpu_memory_advice(gpu)
         >>> advice.memory_limit_mib, advice.processes_per_gpu
@@ -112,7 +141,7 @@ def gpu_memory_advice(gpu: GpuStats, margin: float = MARGIN) -> GpuMemoryAdvice 
         source=source,
         memory_limit_bytes=limit,
         context_bytes=context,
-        processes_per_gpu=max(1, math.floor(usable / (limit + context))),
+        processes_per_gpu=math.floor(usable / (limit + context)),
         memory_total_bytes=gpu.memory_total_bytes,
     )
 

@@ -40,6 +40,33 @@ class Limit:
 
 
 @dataclasses.dataclass
+class TrainingRate:
+    """The model alone under one training setting: what a larger batch or a precision buys.
+
+    Measured in the baseline trial on one cached batch built with the setting (the
+    compute-only phase's method), so the limit can be stated for each training setting the
+    search may choose (`tfperf.measure.training_limit`).
+
+    Attributes:
+        batch_size: the `batch_size` knob the batch was built with.
+        mixed_precision: the precision policy the model was built under.
+        examples_per_sec: the model's rate on that batch.
+        model_cpu_s_per_example: CPU seconds the process spent per example meanwhile.
+        steps: timed steps (after two untimed ones).
+    """
+
+    batch_size: int
+    mixed_precision: str
+    examples_per_sec: float
+    model_cpu_s_per_example: float | None
+    steps: int
+
+    def setting(self) -> dict[str, Any]:
+        """The knob values this rate was measured under."""
+        return {"batch_size": self.batch_size, "mixed_precision": self.mixed_precision}
+
+
+@dataclasses.dataclass
 class Estimate:
     """The configuration the pipeline model predicts best, and how well the prediction held."""
 
@@ -47,6 +74,10 @@ class Estimate:
     predicted_examples_per_sec: float
     trial_number: int | None = None  # the study trial that measured it
     measured_examples_per_sec: float | None = None
+    # Training knobs the estimate changes (batch size, precision, shuffle buffer): empty for
+    # the input-only estimate; the second estimate changes them when the model predicts that
+    # a training setting lifts the limit beyond the noise.
+    changes_training: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def error(self) -> float | None:

@@ -18,11 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import ResultFileError
+from tfperf.results._distribution import Distribution
 from tfperf.results._json import JsonRecord
-from tfperf.results._limit import Limit
+from tfperf.results._limit import Limit, TrainingRate
+from tfperf.results._scaling import ScalingCurve
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from tfperf.results._gpu_memory import GpuMemoryAdvice
 
 SCHEMA_VERSION = 1
 
@@ -432,11 +436,34 @@ class ProfileResult(JsonRecord):
     batch_shapes: list[BatchShape] = dataclasses.field(default_factory=list)
     # The options the built dataset carries (None when not read, e.g. `tfperf.profile`).
     dataset_options: DatasetOptions | None = None
+    # The model alone under other training settings (the tuner's baseline trial asks for them).
+    training_rates: list[TrainingRate] = dataclasses.field(default_factory=list)
+    # Examples/s and input wait at 1, 2, 4, ... replicas (`tfperf profile --scaling`), else None.
+    scaling: ScalingCurve | None = None
+    # The strategy it trained under, its replicas and per-replica figures; None: no strategy.
+    distribution: Distribution | None = None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""
         found = (self.end_to_end, self.pipeline_only, self.compute_only)
         return [phase for phase in found if phase is not None]
+
+    def gpu_memory_advice(self) -> list[GpuMemoryAdvice]:
+        """A per-process `memory_limit` for each measured GPU; empty when none was measured.
+
+        Derived from `gpus` whenever asked (see `tfperf.results.gpu_memory_advice`), so a saved
+        result gets it too; `to_dict` writes it for JSON readers, and loading ignores it.
+        """
+        from tfperf.results._gpu_memory import gpu_memory_advice
+
+        found = (gpu_memory_advice(gpu) for gpu in self.gpus)
+        return [advice for advice in found if advice is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON record, plus `gpu_memory_advice` derived from `gpus` (never read back)."""
+        data = super().to_dict()
+        data["gpu_memory_advice"] = [advice.to_dict() for advice in self.gpu_memory_advice()]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProfileResult:

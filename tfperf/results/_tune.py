@@ -63,6 +63,33 @@ class Speedup:
 
 
 @dataclasses.dataclass
+class EditGain:
+    """One structure edit the study searched (`cache@p.py:12.added`, ...): whether the
+    recommendation's patch makes it, and what it was worth: the best trial that made it over
+    the best trial that did not (other knobs free, each measured once; None when one side has
+    no finished trial)."""
+
+    site: str
+    what: str
+    used: bool
+    gain: float | None
+    trials_with: int
+    trials_without: int
+
+    def describe(self) -> str:
+        worth = (
+            f"best trial with it {self.gain:.2f}x the best without"
+            if self.gain is not None
+            else "not measured both ways"
+        )
+        used = "made" if self.used else "not made"
+        return (
+            f"{self.what}: {used}; {worth} ({self.trials_with} trials with, "
+            f"{self.trials_without} without)"
+        )
+
+
+@dataclasses.dataclass
 class HandOver:
     """What a zero-change study hands back: the whole change that reproduces the recommendation.
 
@@ -77,6 +104,8 @@ class HandOver:
     manual_edits: list[str]
     verified: Speedup | None = None
     verify_problem: str | None = None
+    # The structure edits searched (a cache added, a call moved), with what each was worth.
+    edits: list[EditGain] = dataclasses.field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -123,6 +152,12 @@ class TuneResult(JsonRecord):
     gain_over_input_only: Speedup | None = None
     # For code tuned at its call sites: the diff, every manual edit, and its verification.
     handover: HandOver | None = None
+    # The limit under the recommended configuration's training setting (batch size,
+    # precision), by which `tuned_over_limit` is taken; `limit` when it keeps the baseline's.
+    best_limit: Limit | None = None
+    # The model's second estimate, under the training setting it predicts fastest (the fourth
+    # reference); None when no training setting lifts the limit beyond the noise.
+    training_estimate: Estimate | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:
@@ -154,7 +189,7 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
 #: arrives: a recommendation that changes them needs an accuracy check before adoption.
 TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
 
-REFERENCE_LABELS = ("baseline", "autotune", "estimate")
+REFERENCE_LABELS = ("baseline", "autotune", "estimate", "estimate-training")
 
 
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
@@ -256,4 +291,6 @@ def _name(measurement: Measurement) -> str:
         return "the AUTOTUNE configuration"
     if measurement.label == "estimate":
         return "tfperf's estimate"
+    if measurement.label == "estimate-training":
+        return "tfperf's estimate with training changed"
     return f"{measurement.label}'s knobs"

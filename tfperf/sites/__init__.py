@@ -8,9 +8,12 @@ added prefetch) inserted where the dataset is handed over.
 
 from __future__ import annotations
 
+from tfperf.sites._edit_text import describe_edit
 from tfperf.sites._handover import (
     additions_between,
+    edit_sites,
     patch_for,
+    reorder_sites,
     unplaceable,
 )
 from tfperf.sites._insert import (
@@ -39,9 +42,12 @@ __all__ = [
     "Recorder",
     "additions_between",
     "changes_between",
+    "describe_edit",
+    "edit_sites",
     "inserted_prefetch",
     "make_patch",
     "patch_for",
     "recording",
+    "reorder_sites",
     "unplaceable",
 ]

@@ -11,15 +11,18 @@ No TensorFlow here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ast
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tfperf.results import Discovery
+from tfperf.knobs import SiteKind
+from tfperf.results import CallSite, Discovery
+from tfperf.sites._edit_text import structure_edits
 from tfperf.sites._insert import OPTION_PATHS, Additions, Anchor, placement_problem
-from tfperf.sites._patch import Patch, changes_between, inserted_prefetch, make_patch
+from tfperf.sites._patch import Change, Patch, changes_between, inserted_prefetch, make_patch
 
-__all__ = ["additions_between", "patch_for", "unplaceable"]
+__all__ = ["additions_between", "edit_sites", "patch_for", "reorder_sites", "unplaceable"]
 
 #: Knobs tfperf applies itself, and the kind of insertion that writes each.
 APPLIED_KNOBS = {
@@ -54,7 +57,7 @@ def patch_for(
 ) -> Patch:
     """The patch of the files under `root` that runs `after` as it was measured."""
     chosen = dict(after.get("sites") or {})
-    changes = changes_between(discovery.sites, chosen)
+    changes = _without_conflicts(changes_between(discovery.sites, chosen))
     additions = additions_between(before, after, inserted_prefetch(discovery.sites, chosen))
     anchor = Anchor.parse(discovery.end, script) if discovery.end else None
     return make_patch(root, changes, anchor, additions)
@@ -76,4 +79,52 @@ def unplaceable(root: Path, discovery: Discovery, *, script: bool) -> dict[str, 
     except (OSError, UnicodeDecodeError) as error:
         return dict.fromkeys(names, f"tfperf cannot read {anchor.file} ({error})")
     problems = {what: placement_problem(source, anchor, what) for what in set(names.values())}
-    return {name: problem for name, what in names.items() if (problem := problems[what])}
+    found = {name: problem for name, what in names.items() if (problem := problems[what])}
+    return {**found, **_unplaceable_edits(root, discovery)}
+
+
+def edit_sites(discovery: Discovery) -> list[CallSite]:
+    """The structure edits tfperf may make in this pipeline (`tfperf.sites._edits`)."""
+    return [site for site in discovery.sites if site.kind is SiteKind.EDIT]
+
+
+def reorder_sites(discovery: Discovery) -> list[str]:
+    """The names of the maps tfperf may move after their batch: searched only with
+    `--reorder`, since a function run on whole batches may compute something else."""
+    return [
+        site.name
+        for site in edit_sites(discovery)
+        if (site.method, site.argument) == ("map", "after_batch")
+    ]
+
+
+def _unplaceable_edits(root: Path, discovery: Discovery) -> dict[str, str]:
+    """Edit site -> why the patch could not write it in the file as it is now."""
+    problems: dict[str, str] = {}
+    for site in edit_sites(discovery):
+        try:
+            data = (root / site.file).read_bytes()
+            made = structure_edits(data, ast.parse(data.decode("utf-8")), site)
+        except (OSError, UnicodeDecodeError, SyntaxError) as error:
+            made = f"tfperf cannot read {site.file} ({type(error).__name__}: {error})"
+        if isinstance(made, str):
+            problems[site.name] = made
+    return problems
+
+
+def _without_conflicts(changes: Sequence[Change]) -> list[Change]:
+    """`changes` less a swap at a map that is also cached: a trial applies the cache and
+    leaves the shuffle or batch reading it where it is (`tfperf.sites._edits`), so does the
+    patch."""
+    cached = {
+        (c.site.file, c.site.end_line, c.site.end_col)
+        for c in changes
+        if (c.site.method, c.site.argument) == ("cache", "added")
+    }
+    return [
+        change
+        for change in changes
+        if change.site.kind is not SiteKind.EDIT
+        or change.site.method == "cache"
+        or (change.site.file, change.site.end_line, change.site.end_col) not in cached
+    ]

@@ -103,8 +103,11 @@ def placement_problem(source: str, anchor: Anchor, what: str) -> str | None:
     names = _Names(tree)
     if what == "precision":
         return None if _policy_point(tree, anchor) is not None else _no_policy_point(anchor)
-    if names.tf is None:
-        return f"{anchor.file} has no `import tensorflow` to build tf.data.Options with"
+    if names.tf is None and _import_point(tree) is None:
+        return (
+            f"{anchor.file} has no `import tensorflow` to build tf.data.Options with, and no "
+            "imports at its top to add one after"
+        )
     found = _handovers(tree, anchor)
     return found if isinstance(found, str) else None
 
@@ -127,8 +130,9 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
         found = _handovers(tree, anchor)
         assert not isinstance(found, str)
         variable = names.free("options", "data_options", "tfperf_options")
+        tf = names.tf or _import_tensorflow(tree, names, lines, edits)
         for statement, value in found:
-            edits += _dataset_edits(statement, value, lines, names.tf or "tf", variable, additions)
+            edits += _dataset_edits(statement, value, lines, tf, variable, additions)
     if additions.precision is not None:
         point = _policy_point(tree, anchor)
         assert point is not None
@@ -138,6 +142,31 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
         end = len(lines[line - 1].rstrip("\r").encode())
         edits.append(InsertEdit(line, end if after else 0, text))
     return edits
+
+
+def _import_point(tree: ast.Module) -> int | None:
+    """The line after which an import can go: the last of the imports at the top of the file
+    (after its docstring), or None when it starts with something else."""
+    body = tree.body[1:] if tree.body and _is_docstring(tree.body[0]) else tree.body
+    last = None
+    for node in body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            break
+        last = node.end_lineno or node.lineno
+    return last
+
+
+def _import_tensorflow(
+    tree: ast.Module, names: _Names, lines: list[str], edits: list[InsertEdit]
+) -> str:
+    """Adds `import tensorflow as tf` after the file's top imports (the dataset is built in a
+    module of its own that imports it, say); returns the name it is bound to."""
+    line = _import_point(tree)
+    assert line is not None  # placement_problem checked it
+    name = names.free("tf", "tensorflow")
+    text = "import tensorflow" + ("" if name == "tensorflow" else f" as {name}")
+    edits.append(InsertEdit(line, len(lines[line - 1].rstrip("\r").encode()), f"\n{text}"))
+    return name
 
 
 def _dataset_edits(

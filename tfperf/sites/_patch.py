@@ -28,9 +28,10 @@ import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tfperf.knobs import AUTOTUNE, format_site_value
+from tfperf.knobs import AUTOTUNE, SiteKind, format_site_value
 from tfperf.results import ArgumentForm, CallSite
 from tfperf.sites._callers import callee, name_line
+from tfperf.sites._edit_text import TextEdit, carried, describe_edit, structure_edits
 from tfperf.sites._insert import NOTHING_ADDED, Additions, Anchor, insert_edits
 
 __all__ = ["Change", "ManualEdit", "Patch", "changes_between", "inserted_prefetch", "make_patch"]
@@ -44,6 +45,8 @@ class Change:
     value: int | None
 
     def describe(self) -> str:
+        if self.site.kind is SiteKind.EDIT:  # a cache added, a call moved: sites/_edits.py
+            return describe_edit(self.site)
         if self.site.calls == 0:
             return (
                 f"{self.site.name}: prefetch({_shown(self.value)}) added after the interleave "
@@ -217,13 +220,29 @@ def _patch_file(
             edits += [_Edit(at, at, e.text) for e in inserted for at in [source.at(e.line, e.col)]]
     written: list[Change] = []
     manual: list[ManualEdit] = []
+    arguments: list[TextEdit] = []
     for change in changes:
+        if change.site.kind is SiteKind.EDIT:
+            continue
         edit = source.edit(change)
         if isinstance(edit, str):
             manual.append(ManualEdit(change, _by_hand(change, edit)))
         else:
-            edits.append(edit)
+            arguments.append(TextEdit(edit.start, edit.end, edit.text))
             written.append(change)
+    # Structure edits last (sites/_edit_text.py): a call they move carries its argument edits.
+    structure: list[TextEdit] = []
+    for change in changes:
+        if change.site.kind is not SiteKind.EDIT:
+            continue
+        made = structure_edits(data, tree, change.site, arguments)
+        if isinstance(made, str):
+            manual.append(ManualEdit(change, made))
+        else:
+            structure += made
+            written.append(change)
+    kept = [edit for edit in arguments if not carried(edit, structure)]
+    edits += [_Edit(each.start, each.end, each.text) for each in [*kept, *structure]]
     new = _apply(data, edits)
     diff = _unified(file, data.decode("utf-8"), new.decode("utf-8"))
     return diff, written, manual, problem, new

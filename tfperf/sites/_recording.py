@@ -56,6 +56,7 @@ from tfperf.sites._callers import (
     single_file,
     user_line,
 )
+from tfperf.sites._edits import EditRecorder
 from tfperf.sites._seen import (
     Place,
     Run,
@@ -88,6 +89,7 @@ class Recorder:
         self._interleaves: dict[Place, AfterInterleave] = {}
         self._pending: dict[int, AfterInterleave] = {}  # id of a run -> its interleave
         self._structure: list[CallSite] = []  # the structure edits found for this dataset
+        self.edits = EditRecorder(self.overrides, self._used)  # cache, swaps: sites/_edits.py
 
     def discovery(self, dataset: Any = None) -> Discovery:
         """The sites (named, in file order) and the untunable calls of this build.
@@ -113,6 +115,7 @@ class Recorder:
             else:
                 sites.append(site_of(name, seen))
         sites.extend(self._structure)
+        sites.extend(self.edits.sites)
         if self._inserted is not None:
             sites.append(self._inserted)
         end = f"{self._end.file}:{self._end.line}" if self._end is not None else None
@@ -126,6 +129,7 @@ class Recorder:
         a site for one is recorded there (`prefetch@FILE:LINE.buffer_size`, written value 0:
         none, `calls` 0: the code has no such call), and an override for it is applied.
         """
+        self.edits.finish(dataset)
         if classify(filename, self.root) is not Caller.USER:
             return dataset
         place = Place(self._relative(filename), line)
@@ -191,6 +195,7 @@ class Recorder:
         for argument in arguments:
             self._record(place, method, argument, signature, bound, kwargs, run)
             self._apply(place, method, argument, bound)
+        self.edits.saw(run, place, method)
         if method == "interleave":
             self._after_interleave(caller.f_code.co_filename, place, run)
         return bound.args, bound.kwargs, run
@@ -355,7 +360,8 @@ def _wrapper(
         if run is None:
             return original(*args, **kwargs)
         with recorder.running(run):
-            result = recorder.after_call(run, original(*args, **kwargs))
+            made_here = recorder.edits.call(method.name, run, original, args, kwargs)
+            result = recorder.after_call(run, made_here)
         made = args[0] if result is None else result  # a reader's __init__ returns None
         # A tf.compat.v1 call returns an adapter; the chain holds it, or the dataset inside.
         run.results.extend({id(each): each for each in (made, _tf.unwrap_v1(made))}.values())
@@ -365,8 +371,9 @@ def _wrapper(
 
 
 def _ends_with_prefetch(dataset: Any) -> bool:
-    """Whether the last stage of `dataset` (below tf.data's own options wrappers) prefetches."""
-    current = dataset
+    """Whether the last stage of `dataset` (below tf.data's own options wrappers, and a
+    `tf.compat.v1` adapter) prefetches."""
+    current = _tf.unwrap_v1(dataset)
     while _tf.added_by_tf_data(current):
         below = _tf.inputs(current)
         if len(below) != 1:

@@ -58,6 +58,7 @@ __all__ = [
     "DONE",
     "ESTIMATE_REF",
     "GUIDE_ATTR",
+    "TRAINING_ESTIMATE_REF",
     "Claim",
     "Done",
     "Ledger",
@@ -72,6 +73,9 @@ __all__ = [
 #: The third reference: the configuration the pipeline model predicts best, queued once the
 #: baseline's stage analysis is known (after the baseline and everything-AUTOTUNE).
 ESTIMATE_REF = "estimate"
+#: The fourth reference, when the model predicts a training setting (batch size, precision,
+#: shuffle buffer) lifts the limit beyond the noise: the estimate under that setting.
+TRAINING_ESTIMATE_REF = "estimate-training"
 #: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
 GUIDE_ATTR = "tfperf_guide"
 

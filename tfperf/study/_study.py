@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from tfperf.errors import TfperfError
 from tfperf.hardware import describe_hardware
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, ProfileResult, TrialOutcome, validated
+from tfperf.results import (
+    Measurement,
+    Objective,
+    ProfileResult,
+    TrialOutcome,
+    TrialStatus,
+    validated,
+)
 from tfperf.study._cluster import counted
 from tfperf.study._records import TrialRecord
 
@@ -159,6 +166,8 @@ def record_outcome(
     ram_budget, gpu_budget = budgets
     ram = float(outcome.peak_rss_bytes - ram_budget) if ram_budget else 0.0
     gpu = float((outcome.peak_gpu_bytes or 0) - gpu_budget) if gpu_budget else 0.0
+    if outcome.status is TrialStatus.GPU_BUDGET:  # TF refused an allocation: over, figure or not
+        gpu = max(gpu, 1.0)
     trial.set_constraint("ram_bytes_over_budget", ram)
     trial.set_constraint("gpu_bytes_over_budget", gpu)
     write_attrs(trial, TrialRecord.of_outcome(outcome))

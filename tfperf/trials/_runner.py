@@ -49,6 +49,7 @@ from tfperf.trials._evidence import (
     oom_since,
     reap_stale_folders,
 )
+from tfperf.trials._oom import NO_GPU_LIMITS, GpuLimits, gpu_oom_reason, is_gpu_oom
 from tfperf.trials._worker import (
     EXIT_FAILED,
     EXIT_FATAL,
@@ -191,7 +192,8 @@ def run_trial(
         # last step); too late to prune, so their answers are ignored.
         watch.drain(deliver=stop is None)
         oom = oom_since(oom_before) if stop is None and child.returncode < 0 else None
-        return _outcome(stop, child.returncode, watch, files, wall_s, oom)
+        limits = GpuLimits(request.layout.gpu_memory_limit_mib, budgets.gpu_memory_bytes)
+        return _outcome(stop, child.returncode, watch, files, wall_s, oom, limits)
 
 
 def gpu_budget_problem() -> str | None:
@@ -213,14 +215,19 @@ def classify_exit(
     error: Mapping[str, Any] | None,
     log_tail: str,
     oom_killed: bool | None = None,
+    gpu_limits: GpuLimits = NO_GPU_LIMITS,
 ) -> tuple[TrialStatus, str]:
     """Status and reason of a child that ended on its own (not killed by the parent).
 
     `error` is the error message the child sent, if any; `log_tail` the end of its stderr;
     `oom_killed` whether the kernel counted an out-of-memory kill meanwhile (None: unknown).
+    `gpu_limits`: the GPU memory limit and budget the trial ran under; with either, TensorFlow
+    running out of memory is the configuration not fitting: GPU_BUDGET, not FAILED.
     """
     if returncode == EXIT_OK:
         return TrialStatus.COMPLETE, ""
+    if returncode == EXIT_FAILED and error is not None and is_gpu_oom(error, gpu_limits):
+        return TrialStatus.GPU_BUDGET, gpu_oom_reason(error, gpu_limits)
     if returncode in (EXIT_FAILED, EXIT_FATAL):
         status = TrialStatus.FATAL if returncode == EXIT_FATAL else TrialStatus.FAILED
         message = error.get("message") if error is not None else None
@@ -489,12 +496,14 @@ def _outcome(
     files: _TrialFiles,
     wall_s: float,
     oom_killed: bool | None = None,
+    gpu_limits: GpuLimits = NO_GPU_LIMITS,
 ) -> TrialOutcome:
     result = None
     if stop is not None:
         status, reason = stop.status, stop.reason
     else:
-        status, reason = classify_exit(returncode, watch.error, _log_tail(files.log), oom_killed)
+        tail = _log_tail(files.log)
+        status, reason = classify_exit(returncode, watch.error, tail, oom_killed, gpu_limits)
     if status is TrialStatus.COMPLETE:
         try:
             result = ProfileResult.load(files.result)

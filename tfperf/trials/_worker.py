@@ -20,7 +20,8 @@ the trial's log instead of the protocol. Messages:
   "target_steps": 100, "examples_per_sec": 1234.5}`: at most ~10 a second, but always the first
   of each phase's warm-up and measurement and the last measured step of each phase.
 - `{"type": "error", "kind": "fatal" | "failed", "error": "PipelineFileError", "message": ...}`:
-  sent once, just before a non-zero exit.
+  sent once, just before a non-zero exit; with `"out_of_memory": true` added when a TensorFlow
+  `ResourceExhaustedError` lies behind the error (a GPU limit or budget was hit).
 - `{"type": "discovery", "discovery": {...}}`: the call sites of a plain file or a script
   (`Discovery.to_dict()`), once, when the profiled pipeline is built.
 
@@ -49,6 +50,7 @@ from tfperf.errors import KnobError, PipelineFileError, TfperfError
 
 if TYPE_CHECKING:
     from tfperf._tf import DeviceLayout
+    from tfperf.knobs import Knobs
     from tfperf.measure import Progress
     from tfperf.results import Discovery, ProfileResult
 
@@ -64,9 +66,11 @@ __all__ = [
     "decode_message",
     "encode_message",
     "error_message",
+    "out_of_memory",
     "progress_from_message",
     "progress_message",
     "run",
+    "trial_layout",
 ]
 
 logger = logging.getLogger(__name__)
@@ -234,13 +238,46 @@ def error_message(error: BaseException) -> tuple[int, dict[str, Any]]:
     else:
         lines = "".join(traceback.format_exception(error)).rstrip().splitlines()
         text = "\n".join(lines[-_TRACEBACK_LINES:])
-    message = {
+    message: dict[str, Any] = {
         "type": "error",
         "kind": "fatal" if fatal else "failed",
         "error": type(error).__name__,
         "message": text,
     }
+    if out_of_memory(error):
+        message["out_of_memory"] = True
     return (EXIT_FATAL if fatal else EXIT_FAILED), message
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether TensorFlow ran out of memory (`ResourceExhaustedError`) somewhere behind `error`.
+
+    tfperf rewords the errors of a train step or a pipeline, keeping TensorFlow's as the cause,
+    so the whole chain of causes is searched.
+    """
+    tf = sys.modules.get("tensorflow")
+    if tf is None:  # TensorFlow never loaded: none of its errors can be behind this one
+        return False
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, tf.errors.ResourceExhaustedError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def trial_layout(request: WorkRequest, knobs: Knobs) -> DeviceLayout:
+    """The request's device layout, with the `gpu_memory_growth` knob where the layout (the
+    command line) sets neither a GPU memory limit nor growth itself."""
+    layout = request.layout()
+    chosen = knobs.gpu_memory_growth
+    if chosen is None or layout.gpu_memory_limit_mib is not None:
+        return layout
+    if layout.gpu_memory_growth is not None:
+        return layout
+    return dataclasses.replace(layout, gpu_memory_growth=chosen)
 
 
 class ProgressThrottle:
@@ -302,11 +339,11 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     from tfperf._tf import import_tensorflow_quietly
 
     import_tensorflow_quietly()
-    from tfperf._tf import configure_devices
-    from tfperf.measure import profile_pipeline
+    from tfperf._tf import StrategyKind, configure_devices
+    from tfperf.measure import probe_training, profile_pipeline
     from tfperf.pipeline import load_pipeline
 
-    configure_devices(request.layout())  # before anything touches a device
+    configure_devices(trial_layout(request, knobs))  # before anything touches a device
     pipeline = load_pipeline(request.pipeline, request.argv)
     throttle = ProgressThrottle()
 
@@ -317,9 +354,10 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     def discovered(discovery: Discovery) -> None:
         send({"type": "discovery", "discovery": discovery.to_dict()})
 
-    return profile_pipeline(
+    result = profile_pipeline(
         pipeline,
         knobs,
+        strategy=StrategyKind(request.strategy) if request.strategy is not None else None,
         steps=request.steps,
         warmup=request.warmup,
         owns_process=True,
@@ -328,6 +366,9 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         on_discovery=discovered,
         epoch_steps=request.epoch_steps,
     )
+    if request.training and result.distribution is None:  # one device: the probe's form
+        result.training_rates = probe_training(pipeline, knobs, request.training)
+    return result
 
 
 def _discover(request: WorkRequest) -> Discovery:

@@ -39,6 +39,7 @@ from tfperf.results import (
     validated,
 )
 from tfperf.tuner._search import GUIDED_SUFFIX
+from tfperf.tuner._training import SettingLimit, training_estimate
 
 __all__ = [
     "GUIDED_SUFFIX",
@@ -66,6 +67,9 @@ class Guide:
             refuses an interleave with more parallel calls than a fixed cycle).
         knob_interleave: the pipeline has an interleave with `num_parallel_calls`, so the
             knobs `num_parallel_calls` and `cycle_length` constrain each other.
+        training_estimate: the second estimate, under the training setting the model predicts
+            fastest (`tfperf.tuner._training`); None when none beats the first beyond noise.
+        setting_limits: the limit under each training setting the baseline trial probed.
     """
 
     limit: Limit
@@ -73,6 +77,8 @@ class Guide:
     threads: dict[str, int]
     cycle_caps: dict[str, int] = dataclasses.field(default_factory=dict)
     knob_interleave: bool = False
+    training_estimate: Estimate | None = None
+    setting_limits: list[SettingLimit] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -97,7 +103,35 @@ def make_guide(
     model = model_from_profile(baseline_result, machine.cpu_count)
     if model is None:
         return None
+    names = list(guidable)
     caps = cycle_caps(baseline, space, model, machine.cpu_count)
+    threads = _sized(model, names, caps, machine)
+    estimate = Estimate(
+        knobs=estimate_knobs(baseline, threads, space).to_dict(),
+        predicted_examples_per_sec=model.predicted_examples_per_sec,
+    )
+    choice, limits = training_estimate(baseline_result, machine, baseline, space, model)
+    second = None
+    if choice is not None:
+        sized = _sized(choice.model, names, caps, machine)
+        second = Estimate(
+            knobs=estimate_knobs(baseline, sized, space).replace(**choice.changes).to_dict(),
+            predicted_examples_per_sec=choice.model.predicted_examples_per_sec,
+            changes_training=sorted(choice.changes),
+        )
+    stages = baseline_result.stages.stages if baseline_result.stages else []
+    interleave = any(
+        s.kind is StageKind.INTERLEAVE and "num_parallel_calls" in s.parameters for s in stages
+    )
+    return Guide(
+        model.limit, estimate, threads, caps, interleave and not baseline.sites, second, limits
+    )
+
+
+def _sized(
+    model: PipelineModel, guidable: list[str], caps: Mapping[str, int], machine: Machine
+) -> dict[str, int]:
+    """Knob or call-site name -> the model's thread count, for the names tfperf sizes."""
     threads: dict[str, int] = {}
     for name in guidable:
         count = _threads_for(name, model)
@@ -105,15 +139,7 @@ def make_guide(
             threads[name] = min(count, caps.get(name, THREAD_CAP))
     if POOL in set(guidable) and model.pool_threads > machine.cpu_count:
         threads[POOL] = model.pool_threads
-    estimate = Estimate(
-        knobs=estimate_knobs(baseline, threads, space).to_dict(),
-        predicted_examples_per_sec=model.predicted_examples_per_sec,
-    )
-    stages = baseline_result.stages.stages if baseline_result.stages else []
-    interleave = any(
-        s.kind is StageKind.INTERLEAVE and "num_parallel_calls" in s.parameters for s in stages
-    )
-    return Guide(model.limit, estimate, threads, caps, interleave and not baseline.sites)
+    return threads
 
 
 def input_only_fixes(baseline: Knobs) -> dict[str, Any]:

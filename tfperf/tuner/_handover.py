@@ -20,7 +20,9 @@ from tfperf.knobs import Knobs
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results import HandOver, Measurement, Speedup, TrialOutcome, TuneResult, speedup
 from tfperf.sites import Patch, patch_for
+from tfperf.study import TrialRecord, feasible_complete
 from tfperf.trials import TrialRequest
+from tfperf.tuner._edit_gains import edit_gains
 from tfperf.tuner._remeasure import Finalist, remeasure
 from tfperf.tuner._tuner import Tuner
 
@@ -41,7 +43,12 @@ def hand_over(tuner: Tuner, result: TuneResult, *, verify: bool = True) -> HandO
     root = pipeline.path.parent.resolve()
     if result.best.label == "baseline" or not result.speedup_vs_baseline.significant:
         return HandOver(
-            str(root), "", [], None, "no patch: no configuration beat your code beyond noise"
+            str(root),
+            "",
+            [],
+            None,
+            "no patch: no configuration beat your code beyond noise",
+            edit_gains(pipeline.discovery, None, _trial_sites(tuner)),
         )
     patch = patch_for(
         root,
@@ -51,6 +58,7 @@ def hand_over(tuner: Tuner, result: TuneResult, *, verify: bool = True) -> HandO
         script=pipeline.kind is PipelineKind.SCRIPT,
     )
     handover = HandOver(str(root), patch.diff, patch.manual_sentences())
+    handover.edits = edit_gains(pipeline.discovery, patch, _trial_sites(tuner))
     if not verify:
         handover.verify_problem = "not verified (--no-verify, or no --write-patch)"
     elif not patch.diff:
@@ -124,4 +132,19 @@ def _request(tuner: Tuner, pipeline: PipelineFile, path: Path, knobs: Knobs) -> 
         warmup=tuner.options.warmup,
         argv=pipeline.argv,
         epoch_steps=tuner.options.epoch_steps,
+        layout=tuner.options.layout,
+        strategy=tuner.options.strategy,
     )
+
+
+def _trial_sites(tuner: Tuner) -> list[tuple[dict[str, int | None], float]]:
+    """(site values, examples/s) of each finished trial of the study, for `edit_gains`."""
+    ledger = getattr(tuner, "ledger", None)  # None: a record built by hand, no study behind
+    if ledger is None:
+        return []
+    found = []
+    for trial in feasible_complete(ledger.study):
+        knobs = TrialRecord.from_trial(trial).knobs
+        if knobs is not None and trial.values:
+            found.append((dict(knobs.sites), float(trial.values[0])))
+    return found

@@ -11,9 +11,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.errors import PipelineFileError, TfperfError
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
+from tfperf.pipeline import PipelineFile, strategy_function
 from tfperf.results import Objective, TrialOutcome, TrialStatus
 from tfperf.study import Liveness, LostTrial, Wait
 from tfperf.trials import Budgets, TrialRequest
@@ -29,6 +31,7 @@ __all__ = [
     "TuneListener",
     "TuneOptions",
     "Wait",
+    "distributed",
     "tally",
 ]
 
@@ -75,6 +78,10 @@ class TuneOptions:
     prune: bool = True
     prune_below: float = 0.5
     liveness: Liveness = dataclasses.field(default_factory=Liveness.from_environment)
+    #: Every trial's logical devices (`--cpu-replicas`), and the strategy it trains under by
+    #: name (`--strategy`); None: the pipeline file's own `make_strategy()`, else none.
+    layout: DeviceLayout = dataclasses.field(default_factory=DeviceLayout)
+    strategy: StrategyKind | None = None
 
     def __post_init__(self) -> None:
         if self.trials is None and self.timeout_s is None:
@@ -92,6 +99,18 @@ class TuneOptions:
                 raise ValueError(f"`{name} >= 1` must hold, but got {name}={value}")
         if not 0 < self.prune_below < 1:
             raise ValueError(f"`0 < prune_below < 1` must hold, but got {self.prune_below}")
+
+
+def distributed(pipeline: PipelineFile, options: TuneOptions) -> bool:
+    """Whether the trials train under a strategy, so the strategy knobs are searched: one is
+    named (not `default`), `--cpu-replicas` above 1 asks for one, or the file defines
+    `make_strategy()`. A script's own strategy shows only once it runs, so for a script
+    tuned without `--strategy` they stay at the baseline's values."""
+    if options.strategy is not None:
+        return options.strategy is not StrategyKind.DEFAULT
+    if (options.layout.cpu_replicas or 1) > 1:
+        return True
+    return strategy_function(pipeline.module, pipeline.path.name) is not None
 
 
 class TuneListener:

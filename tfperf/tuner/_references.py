@@ -10,8 +10,10 @@ the estimate's predicted vs measured rate for the result.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from tfperf.hardware import Machine
 from tfperf.knobs import Domain, IntRange, Knobs, cycle_conflicts
@@ -20,6 +22,7 @@ from tfperf.study import (
     AUTOTUNE_REF,
     BASELINE,
     ESTIMATE_REF,
+    TRAINING_ESTIMATE_REF,
     Claim,
     Ledger,
     TrialRecord,
@@ -28,6 +31,7 @@ from tfperf.study import (
 )
 from tfperf.tuner._guide import Guide, guided_ranges, make_guide
 from tfperf.tuner._search import autotune_knobs
+from tfperf.tuner._training import limit_for, training_settings
 
 if TYPE_CHECKING:
     import optuna
@@ -37,6 +41,7 @@ __all__ = ["References"]
 logger = logging.getLogger(__name__)
 
 _ESTIMATE_SOURCE = "tfperf's estimate"
+_SECOND_SOURCE = "tfperf's estimate with training changed"
 
 
 class References:
@@ -66,17 +71,27 @@ class References:
     def limit(self) -> Limit | None:
         return self.guide.limit if self.guide is not None else None
 
+    def training_settings(self) -> tuple[dict[str, Any], ...]:
+        """The training settings the baseline trial times the model under (none if all fixed)."""
+        return training_settings(self.baseline, self.space)
+
     def from_baseline(self, ledger: Ledger, result: ProfileResult) -> None:
-        """Builds the guide from the baseline's stage analysis and queues the estimate."""
+        """Builds the guide from the baseline's stage analysis and queues the estimates."""
         guide = make_guide(result, self.machine, self.baseline, self.space, self.guidable)
         if guide is None:
             logger.info("no pipeline model: the baseline's stage analysis measured nothing")
             return
-        knobs = Knobs.from_mapping(guide.estimate.knobs, source=_ESTIMATE_SOURCE)
         self.guide = guide
+        self._queue(ledger, ESTIMATE_REF, guide.estimate, _ESTIMATE_SOURCE)
+        if guide.training_estimate is not None:
+            self._queue(ledger, TRAINING_ESTIMATE_REF, guide.training_estimate, _SECOND_SOURCE)
+
+    def _queue(self, ledger: Ledger, label: str, estimate: Estimate, source: str) -> None:
+        assert self.guide is not None  # the guide is stored with the reference
+        knobs = Knobs.from_mapping(estimate.knobs, source=source)
         if knobs not in self.knobs.values():
-            ledger.enqueue_reference(ESTIMATE_REF, knobs, guide.to_dict())
-            self.knobs[ESTIMATE_REF] = knobs
+            ledger.enqueue_reference(label, knobs, self.guide.to_dict())
+            self.knobs[label] = knobs
 
     def load(self, ledger: Ledger) -> None:
         """The guide another tuner (or an earlier run) stored in the study, if any."""
@@ -84,9 +99,13 @@ class References:
         if stored is None:
             return
         self.guide = Guide.from_dict(stored)
-        if reference_trial(ledger.study, ESTIMATE_REF) is not None:
-            knobs = Knobs.from_mapping(self.guide.estimate.knobs, source=_ESTIMATE_SOURCE)
-            self.knobs[ESTIMATE_REF] = knobs
+        second = self.guide.training_estimate
+        for label, estimate, source in (
+            (ESTIMATE_REF, self.guide.estimate, _ESTIMATE_SOURCE),
+            (TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE),
+        ):
+            if estimate is not None and reference_trial(ledger.study, label) is not None:
+                self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=source)
 
     def claimed_knobs(self, ledger: Ledger, claim: Claim) -> Knobs | None:
         """The knobs of a claimed reference trial (None for a trial the sampler proposes)."""
@@ -95,7 +114,7 @@ class References:
             return None
         if label in self.knobs:
             return self.knobs[label]
-        if label == ESTIMATE_REF:
+        if label in (ESTIMATE_REF, TRAINING_ESTIMATE_REF):
             self.load(ledger)
         return TrialRecord.from_user_attrs(claim.trial.user_attrs).knobs
 
@@ -119,19 +138,34 @@ class References:
         """The estimate, predicted vs measured (re-measured median, else its trial's figure)."""
         if self.guide is None:
             return None
-        number = reference_trial(study, ESTIMATE_REF)
-        rate = measured.median if measured is not None else None
-        if rate is None and number is not None:
-            trial = study.trials[number]
-            rate = trial.values[0] if trial.values else None
-        return Estimate(
-            knobs=self.guide.estimate.knobs,
-            predicted_examples_per_sec=self.guide.estimate.predicted_examples_per_sec,
-            trial_number=number,
-            measured_examples_per_sec=rate,
-        )
+        return _measured(self.guide.estimate, study, ESTIMATE_REF, measured)
 
-    def over_limit(self, rate: float) -> float | None:
-        """`rate` as a fraction of the limit, when there is one."""
-        limit = self.limit
+    def training_estimate(
+        self, study: optuna.Study, measured: Measurement | None
+    ) -> Estimate | None:
+        """The second estimate (training changed), predicted vs measured; None without one."""
+        if self.guide is None or self.guide.training_estimate is None:
+            return None
+        return _measured(self.guide.training_estimate, study, TRAINING_ESTIMATE_REF, measured)
+
+    def limit_for(self, knobs: Mapping[str, Any]) -> Limit | None:
+        """The limit under the training setting `knobs` run with (None: not probed)."""
+        if self.guide is None:
+            return None
+        return limit_for(knobs, self.baseline, self.guide.limit, self.guide.setting_limits)
+
+    def over_limit(self, rate: float, knobs: Mapping[str, Any]) -> float | None:
+        """`rate` as a fraction of the limit under `knobs`' training setting, when known."""
+        limit = self.limit_for(knobs)
         return rate / limit.examples_per_sec if limit and limit.examples_per_sec > 0 else None
+
+
+def _measured(
+    estimate: Estimate, study: optuna.Study, label: str, measured: Measurement | None
+) -> Estimate:
+    number = reference_trial(study, label)
+    rate = measured.median if measured is not None else None
+    if rate is None and number is not None:
+        trial = study.trials[number]
+        rate = trial.values[0] if trial.values else None
+    return dataclasses.replace(estimate, trial_number=number, measured_examples_per_sec=rate)

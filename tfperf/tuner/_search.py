@@ -32,6 +32,7 @@ from tfperf.errors import KnobError
 from tfperf.hardware import Machine
 from tfperf.knobs import (
     AUTOTUNE,
+    STRATEGY_KNOBS,
     Choices,
     Domain,
     Fixed,
@@ -74,7 +75,9 @@ _SHUFFLE_FACTORS = (0.25, 0.5, 1, 2, 4)
 _BATCH_FACTORS = (0.5, 1, 2, 4)
 
 
-def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
+def default_space(
+    baseline: Knobs, machine: Machine, *, distributed: bool = False
+) -> dict[str, Domain]:
     """Domains for every knob, sized for `machine` and centred on `baseline`.
 
     Each domain holds the baseline's own value; a domain left with one value is `Fixed`.
@@ -107,6 +110,12 @@ def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
     - `private_threadpool_size`: None (the shared pool), `cpu_count` and `2 * cpu_count`
       before the model; with it, the model's pool size (the threads its blocking stages
       need) when that exceeds the cores.
+    - the strategy knobs (`STRATEGY_KNOBS`) stay at the baseline's values unless the trials run
+      under a strategy (`distributed`): then `fetch_to_device` tries None (on) and False, and
+      `per_replica_buffer_size` None (1), 2 and 4. `auto_shard_policy` acts only with more than
+      one input worker, never in a single-machine trial, so only a `SEARCH_SPACE` searches it.
+    - `gpu_memory_growth`: with a GPU, None (tfperf's default, growth on) and False (memory
+      reserved up front): growth changes fragmentation and the peak. Without one, the baseline's.
     """
     cpus = machine.cpu_count
     parallelism = _parallelism(machine)
@@ -118,12 +127,24 @@ def default_space(baseline: Knobs, machine: Machine) -> dict[str, Domain]:
         "mixed_precision": _precisions(machine),
         "deterministic": [None, False],
         "private_threadpool_size": [None, cpus, 2 * cpus],
+        **_strategy_values(distributed),
+        "gpu_memory_growth": [None, False] if machine.has_gpu else [],
     }
     knobs = {
         name: _domain(_with(values, [getattr(baseline, name)]))
         for name, values in ((name, raw[name]) for name in Knobs.names())
     }
     return {**knobs, **site_space(baseline.sites, machine)}
+
+
+def _strategy_values(distributed: bool) -> dict[str, list[Any]]:
+    if not distributed:
+        return {name: [] for name in STRATEGY_KNOBS}  # each keeps the baseline's value alone
+    return {
+        "auto_shard_policy": [],
+        "fetch_to_device": [None, False],
+        "per_replica_buffer_size": [None, 2, 4],
+    }
 
 
 def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, Domain]:
@@ -142,8 +163,11 @@ def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, D
     """
     domains: dict[str, Domain] = {}
     for name, value in sites.items():
-        kind = SiteName.parse(name).kind
-        domains[name] = _domain(_with(_site_values(kind, value, machine), [value]))
+        parsed = SiteName.parse(name)
+        # A map moved after its batch may compute something else: only with --reorder.
+        opt_in = parsed.argument == "after_batch"
+        values = [] if opt_in else _site_values(parsed.kind, value, machine)
+        domains[name] = _domain(_with(values, [value]))
     return domains
 
 
@@ -152,6 +176,8 @@ def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[An
         return [*_parallelism(machine), AUTOTUNE]
     if kind is SiteKind.PREFETCH:
         return [*_PREFETCH_DEPTHS, AUTOTUNE]
+    if kind is SiteKind.EDIT:  # a structure edit: as written (0) or made (1)
+        return [0, 1]
     factors = _SHUFFLE_FACTORS if kind is SiteKind.SHUFFLE else _BATCH_FACTORS
     return _scaled(value, factors) if value is not None and value > 0 else []
 
@@ -166,6 +192,8 @@ def build_space(
     machine: Machine,
     file_space: Mapping[str, Domain],
     fixes: Mapping[str, Any],
+    *,
+    distributed: bool = False,
 ) -> dict[str, Domain]:
     """The space a study searches: defaults, then `SEARCH_SPACE`, then fixes, then references.
 
@@ -182,7 +210,7 @@ def build_space(
     Raises:
         KnobError: a fix names an unknown knob or holds an invalid value.
     """
-    space = default_space(baseline, machine)
+    space = default_space(baseline, machine, distributed=distributed)
     space.update(file_space)
     check_names(fixes, source="--fix")
     for name, value in fixes.items():

@@ -58,6 +58,7 @@ from tfperf.tuner._options import (
     TuneListener,
     TuneOptions,
     Wait,
+    distributed,
     tally,
 )
 from tfperf.tuner._references import References
@@ -113,7 +114,11 @@ class Tuner:
         if options.input_only:
             fixes = {**input_only_fixes(pipeline.baseline), **fixes}
         self.space: dict[str, Domain] = build_space(
-            pipeline.baseline, self.machine, pipeline.search_space, fixes
+            pipeline.baseline,
+            self.machine,
+            pipeline.search_space,
+            fixes,
+            distributed=distributed(pipeline, options),
         )
         # The knobs tfperf sizes itself: not the file's SEARCH_SPACE, not a --fix.
         guidable = [n for n in self.space if n not in pipeline.search_space and n not in fixes]
@@ -329,6 +334,9 @@ class Tuner:
             argv=self.pipeline.argv,
             analyse_stages=stages,
             epoch_steps=self.options.epoch_steps,
+            layout=self.options.layout,
+            strategy=self.options.strategy,
+            training=self.references.training_settings() if stages else (),
         )
 
     def _pruner(self, claim: Claim) -> Callable[[Progress], bool]:

@@ -1,0 +1,208 @@
+"""The training settings the model weighs: the probe's settings, the second estimate, the limit
+under each setting, and the fourth reference trial."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from tests.fakes.trials import fake_result
+from tests.tuner.test_guide import MACHINE, ModelRunner, with_model
+from tfperf.knobs import Choices, Fixed, Knobs
+from tfperf.pipeline import load_pipeline
+from tfperf.results import (
+    EpochSource,
+    LimitBound,
+    RestartCost,
+    TrainingRate,
+    TuneResult,
+)
+from tfperf.tuner import TuneOptions, Tuner
+from tfperf.tuner._guide import Guide, make_guide
+from tfperf.tuner._training import limit_for, training_settings
+
+SPACE = {
+    "batch_size": Choices((16, 32, 64, 128)),
+    "mixed_precision": Choices(("float32", "mixed_bfloat16")),
+}
+GUIDABLE = ["num_parallel_calls", "private_threadpool_size", "prefetch"]
+
+
+def _rate(batch: int, precision: str, rate: float) -> TrainingRate:
+    return TrainingRate(batch, precision, rate, None, steps=5)
+
+
+def test_the_probe_covers_larger_batches_and_every_precision_but_the_baselines_own():
+    settings = training_settings(Knobs(batch_size=32), SPACE)
+
+    assert [(s["batch_size"], s["mixed_precision"]) for s in settings] == [
+        (128, "float32"),
+        (128, "mixed_bfloat16"),
+        (64, "float32"),
+        (64, "mixed_bfloat16"),
+        (32, "mixed_bfloat16"),
+    ]
+
+
+def test_nothing_is_probed_when_training_is_fixed():
+    fixed = {"batch_size": Fixed(32), "mixed_precision": Fixed("float32")}
+    assert training_settings(Knobs(batch_size=32), fixed) == ()
+
+
+def test_a_plain_files_batch_lives_at_its_call_site_so_only_precision_is_probed():
+    plain = Knobs(batch_size=32, sites={"batch@p.py:9.batch_size": 64})
+    settings = training_settings(plain, SPACE)
+    assert [s["batch_size"] for s in settings] == [32]
+
+
+def _baseline_result(rates, restarts=None):
+    baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
+    result = with_model(fake_result(baseline, 0.01))  # compute-only 9,000 examples/s
+    return baseline, dataclasses.replace(result, training_rates=rates, restarts=restarts)
+
+
+def test_a_setting_that_lifts_the_limit_beyond_noise_is_the_second_estimate():
+    baseline, result = _baseline_result([_rate(128, "mixed_bfloat16", 30000.0)])
+    guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
+    assert guide is not None
+
+    second = guide.training_estimate
+    assert second is not None
+    assert second.changes_training == ["batch_size", "mixed_precision"]
+    assert second.knobs["batch_size"] == 128
+    assert second.knobs["mixed_precision"] == "mixed_bfloat16"
+    # Little's law at the new target: 30,000 examples/s x the 2 ms the read adds per example.
+    assert second.knobs["num_parallel_calls"] == math.ceil(30000 * 2.0e-3)
+    assert second.predicted_examples_per_sec == pytest.approx(30000.0)
+    assert guide.estimate.knobs["batch_size"] == 32  # the first estimate keeps training
+    [setting] = guide.setting_limits
+    assert setting.limit.examples_per_sec == pytest.approx(30000.0)
+    assert setting.limit.bound_by is LimitBound.COMPUTE
+    assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
+
+
+def test_a_setting_within_noise_is_not_proposed_but_its_limit_is_kept():
+    baseline, result = _baseline_result([_rate(64, "float32", 9500.0)])
+    guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
+    assert guide is not None
+
+    assert guide.training_estimate is None
+    assert [s.batch_size for s in guide.setting_limits] == [64]
+
+
+def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_affordable():
+    restarts = RestartCost(
+        restarts=2,
+        seconds_per_restart=1.0,
+        stage="shuffle(2048)",
+        stage_kind=None,
+        steady_wait_s_per_step=0.0,
+        steady_wait_fraction=0.0,
+        weighted_wait_fraction=0.5,
+        window_wait_share=0.5,
+        epoch_steps=64,
+        epoch_source=EpochSource.GIVEN,
+        weighted_examples_per_sec=1.0,
+    )
+    baseline, result = _baseline_result([], restarts)
+    baseline = baseline.replace(shuffle_buffer=2048)
+    assert result.pipeline_only is not None
+    epoch = 64 * 32
+    refill = 1.0 * result.pipeline_only.examples_per_sec  # examples per restart
+    space = {"shuffle_buffer": Choices((256, 512, 1024, 2048, 4096))}
+    guide = make_guide(result, MACHINE, baseline, space, GUIDABLE)
+    assert guide is not None
+
+    assert guide.estimate.predicted_examples_per_sec == pytest.approx(
+        9000.0 * epoch / (epoch + refill)
+    )
+    share = {v: epoch / (epoch + refill * v / 2048) for v in (256, 512, 1024, 2048, 4096)}
+    affordable = max(v for v, s in share.items() if s >= 0.95 * max(share.values()))
+    second = guide.training_estimate
+    assert second is not None and second.changes_training == ["shuffle_buffer"]
+    assert second.knobs["shuffle_buffer"] == affordable
+    assert second.predicted_examples_per_sec == pytest.approx(9000.0 * share[affordable])
+
+
+def test_the_limit_follows_the_training_setting_a_configuration_runs():
+    baseline, result = _baseline_result([_rate(128, "mixed_bfloat16", 30000.0)])
+    guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
+    assert guide is not None
+    base, limits = guide.limit, guide.setting_limits
+
+    assert limit_for({"batch_size": 32}, baseline, base, limits) is base
+    probed = limit_for(
+        {"batch_size": 128, "mixed_precision": "mixed_bfloat16"}, baseline, base, limits
+    )
+    assert probed is not None and probed.examples_per_sec == pytest.approx(30000.0)
+    assert limit_for({"batch_size": 64}, baseline, base, limits) is None  # never probed
+    site = "batch@p.py:9.batch_size"
+    plain = baseline.replace(sites={site: 32})
+    assert limit_for({site: 64}, plain, base, limits) is None
+
+
+TRAINING_SOURCE = """
+BASELINE = {"batch_size": 8, "num_parallel_calls": 1, "prefetch": 0}
+SEARCH_SPACE = {"batch_size": [8, 16], "shuffle_buffer": 1024,
+                "mixed_precision": ["float32", "mixed_bfloat16"]}
+def make_dataset(knobs): pass
+def make_train_step(knobs): pass
+"""
+
+
+class TrainingRunner(ModelRunner):
+    """The model runner, whose baseline trial also answers the training probe: the model alone
+    runs 9,000 examples/s at batch 8 in float32, twice that per doubling and twice in bf16."""
+
+    def __call__(self, request, budgets, *, on_progress=None):
+        outcome = super().__call__(request, budgets, on_progress=on_progress)
+        if request.training and outcome.result is not None:
+            rates = [
+                _rate(
+                    s["batch_size"],
+                    s["mixed_precision"],
+                    9000.0 * s["batch_size"] / 8 * (2 if s["mixed_precision"] != "float32" else 1),
+                )
+                for s in request.training
+            ]
+            outcome = dataclasses.replace(
+                outcome, result=dataclasses.replace(outcome.result, training_rates=rates)
+            )
+        return outcome
+
+
+def test_the_second_estimate_is_the_fourth_trial_and_reaches_the_json(write_pipeline, tmp_path):
+    pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
+    runner = TrainingRunner()
+    options = TuneOptions(
+        trials=5, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=2, finalists=2
+    )
+    result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
+
+    probed = [(s["batch_size"], s["mixed_precision"]) for s in runner.requests[0].training]
+    assert probed == [(16, "float32"), (16, "mixed_bfloat16"), (8, "mixed_bfloat16")]
+    assert all(not r.training for r in runner.requests[1:])
+    fourth = runner.requests[3].knobs
+    assert (fourth.batch_size, fourth.mixed_precision.value) == (16, "mixed_bfloat16")
+    assert fourth.num_parallel_calls == math.ceil(36000 * 2.0e-3)
+    saved = TuneResult.from_dict(json.loads(result.to_json()))
+    assert saved.training_estimate is not None
+    assert saved.training_estimate.trial_number == 3
+    assert saved.training_estimate.changes_training == ["batch_size", "mixed_precision"]
+    assert saved.training_estimate.measured_examples_per_sec is not None
+    from tfperf.report import render_tune_summary
+
+    text = render_tune_summary(result)
+    assert "its estimate with training changed (trial 3): predicted 36,000" in text
+    assert "changes batch_size, mixed_precision" in text
+    best = result.best.knobs
+    if (best["batch_size"], best["mixed_precision"]) == (8, "float32"):
+        assert saved.best_limit == saved.limit
+    else:
+        assert saved.best_limit is not None
+        assert saved.tuned_over_limit == pytest.approx(
+            result.best.median / saved.best_limit.examples_per_sec
+        )

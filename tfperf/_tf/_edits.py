@@ -1,0 +1,85 @@
+"""What a structure edit needs to know of a built dataset: its element size, its randomness.
+
+`tfperf.sites._edits` proposes a `cache()` only after deterministic stages whose elements fit
+in RAM, moves a `shuffle` before a map only when the map enlarges its elements, and moves a
+map after `batch` only when its function traces on a batch to the same result structure. The
+facts come from here: `element_bytes` (from the element spec, else measured on the first few
+elements), `random_ops` (the random ops in a stage's traced functions) and `same_structure`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tfperf._tf._datasets import FUNCTION_ATTRIBUTES, _graph, _op_types
+
+__all__ = ["element_bytes", "random_ops", "same_structure", "spec_bytes"]
+
+#: Op types that draw random numbers (stateful or seeded per call): a stage holding one gives
+#: other elements on every pass, so caching after it would freeze one draw.
+_RANDOM = re.compile(
+    r"Random|Multinomial|TruncatedNormal|RngReadAndSkip|RngSkip|StatefulUniform|"
+    r"StatefulStandardNormal|NonDeterministicInts|ShuffleDataset"
+)
+
+
+def spec_bytes(dataset: Any) -> int | None:
+    """Bytes of one element from the element spec alone; None when a shape is not fully known
+    or a component has no fixed size (a string, a ragged or sparse tensor)."""
+    import tensorflow as tf
+
+    total = 0
+    for spec in tf.nest.flatten(dataset.element_spec, expand_composites=False):
+        if not isinstance(spec, tf.TensorSpec) or not spec.shape.is_fully_defined():
+            return None
+        if spec.dtype == tf.string or spec.dtype == tf.variant:
+            return None
+        total += spec.shape.num_elements() * spec.dtype.size
+    return total
+
+
+def element_bytes(dataset: Any, sample: int = 4) -> float | None:
+    """Bytes of one element of `dataset`: from its spec, else the mean over its first `sample`
+    elements (strings count their length). None when it has none or reading one fails."""
+    exact = spec_bytes(dataset)
+    if exact is not None:
+        return float(exact)
+    import tensorflow as tf
+
+    sizes = []
+    try:
+        for element in dataset.take(sample):
+            parts = tf.nest.flatten(element, expand_composites=True)
+            sizes.append(sum(_tensor_bytes(part) for part in parts))
+    except Exception:  # the user's pipeline fails on its own: no estimate
+        return None
+    return sum(sizes) / len(sizes) if sizes else None
+
+
+def _tensor_bytes(tensor: Any) -> int:
+    value = tensor.numpy()
+    if value.dtype == object:  # tf.string: bytes objects
+        return sum(len(item) for item in value.ravel()) if value.ndim else len(value)
+    return int(value.nbytes)
+
+
+def random_ops(dataset: Any) -> list[str]:
+    """The random op types in the functions `dataset` itself traced (not its inputs')."""
+    found: list[str] = []
+    for attribute in FUNCTION_ATTRIBUTES:
+        graph = _graph(getattr(dataset, attribute, None))
+        if graph is None:
+            continue
+        for op_type in _op_types(graph):
+            if _RANDOM.search(op_type) and op_type not in found:
+                found.append(op_type)
+    return found
+
+
+def same_structure(first: Any, second: Any) -> bool:
+    """Whether two datasets hand out elements of one structure, dtypes and shapes."""
+    try:
+        return bool(first.element_spec == second.element_spec)
+    except Exception:  # an element spec that cannot be compared: not the same
+        return False

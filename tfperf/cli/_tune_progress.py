@@ -1,0 +1,200 @@
+"""What `tfperf tune` shows while it runs: a bar over trials, then over the re-measurement.
+
+A `TuneListener` (`tfperf.tuner`): the tuner says what happens, this renders it on stderr; a
+quiet run disables the bar and keeps the one-line notes. Before the re-measurement it checks
+that some trial completed (`check_something_completed`): with none there is nothing to
+re-measure, and the error lists each trial's reason.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from tfperf.errors import TfperfError
+from tfperf.tuner import TuneListener
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import optuna
+
+    from tfperf.knobs import Knobs
+    from tfperf.measure import Progress
+    from tfperf.results import TrialOutcome
+    from tfperf.study import LostTrial
+    from tfperf.tuner import Finalist, Wait
+
+__all__ = ["NothingCompleted", "TuneProgress", "check_something_completed"]
+
+
+class NothingCompleted(TfperfError):
+    """No trial of the study completed, so there is nothing to re-measure or recommend."""
+
+
+def check_something_completed(study: optuna.Study) -> None:
+    """Raises `NothingCompleted`, listing each trial's reason, unless a trial completed."""
+    import optuna
+
+    from tfperf.study import TrialRecord, search_trials
+
+    trials = search_trials(study)
+    if any(trial.state is optuna.trial.TrialState.COMPLETE for trial in trials):
+        return
+    lines = []
+    for trial in trials:
+        record = TrialRecord.from_trial(trial)
+        status = record.status.value if record.status is not None else trial.state.name.lower()
+        lines.append(f"  trial {trial.number}: {status}: {record.reason or 'no reason recorded'}")
+    raise NothingCompleted(
+        f"no configuration of study {study.study_name!r} completed, so there is nothing to "
+        "re-measure or recommend:\n" + "\n".join(lines) + "\nFix what the reasons say (run "
+        "`tfperf profile` on the file to see one configuration fail in full), then run again."
+    )
+
+
+class TuneProgress(TuneListener):
+    """A tqdm bar over trials (best so far in its postfix), then over re-measurement."""
+
+    def __init__(self, trials: int | None, enabled: bool = True) -> None:
+        self.trials = trials
+        self.enabled = enabled
+        self._bar: Any = None
+        self._study: optuna.Study | None = None
+
+    def __enter__(self) -> TuneProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def _new_bar(self, total: int | None, desc: str, initial: int = 0) -> None:
+        from tqdm import tqdm
+
+        self.close()
+        if self.enabled:
+            self._bar = tqdm(
+                total=total,
+                initial=initial,
+                desc=desc,
+                unit="trial",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                disable=None,
+            )
+
+    def _say(self, text: str) -> None:
+        """A line above the bar (or alone without one), on stderr beside the bar."""
+        if self._bar is not None:
+            self._bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr)
+
+    def study_ready(
+        self, study: optuna.Study, storage: str, resumed: int, orphans: list[int]
+    ) -> None:
+        note = (
+            f"; failed lost trials {orphans} (their tuner stopped) and queued their knobs again"
+            if orphans
+            else ""
+        )
+        print(
+            f"Study {study.study_name!r} in {storage}: {resumed} finished trials{note}.",
+            file=sys.stderr,
+        )
+        self._study = study
+        self._new_bar(self.trials, "tuning", initial=resumed)
+
+    def trial_lost(self, lost: LostTrial) -> None:
+        again = f" Its knobs run again as trial {lost.retry}." if lost.retry is not None else ""
+        self._say(f"Trial {lost.number} failed: {lost.reason}.{again}")
+
+    def own_trial_lost(self, number: int) -> None:
+        self._say(
+            f"Trial {number} was failed by another tuner: no heartbeat from this machine reached "
+            "the storage in time (overloaded, or cut off from the database?). Its figures are "
+            "dropped; its retry measures it again."
+        )
+
+    def waiting(self, kind: Wait, trials: Sequence[int], hosts: Sequence[str]) -> None:
+        from tfperf.tuner import Wait
+
+        where = f" on {', '.join(hosts)}" if hosts else ""
+        numbers = ", ".join(str(number) for number in trials)
+        if kind is Wait.TWIN:
+            text = (
+                f"Trial {numbers}{where} measures the same knobs as this tuner's next trial; "
+                "waiting to reuse its figures."
+            )
+        elif kind is Wait.REMEASURE:
+            text = (
+                f"The final re-measurement runs{where} (lock trial {numbers}); waiting for its "
+                "result."
+                if trials
+                else "Another tuner is taking the re-measurement lock; waiting."
+            )
+        else:
+            text = (
+                f"Every trial of the study is taken; waiting for trials {numbers}{where}. "
+                "A trial whose tuner dies is failed and run again here."
+            )
+        self._say(text)
+
+    def remeasure_adopted(self, worker: Mapping[str, Any]) -> None:
+        self._say(
+            f"The final figures were re-measured by {worker.get('host')} "
+            f"(pid {worker.get('pid')}) for the whole study; this tuner re-measured nothing."
+        )
+
+    def hardware_mixed(self, groups: Mapping[str, Sequence[str]]) -> None:
+        lines = "\n".join(f"  {', '.join(hosts)}: {kind}" for kind, hosts in groups.items())
+        self._say(
+            "Warning: this study mixes machines, so its timings are comparable only within "
+            f"each group:\n{lines}\nCompare trials per host (the report's host column), or give "
+            "each kind of machine its own --study."
+        )
+
+    def trial_started(self, number: int, label: str | None, knobs: Knobs) -> None:
+        if self._bar is not None:
+            self._bar.set_description(f"trial {number}" + (f" ({label})" if label else ""))
+
+    def trial_progress(self, progress: Progress) -> None:
+        return None
+
+    def trial_finished(
+        self,
+        number: int,
+        outcome: TrialOutcome | None,
+        best: float | None,
+        baseline: float | None,
+    ) -> None:
+        if self._bar is None:
+            return
+        postfix = {}
+        if best is not None:
+            postfix["best"] = f"{best:,.0f} ex/s"
+            if baseline:
+                postfix["vs baseline"] = f"{best / baseline:.2f}x (1 run each)"
+        self._bar.set_postfix(postfix)
+        self._bar.update(1)
+
+    def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
+        """Starts the re-measurement's bar; stops the tuner when no trial ever completed.
+
+        Re-measuring configurations that never finished once would only fail again, slowly.
+
+        Raises:
+            NothingCompleted: every trial of the study failed (their reasons in the message).
+        """
+        if self._study is not None:
+            check_something_completed(self._study)
+        self._new_bar(len(finalists) * rounds, "re-measuring finalists")
+
+    def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
+        if self._bar is not None:
+            self._bar.update(1)

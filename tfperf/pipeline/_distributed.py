@@ -1,0 +1,78 @@
+"""Builds a pipeline to train under a `tf.distribute` strategy (see `tfperf.pipeline._build`).
+
+- a pipeline file: its model or train step is built inside `strategy.scope()`; its dataset is
+  distributed with `experimental_distribute_dataset` (global batches, split across replicas),
+  or, when it defines `make_dataset(knobs, input_context)`, with
+  `distribute_datasets_from_function` (one pipeline per input worker, batched per replica);
+- a script: it runs up to `fit` (inside the scope of a strategy given by name); the strategy
+  its model was built under, if any, is the one it trains under, as `fit` would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfperf import _tf
+from tfperf.knobs import Knobs
+from tfperf.pipeline._build import (
+    Built,
+    build_parts,
+    build_train_step,
+    call_user,
+    found_sites,
+    raw_dataset,
+    with_context,
+)
+from tfperf.pipeline._contract import takes_input_context
+from tfperf.pipeline._loader import PipelineFile, PipelineKind
+
+__all__ = ["build_distributed"]
+
+
+def build_distributed(pipeline: PipelineFile, knobs: Knobs, strategy: Any | None) -> Built:
+    """Builds `pipeline` under `strategy` (a script may bring its own when it is None)."""
+    if pipeline.kind is PipelineKind.SCRIPT:
+        return _script(pipeline, knobs, strategy)
+    assert strategy is not None, "a pipeline file without a strategy builds undistributed"
+    with _tf.in_scope(strategy):
+        model, step = build_train_step(pipeline, knobs)
+    if model is not None:
+        train_step = _tf.keras_distributed_step(model)
+    else:
+        train_step = _tf.strategy_step(strategy, step)
+    if pipeline.kind is PipelineKind.KNOBS and takes_input_context(pipeline.make_dataset):
+        distributed = _tf.distribute_from_function(strategy, _per_input(pipeline, knobs), knobs)
+        return Built(distributed.dataset, model, train_step, None, strategy, distributed)
+    dataset, recorder = raw_dataset(pipeline, knobs)
+    discovery = found_sites(recorder, dataset, pipeline)
+    dataset = _tf.apply_options(dataset, knobs)
+    distributed = _tf.distribute_dataset(strategy, dataset, knobs)
+    return Built(distributed.dataset, model, train_step, discovery, strategy, distributed)
+
+
+def _per_input(pipeline: PipelineFile, knobs: Knobs) -> Any:
+    """`make_dataset(knobs, input_context)` as `distribute_datasets_from_function` calls it."""
+    make_dataset = pipeline.make_dataset
+    assert make_dataset is not None
+
+    def make(context: Any) -> Any:
+        function = with_context(make_dataset, context)
+        dataset = call_user(pipeline, function, knobs, "make_dataset")
+        _tf.check_dataset(dataset, pipeline.path.name)
+        return _tf.apply_options(dataset, knobs)
+
+    return make
+
+
+def _script(pipeline: PipelineFile, knobs: Knobs, strategy: Any | None) -> Built:
+    dataset, model, train_step, recorder = build_parts(pipeline, knobs, scope=strategy)
+    discovery = found_sites(recorder, dataset, pipeline)
+    dataset = _tf.apply_options(dataset, knobs)
+    own = model.distribute_strategy if model is not None else None
+    if own is not None and not _tf.is_default(own):
+        strategy = own  # the script built its model under this strategy: fit would use it
+    if strategy is None:
+        return Built(dataset, model, train_step, discovery)
+    distributed = _tf.distribute_dataset(strategy, dataset, knobs)
+    step = _tf.keras_distributed_step(model)
+    return Built(distributed.dataset, model, step, discovery, strategy, distributed)

@@ -1,0 +1,40 @@
+"""GPU memory advice as a report shows it: the limit per process, the code, how many fit.
+
+The figures come from `ProfileResult.gpu_memory_advice()` (derived from the measured GPUs);
+this module only words them for the terminal. The HTML report draws the same advice in
+templates/_profile.html.j2. Nothing is shown when no GPU was measured.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tfperf.results import GpuMemoryAdvice, ProfileResult
+
+__all__ = ["gpu_memory_text"]
+
+HEADING = "GPU memory per process (to share one GPU between processes or models):"
+CODE_INTRO = "Give each process this limit before TensorFlow first uses the GPU:"
+
+
+def gpu_memory_text(result: ProfileResult) -> str:
+    """The advice for every measured GPU, with code to copy; "" when no GPU was measured.
+
+    Example:
+        >>> print(gpu_memory_text(result))  # doctest: +SKIP
+        GPU memory per process (to share one GPU between processes or models):
+          GPU 0: TensorFlow's allocator peak was 2 GiB; a memory_limit of 2560 MiB ...
+    """
+    advice = result.gpu_memory_advice()
+    if not advice:
+        return ""
+    return "\n".join([HEADING, *(line for gpu in advice for line in _lines(gpu))])
+
+
+def _lines(advice: GpuMemoryAdvice) -> list[str]:
+    return [
+        f"  {advice.describe()}",
+        f"  {CODE_INTRO}",
+        *(f"    {line}" for line in advice.code().splitlines()),
+    ]

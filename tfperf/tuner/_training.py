@@ -1,0 +1,180 @@
+"""The training settings the model weighs: what the baseline trial probes, and the second estimate.
+
+The first estimate changes input only. A larger batch or bf16 often lifts the limit itself
+(the model's step gets cheaper per example), and a finite dataset's shuffle buffer costs a
+refill every epoch; TPE finds such winners late when nothing aims it there. So the baseline
+trial also times the model alone under the settings the search can reach
+(`training_settings`, measured by `tfperf.measure.probe_training`), and `training_estimate`
+restates the model under each: the limit per setting (`SettingLimit`, by which a tuned
+configuration that changes training is compared) and, when the best setting's predicted rate
+beats the input-only estimate beyond the noise, the second estimate, queued as the fourth
+reference. Whether that is recommended is still the input-only rule's decision, on
+re-measured figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tfperf.hardware import Machine
+from tfperf.knobs import Choices, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
+from tfperf.measure import PipelineModel, model_from_profile
+from tfperf.results import Limit, ProfileResult, TrainingRate
+
+__all__ = [
+    "SettingLimit",
+    "TrainingChoice",
+    "limit_for",
+    "training_estimate",
+    "training_settings",
+]
+
+#: The predicted gain a training setting needs over the input-only estimate to be proposed.
+BEYOND_NOISE = 1.10
+#: A shuffle buffer is kept as large as costs at most this share of the best predicted rate.
+SHUFFLE_TOLERANCE = 0.95
+#: Most settings the baseline trial probes (each costs a build and ~0.5 s of steps).
+MAX_SETTINGS = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingLimit:
+    """The limit under one training setting (the model alone timed under it)."""
+
+    batch_size: int
+    mixed_precision: str
+    limit: Limit
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingChoice:
+    """The training setting the model predicts fastest, and what it predicts."""
+
+    changes: dict[str, Any]
+    model: PipelineModel
+
+
+def training_settings(baseline: Knobs, space: Mapping[str, Domain]) -> tuple[dict[str, Any], ...]:
+    """Settings for the baseline trial to probe: batch sizes at or above the baseline's that
+    the search may choose, times the precisions it may choose, without the baseline's own.
+
+    A plain file or script holds its batch size at a call site, where the knob does nothing:
+    its batch size is not probed.
+
+    Example:
+        >>> space = {"batch_size": Choices((32, 64, 128)), "mixed_precision": Fixed("float32")}
+        >>> training_settings(Knobs(batch_size=64), space)
+        ({'batch_size': 128, 'mixed_precision': 'float32'},)
+    """
+    own = (baseline.batch_size, baseline.mixed_precision.value)
+    batches = [own[0]]
+    if not baseline.sites:
+        batches = [b for b in _values(space.get("batch_size"), own[0]) if b >= own[0]]
+    precisions = [
+        str(getattr(p, "value", p)) for p in _values(space.get("mixed_precision"), own[1])
+    ]
+    settings = [(b, p) for b in sorted(batches, reverse=True) for p in precisions]
+    chosen = [s for s in settings if s != own][:MAX_SETTINGS]
+    return tuple({"batch_size": b, "mixed_precision": p} for b, p in chosen)
+
+
+def training_estimate(
+    result: ProfileResult,
+    machine: Machine,
+    baseline: Knobs,
+    space: Mapping[str, Domain],
+    input_only: PipelineModel,
+) -> tuple[TrainingChoice | None, list[SettingLimit]]:
+    """The limit under each probed setting, and the setting to propose (None: none is worth it).
+
+    A shuffle buffer is part of the choice when the dataset restarts: the largest buffer the
+    search may choose whose predicted rate is within `SHUFFLE_TOLERANCE` of the best.
+    """
+    cores = machine.cpu_count
+    limits: list[SettingLimit] = []
+    candidates: list[tuple[TrainingRate | None, PipelineModel]] = [(None, input_only)]
+    for rate in result.training_rates:
+        model = model_from_profile(result, cores, rate)
+        if model is not None:
+            limits.append(SettingLimit(rate.batch_size, rate.mixed_precision, model.limit))
+            candidates.append((rate, model))
+    chosen, model = max(candidates, key=lambda c: c[1].predicted_examples_per_sec)
+    changes = chosen.setting() if chosen is not None else {}
+    shuffle = _shuffle_choice(result, cores, chosen, baseline, space.get("shuffle_buffer"))
+    if shuffle is not None:
+        changes["shuffle_buffer"], model = shuffle
+    changes = {n: v for n, v in changes.items() if _differs(baseline, n, v)}
+    gain = model.predicted_examples_per_sec / max(input_only.predicted_examples_per_sec, 1e-9)
+    if not changes or gain < BEYOND_NOISE:
+        return None, limits
+    return TrainingChoice(changes, model), limits
+
+
+def limit_for(
+    knobs: Mapping[str, Any], baseline: Knobs, base: Limit | None, limits: Sequence[SettingLimit]
+) -> Limit | None:
+    """The limit under the training setting `knobs` run with; None when it was not probed.
+
+    Example:
+        >>> limit_for({"batch_size": 32}, Knobs(batch_size=32), None, [])  # the baseline's
+    """
+    batch = knobs.get("batch_size", baseline.batch_size)
+    precision = str(knobs.get("mixed_precision", baseline.mixed_precision.value))
+    if _training_sites_changed(knobs, baseline):
+        return None
+    if batch == baseline.batch_size and precision == baseline.mixed_precision.value:
+        return base
+    return next(
+        (s.limit for s in limits if s.batch_size == batch and s.mixed_precision == precision),
+        None,
+    )
+
+
+def _shuffle_choice(
+    result: ProfileResult,
+    cores: int,
+    rate: TrainingRate | None,
+    baseline: Knobs,
+    domain: Domain | None,
+) -> tuple[int, PipelineModel] | None:
+    if result.restarts is None or baseline.sites or not isinstance(domain, (Choices, IntRange)):
+        return None
+    own = baseline.shuffle_buffer
+    models: dict[int, PipelineModel] = {}
+    for value in _values(domain, own):
+        model = model_from_profile(result, cores, rate, buffer_scale=value / own)
+        if model is not None:
+            models[value] = model
+    if not models:
+        return None
+    best = max(m.predicted_examples_per_sec for m in models.values())
+    keep = max(
+        v for v, m in models.items() if m.predicted_examples_per_sec >= SHUFFLE_TOLERANCE * best
+    )
+    return keep, models[keep]
+
+
+def _values(domain: Domain | None, own: Any) -> list[Any]:
+    if isinstance(domain, Choices):
+        return list(domain.values)
+    if isinstance(domain, IntRange):
+        return sorted({domain.low, domain.high, own})
+    if isinstance(domain, Fixed):
+        return [domain.value]
+    return [own]
+
+
+def _differs(baseline: Knobs, name: str, value: Any) -> bool:
+    own = getattr(baseline, name)
+    return str(getattr(own, "value", own)) != str(getattr(value, "value", value))
+
+
+def _training_sites_changed(knobs: Mapping[str, Any], baseline: Knobs) -> bool:
+    """Whether `knobs` (plain values, call sites nested or at the top) change a training site."""
+    sites = {**(knobs.get("sites") or {}), **{n: v for n, v in knobs.items() if is_site_name(n)}}
+    return any(
+        SiteName.parse(name).kind.changes_training and value != baseline.sites.get(name)
+        for name, value in sites.items()
+    )
