@@ -31,6 +31,7 @@ from benchmarks.suite import (
     BENCHMARKS_DIR,
     SMOKE,
     SMOKE_PIPELINE,
+    SUITE,
     Settings,
     Spec,
     SuiteError,
@@ -262,8 +263,7 @@ def _parser() -> argparse.ArgumentParser:
         "--only",
         action="append",
         metavar="NAME",
-        help="run only this pipeline (repeatable): "
-        "image_decode, remote_storage, small_files, text_classify, compute_bound, in_memory",
+        help="run only this pipeline (repeatable): " + ", ".join(spec.name for spec in SUITE),
     )
     parser.add_argument(
         "--smoke",

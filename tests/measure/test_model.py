@@ -8,6 +8,7 @@ is recognised as blocking.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import pytest
@@ -212,3 +213,19 @@ def test_a_restart_costs_the_refill_at_the_faster_side_of_input_and_model():
     # Model-bound: the fill is at the input's own (faster) rate, all of it lost.
     assert restarts.factor(1000.0, 500.0) == pytest.approx(2048 / (2048 + 2048 * 1000 / 1000))
     assert restarts.factor(1000.0, None, buffer_scale=0.5) == pytest.approx(2048 / 3072)
+
+
+def test_a_computing_stage_gets_its_share_of_the_cores_even_when_the_target_is_low():
+    # A parse doing nearly all the input's work (1 ms CPU of 1.01 ms), on one thread, behind a
+    # model so slow that Little's law at its rate asks for a single thread.
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(1, StageKind.MAP, "map(parse)", 1 / 1010e-6, 1010e-6, {"num_parallel_calls": 1}),
+        ]
+    )
+    model = pipeline_model(report, cores=4, compute_examples_per_sec=500.0)
+
+    assert model is not None
+    assert math.ceil(500.0 * model.stages[1].wall_s_per_example) == 1  # Little's law alone
+    assert model.threads == {"num_parallel_calls": 4}  # ceil(4 cores x 99% of the input's CPU)

@@ -13,6 +13,8 @@ blocks (a read from remote storage, a sleep, a remote call). From that:
   that runs sequentially (no parallelism argument);
 - the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
   target being the limit: more threads cannot make the stage deliver more than the rest allows;
+  a computing stage gets at least its share of the cores (its share of the input's CPU per
+  example) and at most the cores;
 - the estimate: the configuration with those thread counts, and the rate predicted for it;
 - restarts: a finite dataset refills its shuffle buffer every epoch, and the model idles
   while it does, so the predicted rate is the steady one `r` times `E / (E + R r / f)` (E
@@ -264,7 +266,10 @@ def pipeline_model(
     if limit is None:
         return None
     target = limit.examples_per_sec
-    sized = [dataclasses.replace(s, threads=_threads(s, target, cores)) for s in costs]
+    input_cpu_s = sum(max(s.cpu_s_per_example, 0.0) for s in costs)
+    sized = [
+        dataclasses.replace(s, threads=_threads(s, target, cores, input_cpu_s)) for s in costs
+    ]
     threads: dict[str, int] = {}
     for stage in sized:
         if stage.argument is not None:
@@ -377,13 +382,21 @@ def _measured_parallelism(stat: StageStat, argument: str | None, autotuned: dict
     return max(1, value)
 
 
-def _threads(stage: StageCost, target: float, cores: int) -> int:
-    """Little's law: threads in flight = rate x time each spends; a computing stage gets at
-    most the cores (more threads would only queue for them)."""
+def _threads(stage: StageCost, target: float, cores: int, input_cpu_s: float = 0.0) -> int:
+    """Little's law: threads in flight = rate x time each spends.
+
+    A computing stage gets at most the cores (more threads would only queue for them), and
+    at least its share of them: `cores x` its share of the input's CPU per example. The target
+    comes from the limit, whose CPU term rests on the baseline's CPU per example; a stage that
+    does most of the input's work should not be held to one thread because that figure was
+    high.
+    """
     if stage.argument is None:
         return 1
     needed = max(1, math.ceil(target * stage.wall_s_per_example - 1e-9))
     if not stage.blocking:
+        share = max(stage.cpu_s_per_example, 0.0) / input_cpu_s if input_cpu_s > 0 else 0.0
+        needed = max(needed, math.ceil(cores * share - 1e-9))
         needed = min(needed, max(1, cores))
     return min(needed, THREAD_CAP)
 
