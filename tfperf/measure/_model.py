@@ -267,9 +267,7 @@ def pipeline_model(
         return None
     target = limit.examples_per_sec
     input_cpu_s = sum(max(s.cpu_s_per_example, 0.0) for s in costs)
-    sized = [
-        dataclasses.replace(s, threads=_threads(s, target, cores, input_cpu_s)) for s in costs
-    ]
+    sized = [dataclasses.replace(s, threads=_threads(s, target, cores, input_cpu_s)) for s in costs]
     threads: dict[str, int] = {}
     for stage in sized:
         if stage.argument is not None:
