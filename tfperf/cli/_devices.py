@@ -8,10 +8,13 @@ the pipeline file's own `make_strategy()`, else no strategy).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli.base import positive_int
+
+if TYPE_CHECKING:
+    from tfperf.pipeline import PipelineFile
 
 __all__ = ["add_device_arguments", "device_options", "gpu_memory_fixes"]
 
@@ -84,15 +87,20 @@ def _on_off(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected on or off, but got {text!r}")
 
 
-def device_options(args: argparse.Namespace) -> tuple[DeviceLayout, StrategyKind | None]:
+def device_options(
+    args: argparse.Namespace, pipeline: PipelineFile | None = None
+) -> tuple[DeviceLayout, StrategyKind | None]:
     """The layout and strategy the parsed device flags ask for.
 
-    `--cpu-replicas N` above 1 with no `--strategy` means mirrored: N logical devices exist
-    only to hold N replicas.
+    `--cpu-replicas N` above 1 with no `--strategy` means mirrored, since N logical devices
+    exist only to hold N replicas; unless `pipeline` brings its own strategy (a script builds
+    one, or the file defines `make_strategy()`), which then trains over those devices: a
+    second strategy of tfperf's around a script's own would be refused by TensorFlow.
     """
     replicas: int | None = getattr(args, "cpu_replicas", None)
     strategy: StrategyKind | None = getattr(args, "strategy", None)
-    if strategy is None and replicas is not None and replicas > 1:
+    implied = replicas is not None and replicas > 1
+    if strategy is None and implied and not (pipeline is not None and pipeline.owns_strategy):
         strategy = StrategyKind.MIRRORED
     layout = DeviceLayout(
         cpu_replicas=replicas,

@@ -5,7 +5,9 @@ child (`tfperf.trials.run_trial`) that lays out its devices before the pipeline 
 machine with GPUs, the first k GPUs (through `CUDA_VISIBLE_DEVICES`); without, k logical CPU
 devices, which share the same cores, so the curve then shows the input's scaling rather than a
 GPU speed-up. Every point runs `MirroredStrategy` (`--strategy mirrored`), whatever `--strategy`
-the main profile used, since only it spreads a step over replicas. The per-replica batch stays
+the main profile used, since only it spreads a step over replicas; a script keeps the strategy
+it builds itself (TensorFlow refuses a second around it), over the count's devices. The
+per-replica batch stays
 fixed: the `batch_size` knob, the global batch, is multiplied by the count, as data-parallel
 users scale; a file that sets its batch in code keeps its global batch. The figures become a
 `ScalingCurve` (`tfperf.measure.scaling_curve`) stored in the profile's JSON as `scaling`.
@@ -150,7 +152,9 @@ def measure_curve(
     failures: list[ScalingFailure] = []
     for count in plan.counts:
         _status(f"Scaling: {_replicas(count)}...", args)
-        measured = _measure_count(plan, count, args, _scaled(pipeline, knobs, count), progress)
+        strategy = _strategy_for(pipeline)
+        knobs_of = _scaled(pipeline, knobs, count)
+        measured = _measure_count(plan, count, args, knobs_of, progress, strategy)
         if isinstance(measured, ProfileResult):
             points.append(scaling_point(count, measured, replicas_in_step(measured)))
         else:
@@ -164,6 +168,14 @@ def measure_curve(
         strategy=STRATEGY.value,
         failures=failures,
     )
+
+
+def _strategy_for(pipeline: PipelineFile) -> StrategyKind | None:
+    """Mirrored, by name; a script keeps the strategy it builds itself (TensorFlow refuses a
+    second one around it), and the count's devices are what it finds."""
+    from tfperf.pipeline import PipelineKind
+
+    return None if pipeline.kind is PipelineKind.SCRIPT else STRATEGY
 
 
 def _batch_scaling(pipeline: PipelineFile) -> BatchScaling:
@@ -193,6 +205,7 @@ def _measure_count(
     args: argparse.Namespace,
     knobs: Knobs,
     progress: ProgressCallback | None,
+    strategy: StrategyKind | None = STRATEGY,
 ) -> ProfileResult | ScalingFailure:
     from tfperf.trials import Budgets, TrialRequest, run_trial
 
@@ -204,7 +217,7 @@ def _measure_count(
         argv=tuple(getattr(args, "script_args", ())),
         epoch_steps=args.epoch_steps,
         layout=_layout(plan, count, args),
-        strategy=STRATEGY,
+        strategy=strategy,
     )
     with _gpus_visible(plan.gpus[:count] if plan.device is ReplicaDevice.GPU else None):
         outcome = run_trial(request, Budgets(timeout_s=args.timeout), on_progress=progress)

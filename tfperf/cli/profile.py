@@ -155,7 +155,7 @@ class ProfileCommand(Command):
             if args.debug:  # in this process, so that a failure shows its whole traceback
                 result = _profile_here(pipeline, knobs, args, progress, found)
             else:
-                result = profile_in_child(args, knobs, progress, found)
+                result = profile_in_child(args, knobs, progress, found, pipeline)
             result = with_scaling(result, args, pipeline, knobs, progress)
         saved_json, saved_html, failed = _save(result, json_path, html_path)
         print(render_summary(result))
@@ -191,7 +191,7 @@ def _profile_here(
     return profile_pipeline(
         pipeline,
         knobs,
-        strategy=device_options(args)[1],
+        strategy=device_options(args, pipeline)[1],
         steps=args.steps,
         warmup=args.warmup,
         owns_process=True,
@@ -203,7 +203,11 @@ def _profile_here(
 
 
 def profile_in_child(
-    args: argparse.Namespace, knobs: Knobs, progress: ProgressDisplay, found: list[Discovery]
+    args: argparse.Namespace,
+    knobs: Knobs,
+    progress: ProgressDisplay,
+    found: list[Discovery],
+    pipeline: PipelineFile | None = None,
 ) -> ProfileResult:
     """Measures in `python -m tfperf.trials._worker`, which Ctrl-C and `--timeout` end at once.
 
@@ -219,7 +223,7 @@ def profile_in_child(
         last[:] = [report]
         progress(report)
 
-    layout, strategy = device_options(args)
+    layout, strategy = device_options(args, pipeline)
     request = TrialRequest(
         pipeline=args.pipeline,
         knobs=knobs,

@@ -255,7 +255,7 @@ class TuneCommand(Command):
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         pipeline = find_sites(pipeline, quiet=args.quiet)
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
-        options = self._options(args)
+        options = self._options(args, pipeline)
         with TuneProgress(options.trials, enabled=not args.quiet) as listener:
             tuner = Tuner(pipeline, options, listener)
             result = _search(tuner, listener, outputs)
@@ -267,7 +267,8 @@ class TuneCommand(Command):
         return _finish(tuner, result, pipeline, outputs)
 
     @staticmethod
-    def _options(args: argparse.Namespace) -> TuneOptions:
+    def _options(args: argparse.Namespace, pipeline: PipelineFile | None = None) -> TuneOptions:
+        layout, strategy = device_options(args, pipeline)
         return TuneOptions(
             trials=args.trials if args.trials or args.timeout else default("trials"),
             timeout_s=args.timeout,
@@ -287,8 +288,8 @@ class TuneCommand(Command):
             rounds=args.rounds,
             max_consecutive_failures=args.max_failures,
             prune=args.prune,
-            layout=device_options(args)[0],
-            strategy=device_options(args)[1],
+            layout=layout,
+            strategy=strategy,
         )
 
 

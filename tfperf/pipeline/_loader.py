@@ -101,6 +101,12 @@ class PipelineFile:
     discovery: Discovery | None = None
 
     @property
+    def owns_strategy(self) -> bool:
+        """Whether it brings its own `tf.distribute` strategy: a script builds any it uses
+        itself, and a pipeline file may define `make_strategy()`."""
+        return self.kind is PipelineKind.SCRIPT or hasattr(self.module, "make_strategy")
+
+    @property
     def user_paths(self) -> tuple[Path, ...]:
         """Where the user's code lives (the file's directory), for filtering tracebacks."""
         return (self.path.parent,)
