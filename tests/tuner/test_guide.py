@@ -197,3 +197,20 @@ def test_the_tune_summary_prints_the_limit_and_the_estimate(write_pipeline, tmp_
 
     assert "Limit: 9,000 examples/s, bound by compute" in text
     assert "tfperf's estimate (trial 2): predicted 9,000, measured" in text
+
+
+def test_a_guided_search_refines_from_the_references_instead_of_sampling_at_random(
+    write_pipeline, tmp_path
+):
+    pipeline = load_pipeline(write_pipeline(TUNER_SOURCE))
+    options = TuneOptions(
+        trials=4, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=1, finalists=1
+    )
+    guided = Tuner(pipeline, options, runner=ModelRunner(), machine=MACHINE)
+    guided.run()
+    unguided = Tuner(pipeline, options, runner=FakeRunner(), machine=MACHINE)
+
+    # Baseline, AUTOTUNE and the estimate are TPE's start; without a model it samples 8 first.
+    assert guided.references.guide is not None
+    assert guided._sampler(4)._n_startup_trials == 3
+    assert unguided._sampler(4)._n_startup_trials == 8

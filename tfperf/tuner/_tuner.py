@@ -88,6 +88,8 @@ SETUP_WAIT_S, SETUP_POLL_S = 10.0, 0.1
 #: Most seconds between two looks at the study by a tuner waiting for others: a few seconds
 #: of delay at the end of a study, and one cheap query per look.
 WAIT_POLL_S = 5
+#: Random configurations TPE samples before modelling, when no pipeline model guides it.
+UNGUIDED_STARTUP = 8
 
 
 class Tuner:
@@ -210,14 +212,22 @@ class Tuner:
         `--seed` would all propose the same configurations; a seed per trial number keeps a
         run reproducible and makes every trial's proposal its own. `constant_liar` counts the
         trials running elsewhere as poor, so concurrent tuners spread out.
+
+        With the pipeline model's guide, the references (baseline, AUTOTUNE and the model's
+        estimates) are TPE's start: it refines from the best of them at once instead of first
+        sampling `UNGUIDED_STARTUP` configurations at random, which spent trials 5 to 8 blind.
         """
         import optuna
 
         seed = self.options.seed
         if seed is not None and number is not None:
             seed = (seed * 1_000_003 + number) % 2**32
+        guided = self.references.guide is not None
+        startup = len(self.references.knobs) if guided else UNGUIDED_STARTUP
         with quiet_optuna():
-            return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8, constant_liar=True)
+            return optuna.samplers.TPESampler(
+                seed=seed, n_startup_trials=startup, constant_liar=True
+            )
 
     def _search(self) -> None:
         timeout = self.options.timeout_s
@@ -251,8 +261,9 @@ class Tuner:
         """Runs a claimed trial; None when it ran nothing (a twin ran its knobs, or lost)."""
         import optuna
 
-        if self.options.seed is not None:
-            self.ledger.study.sampler = self._sampler(claim.number)
+        if self.references.guide is None:  # another tuner or an earlier run may have made it
+            self.references.load(self.ledger)
+        self.ledger.study.sampler = self._sampler(claim.number)
         try:
             with self.ledger.keep_alive(claim):
                 return self._run_claimed(claim)
