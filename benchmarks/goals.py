@@ -34,6 +34,9 @@ TRIALS_GOAL = 6
 GEOMEAN_GOAL = 1.5
 OVERHEAD_GOAL_PCT = 2.0
 CV_GOAL = 0.03
+#: A tuned run below `LIMIT_GOAL` is explained by its restarts when refilling takes this share
+#: of its epoch or more.
+RESTART_REASON_SHARE = 0.10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +148,38 @@ def check_limit(record: PipelineRecord, cpu_count: int) -> Check:
         return Check(goal, True, measured, _over_limit_note(record, cpu_count, share))
     if share >= LIMIT_GOAL:
         return Check(goal, True, measured)
+    restart = restart_share(record)
+    if restart is not None and restart >= RESTART_REASON_SHARE:
+        return Check(goal, True, measured, _restart_note(record, share, restart))
     return Check(goal, False, measured, _limit_note(record, cpu_count, share))
+
+
+def restart_share(record: PipelineRecord) -> float | None:
+    """The share of the tuned configuration's epoch spent refilling after the restart.
+
+    An epoch of `epoch_steps` batches at the tuned rate lasts `examples / rate` seconds, the
+    refill included; None when the tuned runs crossed no restart.
+    """
+    tuned = record.tuned
+    batch = tuned.knobs.get("batch_size")
+    rate = median(tuned.end_to_end)
+    if not tuned.restart_s or not tuned.epoch_steps or not isinstance(batch, int) or rate <= 0:
+        return None
+    epoch_s = tuned.epoch_steps * batch / rate
+    return min(1.0, median(tuned.restart_s) / epoch_s)
+
+
+def _restart_note(record: PipelineRecord, share: float, restart: float) -> str:
+    """Tuned below the limit because each epoch restarts: the limit is a steady-state rate."""
+    tuned = record.tuned
+    stage = f"`{tuned.restart_stage}`" if tuned.restart_stage else "the pipeline"
+    return (
+        f"The gap is the restart, which the limit (a steady-state rate) does not count: each "
+        f"epoch ({tuned.epoch_steps} steps) restarts the dataset and the first step waits "
+        f"{median(tuned.restart_s):.2f} s while {stage} refills: {restart:.0%} of the tuned "
+        f"epoch's time, against a gap of {1 - share:.0%}. repeat() before the shuffle (the "
+        "dataset never restarts) or a smaller shuffle buffer would lift it."
+    )
 
 
 def ratio_noise(record: PipelineRecord) -> float:

@@ -418,6 +418,28 @@ def test_limit_miss_with_idle_cores_names_the_binding_resource_and_the_search():
     assert "The cores are not saturated, so part of the gap is left by the search" in check.note
 
 
+def test_a_limit_miss_explained_by_the_restart_is_met_with_the_restart_named():
+    record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
+    record.tuned = figure("tuned", {**TUNED, "batch_size": 64}, [600.0] * 3)
+    record.tuned.restart_s, record.tuned.epoch_steps = [0.32, 0.32], 15
+    record.tuned.restart_stage = "shuffle(2048)"
+    check = check_limit(record, cpu_count=2)
+
+    # An epoch is 15 x 64 examples at 600/s = 1.6 s, of which 0.32 s refills: 20%.
+    assert check.met is True and check.measured == "60% of 1,000"
+    assert "waits 0.32 s while `shuffle(2048)` refills: 20% of the tuned epoch's time" in (
+        check.note
+    )
+    assert "repeat() before the shuffle" in check.note
+
+
+def test_a_small_restart_does_not_excuse_a_limit_miss():
+    record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
+    record.tuned = figure("tuned", {**TUNED, "batch_size": 64}, [600.0] * 3)
+    record.tuned.restart_s, record.tuned.epoch_steps = [0.05], 15
+    assert check_limit(record, cpu_count=2).met is False
+
+
 def test_limit_met_at_eighty_percent():
     assert check_limit(_with_model(limit=500.0), cpu_count=2).met is True
 
