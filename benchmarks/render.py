@@ -170,6 +170,19 @@ def _throughput(record: BenchRecord) -> str:
     return text + f"\n\nGeometric mean of tuned/AUTOTUNE over the pipelines: {mean:.2f}x."
 
 
+def _chosen(label: str) -> str:
+    """tfperf's label for the chosen trial, with its count from 1 as the table counts."""
+    words = label.split()
+    if len(words) == 2 and words[0] == "trial" and words[1].isdigit():
+        return f"{label} (the {_ordinal(int(words[1]) + 1)})"
+    return label
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _tuning(record: BenchRecord) -> str:
     rows = []
     for pipeline in record.pipelines:
@@ -185,7 +198,7 @@ def _tuning(record: BenchRecord) -> str:
                 _duration(reached.elapsed_s) if reached and reached.elapsed_s else "n/a",
                 _duration(tuning.search_s),
                 _duration(tuning.wall_s),
-                tuning.best_label,
+                _chosen(tuning.best_label),
                 _outcomes(tuning.trials),
             ]
         )
@@ -198,7 +211,8 @@ def _tuning(record: BenchRecord) -> str:
         "3 tfperf's estimate, 4 its estimate with training changed where the model proposes "
         "one) whose examples/s came within 5% of the study's final best: the trial figure of "
         "the configuration the study chose after re-measuring its finalists. Search: the "
-        "trials; tune: the whole `tfperf tune`, its re-measurement of the finalists included.",
+        "trials; tune: the whole `tfperf tune`, its re-measurement of the finalists included. "
+        "Chosen: tfperf's own label, whose trial numbers count from 0 as Optuna's do.",
         [
             "pipeline",
             "budget",
