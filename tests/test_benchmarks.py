@@ -267,12 +267,13 @@ Trials to 5%: the first trial (counting from 1; trial 1 is the baseline, 2 AUTOT
 estimate, 4 its estimate with training changed where the model proposes one) whose examples/s \
 came within 5% of the study's final best: the trial figure of the configuration the study chose \
 after re-measuring its finalists. Search: the trials; tune: the whole `tfperf tune`, its \
-re-measurement of the finalists included.
+re-measurement of the finalists included. Chosen: tfperf's own label, whose trial numbers count \
+from 0 as Optuna's do.
 
 | pipeline | budget | trials to 5% | time to 5% | search | tune | chosen | trial outcomes |
 | --- | --- | --- | --- | --- | --- | --- | --- |
-| demo | 6 trials of 30 steps | 3 | 25 s | 60 s | 90 s | trial 5 | 4 complete, 1 pruned, 1 \
-ram-budget |
+| demo | 6 trials of 30 steps | 3 | 25 s | 60 s | 90 s | trial 5 (the 6th) | 4 complete, 1 \
+pruned, 1 ram-budget |
 
 Each study's trials in order (examples/s; `p` pruned, `x` failed or over a budget):
 
