@@ -87,6 +87,19 @@ def test_a_blocking_stage_gets_littles_law_threads_for_the_compute_rate():
     assert model.predicted_examples_per_sec == pytest.approx(9000.0)
 
 
+def test_a_blocking_stage_is_sized_for_the_compute_rate_when_the_cpu_roofline_binds():
+    # The model's step costs 0.3 ms of CPU per example: 2 cores bound the pipeline at ~6,000.
+    model = pipeline_model(
+        _remote_storage(), cores=2, compute_examples_per_sec=9000.0, model_cpu_s_per_example=3e-4
+    )
+
+    assert model is not None and model.limit.bound_by is LimitBound.CPU
+    assert model.limit.examples_per_sec < 6500
+    # The fetch's threads wait: sized for 9,000 x 2 ms, not for the roofline's rate.
+    assert model.threads == {"num_parallel_calls": 18}
+    assert model.predicted_examples_per_sec == pytest.approx(model.limit.examples_per_sec)
+
+
 def test_the_measured_parallelism_is_undone_to_get_one_threads_time():
     # The same fetch measured on 4 threads adds a quarter of the time per example.
     model = pipeline_model(_remote_storage(4), cores=2, compute_examples_per_sec=9000.0)

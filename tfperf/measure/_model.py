@@ -14,7 +14,8 @@ blocks (a read from remote storage, a sleep, a remote call). From that:
 - the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
   target being the limit: more threads cannot make the stage deliver more than the rest allows;
   a computing stage gets at least its share of the cores (its share of the input's CPU per
-  example) and at most the cores;
+  example) and at most the cores; a blocking stage's target leaves out the CPU roofline (its
+  threads wait rather than compute), so it is sized for the compute-only rate;
 - the estimate: the configuration with those thread counts, and the rate predicted for it;
 - restarts: a finite dataset refills its shuffle buffer every epoch, and the model idles
   while it does, so the predicted rate is the steady one `r` times `E / (E + R r / f)` (E
@@ -266,8 +267,15 @@ def pipeline_model(
     if limit is None:
         return None
     target = limit.examples_per_sec
+    waiting_target = _waiting_target(limit)
     input_cpu_s = sum(max(s.cpu_s_per_example, 0.0) for s in costs)
-    sized = [dataclasses.replace(s, threads=_threads(s, target, cores, input_cpu_s)) for s in costs]
+    sized = [
+        dataclasses.replace(
+            s,
+            threads=_threads(s, waiting_target if s.blocking else target, cores, input_cpu_s),
+        )
+        for s in costs
+    ]
     threads: dict[str, int] = {}
     for stage in sized:
         if stage.argument is not None:
@@ -378,6 +386,19 @@ def _measured_parallelism(stat: StageStat, argument: str | None, autotuned: dict
     if value == _AUTOTUNE:
         return autotuned.get(stat.index, 1)
     return max(1, value)
+
+
+def _waiting_target(limit: Limit) -> float:
+    """The rate a blocking stage is sized for: the limit without its CPU roofline.
+
+    A blocking stage's threads mostly wait, so the cores do not bound how many it needs; and
+    the roofline rests on CPU measured while each part ran alone, which counts the runtime's
+    idle threads spinning, so it is low more often than high. Sizing the waiting threads for
+    the compute-only rate (or a sequential stage's) costs a few idle threads when the roofline
+    does bind, and saves the search from widening its way up when it does not.
+    """
+    rates = [t.examples_per_sec for t in limit.terms if t.bound_by is not LimitBound.CPU]
+    return min(rates, default=limit.examples_per_sec)
 
 
 def _threads(stage: StageCost, target: float, cores: int, input_cpu_s: float = 0.0) -> int:
