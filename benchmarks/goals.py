@@ -21,6 +21,7 @@ from benchmarks.record import (
     geomean,
     median,
     ratio,
+    shared_cpu_bound,
     spread,
 )
 from tfperf.knobs import format_value
@@ -37,6 +38,9 @@ CV_GOAL = 0.03
 #: A tuned run below `LIMIT_GOAL` is explained by its restarts when refilling takes this share
 #: of its epoch or more.
 RESTART_REASON_SHARE = 0.10
+#: A CPU-bound miss is explained by input and training taking turns on the cores when the
+#: tuned rate is this close (or its own spread, if wider) to the rate taking turns gives.
+TURNS_TOLERANCE = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +155,49 @@ def check_limit(record: PipelineRecord, cpu_count: int) -> Check:
     restart = restart_share(record)
     if restart is not None and restart >= RESTART_REASON_SHARE:
         return Check(goal, True, measured, _restart_note(record, share, restart))
+    turns = turns_rate(record)
+    if model.bound_by == "cpu" and turns is not None:
+        return Check(goal, True, measured, _turns_note(record, cpu_count, share, turns))
     return Check(goal, False, measured, _limit_note(record, cpu_count, share))
+
+
+def turns_rate(record: PipelineRecord) -> float | None:
+    """The rate input and training reach taking turns on the cores, when tuned runs at it.
+
+    From the tuned configuration's own runs: its pipeline-only and compute-only medians give
+    `1 / (1/P + 1/C)` (`shared_cpu_bound`); None when a figure is missing or the tuned
+    end-to-end median is not within `TURNS_TOLERANCE` (or its spread) of that rate, so taking
+    turns does not account for it.
+    """
+    tuned = record.tuned
+    if not tuned.pipeline_only or not tuned.compute_only:
+        return None
+    turns = shared_cpu_bound(median(tuned.pipeline_only), median(tuned.compute_only))
+    if turns is None:
+        return None
+    tolerance = max(TURNS_TOLERANCE, ratio_noise(record))
+    return turns if abs(median(tuned.end_to_end) / turns - 1) <= tolerance else None
+
+
+def _turns_note(record: PipelineRecord, cpu_count: int, share: float, turns: float) -> str:
+    """Tuned below a CPU limit because input and training do not overlap on the cores."""
+    model = record.tuning.model
+    assert model is not None
+    tuned = record.tuned
+    pipeline, compute = median(tuned.pipeline_only), median(tuned.compute_only)
+    input_share = (1 / pipeline) / (1 / pipeline + 1 / compute)
+    return (
+        f"The gap is the overlap the CPU limit assumes: {model.limit:,.0f} examples/s counts "
+        f"input and training sharing all {cpu_count} cores at once. In the same runs the tuned "
+        f"configuration's input alone delivers {pipeline:,.0f} examples/s and its model alone "
+        f"{compute:,.0f}; taking turns on the cores they give 1 / (1/{pipeline:,.0f} + "
+        f"1/{compute:,.0f}) = {turns:,.0f}, and tuned runs at {median(tuned.end_to_end):,.0f} "
+        f"({share:.0%} of the limit, {median(tuned.cpu_percent):.0f}% of {100 * cpu_count}% "
+        "CPU): each example costs the input's CPU time plus the model's, one after the other. "
+        f"The cores' time per example binds; less CPU per example in the input, {input_share:.0%} "
+        "of each turn (cache() after its costliest stage, cheaper decoding), or moving the "
+        "model's share off the host (a GPU) would lift it."
+    )
 
 
 def restart_share(record: PipelineRecord) -> float | None:
