@@ -144,6 +144,24 @@ def test_a_sequential_stage_binds_and_is_named():
     assert "from_generator(read)" in model.limit.explanation
 
 
+def test_a_prefetch_never_binds_as_a_sequential_stage():
+    # The stage analysis attributes 0.2 ms to prefetch(2): upstream's time showing through.
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(1, StageKind.MAP, "map(fetch)", 1 / 1e-3, 30e-6, {"num_parallel_calls": 1}),
+            _stat(2, StageKind.PREFETCH, "prefetch(2)", 1 / 1.2e-3, 0.2e-3),
+        ]
+    )
+    model = pipeline_model(report, cores=2, compute_examples_per_sec=30_000.0)
+
+    assert model is not None
+    assert [t.bound_by for t in model.limit.terms] == [LimitBound.COMPUTE, LimitBound.CPU]
+    # The blocking fetch is sized for the compute-only rate: 30,000/s x 1 ms.
+    assert model.threads == {"num_parallel_calls": 30}
+    assert model.blocks
+
+
 def test_the_thread_cap_bounds_a_stage_and_the_prediction():
     # A 100 ms call at 9,000 examples/s would want 900 threads.
     report = _report(

@@ -16,7 +16,14 @@ from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
 from tfperf.results import LimitBound, StageKind, StageStat, StageUnit, TuneResult
 from tfperf.tuner import TuneOptions, Tuner
-from tfperf.tuner._guide import Guide, guided_ranges, make_guide, thread_range, widen
+from tfperf.tuner._guide import (
+    Guide,
+    guided_ranges,
+    make_guide,
+    prefetch_depth,
+    thread_range,
+    widen,
+)
 from tfperf.tuner._search import GUIDED_SUFFIX, suggest_knobs
 
 MACHINE = Machine(
@@ -96,10 +103,19 @@ def test_the_guide_sizes_the_blocking_map_and_the_pool_by_littles_law():
     assert guide.threads == {"num_parallel_calls": 18, "private_threadpool_size": 18}
     assert guide.estimate.knobs["num_parallel_calls"] == 18
     assert guide.estimate.knobs["private_threadpool_size"] == 18
-    assert guide.estimate.knobs["prefetch"] == AUTOTUNE
+    # The fetch blocks: the deepest prefetch of the default space (0, 1, 2, 4, 8, AUTOTUNE).
+    assert guide.estimate.knobs["prefetch"] == 8
     assert guide.estimate.knobs["batch_size"] == 32  # training as written
     assert guide.estimate.predicted_examples_per_sec == pytest.approx(9000.0)
     assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
+
+
+def test_the_estimate_buffers_deepest_only_behind_a_blocking_stage():
+    space = Choices((0, 1, 2, 4, AUTOTUNE))
+    assert prefetch_depth(space, blocks=True) == 4
+    assert prefetch_depth(IntRange(1, 6), blocks=True) == 6
+    assert prefetch_depth(space, blocks=False) == AUTOTUNE
+    assert prefetch_depth(None, blocks=False) == AUTOTUNE
 
 
 def test_guided_ranges_follow_the_best_trial():

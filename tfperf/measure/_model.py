@@ -70,6 +70,11 @@ NEGLIGIBLE_SHARE = 0.02
 #: Arguments that run a stage's work on several threads.
 PARALLEL_ARGUMENTS = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
 _AUTOTUNE = -1
+#: Stages never counted as a sequential bound. A shuffle's own work per element is a draw and
+#: a copy; what the stage analysis adds for it is the refill after each restart, which the
+#: restart term accounts for. A prefetch hands finished elements from its background thread to
+#: the consumer; what the analysis adds for it is the time upstream showing through.
+_NEVER_SEQUENTIAL = frozenset({StageKind.SHUFFLE, StageKind.PREFETCH})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +128,11 @@ class PipelineModel:
     predicted_examples_per_sec: float
     #: The steady rate's share left after the epoch's restarts (1.0: no restart cost).
     restart_factor: float = 1.0
+
+    @property
+    def blocks(self) -> bool:
+        """Whether a parallel stage mostly waits (its elements arrive in bursts)."""
+        return any(s.blocking and s.argument is not None for s in self.stages)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,9 +232,7 @@ def pipeline_limit(
         )
     total_wall = sum(stage.wall_s_per_example for stage in stages) or 1.0
     for stage in stages:
-        # A shuffle's own work per element is a draw and a copy; what the stage analysis adds
-        # for it is the refill after each restart, which the restart term accounts for.
-        if stage.kind is StageKind.SHUFFLE:
+        if stage.kind in _NEVER_SEQUENTIAL:
             continue
         if stage.argument is None and stage.wall_s_per_example >= NEGLIGIBLE_SHARE * total_wall:
             terms.append(
