@@ -19,6 +19,7 @@ from tfperf.tuner import TuneOptions, Tuner
 from tfperf.tuner._guide import (
     Guide,
     guided_ranges,
+    knob_drives_interleave,
     make_guide,
     prefetch_depth,
     thread_range,
@@ -156,6 +157,22 @@ def test_a_fixed_cycle_length_caps_an_interleaves_parallelism(cycle, cores, cap)
     assert guide.cycle_caps == {"num_parallel_calls": cap}
     ranges = guided_ranges(guide, Knobs(num_parallel_calls=cap))
     assert ranges["num_parallel_calls"].high == cap
+
+
+def _interleave(parameters):
+    return [_stat(0, StageKind.INTERLEAVE, "interleave(read)", 1e-3, 1e-4, parameters)]
+
+
+def test_the_knob_drives_an_interleave_only_when_the_profile_shows_it():
+    # image_decode passes its cycle_length knob to both interleave arguments, and its baseline
+    # has both knobs at 1: the value 1 cannot tell which knob set the calls.
+    same = Knobs(cycle_length=1, num_parallel_calls=1)
+    assert not knob_drives_interleave(_interleave({"num_parallel_calls": 1}), same)
+    # Calls at the knob's 2, cycle 4: the knob sets them, so 8 > 4 is refused unmeasured.
+    apart = Knobs(cycle_length=4, num_parallel_calls=2)
+    assert knob_drives_interleave(_interleave({"num_parallel_calls": 2}), apart)
+    assert not knob_drives_interleave(_interleave({"num_parallel_calls": 4}), apart)
+    assert not knob_drives_interleave(_interleave({}), apart)
 
 
 def test_guided_ranges_change_bounds_within_one_optuna_study():

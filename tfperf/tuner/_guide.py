@@ -46,6 +46,7 @@ from tfperf.results import (
     Limit,
     ProfileResult,
     StageKind,
+    StageStat,
     validated,
 )
 from tfperf.tuner._search import _PREFETCH_DEPTHS, GUIDED_SUFFIX
@@ -132,11 +133,26 @@ def make_guide(
             changes_training=sorted(choice.changes),
         )
     stages = baseline_result.stages.stages if baseline_result.stages else []
-    interleave = any(
-        s.kind is StageKind.INTERLEAVE and "num_parallel_calls" in s.parameters for s in stages
-    )
-    return Guide(
-        model.limit, estimate, threads, caps, interleave and not baseline.sites, second, limits
+    interleave = knob_drives_interleave(stages, baseline)
+    return Guide(model.limit, estimate, threads, caps, interleave, second, limits)
+
+
+def knob_drives_interleave(stages: Iterable[StageStat], baseline: Knobs) -> bool:
+    """Whether the `num_parallel_calls` knob visibly sets an interleave's parallel calls.
+
+    Only then does tfperf refuse a proposal tf.data would refuse (calls above the cycle)
+    without measuring it. The profile shows the value an interleave ran with, not which knob
+    gave it: the knob drives it when that value is the baseline's `num_parallel_calls` and not
+    its `cycle_length`. When the two are equal it cannot tell (a file may pass `cycle_length`
+    to both arguments, as tf.data's rule suggests), and guessing "drives" would refuse valid
+    proposals by the dozen; the trial runs, and tf.data's own error says so if it refuses.
+    """
+    if baseline.sites or baseline.num_parallel_calls == baseline.cycle_length:
+        return False
+    return any(
+        s.kind is StageKind.INTERLEAVE
+        and s.parameters.get("num_parallel_calls") == baseline.num_parallel_calls
+        for s in stages
     )
 
 
