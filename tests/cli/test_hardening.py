@@ -353,6 +353,24 @@ def test_another_tuner_on_the_machine_is_warned_about(capsys):
     assert "another tfperf tuner is running on this machine" in capsys.readouterr().err
 
 
+def test_the_tuners_own_wrapper_is_not_another_tuner():
+    # `timeout 600 tfperf tune p.py` is one tuner: the wrapper's command line names it too.
+    wrapper = (
+        "import subprocess, sys; "
+        "print(subprocess.run([sys.executable, '-c', "
+        "'from tfperf.cli.tune import warn_other_tuners; print(warn_other_tuners())'], "
+        "capture_output=True, text=True, check=True).stdout)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", wrapper, "/usr/bin/tfperf", "tune", "x.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert run.stdout.strip() == "[]"
+
+
 # Item 12: the test command installs what the suite needs.
 
 

@@ -417,11 +417,13 @@ def warn_other_tuners() -> list[int]:
     """
     import psutil
 
-    me = os.getpid()
+    me = psutil.Process()
+    # This tuner's own wrappers (`timeout`, `nice`, a scheduler's launcher) name it too.
+    mine = {me.pid} | {parent.pid for parent in me.parents()}
     others = []
     for process in psutil.process_iter(["pid", "cmdline"]):
         info = process.info
-        if info["pid"] == me:
+        if info["pid"] in mine:
             continue
         if _is_tuner(info.get("cmdline") or []):
             others.append(int(info["pid"]))
