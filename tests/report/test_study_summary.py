@@ -92,3 +92,27 @@ def test_settings_no_call_holds_become_edits_by_hand():
         "Add to the dataset given to fit: options = tf.data.Options(); "
         "options.threading.private_threadpool_size = 2; ds = ds.with_options(options).",
     ]
+
+
+def test_keeping_the_baseline_shows_no_change_snippet_or_patch():
+    baseline = measured("baseline", [1000.0, 1400.0], batch_size=32)
+    noisy = measured("trial 3", [1250.0, 1300.0], batch_size=32, num_parallel_calls=4)
+    study = make_study(best_result=fake_profile())
+    found = ss.summary(
+        dataclasses.replace(snapshot_study(study, "memory"), measurements=(baseline, noisy))
+    )
+    assert found is not None and found.keeps_baseline
+    assert found.recommendation.startswith("Keep your baseline")
+    assert (found.changes, found.baseline_code, found.tf_data_code, found.patch) == (
+        (),
+        "",
+        "",
+        None,
+    )
+    gained = dataclasses.replace(baseline, examples_per_sec=[600.0, 610.0])
+    used = ss.summary(
+        dataclasses.replace(snapshot_study(study, "memory"), measurements=(gained, noisy))
+    )
+    assert used is not None and not used.keeps_baseline
+    assert [change.name for change in used.changes] == ["num_parallel_calls"]
+    assert "num_parallel_calls" in used.baseline_code

@@ -243,3 +243,39 @@ def test_a_disturbed_compute_only_phase_is_named_not_read_as_a_speed():
     assert "An example computes 0.75x" not in text
     normal = render_summary(dataclasses.replace(result, compute_slowdown=1.5))
     assert "An example computes 1.50x as long end to end" in normal
+
+
+def test_keeping_the_baseline_hands_over_no_snippet_of_the_fastest_run():
+    from tfperf.knobs import Knobs
+    from tfperf.report._tune_text import _apply
+    from tfperf.results import Measurement, Objective, TuneResult, speedup
+
+    base = Measurement("baseline", 0, Knobs(prefetch=0).to_dict(), [100.0, 140.0], 1, None)
+    tuned = Measurement("autotune", 1, Knobs(prefetch=-1).to_dict(), [125.0, 130.0], 1, None)
+    result = TuneResult(
+        pipeline="demo.py",
+        study_name="demo",
+        storage="sqlite://",
+        objective=Objective.THROUGHPUT,
+        best=tuned,
+        baseline=base,
+        autotune=tuned,
+        candidates=[base, tuned],
+        speedup_vs_baseline=speedup(tuned, base),
+        speedup_vs_autotune=None,
+        recommendation="",
+        changes_training=[],
+        pareto_trials=[],
+        trial_counts={},
+        trials_this_run=0,
+        wall_s=1.0,
+        ram_budget_bytes=None,
+        gpu_memory_budget_bytes=None,
+    )
+    assert not result.speedup_vs_baseline.significant
+    assert _apply(result) == ""
+    beaten = dataclasses.replace(base, examples_per_sec=[60.0, 61.0])
+    gained = dataclasses.replace(
+        result, baseline=beaten, speedup_vs_baseline=speedup(tuned, beaten)
+    )
+    assert "prefetch(tf.data.AUTOTUNE)" in _apply(gained)

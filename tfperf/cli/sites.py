@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from tfperf.knobs import Fixed
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.results import HandOver, TuneResult, describe_discovery
+from tfperf.results import HandOver, TuneResult, describe_discovery, keeps_baseline
 from tfperf.sites import Patch, patch_for, unplaceable
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def patch_section(pipeline: PipelineFile, result: TuneResult, write_to: Path | N
         )
     slowest = pipeline.discovery.slowest
     lines = [slowest.describe()] if slowest is not None else []
-    if result.best.label == "baseline" or not result.speedup_vs_baseline.significant:
+    if keeps_baseline(result.best, result.speedup_vs_baseline):
         lines.append(
             "Patch: none. No configuration beat your code by more than the measured noise."
         )

@@ -22,6 +22,7 @@ from tfperf.results import (
     Measurement,
     Speedup,
     TuneResult,
+    keeps_baseline,
     recommend,
     speedup,
     training_changes,
@@ -126,6 +127,8 @@ class Summary:
     baseline_code: str
     remeasured: bool
     patch: PatchBlock | None = None
+    # The recommendation is the baseline: no snippet, no patch, no changes to show.
+    keeps_baseline: bool = False
 
 
 def measured_configurations(snapshot: StudySnapshot) -> list[Measurement]:
@@ -143,19 +146,23 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
     by_label = {m.label: m for m in measured}
     baseline, autotune = by_label.get("baseline"), by_label.get("autotune")
     vs_baseline = speedup(best, baseline) if baseline else None
-    changes = training_changes(best, baseline) if baseline else []
+    # Keeping the baseline hands nothing over, whichever configuration ran fastest.
+    keep = vs_baseline is not None and keeps_baseline(best, vs_baseline)
+    changes = training_changes(best, baseline) if baseline and not keep else []
+    snippets = not keep and not best.knobs.get("sites")
     return Summary(
         rows=_rows(measured, choice),
         vs_baseline=vs_baseline,
         vs_autotune=speedup(best, autotune) if autotune and autotune is not best else None,
         recommendation=_recommendation(best, vs_baseline, changes, snapshot.remeasured),
         banner=banner(choice, vs_baseline, changes, snapshot.remeasured),
-        changes=_changes(best, baseline, changes),
+        changes=() if keep else _changes(best, baseline, changes),
         warnings=tuple(training_warnings(best, baseline, changes) if baseline else ()),
-        tf_data_code="" if best.knobs.get("sites") else tf_data_snippet(_all_knobs(best)),
-        baseline_code="" if best.knobs.get("sites") else baseline_snippet(_all_knobs(best)),
+        tf_data_code=tf_data_snippet(_all_knobs(best)) if snippets else "",
+        baseline_code=baseline_snippet(_all_knobs(best)) if snippets else "",
         remeasured=snapshot.remeasured,
-        patch=patch_block(snapshot, best, baseline, tune),
+        patch=None if keep else patch_block(snapshot, best, baseline, tune),
+        keeps_baseline=keep,
     )
 
 
@@ -197,7 +204,12 @@ def banner(
 ) -> Banner:
     """Green for a re-measured gain that leaves training as written; amber otherwise."""
     best = choice.best
-    if choice.fastest is not None and choice.gain is not None and vs_baseline is not None:
+    if (
+        choice.fastest is not None
+        and choice.gain is not None
+        and vs_baseline is not None
+        and not keeps_baseline(best, vs_baseline)
+    ):
         return Banner(
             "warn",
             f"Use {_name(best)}: {vs_baseline.ratio:.2f}x, training unchanged. The fastest, "

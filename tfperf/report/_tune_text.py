@@ -5,7 +5,7 @@ from __future__ import annotations
 from tfperf.knobs import format_value
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import flat_knobs
-from tfperf.results import Estimate, Measurement, TuneResult
+from tfperf.results import Estimate, Measurement, TuneResult, keeps_baseline
 from tfperf.units import format_bytes
 
 
@@ -100,7 +100,7 @@ def _changes(result: TuneResult) -> str:
 
 def _apply(result: TuneResult) -> str:
     # Code that reads no knobs gets a patch of its own calls instead (tfperf/cli/sites.py).
-    if result.best.label == "baseline" or result.best.knobs.get("sites"):
+    if keeps_baseline(result.best, result.speedup_vs_baseline) or result.best.knobs.get("sites"):
         return ""
     return (
         "Apply it: paste as BASELINE in the pipeline file:\n"

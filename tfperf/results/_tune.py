@@ -250,6 +250,14 @@ def input_only_choice(measured: list[Measurement], baseline: Measurement) -> Inp
     return InputOnlyChoice(input_only, input_only, fastest, gain)
 
 
+def keeps_baseline(best: Measurement, vs_baseline: Speedup) -> bool:
+    """Whether the recommendation is the baseline: nothing beat it beyond the measured noise.
+
+    Then nothing is handed over (no snippet, no patch), whichever configuration ran fastest.
+    """
+    return best.label == "baseline" or not vs_baseline.significant
+
+
 def recommend(
     best: Measurement,
     vs_baseline: Speedup,
@@ -262,7 +270,7 @@ def recommend(
     With `input_only` and `gain` (the input-only rule's figures), a recommendation that
     changes training also names the best configuration that leaves training as written.
     """
-    if best.label == "baseline" or not vs_baseline.significant:
+    if keeps_baseline(best, vs_baseline):
         return (
             "Keep your baseline: no configuration beat it by more than the measured noise "
             f"(±{vs_baseline.spread:.0%})."

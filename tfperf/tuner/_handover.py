@@ -18,7 +18,15 @@ from pathlib import Path
 
 from tfperf.knobs import Knobs
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.results import HandOver, Measurement, Speedup, TrialOutcome, TuneResult, speedup
+from tfperf.results import (
+    HandOver,
+    Measurement,
+    Speedup,
+    TrialOutcome,
+    TuneResult,
+    keeps_baseline,
+    speedup,
+)
 from tfperf.sites import Patch, patch_for
 from tfperf.study import TrialRecord, feasible_complete
 from tfperf.trials import TrialRequest
@@ -41,7 +49,7 @@ def hand_over(tuner: Tuner, result: TuneResult, *, verify: bool = True) -> HandO
     if pipeline.discovery is None:
         return None
     root = pipeline.path.parent.resolve()
-    if result.best.label == "baseline" or not result.speedup_vs_baseline.significant:
+    if keeps_baseline(result.best, result.speedup_vs_baseline):
         return HandOver(
             str(root),
             "",
