@@ -27,7 +27,7 @@ TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 # The first element never arrives: a numpy_function that sleeps for an hour.
 HANGS = """
-import time
+import pathlib, time
 import keras
 import numpy as np
 import tensorflow as tf
@@ -35,6 +35,7 @@ import tensorflow as tf
 BASELINE = {"batch_size": 4}
 
 def _never(x):
+    pathlib.Path(__file__).with_name("blocking").touch()  # the tests wait for it
     time.sleep(3600)
     return x
 
@@ -70,6 +71,15 @@ def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float = 90) -> None:
+    """Waits until `process`'s pipeline has written `path` (it reached the user's code)."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.1)
 
 
 def _wait_for_worker(process: subprocess.Popen[str], timeout_s: float = 90) -> None:
@@ -173,6 +183,7 @@ def test_one_ctrl_c_ends_profile_while_the_pipeline_blocks(write_pipeline, tmp_p
     process = _start("profile", str(path), "--quiet", cwd=tmp_path)
     try:
         _wait_for_worker(process)
+        _wait_for_file(process, path.with_name("blocking"))  # a cold start takes longer
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=10)
     except BaseException:
