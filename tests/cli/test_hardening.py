@@ -61,6 +61,16 @@ HELPER = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"
 )
 
 
+def _as_a_terminal_runs_it() -> None:
+    """SIGINT back to its default in the child, as in a terminal's foreground job.
+
+    A shell starts a background job (`make test &`, a CI runner's script) with SIGINT ignored,
+    the child inherits that, and Python then installs no KeyboardInterrupt handler: a Ctrl-C
+    test would test the shell, not tfperf.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     return subprocess.Popen(
@@ -70,6 +80,7 @@ def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_a_terminal_runs_it,
     )
 
 
