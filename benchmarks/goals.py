@@ -240,9 +240,9 @@ def _over_limit_note(record: PipelineRecord, cpu_count: int, share: float) -> st
     cpu = median(record.tuned.cpu_percent)
     cause = {
         "cpu": (
-            "the CPU per example the model measured stage by stage at the baseline is more "
-            f"than the tuned configuration spends (it ran at {cpu:.0f}% of "
-            f"{100 * cpu_count}% CPU)"
+            "the input's CPU per example the model's roofline counts (measured at a "
+            "reference configuration's rate, docs/limit.md) is more than the tuned "
+            f"configuration spends (it ran at {cpu:.0f}% of {100 * cpu_count}% CPU)"
         ),
         "compute": "the model alone ran faster in the tuned configuration's process",
         "sequential-stage": "the sequential stage ran faster than measured alone",

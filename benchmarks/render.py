@@ -145,7 +145,9 @@ def _throughput(record: BenchRecord) -> str:
     mean = geomean([f.value for f in found if f is not None])
     text = table(
         "## Throughput (examples/s)\n\nThe limit is tfperf's own, stated by its pipeline model "
-        "from the study's baseline trial (docs/limit.md): the smallest of the compute-only "
+        "from the study's baseline trial, its CPU roofline restated with the input's CPU per "
+        'example measured at the fastest reference trial (docs/limit.md, "The second '
+        'look"): the smallest of the compute-only '
         "rate, the CPU roofline and any stage that cannot run in parallel, and `bound by` "
         "names which. It is stated under the tuned configuration's training setting: where "
         "the tuned configuration changes the batch size or the precision, the model alone was "

@@ -233,13 +233,14 @@ process; shown as median ± spread (half the range over the median)
 
 ## Throughput (examples/s)
 
-The limit is tfperf's own, stated by its pipeline model from the study's baseline trial \
-(docs/limit.md): the smallest of the compute-only rate, the CPU roofline and any stage that \
-cannot run in parallel, and `bound by` names which. It is stated under the tuned \
-configuration's training setting: where the tuned configuration changes the batch size or the \
-precision, the model alone was timed under that setting in the baseline trial, and the limit \
-under the baseline's own setting follows in brackets. A ratio marked (noise) is within the sum \
-of its two figures' spreads.
+The limit is tfperf's own, stated by its pipeline model from the study's baseline trial, its \
+CPU roofline restated with the input's CPU per example measured at the fastest reference \
+trial (docs/limit.md, "The second look"): the smallest of the compute-only rate, the CPU \
+roofline and any stage that cannot run in parallel, and `bound by` names which. It is stated \
+under the tuned configuration's training setting: where the tuned configuration changes the \
+batch size or the precision, the model alone was timed under that setting in the baseline \
+trial, and the limit under the baseline's own setting follows in brackets. A ratio marked \
+(noise) is within the sum of its two figures' spreads.
 
 | pipeline | baseline | AUTOTUNE | tuned | limit | bound by | tuned/baseline | tuned/AUTOTUNE | \
 tuned/limit |

@@ -16,7 +16,9 @@ import pytest
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.measure._model import (
     THREAD_CAP,
+    input_cpu_s_per_example,
     model_cpu_s_per_example,
+    nearest_limit_input_cpu,
     pipeline_limit,
     pipeline_model,
     stage_costs,
@@ -209,6 +211,56 @@ def test_model_cpu_is_read_from_the_samples_inside_the_compute_only_window():
     # One busy core on average inside the window, at the compute-only rate.
     assert model_cpu_s_per_example(profile) == pytest.approx(1.0 / phase.examples_per_sec)
     assert model_cpu_s_per_example(dataclasses.replace(profile, cpu=None)) is None
+
+
+def _with_pipeline_cpu(profile, busy_percent, rate=None):
+    """`profile` with its pipeline-only phase at `rate` and `busy_percent` CPU inside it."""
+    phase = profile.pipeline_only
+    assert phase is not None
+    if rate is not None:
+        phase = dataclasses.replace(phase, examples_per_sec=rate)
+    start = phase.records[0].start_s
+    end = phase.records[-1].start_s + phase.records[-1].step_s
+    samples = [TimedValue(start - 1.0, 190.0), TimedValue(start, busy_percent)]
+    samples.append(TimedValue(end, busy_percent))
+    cpu = CpuUsage(busy_percent, 190.0, 2, samples)
+    return dataclasses.replace(profile, pipeline_only=phase, cpu=cpu)
+
+
+def test_input_cpu_is_read_from_the_samples_inside_the_pipeline_only_window():
+    from tests.reports import fake_profile
+
+    profile = _with_pipeline_cpu(fake_profile(), 50.0, rate=1000.0)
+
+    # Half a core on average inside the window, at 1,000 examples/s.
+    assert input_cpu_s_per_example(profile) == pytest.approx(0.5 / 1000.0)
+    assert input_cpu_s_per_example(dataclasses.replace(profile, cpu=None)) is None
+
+
+def test_the_input_cpu_that_holds_near_the_limit_is_the_fastest_configurations():
+    from tests.reports import fake_profile
+
+    baseline = _with_pipeline_cpu(fake_profile(), 50.0, rate=300.0)  # 1.67 ms per example
+    autotune = _with_pipeline_cpu(fake_profile(), 40.0, rate=600.0)  # 0.67 ms
+    estimate = _with_pipeline_cpu(fake_profile(), 100.0, rate=5000.0)  # 0.2 ms
+
+    assert nearest_limit_input_cpu(baseline, [autotune, estimate]) == pytest.approx(0.2e-3)
+    assert nearest_limit_input_cpu(baseline, [autotune]) == pytest.approx(40 / 100 / 600)
+    slower = _with_pipeline_cpu(fake_profile(), 10.0, rate=200.0)
+    assert nearest_limit_input_cpu(baseline, [slower]) is None  # the baseline's figure stands
+    assert nearest_limit_input_cpu(baseline, [dataclasses.replace(estimate, cpu=None)]) is None
+
+
+def test_the_input_cpu_given_replaces_the_stage_analysiss_in_the_roofline():
+    report = _remote_storage()  # 80 µs CPU per example at its output
+    measured = pipeline_model(report, 2, 9000.0)
+    given = pipeline_model(report, 2, 9000.0, input_cpu_s_per_example=0.5e-3)
+    assert measured is not None and given is not None
+
+    assert measured.limit.bound_by is LimitBound.COMPUTE  # 2 ÷ 80 µs = 25,000 does not bind
+    assert given.limit.bound_by is LimitBound.CPU
+    assert given.limit.examples_per_sec == pytest.approx(2 / 0.5e-3)
+    assert "0.5 ms input" in given.limit.terms[1].detail
 
 
 def _sleep_2ms(x):

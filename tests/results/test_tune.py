@@ -94,6 +94,19 @@ def test_input_only_rule_recommends_a_change_to_training_beyond_noise_and_names_
     assert "batch_size" in text and "trial 3's knobs is the best" in text
 
 
+def test_when_the_baseline_is_the_best_input_only_the_recommendation_names_it_plainly():
+    from tfperf.results import input_only_choice, recommend, speedup, training_changes
+
+    baseline = _measured("baseline", {"batch_size": 32}, [100.0, 101.0])
+    bigger = _measured("trial 5", {"batch_size": 64}, [400.0, 401.0])
+    choice = input_only_choice([baseline, bigger], baseline)
+    assert choice.input_only is baseline
+
+    changes = training_changes(bigger, baseline)
+    text = recommend(bigger, speedup(bigger, baseline), changes, choice.input_only, choice.gain)
+    assert "Leaving training as written, your baseline is the best" in text
+
+
 def test_input_only_rule_when_the_fastest_keeps_training():
     from tfperf.results import input_only_choice
 

@@ -10,13 +10,17 @@ import math
 import pytest
 
 from tests.fakes.trials import fake_result
-from tests.tuner.test_guide import MACHINE, ModelRunner, with_model
+from tests.tuner.test_guide import MACHINE, ModelRunner, _stat, with_model
 from tfperf.knobs import Choices, Fixed, Knobs
+from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
 from tfperf.results import (
+    CpuUsage,
     EpochSource,
     LimitBound,
     RestartCost,
+    StageKind,
+    TimedValue,
     TrainingRate,
     TuneResult,
 )
@@ -206,3 +210,59 @@ def test_the_second_estimate_is_the_fourth_trial_and_reaches_the_json(write_pipe
         assert saved.tuned_over_limit == pytest.approx(
             result.best.median / saved.best_limit.examples_per_sec
         )
+
+
+class RefitRunner(TrainingRunner):
+    """The training runner, with a baseline whose slow read burns 0.4 ms CPU per example (the
+    CPU roofline, 5,000 examples/s, binds every setting) and later trials whose pipeline-only
+    phase spends 9% of a core: 0.05 ms per example at the estimate's 1,800 examples/s."""
+
+    def __call__(self, request, budgets, *, on_progress=None):
+        outcome = super().__call__(request, budgets, on_progress=on_progress)
+        result = outcome.result
+        if result is None:
+            return outcome
+        if request.analyse_stages:
+            stats = [
+                _stat(0, StageKind.SOURCE, "range", 10e-6, 10e-6),
+                _stat(1, StageKind.MAP, "map(fetch)", 2.01e-3, 0.4e-3, {"num_parallel_calls": 1}),
+            ]
+            stages = stage_report(
+                with_added_costs(stats),
+                None,
+                seconds_per_stage=1,
+                warmup_s=0,
+                duration_s=1,
+                note=None,
+            )
+            return dataclasses.replace(outcome, result=dataclasses.replace(result, stages=stages))
+        phase = result.pipeline_only
+        assert phase is not None
+        start, last = phase.records[0].start_s, phase.records[-1]
+        samples = [TimedValue(start, 9.0), TimedValue(last.start_s + last.step_s, 9.0)]
+        cpu = CpuUsage(9.0, 9.0, 2, samples)
+        return dataclasses.replace(outcome, result=dataclasses.replace(result, cpu=cpu))
+
+
+def test_the_cpu_measured_nearer_the_limit_restates_it_and_queues_the_second_estimate(
+    write_pipeline, tmp_path
+):
+    pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
+    runner = RefitRunner()
+    options = TuneOptions(
+        trials=5, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=1, finalists=1
+    )
+    result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
+
+    # The first look: 2 cores ÷ 0.4 ms binds every setting, so no second estimate yet.
+    assert result.estimate is not None
+    assert result.estimate.predicted_examples_per_sec == pytest.approx(5000.0)
+    # After the estimate ran: 2 cores ÷ its 0.05 ms no longer binds; bf16 at batch 16 (the
+    # model alone at 36,000 examples/s) is the fourth trial.
+    fourth = runner.requests[3].knobs
+    assert (fourth.batch_size, fourth.mixed_precision.value) == (16, "mixed_bfloat16")
+    saved = TuneResult.from_dict(json.loads(result.to_json()))
+    assert saved.training_estimate is not None and saved.training_estimate.trial_number == 3
+    assert saved.training_estimate.predicted_examples_per_sec == pytest.approx(36000.0)
+    assert saved.limit is not None and saved.limit.bound_by is LimitBound.COMPUTE
+    assert saved.limit.examples_per_sec == pytest.approx(9000.0)

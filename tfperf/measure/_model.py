@@ -39,6 +39,7 @@ from tfperf.results import (
     Limit,
     LimitBound,
     LimitTerm,
+    PhaseResult,
     ProfileResult,
     StageKind,
     StageReport,
@@ -52,7 +53,9 @@ __all__ = [
     "PipelineModel",
     "Restarts",
     "StageCost",
+    "input_cpu_s_per_example",
     "model_from_profile",
+    "nearest_limit_input_cpu",
     "pipeline_limit",
     "pipeline_model",
     "profile_limit",
@@ -258,8 +261,12 @@ def pipeline_model(
     parallelism_of: dict[int, int] | None = None,
     restarts: Restarts | None = None,
     buffer_scale: float = 1.0,
+    input_cpu_s_per_example: float | None = None,
 ) -> PipelineModel | None:
     """The model of a pipeline from its stage analysis; None when nothing could be measured.
+
+    `input_cpu_s_per_example`, when given, replaces the full pipeline's CPU per example of the
+    stage analysis in the CPU roofline: a figure measured at a higher rate (`refit_cpu`).
 
     Example:
         >>> model = pipeline_model(report, 2, 9000.0)  # doctest: +SKIP
@@ -267,8 +274,10 @@ def pipeline_model(
         (18, <LimitBound.COMPUTE: 'compute'>)
     """
     costs = stage_costs(report, parallelism_of)
-    output = _last_measured(report.stages)
-    input_cpu = output.cpu_s_per_example if output is not None else None
+    input_cpu = input_cpu_s_per_example
+    if input_cpu is None:
+        output = _last_measured(report.stages)
+        input_cpu = output.cpu_s_per_example if output is not None else None
     limit = pipeline_limit(
         costs, cores, compute_examples_per_sec, input_cpu, model_cpu_s_per_example
     )
@@ -301,6 +310,7 @@ def model_from_profile(
     cores: int,
     training: TrainingRate | None = None,
     buffer_scale: float = 1.0,
+    input_cpu_s_per_example: float | None = None,
 ) -> PipelineModel | None:
     """The model of a profiled configuration; None without a stage analysis.
 
@@ -308,6 +318,8 @@ def model_from_profile(
         training: the model alone timed under another training setting: the limit and the
             thread counts are restated for it (the input's costs per example stay measured).
         buffer_scale: the restarting shuffle buffer's size over the profiled one.
+        input_cpu_s_per_example: the input's CPU per example for the CPU roofline, measured
+            at a higher rate than the stage analysis ran at (None: the analysis's own).
     """
     if profile.stages is None:
         return None
@@ -325,6 +337,7 @@ def model_from_profile(
         autotuned_parallelism(profile.autotune),
         profile_restarts(profile),
         buffer_scale,
+        input_cpu_s_per_example,
     )
 
 
@@ -355,7 +368,46 @@ def model_cpu_s_per_example(profile: ProfileResult) -> float | None:
     None when the host probe did not sample inside that window (a short phase), in which case
     the CPU roofline counts the input's CPU alone.
     """
-    phase, cpu = profile.compute_only, profile.cpu
+    return _phase_cpu_s_per_example(profile.compute_only, profile)
+
+
+def input_cpu_s_per_example(profile: ProfileResult) -> float | None:
+    """CPU seconds the input pipeline spends per example: CPU samples over the pipeline-only
+    window (the pipeline iterated with no model) at that phase's rate; None without samples.
+    """
+    return _phase_cpu_s_per_example(profile.pipeline_only, profile)
+
+
+def nearest_limit_input_cpu(
+    baseline: ProfileResult, others: Sequence[ProfileResult]
+) -> float | None:
+    """The input's CPU per example measured at the highest rate, when that is not the baseline's.
+
+    A pipeline's CPU per example falls as its rate rises: part of it is paid per wake-up (a
+    thread woken for each element that arrives alone, pools that spin before they sleep), and
+    it spreads over more elements as they queue up (docs/limit.md, "The second look"). The
+    baseline's figure, measured at its own (often slow) rate, overstates what a fast
+    configuration spends, and the CPU roofline built on it understates the limit. The figure
+    that holds near the limit is the one measured nearest it: the pipeline-only phase of the
+    fastest of `others` (configurations measured after the baseline), used only when that
+    phase ran faster than the baseline's own.
+
+    Returns None (the baseline's stage analysis stands) when none ran faster or none has CPU
+    samples in its pipeline-only window.
+    """
+    own = baseline.pipeline_only.examples_per_sec if baseline.pipeline_only else 0.0
+    faster = [
+        (p.pipeline_only.examples_per_sec, cpu)
+        for p in others
+        if p.pipeline_only is not None
+        and p.pipeline_only.examples_per_sec > own
+        and (cpu := input_cpu_s_per_example(p)) is not None
+    ]
+    return max(faster)[1] if faster else None
+
+
+def _phase_cpu_s_per_example(phase: PhaseResult | None, profile: ProfileResult) -> float | None:
+    cpu = profile.cpu
     if phase is None or cpu is None or not phase.records or phase.examples_per_sec <= 0:
         return None
     start = phase.records[0].start_s

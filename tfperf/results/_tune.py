@@ -295,6 +295,8 @@ def recommend(
 
 
 def _name(measurement: Measurement) -> str:
+    if measurement.label == "baseline":
+        return "your baseline"
     if measurement.label == "autotune":
         return "the AUTOTUNE configuration"
     if measurement.label == "estimate":

@@ -274,6 +274,10 @@ class Ledger:
         self.study.enqueue_trial({}, user_attrs=record.to_user_attrs())
         return True
 
+    def store_guide(self, guide: Mapping[str, Any]) -> None:
+        """Replaces the stored guide (the model restated after the estimate ran)."""
+        self.study.set_user_attr(GUIDE_ATTR, dict(guide))
+
     def guide(self) -> dict[str, Any] | None:
         """The guide stored with the estimate, or None before the baseline was analysed."""
         stored = self.study.user_attrs.get(GUIDE_ATTR)

@@ -6,6 +6,12 @@ baseline trial (run with the stage analysis) the model turns its profile into a 
 the model predicts best, which is queued as the third reference. `References` keeps the three,
 the guide (shared through the study by every tuner on it), the ranges TPE searches from it, and
 the estimate's predicted vs measured rate for the result.
+
+Once the estimate has run, `refit` takes a second look: the CPU roofline is restated with the
+input's CPU per example measured nearest the limit (the fastest reference's pipeline-only phase,
+`tfperf.measure.nearest_limit_input_cpu`), and the second estimate (training changed) is queued
+then if the restated model proposes one and the first look did not. The estimate's own predicted
+rate stays the one made before it ran, so predicted vs measured still shows the model's error.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfperf.hardware import Machine
 from tfperf.knobs import Domain, IntRange, Knobs, cycle_conflicts
+from tfperf.measure import nearest_limit_input_cpu
 from tfperf.results import Estimate, Limit, Measurement, ProfileResult
 from tfperf.study import (
     AUTOTUNE_REF,
@@ -82,16 +89,53 @@ class References:
             logger.info("no pipeline model: the baseline's stage analysis measured nothing")
             return
         self.guide = guide
-        self._queue(ledger, ESTIMATE_REF, guide.estimate, _ESTIMATE_SOURCE)
+        queued = self._queue(ledger, ESTIMATE_REF, guide.estimate, _ESTIMATE_SOURCE)
         if guide.training_estimate is not None:
             self._queue(ledger, TRAINING_ESTIMATE_REF, guide.training_estimate, _SECOND_SOURCE)
+        if not queued:  # the estimate is a configuration already measured: look again now
+            self.refit(ledger)
 
-    def _queue(self, ledger: Ledger, label: str, estimate: Estimate, source: str) -> None:
+    def refit(self, ledger: Ledger) -> None:
+        """Restates the guide with the input's CPU per example measured nearest the limit.
+
+        Called once the estimate has run. Keeps the first look's estimate (its prediction was
+        made before it ran); queues the second estimate when the restated model proposes one
+        and the first look did not. Nothing changes when no reference ran faster than the
+        baseline or none has CPU samples in its pipeline-only phase.
+        """
+        self.load(ledger)
+        profiles = _reference_profiles(ledger)
+        baseline = profiles.pop(BASELINE, None)
+        if self.guide is None or baseline is None:
+            return
+        cpu = nearest_limit_input_cpu(baseline, list(profiles.values()))
+        if cpu is None:
+            return
+        refit = make_guide(baseline, self.machine, self.baseline, self.space, self.guidable, cpu)
+        if refit is None:
+            return
+        first = self.guide
+        self.guide = dataclasses.replace(
+            refit, estimate=first.estimate, training_estimate=first.training_estimate
+        )
+        logger.info("the guide restated with %.3g ms input CPU per example", cpu * 1e3)
+        second = refit.training_estimate
+        if first.training_estimate is None and second is not None:
+            self.guide = dataclasses.replace(self.guide, training_estimate=second)
+            if self._queue(ledger, TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE):
+                return
+            self.guide = dataclasses.replace(self.guide, training_estimate=None)
+        ledger.store_guide(self.guide.to_dict())
+
+    def _queue(self, ledger: Ledger, label: str, estimate: Estimate, source: str) -> bool:
+        """Queues a reference (storing the guide with it); False when its knobs were measured."""
         assert self.guide is not None  # the guide is stored with the reference
         knobs = Knobs.from_mapping(estimate.knobs, source=source)
-        if knobs not in self.knobs.values():
-            ledger.enqueue_reference(label, knobs, self.guide.to_dict())
-            self.knobs[label] = knobs
+        if knobs in self.knobs.values():
+            return False
+        queued = ledger.enqueue_reference(label, knobs, self.guide.to_dict())
+        self.knobs[label] = knobs
+        return queued
 
     def load(self, ledger: Ledger) -> None:
         """The guide another tuner (or an earlier run) stored in the study, if any."""
@@ -158,6 +202,17 @@ class References:
         """`rate` as a fraction of the limit under `knobs`' training setting, when known."""
         limit = self.limit_for(knobs)
         return rate / limit.examples_per_sec if limit and limit.examples_per_sec > 0 else None
+
+
+def _reference_profiles(ledger: Ledger) -> dict[str, ProfileResult]:
+    """Reference label -> the profile its completed trial stored (the first, if repeated)."""
+    found: dict[str, ProfileResult] = {}
+    for trial in feasible_complete(ledger.study):
+        record = TrialRecord.from_trial(trial)
+        label = record.reference
+        if label is not None and label not in found and (profile := record.profile()):
+            found[label] = profile
+    return found
 
 
 def _measured(

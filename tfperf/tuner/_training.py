@@ -86,23 +86,27 @@ def training_estimate(
     baseline: Knobs,
     space: Mapping[str, Domain],
     input_only: PipelineModel,
+    input_cpu_s_per_example: float | None = None,
 ) -> tuple[TrainingChoice | None, list[SettingLimit]]:
     """The limit under each probed setting, and the setting to propose (None: none is worth it).
 
     A shuffle buffer is part of the choice when the dataset restarts: the largest buffer the
     search may choose whose predicted rate is within `SHUFFLE_TOLERANCE` of the best.
+    `input_cpu_s_per_example`: as in `make_guide` (the input's CPU does not depend on the
+    training setting).
     """
     cores = machine.cpu_count
+    cpu = input_cpu_s_per_example
     limits: list[SettingLimit] = []
     candidates: list[tuple[TrainingRate | None, PipelineModel]] = [(None, input_only)]
     for rate in result.training_rates:
-        model = model_from_profile(result, cores, rate)
+        model = model_from_profile(result, cores, rate, input_cpu_s_per_example=cpu)
         if model is not None:
             limits.append(SettingLimit(rate.batch_size, rate.mixed_precision, model.limit))
             candidates.append((rate, model))
     chosen, model = max(candidates, key=lambda c: c[1].predicted_examples_per_sec)
     changes = chosen.setting() if chosen is not None else {}
-    shuffle = _shuffle_choice(result, cores, chosen, baseline, space.get("shuffle_buffer"))
+    shuffle = _shuffle_choice(result, cores, chosen, baseline, space.get("shuffle_buffer"), cpu)
     if shuffle is not None:
         changes["shuffle_buffer"], model = shuffle
     changes = {n: v for n, v in changes.items() if _differs(baseline, n, v)}
@@ -138,13 +142,16 @@ def _shuffle_choice(
     rate: TrainingRate | None,
     baseline: Knobs,
     domain: Domain | None,
+    input_cpu_s_per_example: float | None,
 ) -> tuple[int, PipelineModel] | None:
     if result.restarts is None or baseline.sites or not isinstance(domain, (Choices, IntRange)):
         return None
     own = baseline.shuffle_buffer
     models: dict[int, PipelineModel] = {}
     for value in _values(domain, own):
-        model = model_from_profile(result, cores, rate, buffer_scale=value / own)
+        model = model_from_profile(
+            result, cores, rate, value / own, input_cpu_s_per_example=input_cpu_s_per_example
+        )
         if model is not None:
             models[value] = model
     if not models:

@@ -31,6 +31,7 @@ from tfperf.results import Measurement, Objective, Phase, TrialOutcome, TuneResu
 from tfperf.study import (
     BASELINE,
     DISCOVERY_ATTR,
+    ESTIMATE_REF,
     Claim,
     Done,
     Ledger,
@@ -261,8 +262,8 @@ class Tuner:
         """Runs a claimed trial; None when it ran nothing (a twin ran its knobs, or lost)."""
         import optuna
 
-        if self.references.guide is None:  # another tuner or an earlier run may have made it
-            self.references.load(self.ledger)
+        # Another tuner or an earlier run may have made the guide, or restated it (`refit`).
+        self.references.load(self.ledger)
         self.ledger.study.sampler = self._sampler(claim.number)
         try:
             with self.ledger.keep_alive(claim):
@@ -312,6 +313,8 @@ class Tuner:
         self.ledger.finish(claim, outcome)
         if label == BASELINE and outcome.result is not None:
             self.references.from_baseline(self.ledger, outcome.result)
+        elif label == ESTIMATE_REF:
+            self.references.refit(self.ledger)
         self._ran += 1
         self.listener.trial_finished(claim.number, outcome, *self._standing())
         self._check_hardware()
