@@ -16,6 +16,7 @@ import pytest
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.measure._model import (
     THREAD_CAP,
+    InputCpu,
     input_cpu_s_per_example,
     model_cpu_s_per_example,
     nearest_limit_input_cpu,
@@ -244,8 +245,12 @@ def test_the_input_cpu_that_holds_near_the_limit_is_the_fastest_configurations()
     autotune = _with_pipeline_cpu(fake_profile(), 40.0, rate=600.0)  # 0.67 ms
     estimate = _with_pipeline_cpu(fake_profile(), 100.0, rate=5000.0)  # 0.2 ms
 
-    assert nearest_limit_input_cpu(baseline, [autotune, estimate]) == pytest.approx(0.2e-3)
-    assert nearest_limit_input_cpu(baseline, [autotune]) == pytest.approx(40 / 100 / 600)
+    assert nearest_limit_input_cpu(baseline, [autotune, estimate]) == InputCpu(
+        pytest.approx(0.2e-3), 5000.0
+    )
+    assert nearest_limit_input_cpu(baseline, [autotune]) == InputCpu(
+        pytest.approx(40 / 100 / 600), 600.0
+    )
     slower = _with_pipeline_cpu(fake_profile(), 10.0, rate=200.0)
     assert nearest_limit_input_cpu(baseline, [slower]) is None  # the baseline's figure stands
     assert nearest_limit_input_cpu(baseline, [dataclasses.replace(estimate, cpu=None)]) is None
@@ -254,13 +259,16 @@ def test_the_input_cpu_that_holds_near_the_limit_is_the_fastest_configurations()
 def test_the_input_cpu_given_replaces_the_stage_analysiss_in_the_roofline():
     report = _remote_storage()  # 80 µs CPU per example at its output
     measured = pipeline_model(report, 2, 9000.0)
-    given = pipeline_model(report, 2, 9000.0, input_cpu_s_per_example=0.5e-3)
+    given = pipeline_model(report, 2, 9000.0, input_cpu=InputCpu(0.5e-3, 3000.0))
     assert measured is not None and given is not None
 
     assert measured.limit.bound_by is LimitBound.COMPUTE  # 2 ÷ 80 µs = 25,000 does not bind
     assert given.limit.bound_by is LimitBound.CPU
     assert given.limit.examples_per_sec == pytest.approx(2 / 0.5e-3)
-    assert "0.5 ms input" in given.limit.terms[1].detail
+    assert given.limit.terms[1].detail == (
+        "2 usable cores ÷ (0.5 ms input CPU per example; the input's figure measured at "
+        "3,000 examples/s)"
+    )
 
 
 def _sleep_2ms(x):

@@ -12,6 +12,7 @@ from tfperf.measure._discover import (
 )
 from tfperf.measure._model import (
     THREAD_CAP,
+    InputCpu,
     PipelineModel,
     Restarts,
     StageCost,
@@ -49,6 +50,7 @@ from tfperf.measure._training import (
 
 __all__ = [
     "THREAD_CAP",
+    "InputCpu",
     "PipelineModel",
     "Profiler",
     "Progress",

@@ -50,6 +50,7 @@ from tfperf.results import (
 __all__ = [
     "BLOCKING_RATIO",
     "THREAD_CAP",
+    "InputCpu",
     "PipelineModel",
     "Restarts",
     "StageCost",
@@ -171,6 +172,14 @@ class Restarts:
         return self.epoch_examples / (self.epoch_examples + refill * steady / faster)
 
 
+@dataclasses.dataclass(frozen=True)
+class InputCpu:
+    """The input's CPU seconds per example, and the pipeline-only rate it was measured at."""
+
+    s_per_example: float
+    examples_per_sec: float
+
+
 def stage_costs(
     report: StageReport, parallelism_of: dict[int, int] | None = None
 ) -> list[StageCost]:
@@ -208,9 +217,12 @@ def pipeline_limit(
     compute_examples_per_sec: float | None,
     input_cpu_s_per_example: float | None,
     model_cpu_s_per_example: float | None,
+    input_measured_at: float | None = None,
 ) -> Limit | None:
     """The smallest of the compute-only rate, the CPU roofline and each sequential stage's rate.
 
+    `input_measured_at`: the pipeline-only rate the input's CPU figure was measured at, said
+    in the roofline's arithmetic when it is not the stage analysis's own.
     Returns None when no term could be computed (nothing was measured).
     """
     terms: list[LimitTerm] = []
@@ -230,7 +242,7 @@ def pipeline_limit(
                 LimitBound.CPU,
                 cores / cpu,
                 f"{cores} usable cores ÷ ({_ms(input_cpu_s_per_example or 0.0)} input"
-                f"{model_part} CPU per example)",
+                f"{model_part} CPU per example{_measured_at(input_measured_at)})",
             )
         )
     total_wall = sum(stage.wall_s_per_example for stage in stages) or 1.0
@@ -261,12 +273,12 @@ def pipeline_model(
     parallelism_of: dict[int, int] | None = None,
     restarts: Restarts | None = None,
     buffer_scale: float = 1.0,
-    input_cpu_s_per_example: float | None = None,
+    input_cpu: InputCpu | None = None,
 ) -> PipelineModel | None:
     """The model of a pipeline from its stage analysis; None when nothing could be measured.
 
-    `input_cpu_s_per_example`, when given, replaces the full pipeline's CPU per example of the
-    stage analysis in the CPU roofline: a figure measured at a higher rate (`refit_cpu`).
+    `input_cpu`, when given, replaces the full pipeline's CPU per example of the stage analysis
+    in the CPU roofline: a figure measured at a higher rate (`nearest_limit_input_cpu`).
 
     Example:
         >>> model = pipeline_model(report, 2, 9000.0)  # doctest: +SKIP
@@ -274,22 +286,25 @@ def pipeline_model(
         (18, <LimitBound.COMPUTE: 'compute'>)
     """
     costs = stage_costs(report, parallelism_of)
-    input_cpu = input_cpu_s_per_example
-    if input_cpu is None:
+    if input_cpu is not None:
+        input_cpu_s: float | None = input_cpu.s_per_example
+        measured_at: float | None = input_cpu.examples_per_sec
+    else:
         output = _last_measured(report.stages)
-        input_cpu = output.cpu_s_per_example if output is not None else None
+        input_cpu_s = output.cpu_s_per_example if output is not None else None
+        measured_at = None
     limit = pipeline_limit(
-        costs, cores, compute_examples_per_sec, input_cpu, model_cpu_s_per_example
+        costs, cores, compute_examples_per_sec, input_cpu_s, model_cpu_s_per_example, measured_at
     )
     if limit is None:
         return None
     target = limit.examples_per_sec
     waiting_target = _waiting_target(limit)
-    input_cpu_s = sum(max(s.cpu_s_per_example, 0.0) for s in costs)
+    stages_cpu_s = sum(max(s.cpu_s_per_example, 0.0) for s in costs)
     sized = [
         dataclasses.replace(
             s,
-            threads=_threads(s, waiting_target if s.blocking else target, cores, input_cpu_s),
+            threads=_threads(s, waiting_target if s.blocking else target, cores, stages_cpu_s),
         )
         for s in costs
     ]
@@ -310,7 +325,7 @@ def model_from_profile(
     cores: int,
     training: TrainingRate | None = None,
     buffer_scale: float = 1.0,
-    input_cpu_s_per_example: float | None = None,
+    input_cpu: InputCpu | None = None,
 ) -> PipelineModel | None:
     """The model of a profiled configuration; None without a stage analysis.
 
@@ -318,8 +333,8 @@ def model_from_profile(
         training: the model alone timed under another training setting: the limit and the
             thread counts are restated for it (the input's costs per example stay measured).
         buffer_scale: the restarting shuffle buffer's size over the profiled one.
-        input_cpu_s_per_example: the input's CPU per example for the CPU roofline, measured
-            at a higher rate than the stage analysis ran at (None: the analysis's own).
+        input_cpu: the input's CPU per example for the CPU roofline, measured at a higher
+            rate than the stage analysis ran at (None: the analysis's own).
     """
     if profile.stages is None:
         return None
@@ -337,7 +352,7 @@ def model_from_profile(
         autotuned_parallelism(profile.autotune),
         profile_restarts(profile),
         buffer_scale,
-        input_cpu_s_per_example,
+        input_cpu,
     )
 
 
@@ -380,7 +395,7 @@ def input_cpu_s_per_example(profile: ProfileResult) -> float | None:
 
 def nearest_limit_input_cpu(
     baseline: ProfileResult, others: Sequence[ProfileResult]
-) -> float | None:
+) -> InputCpu | None:
     """The input's CPU per example measured at the highest rate, when that is not the baseline's.
 
     A pipeline's CPU per example falls as its rate rises: part of it is paid per wake-up (a
@@ -397,13 +412,13 @@ def nearest_limit_input_cpu(
     """
     own = baseline.pipeline_only.examples_per_sec if baseline.pipeline_only else 0.0
     faster = [
-        (p.pipeline_only.examples_per_sec, cpu)
+        InputCpu(cpu, p.pipeline_only.examples_per_sec)
         for p in others
         if p.pipeline_only is not None
         and p.pipeline_only.examples_per_sec > own
         and (cpu := input_cpu_s_per_example(p)) is not None
     ]
-    return max(faster)[1] if faster else None
+    return max(faster, key=lambda m: m.examples_per_sec, default=None)
 
 
 def _phase_cpu_s_per_example(phase: PhaseResult | None, profile: ProfileResult) -> float | None:
@@ -502,6 +517,12 @@ def _explain(term: LimitTerm) -> str:
         f"{term.stage_label} runs sequentially and bounds this pipeline at {rate}: give it "
         "parallelism (num_parallel_calls), or move it after batching, to lift it."
     )
+
+
+def _measured_at(examples_per_sec: float | None) -> str:
+    if examples_per_sec is None:
+        return ""
+    return f"; the input's figure measured at {examples_per_sec:,.0f} examples/s"
 
 
 def _ms(seconds: float | None) -> str:

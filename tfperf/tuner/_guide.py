@@ -39,7 +39,7 @@ from tfperf.knobs import (
     SiteName,
     is_site_name,
 )
-from tfperf.measure import THREAD_CAP, PipelineModel, model_from_profile
+from tfperf.measure import THREAD_CAP, InputCpu, PipelineModel, model_from_profile
 from tfperf.results import (
     TRAINING_KNOBS,
     Estimate,
@@ -105,17 +105,16 @@ def make_guide(
     baseline: Knobs,
     space: Mapping[str, Domain],
     guidable: Iterable[str],
-    input_cpu_s_per_example: float | None = None,
+    input_cpu: InputCpu | None = None,
 ) -> Guide | None:
     """The guide from the baseline's profile; None without a stage analysis or a limit.
 
     Only `guidable` names (those the tuner sized itself, not the file's `SEARCH_SPACE` nor a
-    `--fix`) get thread counts and estimate values. `input_cpu_s_per_example`: the input's CPU
-    per example measured nearer the limit than the baseline ran (`refit`); None: the
+    `--fix`) get thread counts and estimate values. `input_cpu`: the input's CPU per example
+    measured nearer the limit than the baseline ran (`References.refit`); None: the
     baseline's stage analysis.
     """
-    cpu = input_cpu_s_per_example
-    model = model_from_profile(baseline_result, machine.cpu_count, input_cpu_s_per_example=cpu)
+    model = model_from_profile(baseline_result, machine.cpu_count, input_cpu=input_cpu)
     if model is None:
         return None
     names = list(guidable)
@@ -125,7 +124,7 @@ def make_guide(
         knobs=estimate_knobs(baseline, threads, space, model.blocks).to_dict(),
         predicted_examples_per_sec=model.predicted_examples_per_sec,
     )
-    choice, limits = training_estimate(baseline_result, machine, baseline, space, model, cpu)
+    choice, limits = training_estimate(baseline_result, machine, baseline, space, model, input_cpu)
     second = None
     if choice is not None:
         sized = _sized(choice.model, names, caps, machine)

@@ -118,7 +118,11 @@ class References:
         self.guide = dataclasses.replace(
             refit, estimate=first.estimate, training_estimate=first.training_estimate
         )
-        logger.info("the guide restated with %.3g ms input CPU per example", cpu * 1e3)
+        logger.info(
+            "the guide restated with %.3g ms input CPU per example (measured at %.0f examples/s)",
+            cpu.s_per_example * 1e3,
+            cpu.examples_per_sec,
+        )
         second = refit.training_estimate
         if first.training_estimate is None and second is not None:
             self.guide = dataclasses.replace(self.guide, training_estimate=second)

@@ -20,7 +20,7 @@ from typing import Any
 
 from tfperf.hardware import Machine
 from tfperf.knobs import Choices, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
-from tfperf.measure import PipelineModel, model_from_profile
+from tfperf.measure import InputCpu, PipelineModel, model_from_profile
 from tfperf.results import Limit, ProfileResult, TrainingRate
 
 __all__ = [
@@ -86,27 +86,26 @@ def training_estimate(
     baseline: Knobs,
     space: Mapping[str, Domain],
     input_only: PipelineModel,
-    input_cpu_s_per_example: float | None = None,
+    input_cpu: InputCpu | None = None,
 ) -> tuple[TrainingChoice | None, list[SettingLimit]]:
     """The limit under each probed setting, and the setting to propose (None: none is worth it).
 
     A shuffle buffer is part of the choice when the dataset restarts: the largest buffer the
     search may choose whose predicted rate is within `SHUFFLE_TOLERANCE` of the best.
-    `input_cpu_s_per_example`: as in `make_guide` (the input's CPU does not depend on the
-    training setting).
+    `input_cpu`: as in `make_guide` (the input's CPU does not depend on the training setting).
     """
     cores = machine.cpu_count
-    cpu = input_cpu_s_per_example
     limits: list[SettingLimit] = []
     candidates: list[tuple[TrainingRate | None, PipelineModel]] = [(None, input_only)]
     for rate in result.training_rates:
-        model = model_from_profile(result, cores, rate, input_cpu_s_per_example=cpu)
+        model = model_from_profile(result, cores, rate, input_cpu=input_cpu)
         if model is not None:
             limits.append(SettingLimit(rate.batch_size, rate.mixed_precision, model.limit))
             candidates.append((rate, model))
     chosen, model = max(candidates, key=lambda c: c[1].predicted_examples_per_sec)
     changes = chosen.setting() if chosen is not None else {}
-    shuffle = _shuffle_choice(result, cores, chosen, baseline, space.get("shuffle_buffer"), cpu)
+    domain = space.get("shuffle_buffer")
+    shuffle = _shuffle_choice(result, cores, chosen, baseline, domain, input_cpu)
     if shuffle is not None:
         changes["shuffle_buffer"], model = shuffle
     changes = {n: v for n, v in changes.items() if _differs(baseline, n, v)}
@@ -142,16 +141,14 @@ def _shuffle_choice(
     rate: TrainingRate | None,
     baseline: Knobs,
     domain: Domain | None,
-    input_cpu_s_per_example: float | None,
+    input_cpu: InputCpu | None,
 ) -> tuple[int, PipelineModel] | None:
     if result.restarts is None or baseline.sites or not isinstance(domain, (Choices, IntRange)):
         return None
     own = baseline.shuffle_buffer
     models: dict[int, PipelineModel] = {}
     for value in _values(domain, own):
-        model = model_from_profile(
-            result, cores, rate, value / own, input_cpu_s_per_example=input_cpu_s_per_example
-        )
+        model = model_from_profile(result, cores, rate, value / own, input_cpu=input_cpu)
         if model is not None:
             models[value] = model
     if not models:
