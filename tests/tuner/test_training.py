@@ -39,15 +39,19 @@ def _rate(batch: int, precision: str, rate: float) -> TrainingRate:
     return TrainingRate(batch, precision, rate, None, steps=5)
 
 
-def test_the_probe_covers_larger_batches_and_every_precision_but_the_baselines_own():
+def test_the_probe_covers_every_batch_and_precision_but_the_baselines_own_larger_first():
     settings = training_settings(Knobs(batch_size=32), SPACE)
 
+    # A smaller batch too: the search may choose it (image_decode's winner in a benchmark run
+    # was batch 32 in bf16 from a baseline of 64, and no limit could be stated for it).
     assert [(s["batch_size"], s["mixed_precision"]) for s in settings] == [
         (128, "float32"),
         (128, "mixed_bfloat16"),
         (64, "float32"),
         (64, "mixed_bfloat16"),
         (32, "mixed_bfloat16"),
+        (16, "float32"),
+        (16, "mixed_bfloat16"),
     ]
 
 

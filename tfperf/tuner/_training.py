@@ -35,8 +35,9 @@ __all__ = [
 BEYOND_NOISE = 1.10
 #: A shuffle buffer is kept as large as costs at most this share of the best predicted rate.
 SHUFFLE_TOLERANCE = 0.95
-#: Most settings the baseline trial probes (each costs a build and ~0.5 s of steps).
-MAX_SETTINGS = 6
+#: Most settings the baseline trial probes (each costs a build and ~0.5 s of steps): the
+#: default space's 4 batch sizes x 2 precisions, less the baseline's own, fit.
+MAX_SETTINGS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,25 +58,29 @@ class TrainingChoice:
 
 
 def training_settings(baseline: Knobs, space: Mapping[str, Domain]) -> tuple[dict[str, Any], ...]:
-    """Settings for the baseline trial to probe: batch sizes at or above the baseline's that
-    the search may choose, times the precisions it may choose, without the baseline's own.
+    """Settings for the baseline trial to probe: the batch sizes the search may choose, times
+    the precisions it may choose, without the baseline's own.
 
-    A plain file or script holds its batch size at a call site, where the knob does nothing:
-    its batch size is not probed.
+    Larger batches come first (they are where a faster step is likely), then smaller ones,
+    nearest first: the search may choose those too, and a winner run under a setting never
+    probed has no limit to be compared with. A plain file or script holds its batch size at a
+    call site, where the knob does nothing: its batch size is not probed.
 
     Example:
         >>> space = {"batch_size": Choices((32, 64, 128)), "mixed_precision": Fixed("float32")}
-        >>> training_settings(Knobs(batch_size=64), space)
-        ({'batch_size': 128, 'mixed_precision': 'float32'},)
+        >>> [s["batch_size"] for s in training_settings(Knobs(batch_size=64), space)]
+        [128, 32]
     """
     own = (baseline.batch_size, baseline.mixed_precision.value)
     batches = [own[0]]
     if not baseline.sites:
-        batches = [b for b in _values(space.get("batch_size"), own[0]) if b >= own[0]]
+        batches = list(_values(space.get("batch_size"), own[0]))
     precisions = [
         str(getattr(p, "value", p)) for p in _values(space.get("mixed_precision"), own[1])
     ]
-    settings = [(b, p) for b in sorted(batches, reverse=True) for p in precisions]
+    larger = sorted((b for b in batches if b >= own[0]), reverse=True)
+    smaller = sorted((b for b in batches if b < own[0]), reverse=True)
+    settings = [(b, p) for b in larger + smaller for p in precisions]
     chosen = [s for s in settings if s != own][:MAX_SETTINGS]
     return tuple({"batch_size": b, "mixed_precision": p} for b, p in chosen)
 
