@@ -25,6 +25,10 @@ def test_every_trial_of_a_tune_runs_on_both_replicas(tmp_path: Path) -> None:
         "2",
         "--trials",
         "3",
+        "--steps",  # what is asserted is where trials ran, not their figures
+        "10",
+        "--warmup",
+        "2",
         "--finalists",
         "1",
         "--rounds",
@@ -75,6 +79,10 @@ def test_a_script_that_fits_in_its_strategys_scope_is_tuned_unchanged(tmp_path: 
         "2",
         "--trials",
         "3",
+        "--steps",  # what is asserted is where trials ran, not their figures
+        "10",
+        "--warmup",
+        "2",
         "--finalists",
         "1",
         "--rounds",
