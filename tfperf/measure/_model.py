@@ -10,7 +10,9 @@ blocks (a read from remote storage, a sleep, a remote call). From that:
 
 - the limit (`pipeline_limit`): the smallest of the compute-only rate (input free), the CPU
   roofline (usable cores ÷ (input + model CPU-seconds per example)) and the rate of each stage
-  that runs sequentially (no parallelism argument);
+  that runs sequentially (no parallelism argument); the input's CPU per example is the stage
+  analysis's, or one measured at a higher rate (`nearest_limit_input_cpu`: it falls as the
+  rate rises);
 - the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
   target being the limit: more threads cannot make the stage deliver more than the rest allows;
   a computing stage gets at least its share of the cores (its share of the input's CPU per
