@@ -15,6 +15,8 @@ import pytest
 
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.measure._model import (
+    BLOCKING_HEADROOM,
+    CALLS_PER_CORE,
     THREAD_CAP,
     InputCpu,
     input_cpu_s_per_example,
@@ -91,7 +93,8 @@ def test_a_blocking_stage_gets_littles_law_threads_for_the_compute_rate():
 
 
 def test_a_blocking_stage_is_sized_for_the_compute_rate_when_the_cpu_roofline_binds():
-    # The model's step costs 0.3 ms of CPU per example: 2 cores bound the pipeline at ~6,000.
+    # The model's step costs 0.3 ms of CPU per example: 2 cores bound the pipeline at ~6,000,
+    # and twice that (the headroom a waiting stage gets over the roofline) is above 9,000.
     model = pipeline_model(
         _remote_storage(), cores=2, compute_examples_per_sec=9000.0, model_cpu_s_per_example=3e-4
     )
@@ -101,6 +104,22 @@ def test_a_blocking_stage_is_sized_for_the_compute_rate_when_the_cpu_roofline_bi
     # The fetch's threads wait: sized for 9,000 x 2 ms, not for the roofline's rate.
     assert model.threads == {"num_parallel_calls": 18}
     assert model.predicted_examples_per_sec == pytest.approx(model.limit.examples_per_sec)
+
+
+def test_a_blocking_stage_is_sized_for_twice_the_roofline_when_the_model_alone_is_far_faster():
+    # A small model (100,000 examples/s alone, 0.3 ms CPU per example): the 2 cores bound the
+    # pipeline near 5,300 examples/s. Sizing the fetch for the model alone would ask for 200
+    # threads that could only wait (and contend for the GIL, as the benchmarks' Python fetches
+    # do); it gets twice the roofline's rate instead.
+    model = pipeline_model(
+        _remote_storage(), cores=2, compute_examples_per_sec=100_000.0, model_cpu_s_per_example=3e-4
+    )
+
+    assert model is not None and model.limit.bound_by is LimitBound.CPU
+    roofline = model.limit.examples_per_sec
+    assert roofline == pytest.approx(2 / (0.08e-3 + 0.3e-3), rel=1e-3)  # input + model CPU
+    assert model.threads == {"num_parallel_calls": math.ceil(BLOCKING_HEADROOM * roofline * 0.002)}
+    assert model.threads["num_parallel_calls"] == 22  # ceil(2 x 5,263/s x 2 ms)
 
 
 def test_the_measured_parallelism_is_undone_to_get_one_threads_time():
@@ -127,9 +146,9 @@ def test_the_limit_is_the_cpu_roofline_when_input_and_model_share_few_cores():
     # 2 cores ÷ (1.01 ms input + 0.19 ms model) per example.
     assert model.limit.examples_per_sec == pytest.approx(2 / 1.2e-3)
     assert "2 usable cores" in model.limit.terms[1].detail
-    # A computing stage gets the cores, not Little's law's count.
+    # A computing stage gets the calls the cores hold (2 per core), not Little's law's count.
     assert not model.stages[1].blocking
-    assert model.threads == {"num_parallel_calls": 2}
+    assert model.threads == {"num_parallel_calls": 2 * 2}
 
 
 def test_a_sequential_stage_binds_and_is_named():
@@ -160,8 +179,9 @@ def test_a_prefetch_never_binds_as_a_sequential_stage():
 
     assert model is not None
     assert [t.bound_by for t in model.limit.terms] == [LimitBound.COMPUTE, LimitBound.CPU]
-    # The blocking fetch is sized for the compute-only rate: 30,000/s x 1 ms.
-    assert model.threads == {"num_parallel_calls": 30}
+    # The blocking fetch is sized for twice the CPU roofline (2 cores ÷ 0.2 ms = 10,000/s),
+    # below the compute-only rate: 20,000/s x 1 ms.
+    assert model.threads == {"num_parallel_calls": 20}
     assert model.blocks
 
 
@@ -319,4 +339,5 @@ def test_a_computing_stage_gets_its_share_of_the_cores_even_when_the_target_is_l
 
     assert model is not None
     assert math.ceil(500.0 * model.stages[1].wall_s_per_example) == 1  # Little's law alone
-    assert model.threads == {"num_parallel_calls": 4}  # ceil(4 cores x 99% of the input's CPU)
+    # ceil(2 calls per core x 4 cores x 99% of the input's CPU)
+    assert model.threads == {"num_parallel_calls": CALLS_PER_CORE * 4}

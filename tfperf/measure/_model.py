@@ -15,9 +15,10 @@ blocks (a read from remote storage, a sleep, a remote call). From that:
   rate rises);
 - the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
   target being the limit: more threads cannot make the stage deliver more than the rest allows;
-  a computing stage gets at least its share of the cores (its share of the input's CPU per
-  example) and at most the cores; a blocking stage's target leaves out the CPU roofline (its
-  threads wait rather than compute), so it is sized for the compute-only rate;
+  a computing stage gets at least its share of the calls the cores hold (`CALLS_PER_CORE` per
+  core, times its share of the input's CPU per example) and at most all of them; a blocking
+  stage's threads wait rather than compute, so its target allows `BLOCKING_HEADROOM` times the
+  CPU roofline (which errs low), and no more: idle threads past it only contend;
 - the estimate: the configuration with those thread counts, and the rate predicted for it;
 - restarts: a finite dataset refills its shuffle buffer every epoch, and the model idles
   while it does, so the predicted rate is the steady one `r` times `E / (E + R r / f)` (E
@@ -50,7 +51,9 @@ from tfperf.results import (
 )
 
 __all__ = [
+    "BLOCKING_HEADROOM",
     "BLOCKING_RATIO",
+    "CALLS_PER_CORE",
     "THREAD_CAP",
     "InputCpu",
     "PipelineModel",
@@ -71,6 +74,18 @@ BLOCKING_RATIO = 2.0
 #: Most threads tfperf proposes for one stage or pool: each tf.data thread holds a stack and an
 #: element in flight, and past a few hundred the scheduler, not the work, sets the pace.
 THREAD_CAP = 256
+#: A blocking stage is sized for at most this many times the CPU roofline's rate: the roofline
+#: errs low (it counts the runtime's idle threads spinning), and past it the extra threads only
+#: wait, and contend (for the GIL, when the stage calls Python). Measured on 2 cores in bf16:
+#: finite_shuffle (batch 256) 41 threads 5,700-6,100 examples/s against 194 threads 3,900-4,300
+#: (the earlier size, for the compute-only rate); remote_storage (batch 128) 40 threads
+#: 4,900-5,300 against 90 threads 4,500-5,000. See docs/limit.md.
+BLOCKING_HEADROOM = 2.0
+#: A computing stage keeps up to this many calls in flight per core: calls queued behind the
+#: running ones absorb the spread of per-element costs. Measured on text_classify (2 cores,
+#: the pipeline alone): 9 calls on a private pool of 2 ran 16,400-17,000 examples/s against
+#: 11,700-13,200 with 2 calls on the shared pool.
+CALLS_PER_CORE = 2
 #: A stage adding less than this share of the pipeline's time per example is left alone.
 NEGLIGIBLE_SHARE = 0.02
 #: Arguments that run a stage's work on several threads.
@@ -466,34 +481,40 @@ def _measured_parallelism(stat: StageStat, argument: str | None, autotuned: dict
 
 
 def _waiting_target(limit: Limit) -> float:
-    """The rate a blocking stage is sized for: the limit without its CPU roofline.
+    """The rate a blocking stage is sized for: the limit, with headroom over its CPU roofline.
 
     A blocking stage's threads mostly wait, so the cores do not bound how many it needs; and
     the roofline rests on CPU measured while each part ran alone, which counts the runtime's
-    idle threads spinning, so it is low more often than high. Sizing the waiting threads for
-    the compute-only rate (or a sequential stage's) costs a few idle threads when the roofline
-    does bind, and saves the search from widening its way up when it does not.
+    idle threads spinning, so it is low more often than high. So the waiting threads are sized
+    for the smallest of the compute-only rate, a sequential stage's and `BLOCKING_HEADROOM`
+    times the roofline: a few idle threads when the roofline binds as stated, and none of the
+    hundreds that sizing for a fast model alone would ask for, threads that contend for the
+    host (and for the GIL, when the stage calls Python) without delivering more.
     """
-    rates = [t.examples_per_sec for t in limit.terms if t.bound_by is not LimitBound.CPU]
+    rates = [
+        t.examples_per_sec * (BLOCKING_HEADROOM if t.bound_by is LimitBound.CPU else 1.0)
+        for t in limit.terms
+    ]
     return min(rates, default=limit.examples_per_sec)
 
 
 def _threads(stage: StageCost, target: float, cores: int, input_cpu_s: float = 0.0) -> int:
     """Little's law: threads in flight = rate x time each spends.
 
-    A computing stage gets at most the cores (more threads would only queue for them), and
-    at least its share of them: `cores x` its share of the input's CPU per example. The target
-    comes from the limit, whose CPU term rests on the baseline's CPU per example; a stage that
-    does most of the input's work should not be held to one thread because that figure was
-    high.
+    A computing stage gets at least its share of the calls the cores can hold
+    (`CALLS_PER_CORE x cores x` its share of the input's CPU per example) and at most all of
+    them: calls beyond the cores queue, and the queue absorbs the spread of per-element costs;
+    more would only hold elements in memory. The target comes from the limit, whose CPU term
+    rests on the baseline's CPU per example; a stage that does most of the input's work should
+    not be held to one thread because that figure was high.
     """
     if stage.argument is None:
         return 1
     needed = max(1, math.ceil(target * stage.wall_s_per_example - 1e-9))
     if not stage.blocking:
+        calls = CALLS_PER_CORE * max(1, cores)
         share = max(stage.cpu_s_per_example, 0.0) / input_cpu_s if input_cpu_s > 0 else 0.0
-        needed = max(needed, math.ceil(cores * share - 1e-9))
-        needed = min(needed, max(1, cores))
+        needed = min(max(needed, math.ceil(calls * share - 1e-9)), calls)
     return min(needed, THREAD_CAP)
 
 
