@@ -498,6 +498,29 @@ def test_late_convergence_says_how_far_the_estimate_was():
     assert "The study's best came late (trial 9). The estimate (trial 3) reached 20%" in (
         check.note
     )
+    assert "the model's thread counts or training setting were off" in check.note
+
+
+def test_late_convergence_counts_the_second_estimate_and_calls_a_near_miss_noise():
+    trials = [Trial(n, "complete", 100.0 + n, 30.0 * (n + 1)) for n in range(8)]
+    trials[3] = Trial(3, "complete", 472.0, 120.0)  # 94.4% of the chosen 500: just outside 5%
+    trials.append(Trial(8, "complete", 500.0, 270.0))
+    record = _with_model(trial=2, second_trial=3)
+    record.tuning = Tuning(**{**record.tuning.__dict__, "trials": trials, "best_label": "trial 8"})
+    check = check_convergence(record)
+    assert check.met is False
+    assert (
+        "The estimate (trial 3) reached 20% of the final best, its estimate with training "
+        "changed (trial 4) 94%: within a single trial's noise"
+    ) in check.note
+    record = _with_model(trial=2, second_trial=None)
+    record.tuning = Tuning(
+        **{**record.tuning.__dict__, "trials": trials, "best_label": "trial 8"},
+    )
+    record.tuning.changes_training = ["batch_size"]
+    assert "the model proposed no estimate with training changed" in (
+        check_convergence(record).note
+    )
 
 
 def test_a_training_change_within_noise_is_a_miss_and_none_is_met():
