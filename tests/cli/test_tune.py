@@ -61,7 +61,7 @@ def trials(db: Path, name: str = "pipeline") -> list[optuna.trial.FrozenTrial]:
 
 def test_search_beats_the_baseline_on_the_knob_that_matters(write_pipeline, tmp_path):
     path = write_pipeline(pipelines.PARALLEL_SENSITIVE)
-    process = tune(path, "--trials", "5", "--rounds", "2", "--finalists", "1", cwd=tmp_path)
+    process = tune(path, "--trials", "4", "--rounds", "2", "--finalists", "1", cwd=tmp_path)
     out, err = process.communicate(timeout=400)
     assert process.returncode == 0, err
     summary = json.loads((tmp_path / "reports" / "pipeline-tune.json").read_text())
