@@ -390,3 +390,44 @@ def test_a_damaged_study_file_names_the_recovery(tmp_path):
         "start a new study with --study and another --storage."
     )
     assert explain_storage_failure("sqlite:///x.db", ValueError("a bug")) is None
+
+
+def test_sqlite_opening_is_retried_when_another_tuner_created_a_table_meanwhile(
+    tmp_path, monkeypatch
+):
+    """Two tuners opening one new SQLite file: the one whose CREATE TABLE comes second fails
+    with "table ... already exists" (the other made it between the check and the create) and
+    finds the tables on its next look, as on PostgreSQL."""
+    import sqlite3
+
+    calls = []
+
+    class RacedOnce(optuna.storages.RDBStorage):
+        def __init__(self, url, **kwargs):
+            calls.append(url)
+            if len(calls) == 1:
+                cause = sqlite3.OperationalError("table study_directions already exists")
+                raise sqlalchemy.exc.OperationalError("CREATE TABLE study_directions", {}, cause)
+            super().__init__(url, **kwargs)
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", RacedOnce)
+    storage = open_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    assert len(calls) == 2
+    optuna.create_study(storage=storage, study_name="s")
+    assert [s.study_name for s in optuna.get_all_study_summaries(storage)] == ["s"]
+
+
+def test_an_sqlite_error_other_than_the_race_is_not_retried(tmp_path, monkeypatch):
+    import sqlite3
+
+    calls = []
+
+    def locked(*args, **kwargs):
+        calls.append(args[0])
+        cause = sqlite3.OperationalError("disk I/O error")
+        raise sqlalchemy.exc.OperationalError("CREATE TABLE studies", {}, cause)
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", locked)
+    with pytest.raises(StorageError, match="disk I/O error"):
+        open_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    assert len(calls) == 1

@@ -248,9 +248,15 @@ def _rdb_storage(
                 heartbeat_interval=heartbeat_interval,
                 grace_period=grace_period,
             )
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError) as error:
-            # PostgreSQL's CREATE TABLE (and MySQL's) is not safe against a concurrent twin:
-            # the loser fails on the catalog, and finds the tables made when it looks again.
+        except (
+            sqlalchemy.exc.IntegrityError,
+            sqlalchemy.exc.ProgrammingError,
+            sqlalchemy.exc.OperationalError,
+        ) as error:
+            # CREATE TABLE is not safe against a concurrent twin: PostgreSQL's (and MySQL's)
+            # loser fails on the catalog, SQLite's on "table ... already exists" when the other
+            # created it between the check and the create; each finds the tables made when it
+            # looks again.
             if attempt == SCHEMA_ATTEMPTS or not _schema_race(error):
                 raise
             time.sleep(random.uniform(0.2, 1.0))
