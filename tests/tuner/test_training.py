@@ -93,6 +93,40 @@ def test_a_setting_that_lifts_the_limit_beyond_noise_is_the_second_estimate():
     assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
 
 
+@pytest.mark.parametrize(
+    ("nearer_rate", "proposed"),
+    [
+        # 29,000 is within 5% of 30,000 in both views: the model cannot tell the two apart,
+        # and batch 64 changes training less (one doubling and bf16, not two and bf16).
+        (29000.0, 64),
+        # 27,000 is 10% below: the faster setting is proposed.
+        (27000.0, 128),
+    ],
+)
+def test_of_settings_within_the_models_error_the_one_nearest_the_baseline_is_proposed(
+    nearer_rate: float, proposed: int
+):
+    rates = [_rate(128, "mixed_bfloat16", 30000.0), _rate(64, "mixed_bfloat16", nearer_rate)]
+    baseline, result = _baseline_result(rates)
+    guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
+    assert guide is not None
+
+    second = guide.training_estimate
+    assert second is not None
+    assert second.knobs["batch_size"] == proposed
+    assert second.knobs["mixed_precision"] == "mixed_bfloat16"
+    assert sorted(s.batch_size for s in guide.setting_limits) == [64, 128]
+
+
+def test_a_setting_that_changes_only_precision_is_nearer_than_one_that_quadruples_the_batch():
+    rates = [_rate(128, "float32", 30000.0), _rate(32, "mixed_bfloat16", 29500.0)]
+    baseline, result = _baseline_result(rates)
+    guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
+    assert guide is not None and guide.training_estimate is not None
+
+    assert guide.training_estimate.changes_training == ["mixed_precision"]
+
+
 def test_a_setting_within_noise_is_not_proposed_but_its_limit_is_kept():
     baseline, result = _baseline_result([_rate(64, "float32", 9500.0)])
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
