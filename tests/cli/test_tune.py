@@ -99,6 +99,8 @@ def kill_while_a_trial_runs(process: subprocess.Popen[str], db: Path) -> list[in
             states = trials(db)
         except sqlalchemy.exc.OperationalError:  # frozen mid-write, holding the lock
             states = []
+        except sqlalchemy.exc.IntegrityError:  # frozen while stamping the new file's schema
+            states = []
         except BaseException:
             process.kill()  # never leave a frozen tuner behind
             raise

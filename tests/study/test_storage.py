@@ -417,6 +417,31 @@ def test_sqlite_opening_is_retried_when_another_tuner_created_a_table_meanwhile(
     assert [s.study_name for s in optuna.get_all_study_summaries(storage)] == ["s"]
 
 
+def test_sqlite_opening_is_retried_when_another_tuner_stamped_the_schema_meanwhile(
+    tmp_path, monkeypatch
+):
+    """The race CI met with two processes on one new file: both find alembic_version empty,
+    the other stamps it first, and this one's stamp fails on real SQLite with "UNIQUE
+    constraint failed: alembic_version.version_num"; the next look finds it stamped."""
+    from alembic.runtime.migration import HeadMaintainer
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    insert = HeadMaintainer._insert_version
+    stamps = []
+
+    def the_other_tuner_stamps_after_this_look(self, version):
+        stamps.append(version)
+        if len(stamps) == 1:
+            optuna.storages.RDBStorage(url)  # the other tuner, start to finish (stamps twice)
+        insert(self, version)
+
+    monkeypatch.setattr(HeadMaintainer, "_insert_version", the_other_tuner_stamps_after_this_look)
+    storage = open_storage(url)
+    assert len(stamps) == 2  # this one's failed stamp and the other's; the retry found it
+    optuna.create_study(storage=storage, study_name="s")
+    assert [s.study_name for s in optuna.get_all_study_summaries(storage)] == ["s"]
+
+
 def test_an_sqlite_error_other_than_the_race_is_not_retried(tmp_path, monkeypatch):
     import sqlite3
 

@@ -63,8 +63,17 @@ _DIALECT_DRIVERS = {
     "pymysql": "pymysql",
     "mysql.connector": "mysqlconnector",
 }
-# Catalog races of PostgreSQL and MySQL when several processes create the same tables at once.
-_SCHEMA_RACE_PHRASES = ("already exists", "duplicate key", "pg_type_typname_nsp_index")
+# Races when several processes create Optuna's tables at once: the catalog's (PostgreSQL, MySQL,
+# SQLite's "table ... already exists") and the version rows' (alembic_version, version_info),
+# which each process inserts after finding none: SQLite's "UNIQUE constraint failed",
+# PostgreSQL's "duplicate key", MySQL's "Duplicate entry".
+_SCHEMA_RACE_PHRASES = (
+    "already exists",
+    "duplicate key",
+    "duplicate entry",
+    "unique constraint failed",
+    "pg_type_typname_nsp_index",
+)
 # SQLAlchemy driver name -> the pip package that provides it.
 _DRIVER_PACKAGES = {
     "psycopg2": "psycopg2-binary",
@@ -253,10 +262,11 @@ def _rdb_storage(
             sqlalchemy.exc.ProgrammingError,
             sqlalchemy.exc.OperationalError,
         ) as error:
-            # CREATE TABLE is not safe against a concurrent twin: PostgreSQL's (and MySQL's)
-            # loser fails on the catalog, SQLite's on "table ... already exists" when the other
-            # created it between the check and the create; each finds the tables made when it
-            # looks again.
+            # Creating the schema is not safe against a concurrent twin: PostgreSQL's (and
+            # MySQL's) loser fails on the catalog, SQLite's on "table ... already exists" when
+            # the other created it between the check and the create, and either on the
+            # version row the other stamped between its look and its insert; each finds the
+            # schema made when it looks again.
             if attempt == SCHEMA_ATTEMPTS or not _schema_race(error):
                 raise
             time.sleep(random.uniform(0.2, 1.0))
