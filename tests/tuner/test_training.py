@@ -159,10 +159,10 @@ def test_a_step_barely_faster_is_not_proposed_in_either_view():
     assert guide is not None and guide.training_estimate is None
 
 
-def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_affordable():
-    restarts = RestartCost(
+def _restarts(seconds_per_restart: float) -> RestartCost:
+    return RestartCost(
         restarts=2,
-        seconds_per_restart=1.0,
+        seconds_per_restart=seconds_per_restart,
         stage="shuffle(2048)",
         stage_kind=None,
         steady_wait_s_per_step=0.0,
@@ -173,7 +173,10 @@ def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_
         epoch_source=EpochSource.GIVEN,
         weighted_examples_per_sec=1.0,
     )
-    baseline, result = _baseline_result([], restarts)
+
+
+def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_affordable():
+    baseline, result = _baseline_result([], _restarts(1.0))
     baseline = baseline.replace(shuffle_buffer=2048)
     assert result.pipeline_only is not None
     epoch = 64 * 32
@@ -191,6 +194,20 @@ def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_
     assert second is not None and second.changes_training == ["shuffle_buffer"]
     assert second.knobs["shuffle_buffer"] == affordable
     assert second.predicted_examples_per_sec == pytest.approx(9000.0 * share[affordable])
+
+
+def test_a_cheap_refill_keeps_the_baselines_shuffle_buffer_rather_than_a_larger_one():
+    """Every buffer within 5% of the best: the baseline's own stays, not the largest (in a
+    bench small_files' second estimate doubled its buffer for nothing and ran 75% of its
+    prediction)."""
+    baseline, result = _baseline_result([_rate(128, "mixed_bfloat16", 30000.0)], _restarts(1e-4))
+    baseline = baseline.replace(shuffle_buffer=2048)
+    space = {**SPACE, "shuffle_buffer": Choices((256, 512, 1024, 2048, 4096))}
+    guide = make_guide(result, MACHINE, baseline, space, GUIDABLE)
+
+    assert guide is not None and guide.training_estimate is not None
+    assert guide.training_estimate.knobs["shuffle_buffer"] == 2048
+    assert guide.training_estimate.changes_training == ["batch_size", "mixed_precision"]
 
 
 def test_the_limit_follows_the_training_setting_a_configuration_runs():
