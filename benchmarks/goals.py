@@ -17,11 +17,12 @@ from benchmarks.record import (
     Repeatability,
     chosen_rate,
     coefficient_of_variation,
-    first_within,
+    convergence,
     geomean,
     median,
     ratio,
     shared_cpu_bound,
+    single_figure_convergence,
     spread,
 )
 from tfperf.knobs import format_value
@@ -287,13 +288,15 @@ def check_convergence(record: PipelineRecord) -> Check:
     """Within 5% of the study's final best by trial 6 (the estimate is trial 3)."""
     goal = f"within {CONVERGENCE_TOLERANCE:.0%} of best by trial {TRIALS_GOAL}"
     trials = record.tuning.trials
-    best = chosen_rate(trials, record.tuning.best_label)
-    index = first_within([trial.examples_per_sec for trial in trials], best=best)
+    index = convergence(trials, record.tuning.best_label)
     if index is None:
         return Check(goal, None, "no completed trial", _missing(record))
     reached = trials[index]
     minutes = (reached.elapsed_s or 0.0) / 60
     measured = f"trial {index + 1} of {len(trials)}, {minutes:.1f} min"
+    single = single_figure_convergence(trials, record.tuning.best_label)
+    if single is not None and single != index:
+        measured += f" (by single trial figures: trial {single + 1})"
     if index + 1 <= TRIALS_GOAL:
         return Check(goal, True, measured)
     return Check(goal, False, measured, _late_note(record, index))
@@ -315,12 +318,12 @@ def _estimates_reached(record: PipelineRecord, first: int, second: int | None) -
     """How near the final best the model's estimates came, and what that says."""
     trials = record.tuning.trials
     best = chosen_rate(trials, record.tuning.best_label) or max(
-        (t.examples_per_sec or 0.0 for t in trials), default=0.0
+        (t.figure or 0.0 for t in trials), default=0.0
     )
 
     def share(number: int) -> float | None:
         trial = next((t for t in trials if t.number == number), None)
-        figure = trial.examples_per_sec if trial else None
+        figure = trial.figure if trial else None
         return figure / best if figure and best else None
 
     shares = {first: share(first)}

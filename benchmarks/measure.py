@@ -11,6 +11,7 @@ Nothing here prints: progress goes to the `log` callback.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from benchmarks.record import (
 )
 from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
 from tfperf.knobs import Knobs
-from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results import Measurement, TrialOutcome, TrialStatus
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
 from tfperf.tuner._remeasure import remeasure
@@ -89,6 +90,7 @@ def tune(
     )
     result = tfperf.tune(pipeline, options)
     trials, search_s = study_trials(storage, spec.name)
+    trials = with_remeasured(trials, result.candidates)
     tuning = Tuning(
         trials_budget=settings.trials,
         steps=settings.steps_for(spec),
@@ -177,6 +179,12 @@ def study_trials(storage: str, study_name: str) -> tuple[list[Trial], float]:
         for t in sorted(finished, key=lambda t: t.number)
     ]
     return trials, (max(ends) - origin).total_seconds()
+
+
+def with_remeasured(trials: list[Trial], measured: Sequence[Measurement]) -> list[Trial]:
+    """`trials` with the median of each re-measured configuration on the trial that ran it."""
+    medians = {m.trial_number: m.median for m in measured if m.trial_number is not None}
+    return [dataclasses.replace(t, remeasured=medians.get(t.number)) for t in trials]
 
 
 def _figure(trial: optuna.trial.FrozenTrial) -> float | None:

@@ -20,6 +20,7 @@ from benchmarks.goals import (
     check_training,
     turns_rate,
 )
+from benchmarks.measure import with_remeasured
 from benchmarks.record import (
     BenchRecord,
     Failure,
@@ -35,15 +36,18 @@ from benchmarks.record import (
     Tuning,
     chosen_rate,
     coefficient_of_variation,
+    convergence,
     first_within,
     geomean,
     median,
     ratio,
     shared_cpu_bound,
+    single_figure_convergence,
     spread,
 )
 from benchmarks.render import render
 from benchmarks.suite import SUITE, Settings, SuiteError, select
+from tfperf.results import Measurement
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = {"batch_size": 32, "num_parallel_calls": 1, "prefetch": 0}
@@ -266,18 +270,22 @@ it. |
 ## Tuning
 
 Trials to 5%: the first trial (counting from 1; trial 1 is the baseline, 2 AUTOTUNE, 3 tfperf's \
-estimate, 4 its estimate with training changed where the model proposes one) whose examples/s \
-came within 5% of the study's final best: the trial figure of the configuration the study chose \
-after re-measuring its finalists. Search: the trials; tune: the whole `tfperf tune`, its \
-re-measurement of the finalists included. Chosen: tfperf's own label, whose trial numbers count \
-from 0 as Optuna's do.
+estimate, 4 its estimate with training changed where the model proposes one) whose configuration \
+came within 5% of the study's final best: the re-measured median of the configuration the study \
+chose after re-measuring its finalists. Each trial counts by its re-measured median where the \
+study measured it again (its finalists and references), else by its single trial figure; the \
+goals table also gives the count by single figures alone where it differs (one 1-second window \
+swings ~14% between processes on this machine). Search: the trials; tune: the whole `tfperf \
+tune`, its re-measurement of the finalists included. Chosen: tfperf's own label, whose trial \
+numbers count from 0 as Optuna's do.
 
 | pipeline | budget | trials to 5% | time to 5% | search | tune | chosen | trial outcomes |
 | --- | --- | --- | --- | --- | --- | --- | --- |
 | demo | 6 trials of 30 steps | 3 | 25 s | 60 s | 90 s | trial 5 (the 6th) | 4 complete, 1 \
 pruned, 1 ram-budget |
 
-Each study's trials in order (examples/s; `p` pruned, `x` failed or over a budget):
+Each study's trials in order (examples/s; in brackets a re-measured median; `p` pruned, `x` \
+failed or over a budget):
 
 - demo: 100 200 390 p x 400
 
@@ -651,7 +659,7 @@ def test_restart_cost_is_reported_for_pipelines_that_restarted():
     )
 
 
-def test_the_final_best_is_the_chosen_configurations_trial_figure_not_a_lucky_window():
+def test_without_re_measurement_the_final_best_is_the_chosen_configurations_trial_figure():
     rates = [100.0, 150.0, 400.0, 390.0, 330.0, 300.0, 420.0]
     trials = [Trial(n, "complete", rate, 30.0 * (n + 1)) for n, rate in enumerate(rates)]
     assert first_within([t.examples_per_sec for t in trials]) == 2
@@ -660,6 +668,42 @@ def test_the_final_best_is_the_chosen_configurations_trial_figure_not_a_lucky_wi
     trials[2] = Trial(2, "complete", 400.0, 90.0, reference="estimate")
     assert chosen_rate(trials, "estimate") == 400.0
     assert chosen_rate(trials, "trial 99") is None
+
+
+def test_a_trial_counts_by_its_re_measured_median_and_the_bar_is_the_chosen_ones_median():
+    # The estimate (trial 3) drew a low window, 300, and re-measured 385; the chosen trial 7
+    # drew a lucky 420 and re-measured 395: the estimate was within 5% all along.
+    rates = [100.0, 150.0, 300.0, 250.0, 330.0, 310.0, 420.0]
+    trials = [Trial(n, "complete", rate, 30.0 * (n + 1)) for n, rate in enumerate(rates)]
+    trials[2] = dataclasses.replace(trials[2], reference="estimate", remeasured=385.0)
+    trials[6] = dataclasses.replace(trials[6], remeasured=395.0)
+    assert chosen_rate(trials, "trial 6") == 395.0
+    assert convergence(trials, "trial 6") == 2
+    assert single_figure_convergence(trials, "trial 6") == 6
+    record = _with_model(trial=2)
+    record.tuning = Tuning(**{**record.tuning.__dict__, "trials": trials, "best_label": "trial 6"})
+    check = check_convergence(record)
+    assert check.met is True
+    assert check.measured == "trial 3 of 7, 1.5 min (by single trial figures: trial 7)"
+    bench = bench_record()
+    bench.pipelines = [record]
+    assert f"- {record.name}: 100 150 300 [385] 250 330 310 420 [395]" in render(bench)
+
+
+def test_the_studys_re_measured_medians_land_on_the_trials_that_ran_them():
+    trials = [Trial(n, "complete", 100.0 * (n + 1), 30.0) for n in range(3)]
+    measured = [
+        Measurement("trial 2", 2, {}, [290.0, 310.0, 300.0], 0, None),
+        Measurement("estimate", None, {}, [50.0], 0, None),  # a label with no trial
+    ]
+    assert [t.remeasured for t in with_remeasured(trials, measured)] == [None, None, 300.0]
+
+
+def test_without_re_measured_medians_a_trial_counts_by_its_single_figure():
+    trials = [Trial(n, "complete", rate, 30.0) for n, rate in enumerate([100.0, 380.0, 400.0])]
+    assert convergence(trials, "trial 2") == 1
+    trials[1] = dataclasses.replace(trials[1], remeasured=370.0)
+    assert convergence(trials, "trial 2") == 2  # its median, 92.5% of 400, is what counts
 
 
 def test_tuned_beyond_the_limit_and_its_noise_is_called_the_models_error():
