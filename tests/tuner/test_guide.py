@@ -218,6 +218,25 @@ def test_the_estimate_is_the_third_trial_and_the_limit_reaches_the_json(write_pi
     assert any(m.label == "estimate" for m in result.candidates)
 
 
+def test_the_references_knobs_are_recorded_as_params_so_tpe_starts_from_them(
+    write_pipeline, tmp_path
+):
+    pipeline = load_pipeline(write_pipeline(TUNER_SOURCE))
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    options = TuneOptions(trials=4, storage=storage, seed=1, rounds=1, finalists=1)
+    Tuner(pipeline, options, runner=ModelRunner(), machine=MACHINE).run()
+
+    trials = optuna.load_study(study_name=pipeline.name, storage=storage).trials
+    baseline, autotune, estimate = (t.params for t in trials[:3])
+    assert baseline["prefetch"] == pipeline.baseline.prefetch
+    # AUTOTUNE lies outside the integer range TPE samples: that param is left out.
+    assert autotune["prefetch"] == AUTOTUNE and "num_parallel_calls" not in autotune
+    assert estimate["num_parallel_calls" + GUIDED_SUFFIX] == 18
+    assert estimate["private_threadpool_size" + GUIDED_SUFFIX] == 18
+    assert estimate["prefetch"] == 8
+
+
+
 def test_the_tune_summary_prints_the_limit_and_the_estimate(write_pipeline, tmp_path):
     from tfperf.report import render_tune_summary
 

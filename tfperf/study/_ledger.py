@@ -308,6 +308,16 @@ class Ledger:
         with self.heartbeats.keep(claim.trial._trial_id):
             yield
 
+    def record_params(
+        self, claim: Claim, params: Mapping[str, tuple[Any, optuna.distributions.BaseDistribution]]
+    ) -> None:
+        """Records a reference trial's knobs as its params (`sampler_params`), which Optuna
+        records only for values a trial suggests, so the sampler learns from the reference."""
+        trial = claim.trial
+        for name, (value, distribution) in params.items():
+            internal = distribution.to_internal_repr(value)
+            trial.storage.set_trial_param(trial._trial_id, name, internal, distribution)
+
     def start(self, claim: Claim, knobs: Knobs) -> None:
         """Records the knobs the claimed trial measures, and who measures them."""
         write_attrs(claim.trial, TrialRecord(knobs=knobs, worker=self.worker))

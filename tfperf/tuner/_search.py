@@ -4,8 +4,9 @@
 (`default_space`), lets the file's `SEARCH_SPACE` replace a knob's domain and `--fix` flags pin
 knobs, then makes sure the two reference trials every study starts with (the baseline, and
 everything AUTOTUNE) lie inside it. `suggest_knobs` turns an Optuna trial into `Knobs`;
-`reference_params` is its inverse, for `study.enqueue_trial`. Optuna itself is not imported
-here: the functions take a trial object and call its `suggest_*` methods.
+`reference_params` is its inverse, for `study.enqueue_trial`, and `sampler_params` the params a
+reference trial records so the sampler learns from it. Optuna is imported only where a
+distribution is built: the other functions take a trial object and call its `suggest_*` methods.
 
 A plain file or script tunes its call sites (`Knobs.sites`, found by `tfperf.sites._recording`):
 each site is a dimension of its own, named like the site (`map@train.py:23.num_parallel_calls`),
@@ -58,6 +59,7 @@ __all__ = [
     "default_space",
     "describe_space",
     "reference_params",
+    "sampler_params",
     "site_space",
     "suggest_knobs",
 ]
@@ -305,6 +307,46 @@ def reference_params(knobs: Knobs, space: Mapping[str, Domain]) -> dict[str, Any
             )
         params[name] = _param(value)
     return params
+
+
+def sampler_params(
+    knobs: Knobs, space: Mapping[str, Domain], guided: Mapping[str, IntRange] | None = None
+) -> dict[str, tuple[Any, optuna.distributions.BaseDistribution]]:
+    """The params `suggest_knobs` would have recorded for `knobs`: name -> (value, distribution).
+
+    A reference trial (the baseline, AUTOTUNE, the model's estimates) runs knobs it was given,
+    not ones it suggested, so Optuna records no params for it and TPE, which learns only from
+    params, would start from nothing. With these recorded, TPE's first proposals refine the
+    best reference. A value outside the distribution TPE samples now (AUTOTUNE, a thread count
+    outside the model's range, an unset private pool) is left out: that trial simply has no
+    figure for that param, as Optuna allows.
+
+    Example:
+        >>> sampler_params(Knobs(batch_size=64), {"batch_size": Choices((32, 64))})
+        {'batch_size': (64, CategoricalDistribution(choices=(32, 64)))}
+    """
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    params: dict[str, tuple[Any, optuna.distributions.BaseDistribution]] = {}
+    for name, domain in space.items():
+        value = _param(_value_of(knobs, name))
+        if isinstance(domain, Fixed):
+            continue
+        if guided and name in guided:
+            low, high = guided[name].low, guided[name].high
+            if _whole(value) and low <= value <= high:
+                params[name + GUIDED_SUFFIX] = (value, IntDistribution(low, high, log=True))
+        elif isinstance(domain, Choices):
+            choices = tuple(_param(choice) for choice in domain.values)
+            if any(_same(value, choice) for choice in choices):
+                params[name] = (value, CategoricalDistribution(choices))
+        elif _whole(value) and domain.low <= value <= domain.high:
+            params[name] = (value, IntDistribution(domain.low, domain.high, log=domain.log))
+    return params
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def describe_space(space: Mapping[str, Domain]) -> list[str]:

@@ -65,7 +65,7 @@ from tfperf.tuner._options import (
 from tfperf.tuner._references import References
 from tfperf.tuner._remeasure import pick_finalists, remeasure
 from tfperf.tuner._result import RunFacts, tune_result
-from tfperf.tuner._search import build_space, reference_params, suggest_knobs
+from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
 
 __all__ = [
     "TooManyFailures",
@@ -283,9 +283,11 @@ class Tuner:
     def _run_claimed(self, claim: Claim) -> TrialOutcome | None:
         label = claim.reference
         knobs = self.references.claimed_knobs(self.ledger, claim)
+        guided = self.references.ranges(self.ledger)
         if knobs is None:
-            guided = self.references.ranges(self.ledger)
             knobs = suggest_knobs(claim.trial, self.space, self.pipeline.baseline, guided)
+        else:  # a reference: its knobs become params too, so TPE starts from it
+            self.ledger.record_params(claim, sampler_params(knobs, self.space, guided))
         self.ledger.start(claim, knobs)
         if label is None:
             if conflicts := self.references.conflicts(knobs):
