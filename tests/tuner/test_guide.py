@@ -236,7 +236,6 @@ def test_the_references_knobs_are_recorded_as_params_so_tpe_starts_from_them(
     assert estimate["prefetch"] == 8
 
 
-
 def test_the_tune_summary_prints_the_limit_and_the_estimate(write_pipeline, tmp_path):
     from tfperf.report import render_tune_summary
 
