@@ -274,6 +274,45 @@ def _limit_note(record: PipelineRecord, cpu_count: int, share: float) -> str:
     return text + (
         " The cores are not saturated, so part of the gap is left by the search or by "
         "overlap (input and steps not fully overlapping); more trials may close some of it."
+        + _alone_note(record)
+    )
+
+
+def _alone_note(record: PipelineRecord) -> str:
+    """Where the tuned configuration's own phases place an unsaturated gap: input or overlap.
+
+    Its pipeline-only phase is the input with the machine to itself: below the goal line, the
+    input stops short on its own and what holds it is not the cores; above it, the input
+    could reach the goal and the gap opens when input and training run together.
+    """
+    model = record.tuning.model
+    tuned = record.tuned
+    if model is None or not tuned.pipeline_only or not tuned.compute_only:
+        return ""
+    alone, compute = median(tuned.pipeline_only), median(tuned.compute_only)
+    end_to_end = median(tuned.end_to_end)
+    text = (
+        f" In the same runs its input alone delivers {alone:,.0f} examples/s "
+        f"({alone / model.limit:.0%} of the limit) and its model alone {compute:,.0f}"
+    )
+    if alone < LIMIT_GOAL * model.limit:
+        return text + (
+            ": the input stops short of the goal even with the cores to itself, so its own "
+            "stages bind it (threads waiting on a call or a lock, a stage sized too small, "
+            "CPU the model's figure does not count), a resource tfperf does not yet name. The "
+            "stage analysis of the tuned configuration (`tfperf profile --set ...` with its "
+            "knobs) shows which stage delivers least."
+        )
+    turns = shared_cpu_bound(alone, compute) or 0.0
+    where = (
+        f"between taking turns ({turns:,.0f}) and sharing every core at once (the limit): "
+        "they overlap only in part"
+        if end_to_end > turns
+        else f"no faster than taking turns ({turns:,.0f}): they do not overlap"
+    )
+    return text + (
+        f": the input could reach the goal alone, and together they run at {end_to_end:,.0f}, "
+        f"{where}."
     )
 
 

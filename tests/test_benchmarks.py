@@ -429,6 +429,41 @@ def test_limit_miss_with_idle_cores_names_the_binding_resource_and_the_search():
     assert "The cores are not saturated, so part of the gap is left by the search" in check.note
 
 
+def test_an_unsaturated_miss_whose_input_alone_stops_short_says_the_input_binds():
+    record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
+    record.tuned = figure("tuned", TUNED, [600.0] * 3, [650.0] * 3, [4000.0] * 3)
+    record.tuned.cpu_percent = [130.0]
+    check = check_limit(record, cpu_count=2)
+
+    # Alone the input delivers 650, 65% of the limit: below the 80% goal line on its own.
+    assert check.met is False
+    assert "its input alone delivers 650 examples/s (65% of the limit)" in check.note
+    assert "the input stops short of the goal even with the cores to itself" in check.note
+
+
+def test_an_unsaturated_miss_whose_input_alone_reaches_the_goal_places_it_in_the_overlap():
+    record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
+    record.tuned = figure("tuned", TUNED, [700.0] * 3, [900.0] * 3, [1500.0] * 3)
+    record.tuned.cpu_percent = [130.0]
+    check = check_limit(record, cpu_count=2)
+
+    # Taking turns gives 1 / (1/900 + 1/1500) = 562; 700 lies between it and the limit.
+    assert check.met is False
+    assert "its input alone delivers 900 examples/s (90% of the limit)" in check.note
+    assert "between taking turns (562) and sharing every core at once" in check.note
+
+
+def test_an_unsaturated_miss_below_taking_turns_says_they_do_not_overlap():
+    record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
+    record.tuned = figure("tuned", TUNED, [700.0] * 3, [900.0] * 3, [40000.0] * 3)
+    record.tuned.cpu_percent = [130.0]
+    check = check_limit(record, cpu_count=2)
+
+    # Taking turns gives 1 / (1/900 + 1/40000) = 880, more than 5% above 700.
+    assert check.met is False
+    assert "no faster than taking turns (880): they do not overlap" in check.note
+
+
 def test_a_limit_miss_explained_by_the_restart_is_met_with_the_restart_named():
     record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
     record.tuned = figure("tuned", {**TUNED, "batch_size": 64}, [600.0] * 3)
