@@ -41,6 +41,8 @@ NEAR_MISS = 0.90
 #: A tuned run below `LIMIT_GOAL` is explained by its restarts when refilling takes this share
 #: of its epoch or more.
 RESTART_REASON_SHARE = 0.10
+#: Cores busy at this share of their capacity or more count as saturated.
+SATURATED = 0.90
 #: A CPU-bound miss is explained by input and training taking turns on the cores when the
 #: tuned rate is this close (or its own spread, if wider) to the rate taking turns gives.
 TURNS_TOLERANCE = 0.05
@@ -161,6 +163,8 @@ def check_limit(record: PipelineRecord, cpu_count: int) -> Check:
     turns = turns_rate(record)
     if model.bound_by == "cpu" and turns is not None:
         return Check(goal, True, measured, _turns_note(record, cpu_count, share, turns))
+    if held_by_python(record, cpu_count):
+        return Check(goal, True, measured, _python_note(record, cpu_count, share))
     return Check(goal, False, measured, _limit_note(record, cpu_count, share))
 
 
@@ -200,6 +204,38 @@ def _turns_note(record: PipelineRecord, cpu_count: int, share: float, turns: flo
         f"The cores' time per example binds; less CPU per example in the input, {input_share:.0%} "
         "of each turn (cache() after its costliest stage, cheaper decoding), or moving the "
         "model's share off the host (a GPU) would lift it."
+    )
+
+
+def held_by_python(record: PipelineRecord, cpu_count: int) -> bool:
+    """Whether the interpreter lock accounts for a miss: a parallel stage calls Python, the
+    cores are not saturated, and the tuned input alone stops short of the goal line.
+
+    Threads of a stage that calls Python queue for one lock per process, so the input stalls
+    with cores idle however many threads it gets (docs/limit.md, "A stage that calls Python").
+    """
+    model, tuned = record.tuning.model, record.tuned
+    if model is None or model.python_stage is None or not tuned.pipeline_only:
+        return False
+    idle = median(tuned.cpu_percent) < SATURATED * 100 * cpu_count
+    return idle and median(tuned.pipeline_only) < LIMIT_GOAL * model.limit
+
+
+def _python_note(record: PipelineRecord, cpu_count: int, share: float) -> str:
+    """Tuned below the limit because the input's Python calls queue for the one lock."""
+    model = record.tuning.model
+    assert model is not None and model.python_stage is not None
+    tuned = record.tuned
+    alone = median(tuned.pipeline_only)
+    return (
+        f"The gap is Python's interpreter lock: `{model.python_stage}` calls Python, so its "
+        "threads queue for the process's one lock, which the limit does not count. In the "
+        f"same runs the tuned input alone delivers {alone:,.0f} examples/s "
+        f"({alone / model.limit:.0%} of the limit), end to end reaches {share:.0%} of it, "
+        f"using {median(tuned.cpu_percent):.0f}% of {100 * cpu_count}% CPU: the cores wait "
+        "on the lock. Fewer, larger Python calls (one request for many objects), TensorFlow "
+        "ops in its place, or the input split over processes (each with its own lock) would "
+        "lift it."
     )
 
 
@@ -265,7 +301,7 @@ def _limit_note(record: PipelineRecord, cpu_count: int, share: float) -> str:
         f"{model.explanation} The tuned configuration reaches {share:.0%} of it, using "
         f"{cpu:.0f}% of {100 * cpu_count}% CPU."
     )
-    if model.bound_by == "cpu" and cpu >= 0.9 * 100 * cpu_count:
+    if model.bound_by == "cpu" and cpu >= SATURATED * 100 * cpu_count:
         return text + (
             " The cores are saturated, so the gap is CPU the model's figures did not count "
             "(the runtime's own threads, contention between input and training), not a "

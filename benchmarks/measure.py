@@ -128,6 +128,7 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         second_measured=second.measured_examples_per_sec if second else None,
         second_trial=second.trial_number if second else None,
         second_changes=list(second.changes_training) if second else [],
+        python_stage=limit.python_stage,
     )
 
 

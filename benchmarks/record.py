@@ -98,6 +98,8 @@ class ModelFigures:
     second_measured: float | None = None
     second_trial: int | None = None
     second_changes: list[str] = dataclasses.field(default_factory=list)
+    #: A parallel stage whose function calls Python (`tfperf.results.Limit.python_stage`).
+    python_stage: str | None = None
 
 
 @dataclasses.dataclass

@@ -464,6 +464,38 @@ def test_an_unsaturated_miss_below_taking_turns_says_they_do_not_overlap():
     assert "no faster than taking turns (880): they do not overlap" in check.note
 
 
+def test_a_miss_with_a_python_stage_idle_cores_and_a_short_input_names_the_lock():
+    record = _with_model(
+        limit=1000.0, bound_by="cpu", explanation="Cores.", python_stage="map(fetch)"
+    )
+    record.tuned = figure("tuned", TUNED, [600.0] * 3, [650.0] * 3, [4000.0] * 3)
+    record.tuned.cpu_percent = [130.0]
+    check = check_limit(record, cpu_count=2)
+
+    assert check.met is True and check.measured == "60% of 1,000"
+    assert check.note.startswith(
+        "The gap is Python's interpreter lock: `map(fetch)` calls Python, so its threads queue"
+    )
+    assert "the tuned input alone delivers 650 examples/s (65% of the limit)" in check.note
+    assert "using 130% of 200% CPU: the cores wait on the lock" in check.note
+
+
+def test_the_lock_explains_no_miss_where_the_cores_are_busy_or_the_input_alone_is_fast():
+    record = _with_model(
+        limit=1000.0, bound_by="cpu", explanation="Cores.", python_stage="map(fetch)"
+    )
+    record.tuned = figure("tuned", TUNED, [600.0] * 3, [650.0] * 3, [4000.0] * 3)
+    record.tuned.cpu_percent = [190.0]  # saturated: the cores bind, not the lock
+    assert check_limit(record, cpu_count=2).met is False
+    record.tuned = figure("tuned", TUNED, [600.0] * 3, [900.0] * 3, [1500.0] * 3)
+    record.tuned.cpu_percent = [130.0]  # the input alone reaches the goal line
+    assert check_limit(record, cpu_count=2).met is False
+    record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
+    record.tuned = figure("tuned", TUNED, [600.0] * 3, [650.0] * 3, [4000.0] * 3)
+    record.tuned.cpu_percent = [130.0]  # no stage calls Python
+    assert check_limit(record, cpu_count=2).met is False
+
+
 def test_a_limit_miss_explained_by_the_restart_is_met_with_the_restart_named():
     record = _with_model(limit=1000.0, bound_by="cpu", explanation="Cores.")
     record.tuned = figure("tuned", {**TUNED, "batch_size": 64}, [600.0] * 3)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tfperf.measure import _bottleneck as bottleneck
@@ -163,3 +165,13 @@ def test_stage_advice_when_every_stage_keeps_up():
 )
 def test_stage_fix_by_kind(kind, label, parameters, fix):
     assert bottleneck.stage_fix(_stage(1, kind, label, 100.0, parameters=parameters)) == fix
+
+
+def test_a_stage_that_calls_python_is_told_its_threads_share_the_lock():
+    stage = _stage(1, StageKind.MAP, "map(fetch)", 500.0, parameters={"num_parallel_calls": 8})
+    plain = bottleneck.stage_fix(stage)
+    assert "global interpreter lock" not in plain
+
+    fix = bottleneck.stage_fix(dataclasses.replace(stage, calls_python=True))
+    assert fix.startswith(plain + " Its function calls Python (tf.numpy_function")
+    assert "one request for many objects" in fix

@@ -65,3 +65,28 @@ def test_scan_window_and_flat_map_are_stages_naming_their_work():
     ds = tf.data.Dataset.range(64).scan(tf.constant(0, tf.int64), running_sum)
     ds = ds.window(4).flat_map(lambda window: window.batch(4))
     assert _labels(ds) == ["range", "scan(running_sum)", "window(4)", "flat_map(lambda: batch)"]
+
+
+def test_a_stage_whose_function_runs_python_is_marked_at_any_depth():
+    def plain(x):
+        return x + 1
+
+    def direct(x):
+        return tf.numpy_function(lambda v: v, [x], tf.int64, stateful=False)
+
+    @tf.function
+    def helper(x):
+        return tf.py_function(lambda v: v, [x], tf.int64)
+
+    def nested(x):
+        return helper(x)
+
+    ds = tf.data.Dataset.range(8).map(plain).map(direct).filter(lambda x: x >= 0).map(nested)
+    stages = recover_chain(ds).stages
+    assert [(s.label, s.calls_python) for s in stages] == [
+        ("range", False),
+        ("map(plain)", False),
+        ("map(direct)", True),
+        ("filter(lambda)", False),
+        ("map(nested)", True),
+    ]

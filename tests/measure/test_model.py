@@ -231,6 +231,36 @@ def test_no_limit_without_any_figure():
     )
 
 
+def test_a_parallel_stage_that_calls_python_is_named_in_the_limit():
+    report = _remote_storage(fetch_threads=4)
+    fetch = dataclasses.replace(report.stages[1], calls_python=True)
+    report = dataclasses.replace(report, stages=[report.stages[0], fetch, report.stages[2]])
+    model = pipeline_model(report, cores=2, compute_examples_per_sec=9000.0)
+
+    assert model is not None
+    assert model.limit.python_stage == "map(fetch)"
+    assert model.limit.explanation.endswith(
+        "map(fetch) calls Python, and its threads queue for the process's one interpreter "
+        "lock, which this limit does not count: the input may stop short of it with cores "
+        "idle. Fewer, larger Python calls (a batch per call, one request for many objects) or "
+        "TensorFlow ops in its place would lift that."
+    )
+    # Without Python in it, the same pipeline's limit names none and says nothing of a lock.
+    plain = pipeline_model(_remote_storage(fetch_threads=4), 2, 9000.0)
+    assert plain is not None and plain.limit.python_stage is None
+    assert "interpreter lock" not in plain.limit.explanation
+
+
+def test_a_sequential_stage_that_calls_python_is_a_term_not_a_caveat():
+    report = _remote_storage(fetch_threads=1)
+    fetch = dataclasses.replace(report.stages[1], calls_python=True, parameters={})
+    report = dataclasses.replace(report, stages=[report.stages[0], fetch, report.stages[2]])
+    model = pipeline_model(report, cores=2, compute_examples_per_sec=9000.0)
+
+    assert model is not None and model.limit.python_stage is None
+    assert model.limit.bound_by is LimitBound.SEQUENTIAL_STAGE
+
+
 def test_stages_that_add_no_time_are_left_out():
     costs = stage_costs(_remote_storage())
     assert [cost.label for cost in costs] == ["range", "map(fetch)", "map(decode)"]

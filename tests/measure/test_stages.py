@@ -59,6 +59,8 @@ def test_a_slow_map_is_named_the_limiting_stage():
     assert report.stages[2].location.startswith("test_stages.py:")
     assert report.advice.startswith("The limiting stage is map(slow_decode): it adds ")
     assert all(stage.note is None for stage in report.stages)
+    assert [stage.calls_python for stage in report.stages] == [False, False, True, False, False]
+    assert "Its function calls Python (tf.numpy_function or tf.py_function)" in report.advice
 
 
 @pytest.mark.tf
@@ -89,6 +91,9 @@ def test_a_slow_generator_source_is_named_the_limiting_stage():
     assert report.stages[0].kind is StageKind.SOURCE
     assert report.falls_short_index is None  # no consumption rate given
     assert "A Python generator yields one element at a time" in report.advice
+    # The generator's advice names the lock already; it is not said twice.
+    assert report.stages[0].calls_python is True
+    assert "Its function calls Python" not in report.advice
 
 
 @pytest.mark.tf

@@ -23,6 +23,7 @@ __all__ = [
     "PARAMETER_ATTRIBUTES",
     "V1_ADAPTER",
     "added_by_tf_data",
+    "calls_python",
     "cardinality",
     "dataset_options",
     "generator_function",
@@ -43,6 +44,10 @@ __all__ = [
 #: Private attributes holding the traced function of a dataset (map, filter, scan, the reduce
 #: and the key of group_by_window), the user's own function first.
 FUNCTION_ATTRIBUTES = ("_map_func", "_predicate", "_scan_func", "_reduce_func", "_key_func")
+
+#: Ops that run a Python function inside a traced function: tf.numpy_function and
+#: tf.py_function (eager or not). Each call takes Python's global interpreter lock.
+PYTHON_CALL_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 
 #: The class `tf.compat.v1.data` wraps every dataset in; `_dataset` holds the real one.
 V1_ADAPTER = "DatasetV1Adapter"
@@ -208,6 +213,16 @@ def traced_graphs(dataset: Any) -> Iterator[Any]:
             graph = _graph(getattr(current, attribute, None))
             if graph is not None:
                 yield graph
+
+
+def calls_python(dataset: Any) -> bool:
+    """Whether the function of this one stage runs Python per element (a tf.numpy_function or
+    tf.py_function inside it, at any depth of the functions it calls)."""
+    for attribute in FUNCTION_ATTRIBUTES:
+        graph = _graph(getattr(dataset, attribute, None))
+        if graph is not None and PYTHON_CALL_OPS.intersection(_op_types(graph)):
+            return True
+    return False
 
 
 def reader_in(dataset: Any) -> str | None:

@@ -140,8 +140,28 @@ def stage_fix(stage: StageStat) -> str:
         StageKind.BATCH: _batch_fix,
     }
     if stage.kind in fixes:
-        return fixes[stage.kind](stage)
-    return _FIXES.get(stage.kind, _OTHER_FIX).format(**stage.parameters)
+        fix = fixes[stage.kind](stage)
+    else:
+        fix = _FIXES.get(stage.kind, _OTHER_FIX).format(**stage.parameters)
+    # A generator's own advice already names the lock.
+    if not stage.calls_python or stage.label.startswith("from_generator"):
+        return fix
+    return f"{fix} {_PYTHON_FIX}"
+
+
+#: A stage whose function runs Python (tf.numpy_function, tf.py_function): its threads share
+#: one interpreter lock. Measured on benchmarks/remote_storage.py (a 2-4 ms blocking fetch in
+#: a numpy_function, 2 cores, the input alone): 27 / 54 / 96 threads ran 5,185 / 6,472 / 6,120
+#: examples/s at 117-135% CPU, half of it kernel time, while the wake-up after each fetch's
+#: wait grew from 97 µs (8 threads) to 444 µs (27) and 1,236 µs (54). docs/limit.md.
+_PYTHON_FIX = (
+    "Its function calls Python (tf.numpy_function or tf.py_function): every call takes "
+    "Python's global interpreter lock to start and again after any wait inside, so its threads "
+    "queue for one lock and past a few dozen they add hand-offs, not speed. Do more per call "
+    "(batch first and handle a whole batch in one call; for remote reads, one request for many "
+    "objects), or use TensorFlow ops that need no Python (tf.io.read_file, a TFRecordDataset, "
+    "tf.io.gfile's filesystems)."
+)
 
 
 _CHEAPER_CALLS = (

@@ -37,7 +37,8 @@ _CONTAINERS = frozenset({"group_by_window", "flat_map", "scan", "window"})
 class StageNode:
     """One stage found in a dataset: what it is, and the dataset that ends with it.
 
-    `dataset` is the pipeline cut right after this stage (the tf.data object itself).
+    `dataset` is the pipeline cut right after this stage (the tf.data object itself);
+    `calls_python`, whether its function runs Python per element (`_tf.calls_python`).
     """
 
     index: int
@@ -48,6 +49,7 @@ class StageNode:
     unit: StageUnit
     class_name: str
     dataset: Any
+    calls_python: bool = False
 
 
 @dataclasses.dataclass
@@ -166,6 +168,7 @@ def _node(dataset: Any, kind: StageKind, label: str, unit: StageUnit) -> StageNo
         unit=unit,
         class_name=type(dataset).__name__,
         dataset=dataset,
+        calls_python=_tf.calls_python(dataset),
     )
 
 

@@ -124,6 +124,7 @@ class StageCost:
     wall_s_per_example: float
     cpu_s_per_example: float
     threads: int = 1
+    calls_python: bool = False
 
     @property
     def blocking(self) -> bool:
@@ -227,6 +228,7 @@ def stage_costs(
                 parallelism=threads,
                 wall_s_per_example=added * threads,
                 cpu_s_per_example=max(cpu or 0.0, 0.0),
+                calls_python=stat.calls_python,
             )
         )
     return costs
@@ -283,7 +285,9 @@ def pipeline_limit(
     if not terms:
         return None
     binding = min(terms, key=lambda term: term.examples_per_sec)
-    return Limit(binding.examples_per_sec, binding.bound_by, _explain(binding), terms)
+    python = next((s.label for s in stages if s.calls_python and s.argument is not None), None)
+    explanation = _explain(binding) + (_python_caveat(python) if python else "")
+    return Limit(binding.examples_per_sec, binding.bound_by, explanation, terms, python)
 
 
 def pipeline_model(
@@ -546,6 +550,15 @@ def _explain(term: LimitTerm) -> str:
     return (
         f"{term.stage_label} runs sequentially and bounds this pipeline at {rate}: give it "
         "parallelism (num_parallel_calls), or move it after batching, to lift it."
+    )
+
+
+def _python_caveat(label: str) -> str:
+    return (
+        f" {label} calls Python, and its threads queue for the process's one interpreter "
+        "lock, which this limit does not count: the input may stop short of it with cores "
+        "idle. Fewer, larger Python calls (a batch per call, one request for many objects) or "
+        "TensorFlow ops in its place would lift that."
     )
 
 

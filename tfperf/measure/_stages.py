@@ -148,6 +148,7 @@ def _stat(node: StageNode, measured: StageMeasurement) -> StageStat:
         elements=elements,
         duration_s=seconds,
         note=measured.note,
+        calls_python=node.calls_python,
     )
 
 

@@ -31,12 +31,19 @@ class LimitTerm:
 
 @dataclasses.dataclass
 class Limit:
-    """The smallest of the terms: the rate no configuration of this pipeline can exceed here."""
+    """The smallest of the terms: the rate no configuration of this pipeline can exceed here.
+
+    `python_stage` names a parallel stage whose function calls Python (tf.numpy_function,
+    tf.py_function): its threads queue for the process's one interpreter lock, a bound no
+    term counts, so the input may stop short of the limit with cores idle (docs/limit.md,
+    "A stage that calls Python"). None when no such stage runs.
+    """
 
     examples_per_sec: float
     bound_by: LimitBound
-    explanation: str  # one sentence: what binds, and what would lift it
+    explanation: str  # what binds, and what would lift it
     terms: list[LimitTerm]
+    python_stage: str | None = None
 
 
 @dataclasses.dataclass

@@ -222,6 +222,8 @@ class StageStat:
         elements: elements counted in the measured window.
         duration_s: length of the measured window (after warm-up), seconds.
         note: why figures are missing, or a caveat about them; None when there is none.
+        calls_python: its function runs Python per element (tf.numpy_function or
+            tf.py_function), so every call takes the GIL, whatever its parallelism.
     """
 
     index: int
@@ -239,6 +241,7 @@ class StageStat:
     elements: int
     duration_s: float
     note: str | None = None
+    calls_python: bool = False
 
 
 @dataclasses.dataclass
