@@ -375,7 +375,7 @@ def test_a_restart_costs_the_refill_at_the_faster_side_of_input_and_model():
     assert restarts.factor(1000.0, None, buffer_scale=0.5) == pytest.approx(2048 / 3072)
 
 
-def test_a_computing_stage_gets_its_share_of_the_cores_even_when_the_target_is_low():
+def test_a_computing_stage_gets_the_calls_the_cores_hold_even_when_the_target_is_low():
     # A parse doing nearly all the input's work (1 ms CPU of 1.01 ms), on one thread, behind a
     # model so slow that Little's law at its rate asks for a single thread.
     report = _report(
@@ -388,5 +388,50 @@ def test_a_computing_stage_gets_its_share_of_the_cores_even_when_the_target_is_l
 
     assert model is not None
     assert math.ceil(500.0 * model.stages[1].wall_s_per_example) == 1  # Little's law alone
-    # ceil(2 calls per core x 4 cores x 99% of the input's CPU)
     assert model.threads == {"num_parallel_calls": CALLS_PER_CORE * 4}
+
+
+def test_a_cheap_computing_stage_gets_as_many_calls_as_a_costly_one():
+    # A map doing a tenth of the input's work (a sequential source does the rest): sized by
+    # its share it got one call of the 4 the cores hold, and in_memory's map, sized so, ran
+    # slower than at all 4 (docs/limit.md, "Nor the calls of a cheap stage").
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 90e-6, 90e-6),
+            _stat(1, StageKind.MAP, "map(augment)", 1 / 100e-6, 100e-6, {"num_parallel_calls": 1}),
+        ]
+    )
+    model = pipeline_model(report, cores=2, compute_examples_per_sec=5000.0)
+
+    assert model is not None
+    assert model.threads == {"num_parallel_calls": CALLS_PER_CORE * 2}
+
+
+def test_computing_stages_share_the_cores_calls_in_the_pool_and_a_blocking_stage_adds_its_own():
+    # source -> map(parse) computing -> map(augment) computing: one set of the cores' calls.
+    computing = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(1, StageKind.MAP, "map(parse)", 1 / 70e-6, 70e-6, {"num_parallel_calls": 1}),
+            _stat(2, StageKind.MAP, "map(augment)", 1 / 110e-6, 110e-6, {"num_parallel_calls": 1}),
+        ]
+    )
+    model = pipeline_model(computing, cores=2, compute_examples_per_sec=5000.0)
+    assert model is not None
+    assert model.pool_threads == CALLS_PER_CORE * 2
+
+    # A blocking fetch (2 ms sleep) then a parallel decode: the fetch's waiting threads, plus
+    # the cores' calls for the decode.
+    blocking = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(1, StageKind.MAP, "map(fetch)", 1 / 2010e-6, 30e-6, {"num_parallel_calls": 1}),
+            _stat(2, StageKind.MAP, "map(decode)", 1 / 2090e-6, 110e-6, {"num_parallel_calls": 1}),
+        ]
+    )
+    model = pipeline_model(blocking, cores=2, compute_examples_per_sec=5000.0)
+    assert model is not None
+    fetch, decode = model.stages[1], model.stages[2]
+    assert fetch.blocking and not decode.blocking
+    assert fetch.threads > CALLS_PER_CORE * 2
+    assert model.pool_threads == fetch.threads + CALLS_PER_CORE * 2

@@ -15,8 +15,7 @@ blocks (a read from remote storage, a sleep, a remote call). From that:
   rate rises);
 - the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
   target being the limit: more threads cannot make the stage deliver more than the rest allows;
-  a computing stage gets at least its share of the calls the cores hold (`CALLS_PER_CORE` per
-  core, times its share of the input's CPU per example) and at most all of them; a blocking
+  a computing stage gets all the calls the cores hold (`CALLS_PER_CORE` per core); a blocking
   stage's threads wait rather than compute, so its target allows `BLOCKING_HEADROOM` times the
   CPU roofline (which errs low) and times a sequential stage's rate (measured alone, while a
   slow element of a deterministic map holds back the ones behind it), and no more: idle
@@ -141,9 +140,10 @@ class PipelineModel:
     """The model of one pipeline on one machine: stage costs, the limit and the thread counts.
 
     `threads` maps a parallelism argument (`num_parallel_calls`, ...) to the threads the
-    stages it drives need (the most over them); `pool_threads` is the total across stages,
-    for `private_threadpool_size`; `predicted_examples_per_sec` is what the model expects
-    from those thread counts (the limit unless `THREAD_CAP` stops a stage short of it).
+    stages it drives need (the most over them); `pool_threads` is what a private pool needs
+    for them all (`_pool_threads`), for `private_threadpool_size`;
+    `predicted_examples_per_sec` is what the model expects from those thread counts (the
+    limit unless `THREAD_CAP` stops a stage short of it).
     """
 
     stages: tuple[StageCost, ...]
@@ -325,11 +325,10 @@ def pipeline_model(
         return None
     target = limit.examples_per_sec
     waiting_target = _waiting_target(limit)
-    stages_cpu_s = sum(max(s.cpu_s_per_example, 0.0) for s in costs)
     sized = [
         dataclasses.replace(
             s,
-            threads=_threads(s, waiting_target if s.blocking else target, cores, stages_cpu_s),
+            threads=_threads(s, waiting_target if s.blocking else target, cores),
         )
         for s in costs
     ]
@@ -337,7 +336,7 @@ def pipeline_model(
     for stage in sized:
         if stage.argument is not None:
             threads[stage.argument] = max(threads.get(stage.argument, 1), stage.threads)
-    pool = min(THREAD_CAP, sum(s.threads for s in sized if s.argument is not None) or 1)
+    pool = _pool_threads(sized, cores)
     steady = min(
         [target] + [s.threads / s.wall_s_per_example for s in sized if s.argument is not None]
     )
@@ -509,25 +508,38 @@ def _waiting_target(limit: Limit) -> float:
     return min(rates, default=limit.examples_per_sec)
 
 
-def _threads(stage: StageCost, target: float, cores: int, input_cpu_s: float = 0.0) -> int:
+def _threads(stage: StageCost, target: float, cores: int) -> int:
     """Little's law: threads in flight = rate x time each spends.
 
-    A computing stage gets at least its share of the calls the cores can hold
-    (`CALLS_PER_CORE x cores x` its share of the input's CPU per example) and at most all of
-    them: calls beyond the cores queue, and the queue absorbs the spread of per-element costs.
-    More calls than that ran faster on a cheap stage (docs/limit.md, "Nor the calls of a cheap
-    stage"); no rule covers it yet. The target comes from the
-    limit, whose CPU term rests on the baseline's CPU per example; a stage that does most of
-    the input's work should not be held to one thread because that figure was high.
+    A computing stage gets all the calls the cores can hold (`CALLS_PER_CORE x cores`),
+    whatever its share of the input's CPU: calls beyond the cores queue, and the queue absorbs
+    the spread of per-element costs. Sized by its share instead, a cheap stage got fewer and
+    ran slower: in_memory's map (40% of the input's CPU) at 2 calls ran 8,801 examples/s end to
+    end, at 4 calls 9,482 (docs/limit.md, "Nor the calls of a cheap stage"). More calls than the
+    cores hold ran faster still there (12: 10,479); the search's range reaches them when the
+    best trial sits on its edge.
     """
     if stage.argument is None:
         return 1
-    needed = max(1, math.ceil(target * stage.wall_s_per_example - 1e-9))
     if not stage.blocking:
-        calls = CALLS_PER_CORE * max(1, cores)
-        share = max(stage.cpu_s_per_example, 0.0) / input_cpu_s if input_cpu_s > 0 else 0.0
-        needed = min(max(needed, math.ceil(calls * share - 1e-9)), calls)
+        return min(CALLS_PER_CORE * max(1, cores), THREAD_CAP)
+    needed = max(1, math.ceil(target * stage.wall_s_per_example - 1e-9))
     return min(needed, THREAD_CAP)
+
+
+def _pool_threads(stages: Sequence[StageCost], cores: int) -> int:
+    """The private pool's threads: every blocking stage's own, plus the cores' calls once.
+
+    A blocking stage's threads wait, so each needs its own. Computing stages share the
+    cores: the calls those hold (`CALLS_PER_CORE x cores`) are counted once, however many
+    stages compute. Counted per stage, two computing stages asked for a pool twice the
+    calls the cores hold, and pools that large ran slower (docs/limit.md, the pool table:
+    small_files 4: 46,173 examples/s, 7: 32,214).
+    """
+    parallel = [s for s in stages if s.argument is not None]
+    waiting = sum(s.threads for s in parallel if s.blocking)
+    computing = CALLS_PER_CORE * max(1, cores) if any(not s.blocking for s in parallel) else 0
+    return min(THREAD_CAP, waiting + computing) or 1
 
 
 def _last_measured(stats: Sequence[StageStat]) -> StageStat | None:
