@@ -23,6 +23,7 @@ from tfperf.tuner._guide import (
     make_guide,
     prefetch_depth,
     thread_range,
+    unordered,
     widen,
 )
 from tfperf.tuner._search import GUIDED_SUFFIX, suggest_knobs
@@ -117,6 +118,28 @@ def test_the_estimate_buffers_deepest_only_behind_a_blocking_stage():
     assert prefetch_depth(IntRange(1, 6), blocks=True) == 6
     assert prefetch_depth(space, blocks=False) == AUTOTUNE
     assert prefetch_depth(None, blocks=False) == AUTOTUNE
+
+
+def test_the_estimate_runs_its_parallel_stages_unordered_where_the_search_may():
+    baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
+    result = with_model(fake_result(baseline, 0.01))
+    guidable = ["num_parallel_calls", "private_threadpool_size"]
+    free = {"deterministic": Choices((None, False))}
+    guide = make_guide(result, MACHINE, baseline, free, guidable)
+    assert guide is not None and guide.estimate.knobs["deterministic"] is False
+    # Fixed by the user (`--fix deterministic=None`), or left out of the space: as written.
+    for space in ({"deterministic": Fixed(None)}, {}):
+        guide = make_guide(result, MACHINE, baseline, space, guidable)
+        assert guide is not None and guide.estimate.knobs["deterministic"] is None
+
+
+def test_only_a_sized_parallel_stage_makes_the_estimate_unordered():
+    free = Choices((None, False))
+    assert unordered(free, {"num_parallel_calls": 18})
+    assert not unordered(free, {"num_parallel_calls": 1})
+    # A pool alone orders nothing: only a parallel stage hands out elements.
+    assert not unordered(free, {"private_threadpool_size": 18})
+    assert not unordered(Choices((None, True)), {"num_parallel_calls": 18})
 
 
 def test_guided_ranges_follow_the_best_trial():

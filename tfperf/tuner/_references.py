@@ -9,9 +9,10 @@ the estimate's predicted vs measured rate for the result.
 
 Once the estimate has run, `refit` takes a second look: the CPU roofline is restated with the
 input's CPU per example measured nearest the limit (the fastest reference's pipeline-only phase,
-`tfperf.measure.nearest_limit_input_cpu`), and the second estimate (training changed) is queued
-then if the restated model proposes one and the first look did not. The estimate's own predicted
-rate stays the one made before it ran, so predicted vs measured still shows the model's error.
+`tfperf.measure.nearest_limit_input_cpu`), and the second estimate (training changed) is sized
+from the restated model and queued then (the first look's when nothing can be restated). The
+estimate's own predicted rate stays the one made before it ran, so predicted vs measured still
+shows the model's error.
 """
 
 from __future__ import annotations
@@ -89,47 +90,59 @@ class References:
             logger.info("no pipeline model: the baseline's stage analysis measured nothing")
             return
         self.guide = guide
-        queued = self._queue(ledger, ESTIMATE_REF, guide.estimate, _ESTIMATE_SOURCE)
-        if guide.training_estimate is not None:
-            self._queue(ledger, TRAINING_ESTIMATE_REF, guide.training_estimate, _SECOND_SOURCE)
-        if not queued:  # the estimate is a configuration already measured: look again now
-            self.refit(ledger)
+        if not self._queue(ledger, ESTIMATE_REF, guide.estimate, _ESTIMATE_SOURCE):
+            self.refit(ledger)  # the estimate is a configuration already measured: look again now
 
     def refit(self, ledger: Ledger) -> None:
-        """Restates the guide with the input's CPU per example measured nearest the limit.
+        """Restates the guide with the input's CPU per example measured nearest the limit, and
+        queues the second estimate.
 
         Called once the estimate has run. Keeps the first look's estimate (its prediction was
-        made before it ran); queues the second estimate when the restated model proposes one
-        and the first look did not. Nothing changes when no reference ran faster than the
-        baseline or none has CPU samples in its pipeline-only phase.
+        made before it ran). The second estimate is sized here, from the restated model: the
+        baseline's roofline errs low (its CPU counts the runtime's idle threads spinning), and
+        a blocking stage's threads follow it: remote_storage's fetch was sized 17 threads from
+        one baseline and 33 from another, while its winners ran 38-56 (docs/limit.md). The
+        first look's second estimate is queued when nothing can be restated (no reference ran
+        faster than the baseline, or none has CPU samples in its pipeline-only phase), or when
+        the restated model proposes none.
         """
         self.load(ledger)
-        profiles = _reference_profiles(ledger)
-        baseline = profiles.pop(BASELINE, None)
-        if self.guide is None or baseline is None:
-            return
-        cpu = nearest_limit_input_cpu(baseline, list(profiles.values()))
-        if cpu is None:
-            return
-        refit = make_guide(baseline, self.machine, self.baseline, self.space, self.guidable, cpu)
-        if refit is None:
+        if self.guide is None:
             return
         first = self.guide
-        self.guide = dataclasses.replace(
-            refit, estimate=first.estimate, training_estimate=first.training_estimate
-        )
-        logger.info(
-            "the guide restated with %.3g ms input CPU per example (measured at %.0f examples/s)",
-            cpu.s_per_example * 1e3,
-            cpu.examples_per_sec,
-        )
-        second = refit.training_estimate
-        if first.training_estimate is None and second is not None:
+        restated = self._restated(ledger)
+        if restated is not None:
+            self.guide = dataclasses.replace(
+                restated, estimate=first.estimate, training_estimate=first.training_estimate
+            )
+        second = (restated.training_estimate if restated else None) or first.training_estimate
+        if second is not None and _labelled(ledger.study, TRAINING_ESTIMATE_REF) is None:
             self.guide = dataclasses.replace(self.guide, training_estimate=second)
             if self._queue(ledger, TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE):
                 return
+            # A configuration already measured: nothing more to learn from running it again.
             self.guide = dataclasses.replace(self.guide, training_estimate=None)
         ledger.store_guide(self.guide.to_dict())
+
+    def _restated(self, ledger: Ledger) -> Guide | None:
+        """The guide made again with the input's CPU measured nearest the limit; None when no
+        reference measured it (none ran faster than the baseline, or none has CPU samples)."""
+        profiles = _reference_profiles(ledger)
+        baseline = profiles.pop(BASELINE, None)
+        if baseline is None:
+            return None
+        cpu = nearest_limit_input_cpu(baseline, list(profiles.values()))
+        if cpu is None:
+            return None
+        restated = make_guide(baseline, self.machine, self.baseline, self.space, self.guidable, cpu)
+        if restated is not None:
+            logger.info(
+                "the guide restated with %.3g ms input CPU per example (measured at %.0f "
+                "examples/s)",
+                cpu.s_per_example * 1e3,
+                cpu.examples_per_sec,
+            )
+        return restated
 
     def _queue(self, ledger: Ledger, label: str, estimate: Estimate, source: str) -> bool:
         """Queues a reference (storing the guide with it); False when its knobs were measured."""
@@ -154,6 +167,9 @@ class References:
         ):
             if estimate is not None and reference_trial(ledger.study, label) is not None:
                 self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=source)
+        if second is not None and _ended_without_refit(ledger.study):
+            # The estimate was interrupted or lost, so `refit` never ran: queue the first look's.
+            self._queue(ledger, TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE)
 
     def claimed_knobs(self, ledger: Ledger, claim: Claim) -> Knobs | None:
         """The knobs of a claimed reference trial (None for a trial the sampler proposes)."""
@@ -217,6 +233,20 @@ def _reference_profiles(ledger: Ledger) -> dict[str, ProfileResult]:
         if label is not None and label not in found and (profile := record.profile()):
             found[label] = profile
     return found
+
+
+def _labelled(study: optuna.Study, label: str) -> optuna.trial.FrozenTrial | None:
+    """The first trial of the study queued as the reference `label`, in any state."""
+    trials = study.get_trials(deepcopy=False)
+    return next((t for t in trials if TrialRecord.from_trial(t).reference == label), None)
+
+
+def _ended_without_refit(study: optuna.Study) -> bool:
+    """Whether the estimate's trial failed (interrupted, or lost with its tuner) before any
+    second estimate was queued."""
+    estimate = _labelled(study, ESTIMATE_REF)
+    failed = estimate is not None and estimate.state.name == "FAIL"
+    return failed and _labelled(study, TRAINING_ESTIMATE_REF) is None
 
 
 def _measured(
