@@ -396,7 +396,7 @@ def test_an_interrupted_estimate_still_leaves_the_first_looks_second_estimate_qu
     write_pipeline, tmp_path
 ):
     """Without the estimate's run there is nothing to restate: the first look's second
-    estimate is queued when the study is opened again."""
+    estimate is queued when the study is opened again (`References.resume`)."""
     pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     runner = InterruptedEstimateRunner()

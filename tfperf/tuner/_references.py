@@ -167,8 +167,17 @@ class References:
         ):
             if estimate is not None and reference_trial(ledger.study, label) is not None:
                 self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=source)
+
+    def resume(self, ledger: Ledger) -> None:
+        """On opening a study whose estimate failed (Ctrl-C, or lost with its tuner) before
+        `refit` queued the second estimate: queues the first look's now.
+
+        Called once per tuner, not before each trial: the scan of the study's trials would
+        lengthen the moment between claiming a trial and recording its worker.
+        """
+        self.load(ledger)
+        second = self.guide.training_estimate if self.guide is not None else None
         if second is not None and _ended_without_refit(ledger.study):
-            # The estimate was interrupted or lost, so `refit` never ran: queue the first look's.
             self._queue(ledger, TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE)
 
     def claimed_knobs(self, ledger: Ledger, claim: Claim) -> Knobs | None:

@@ -193,7 +193,7 @@ class Tuner:
         lost = ledger.recover()  # before the listener hears of trials lost from now on
         ledger.on_lost = self.listener.trial_lost
         self._ledger = ledger
-        self.references.load(ledger)
+        self.references.resume(ledger)
         self.listener.study_ready(
             study, self.storage_shown, ledger.finished(), [t.number for t in lost]
         )
