@@ -134,6 +134,17 @@ def test_roles_and_extra_states_are_string_enums():
 # --- the ledger -------------------------------------------------------------------------------
 
 
+def test_a_claimed_trial_names_its_worker_before_it_starts(url):
+    """A tuner killed between the claim and `start` leaves a trial `recover` can tell is
+    orphaned (its worker is known), not one it must wait out as stale."""
+    book = ledger(url)
+    enqueue_references(book.study, {"baseline": (SLOW, {})})
+    claimed = claim(book)
+    record = TrialRecord.from_trial(book.study.trials[claimed.number])
+    assert record.worker == WORKER
+    assert record.reference == "baseline" and record.knobs == SLOW  # the queued attrs kept
+
+
 def test_claims_run_the_references_first_and_stop_at_the_budget(url):
     book = ledger(url, budget=2)
     enqueue_references(book.study, {"baseline": (SLOW, {})})
@@ -207,7 +218,11 @@ def test_an_interrupted_trial_is_failed_with_its_reason(url):
     book.interrupt(held, "interrupted by Ctrl-C")
     (trial,) = book.trials()
     assert trial.state is State.FAIL
-    assert trial.user_attrs == {"status": "interrupted", "reason": "interrupted by Ctrl-C"}
+    assert trial.user_attrs == {
+        "status": "interrupted",
+        "reason": "interrupted by Ctrl-C",
+        "worker": WORKER,  # written at the claim
+    }
 
 
 def test_one_tuner_re_measures_under_the_lock_and_the_other_adopts_it(url):

@@ -236,6 +236,10 @@ class Ledger:
             with quiet_optuna():
                 trial = self.study.ask()
             if self._keep(trial):
+                # Who runs it, at once: a tuner killed before `start` leaves a trial that
+                # names its worker, which `recover` then finds orphaned instead of waiting
+                # out the heartbeat's grace for a stale one.
+                write_attrs(trial, TrialRecord(worker=self.worker))
                 record = TrialRecord.from_user_attrs(trial.user_attrs)
                 return Claim(trial, record.reference)
 
