@@ -385,11 +385,13 @@ def _late_note(record: PipelineRecord, index: int) -> str:
             "searched unaided and its first 8 proposals are random."
         )
     else:
-        where = _estimates_reached(record, model.trial, model.second_trial)
+        where = _estimates_reached(record, model.trial, model.second_trial, model.pooled_trial)
     return f"The study's best came late (trial {index + 1}). {where}"
 
 
-def _estimates_reached(record: PipelineRecord, first: int, second: int | None) -> str:
+def _estimates_reached(
+    record: PipelineRecord, first: int, second: int | None, pooled: int | None = None
+) -> str:
     """How near the final best the model's estimates came, and what that says."""
     trials = record.tuning.trials
     best = chosen_rate(trials, record.tuning.best_label) or max(
@@ -414,6 +416,9 @@ def _estimates_reached(record: PipelineRecord, first: int, second: int | None) -
             f"beyond the noise), though the final best changes "
             f"{', '.join(record.tuning.changes_training)}"
         )
+    if pooled is not None:
+        shares[pooled] = share(pooled)
+        reached += f", its pooled estimate (trial {pooled + 1}) {_share(shares[pooled])}"
     nearest = max((v for v in shares.values() if v is not None), default=0.0)
     if nearest >= NEAR_MISS:
         return (

@@ -109,12 +109,12 @@ def tune(
 
 
 def model_figures(result: TuneResult) -> ModelFigures | None:
-    """The limit under the tuned configuration's training setting, and both estimates'
+    """The limit under the tuned configuration's training setting, and the estimates'
     predicted vs measured rates; None without a model."""
     if result.limit is None:
         return None
     limit = result.best_limit or result.limit
-    estimate, second = result.estimate, result.training_estimate
+    estimate, second, pooled = result.estimate, result.training_estimate, result.pool_estimate
     return ModelFigures(
         limit=limit.examples_per_sec,
         bound_by=limit.bound_by.value,
@@ -128,6 +128,9 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         second_measured=second.measured_examples_per_sec if second else None,
         second_trial=second.trial_number if second else None,
         second_changes=list(second.changes_training) if second else [],
+        pooled_pool=pooled.knobs.get("private_threadpool_size") if pooled else None,
+        pooled_measured=pooled.measured_examples_per_sec if pooled else None,
+        pooled_trial=pooled.trial_number if pooled else None,
         python_stage=limit.python_stage,
     )
 

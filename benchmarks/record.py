@@ -98,6 +98,11 @@ class ModelFigures:
     second_measured: float | None = None
     second_trial: int | None = None
     second_changes: list[str] = dataclasses.field(default_factory=list)
+    #: The pooled estimate (the last estimate on the cores the model's step leaves the input):
+    #: its private pool, measured rate and trial (its prediction is the estimate's it varies).
+    pooled_pool: int | None = None
+    pooled_measured: float | None = None
+    pooled_trial: int | None = None
     #: A parallel stage whose function calls Python (`tfperf.results.Limit.python_stage`).
     python_stage: str | None = None
 

@@ -32,14 +32,21 @@ def model_section(record: BenchRecord) -> str:
             changes = ", ".join(model.second_changes)
             second = (model.second_predicted, model.second_measured, model.second_trial)
             rows.append(_estimate_row(pipeline.name, f"training changed: {changes}", second, ""))
+        if model.pooled_pool is not None:
+            predicted = model.second_predicted or model.predicted
+            pooled = (predicted, model.pooled_measured, model.pooled_trial)
+            kind = f"the same, input on a pool of {model.pooled_pool}"
+            rows.append(_estimate_row(pipeline.name, kind, pooled, ""))
     return table(
         "## The model's estimates\n\ntfperf's estimate is the configuration its pipeline model "
         "predicts best, measured as the study's third trial; where the model alone, timed "
         "under the batch sizes and precisions the search may choose (and the shuffle buffer "
         "a restarting dataset refills), predicts a training setting faster beyond the noise, "
-        "a second estimate under that setting is the fourth. Predicted vs measured shows the "
-        "model's error. Measured is the re-measured median (the trial's figure when it was not "
-        "a finalist).",
+        "a second estimate under that setting is the fourth. The last of them runs again with "
+        "the input's computing stages on the cores the model's step leaves them (a pool the "
+        "model does not price: its prediction is the estimate's, so measured/predicted shows "
+        "what the pool did). Predicted vs measured shows the model's error. Measured is the "
+        "re-measured median (the trial's figure when it was not a finalist).",
         [
             "pipeline",
             "estimate",

@@ -151,6 +151,49 @@ def test_the_limit_is_the_cpu_roofline_when_input_and_model_share_few_cores():
     assert model.threads == {"num_parallel_calls": 2 * 2}
 
 
+def _parse_report(cpu_s: float):
+    """range -> map(parse): a parse costing `cpu_s` of CPU per example, on one thread."""
+    return _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 10e-6, 10e-6),
+            _stat(1, StageKind.MAP, "map(parse)", 1 / cpu_s, cpu_s, {"num_parallel_calls": 1}),
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("cores", "model_cpu", "left"),
+    [
+        # 2 cores ÷ (1.01 + 0.19 ms) = 1,667/s; the step takes 0.32 of a core: 1 is left.
+        (2, 0.19e-3, 1),
+        # 16 cores ÷ (1.01 + 0.59 ms) = 10,000/s; the step takes 5.9 cores: 10 are left.
+        (16, 0.59e-3, 10),
+        # The step alone needs more than the machine: the input still gets one core.
+        (2, 5e-3, 1),
+    ],
+)
+def test_the_cores_left_to_the_input_are_those_the_models_step_does_not_take(
+    cores, model_cpu, left
+):
+    model = pipeline_model(
+        _parse_report(1e-3), cores, compute_examples_per_sec=1e6, model_cpu_s_per_example=model_cpu
+    )
+    assert model is not None and model.cores_left_to_input == left
+
+
+def test_an_unsampled_step_is_counted_on_every_core_at_its_compute_only_rate():
+    # No CPU samples in the compute-only window: the step at 4,000/s alone fills 8 cores, so
+    # 2 ms per example. The roofline counts the input alone then (8 ÷ 3 ms = 2,667/s), and
+    # at that rate the step takes 5.3 cores: 2 are left.
+    model = pipeline_model(_parse_report(3e-3), 8, compute_examples_per_sec=4000.0)
+    assert model is not None
+    assert model.predicted_examples_per_sec == pytest.approx(8 / 3e-3)
+    assert model.model_cpu_s_per_example == pytest.approx(2e-3)
+    assert model.cores_left_to_input == 2
+    unknown = pipeline_model(_parse_report(3e-3), 8, None)
+    assert unknown is not None and unknown.cores_left_to_input is None
+
+
 def test_a_sequential_stage_binds_and_is_named():
     report = _report(
         [

@@ -11,7 +11,7 @@ from tests.reports import fake_profile, make_study
 from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._study_data import StudySnapshot, snapshot_study
-from tfperf.results import Limit, LimitBound, LimitTerm
+from tfperf.results import Estimate, Limit, LimitBound, LimitTerm
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +44,24 @@ def test_the_headline_diagnoses_the_baseline_and_names_the_limit(snapshot):
 def test_advice_inside_a_tune_report_does_not_send_the_reader_totune_result():
     advice = "speed up the input (parallel map); `tfperf tune` searches these knobs. Then more."
     assert sh.without_tune_advice(advice) == "speed up the input (parallel map). Then more."
+
+
+def test_the_estimate_line_shows_the_pooled_estimate_beside_the_others():
+    knobs = {"num_parallel_calls": 4, "private_threadpool_size": 4}
+    estimate = Estimate(knobs, 3800.0, trial_number=2, measured_examples_per_sec=3420.0)
+    pooled = Estimate(
+        {**knobs, "private_threadpool_size": 1},
+        3800.0,
+        trial_number=3,
+        measured_examples_per_sec=4180.0,
+    )
+    line = sh.headline(
+        snapshot_study(make_study(), "memory"),
+        None,
+        tune_result(estimate=estimate, pool_estimate=pooled),
+    ).estimate
+    assert line == (
+        "tfperf's estimate predicted 3,800 examples/s (trial 2); measured 3,420 (-10%). "
+        "The same with its input on the 1 core the model's step leaves predicted 3,800 "
+        "examples/s (trial 3); measured 4,180 (+10%)."
+    )

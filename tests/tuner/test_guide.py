@@ -21,6 +21,7 @@ from tfperf.tuner._guide import (
     guided_ranges,
     knob_drives_interleave,
     make_guide,
+    pool_estimate,
     prefetch_depth,
     thread_range,
     unordered,
@@ -70,6 +71,22 @@ def with_model(result, compute_rate=9000.0):
     return dataclasses.replace(
         result, stages=remote_stages({"num_parallel_calls": 1}), compute_only=compute, cpu=None
     )
+
+
+def parse_stages():
+    """range -> map(parse): a parse computing 0.3 ms per example on one thread."""
+    stats = [
+        _stat(0, StageKind.SOURCE, "range", 10e-6, 10e-6),
+        _stat(1, StageKind.MAP, "map(parse)", 0.31e-3, 0.31e-3, {"num_parallel_calls": 1}),
+    ]
+    return stage_report(
+        with_added_costs(stats), None, seconds_per_stage=1, warmup_s=0, duration_s=1, note=None
+    )
+
+
+def with_parse(result, compute_rate=9000.0):
+    """`result` with a computing parse and a compute-only phase at `compute_rate`."""
+    return dataclasses.replace(with_model(result, compute_rate), stages=parse_stages())
 
 
 def test_thread_range_brackets_the_models_count():
@@ -140,6 +157,62 @@ def test_only_a_sized_parallel_stage_makes_the_estimate_unordered():
     # A pool alone orders nothing: only a parallel stage hands out elements.
     assert not unordered(free, {"private_threadpool_size": 18})
     assert not unordered(Choices((None, True)), {"num_parallel_calls": 18})
+
+
+_GUIDABLE = ["num_parallel_calls", "private_threadpool_size", "prefetch"]
+_FREE = {"prefetch": Choices((0, 1, 2, 4, 8, AUTOTUNE))}
+
+
+def test_a_computing_pipeline_also_runs_its_estimate_on_the_cores_the_model_leaves():
+    baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
+    result = with_parse(fake_result(baseline, 0.01))
+    guide = make_guide(result, MACHINE, baseline, _FREE, _GUIDABLE)
+
+    assert guide is not None and guide.training_estimate is None
+    # The parse computes: its calls and the pool are what the 2 cores hold, AUTOTUNE's prefetch.
+    assert guide.estimate.knobs["private_threadpool_size"] == 4
+    assert guide.estimate.knobs["prefetch"] == AUTOTUNE
+    pooled = guide.pool_estimate
+    assert pooled is not None
+    # 2 cores ÷ (0.3 + 0.22 ms) = 3,830/s; the step (2 cores at 9,000/s) takes 0.85 of a core.
+    assert pooled.knobs == {**guide.estimate.knobs, "private_threadpool_size": 1, "prefetch": 2}
+    assert pooled.predicted_examples_per_sec == guide.estimate.predicted_examples_per_sec
+    assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
+
+
+def test_no_pooled_estimate_behind_a_blocking_stage_or_where_the_pool_is_not_tfperfs():
+    # The fetch waits on its pool's threads: confining them to the cores left would starve it.
+    assert _guide().pool_estimate is None
+    baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
+    result = with_parse(fake_result(baseline, 0.01))
+    fixed = {**_FREE, "private_threadpool_size": Fixed(None)}
+    guide = make_guide(result, MACHINE, baseline, fixed, ["num_parallel_calls"])
+    assert guide is not None and guide.pool_estimate is None
+    # A prefetch the search may not choose: the pooled estimate would leave the space.
+    depths = {"prefetch": Choices((0, 8))}
+    guide = make_guide(result, MACHINE, baseline, depths, _GUIDABLE)
+    assert guide is not None and guide.pool_estimate is None
+
+
+def test_the_pooled_estimate_is_none_where_the_last_estimate_already_runs_so():
+    guide = make_guide(
+        with_parse(fake_result(Knobs(batch_size=32), 0.01)),
+        MACHINE,
+        Knobs(batch_size=32),
+        _FREE,
+        _GUIDABLE,
+    )
+    assert guide is not None and guide.pool_estimate is not None
+    model = _parse_model()
+    assert pool_estimate(guide.pool_estimate, model, _FREE) is None
+
+
+def _parse_model():
+    from tfperf.measure import model_from_profile
+
+    model = model_from_profile(with_parse(fake_result(Knobs(batch_size=32), 0.01)), 2)
+    assert model is not None
+    return model
 
 
 def test_guided_ranges_follow_the_best_trial():
@@ -288,3 +361,43 @@ def test_a_guided_search_refines_from_the_references_instead_of_sampling_at_rand
     assert guided.references.guide is not None
     assert guided._sampler(4)._n_startup_trials == 3
     assert unguided._sampler(4)._n_startup_trials == 8
+
+
+class ParseRunner(FakeRunner):
+    """The fake runner, with a computing parse's stage analysis on the baseline trial."""
+
+    def __call__(self, request, budgets, *, on_progress=None):
+        outcome = super().__call__(request, budgets, on_progress=on_progress)
+        if request.analyse_stages and outcome.result is not None:
+            outcome = dataclasses.replace(outcome, result=with_parse(outcome.result))
+        return outcome
+
+
+def test_the_pooled_estimate_follows_the_estimate_and_reaches_the_json(write_pipeline, tmp_path):
+    from tfperf.report import render_tune_summary
+
+    pipeline = load_pipeline(write_pipeline(TUNER_SOURCE))
+    runner = ParseRunner()
+    options = TuneOptions(
+        trials=5, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=2, finalists=2
+    )
+    tuner = Tuner(pipeline, options, runner=runner, machine=MACHINE)
+    result = tuner.run()
+
+    estimate, pooled = runner.requests[2].knobs, runner.requests[3].knobs
+    assert (estimate.private_threadpool_size, estimate.prefetch) == (4, AUTOTUNE)
+    assert (pooled.private_threadpool_size, pooled.prefetch) == (1, 2)
+    assert pooled.replace(private_threadpool_size=4, prefetch=AUTOTUNE) == estimate
+    saved = TuneResult.from_dict(json.loads(result.to_json()))
+    assert saved.pool_estimate is not None and saved.pool_estimate.trial_number == 3
+    assert saved.pool_estimate.measured_examples_per_sec is not None
+    assert any(m.label == "estimate-pool" for m in result.candidates)
+    assert "its estimate on the cores the model leaves (trial 3): predicted" in (
+        render_tune_summary(result)
+    )
+    # The four references (no training setting was probed) start TPE; a fresh tuner on the
+    # study finds the same four.
+    assert tuner._sampler(5)._n_startup_trials == 4
+    again = Tuner(pipeline, options, runner=ParseRunner(), machine=MACHINE)
+    again.open_study()
+    assert set(again.references.knobs) == {"baseline", "autotune", "estimate", "estimate-pool"}

@@ -154,6 +154,23 @@ class PipelineModel:
     predicted_examples_per_sec: float
     #: The steady rate's share left after the epoch's restarts (1.0: no restart cost).
     restart_factor: float = 1.0
+    #: CPU seconds the model's step spends per example (None: neither sampled nor timed).
+    model_cpu_s_per_example: float | None = None
+
+    @property
+    def cores_left_to_input(self) -> int | None:
+        """Whole cores the model's step leaves the input at the predicted rate (at least one);
+        None when the model's CPU per example is unknown.
+
+        Example:
+            >>> model = PipelineModel((), None, 2, {}, 4, 8000.0, model_cpu_s_per_example=1e-4)
+            >>> model.cores_left_to_input  # the step takes 0.8 of a core: one is left
+            1
+        """
+        if self.model_cpu_s_per_example is None:
+            return None
+        used = self.predicted_examples_per_sec * self.model_cpu_s_per_example
+        return max(1, self.cores - math.ceil(used - 1e-9))
 
     @property
     def blocks(self) -> bool:
@@ -341,7 +358,12 @@ def pipeline_model(
         [target] + [s.threads / s.wall_s_per_example for s in sized if s.argument is not None]
     )
     factor = restarts.factor(steady, compute_examples_per_sec, buffer_scale) if restarts else 1.0
-    return PipelineModel(tuple(sized), limit, cores, threads, pool, steady * factor, factor)
+    if model_cpu_s_per_example is None and compute_examples_per_sec:
+        # Unsampled: the model alone keeps every core busy at its compute-only rate.
+        model_cpu_s_per_example = cores / compute_examples_per_sec
+    return PipelineModel(
+        tuple(sized), limit, cores, threads, pool, steady * factor, factor, model_cpu_s_per_example
+    )
 
 
 def model_from_profile(

@@ -129,6 +129,11 @@ def _estimate_line(tune: TuneResult | None) -> str | None:
         second = tune.training_estimate
         changes = ", ".join(second.changes_training)
         text += " " + _estimate_text(f"Its estimate with {changes} changed", second)
+    if tune.pool_estimate is not None:
+        pool = tune.pool_estimate.knobs.get("private_threadpool_size")
+        cores = f"{pool} core" if pool == 1 else f"{pool} cores"
+        label = f"The same with its input on the {cores} the model's step leaves"
+        text += " " + _estimate_text(label, tune.pool_estimate)
     return text
 
 

@@ -70,6 +70,7 @@ def _limit(result: TuneResult) -> str:
     for label, estimate in (
         ("tfperf's estimate", result.estimate),
         ("its estimate with training changed", result.training_estimate),
+        ("its estimate on the cores the model leaves", result.pool_estimate),
     ):
         if estimate is not None:
             lines.append(f"  {label}{_estimate_figures(estimate)}")

@@ -158,6 +158,10 @@ class TuneResult(JsonRecord):
     # The model's second estimate, under the training setting it predicts fastest (the fourth
     # reference); None when no training setting lifts the limit beyond the noise.
     training_estimate: Estimate | None = None
+    # The last estimate with its computing stages on the cores the model's step leaves them
+    # (the fifth reference): the model does not price that pool, so its prediction is the one
+    # of the estimate it varies, and measured vs predicted shows what the pool did.
+    pool_estimate: Estimate | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:
@@ -189,7 +193,7 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
 #: arrives: a recommendation that changes them needs an accuracy check before adoption.
 TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
 
-REFERENCE_LABELS = ("baseline", "autotune", "estimate", "estimate-training")
+REFERENCE_LABELS = ("baseline", "autotune", "estimate", "estimate-training", "estimate-pool")
 
 
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
@@ -303,4 +307,6 @@ def _name(measurement: Measurement) -> str:
         return "tfperf's estimate"
     if measurement.label == "estimate-training":
         return "tfperf's estimate with training changed"
+    if measurement.label == "estimate-pool":
+        return "tfperf's estimate on the cores the model leaves"
     return f"{measurement.label}'s knobs"

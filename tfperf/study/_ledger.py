@@ -58,6 +58,7 @@ __all__ = [
     "DONE",
     "ESTIMATE_REF",
     "GUIDE_ATTR",
+    "POOL_ESTIMATE_REF",
     "TRAINING_ESTIMATE_REF",
     "Claim",
     "Done",
@@ -76,6 +77,9 @@ ESTIMATE_REF = "estimate"
 #: The fourth reference, when the model predicts a training setting (batch size, precision,
 #: shuffle buffer) lifts the limit beyond the noise: the estimate under that setting.
 TRAINING_ESTIMATE_REF = "estimate-training"
+#: The fifth reference: the last estimate with its computing stages on the cores the model's
+#: step leaves them (`tfperf.tuner._guide.pool_estimate`), queued with the second.
+POOL_ESTIMATE_REF = "estimate-pool"
 #: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
 GUIDE_ATTR = "tfperf_guide"
 

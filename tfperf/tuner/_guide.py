@@ -58,12 +58,15 @@ __all__ = [
     "guided_ranges",
     "input_only_fixes",
     "make_guide",
+    "pool_estimate",
     "thread_range",
     "unordered",
     "widen",
 ]
 
 POOL = "private_threadpool_size"
+#: The prefetch depth of `pool_estimate` (batches).
+POOLED_PREFETCH = 2
 _PARALLELISM = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
 
 
@@ -82,6 +85,9 @@ class Guide:
         training_estimate: the second estimate, under the training setting the model predicts
             fastest (`tfperf.tuner._training`); None when none beats the first beyond noise.
         setting_limits: the limit under each training setting the baseline trial probed.
+        pool_estimate: the last estimate (the second when there is one) with its computing
+            stages on the cores the model's step leaves (`pool_estimate`); None when the
+            pipeline has a blocking stage or tfperf does not size the private pool.
     """
 
     limit: Limit
@@ -91,6 +97,7 @@ class Guide:
     knob_interleave: bool = False
     training_estimate: Estimate | None = None
     setting_limits: list[SettingLimit] = dataclasses.field(default_factory=list)
+    pool_estimate: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -138,7 +145,9 @@ def make_guide(
         )
     stages = baseline_result.stages.stages if baseline_result.stages else []
     interleave = knob_drives_interleave(stages, baseline)
-    return Guide(model.limit, estimate, threads, caps, interleave, second, limits)
+    last, last_model = (second, choice.model) if second and choice else (estimate, model)
+    pooled = pool_estimate(last, last_model, space) if POOL in names else None
+    return Guide(model.limit, estimate, threads, caps, interleave, second, limits, pooled)
 
 
 def knob_drives_interleave(stages: Iterable[StageStat], baseline: Knobs) -> bool:
@@ -203,6 +212,47 @@ def estimate_knobs(
         if SiteName.parse(name).kind is SiteKind.PREFETCH and not isinstance(site_domain, Fixed):
             sites[name] = prefetch_depth(site_domain, blocks)
     return baseline.replace(**values, sites=sites)
+
+
+def pool_estimate(
+    base: Estimate, model: PipelineModel, space: Mapping[str, Domain]
+) -> Estimate | None:
+    """`base` with its computing stages confined to the cores the model's step leaves them
+    (`PipelineModel.cores_left_to_input`) and a fixed prefetch of `POOLED_PREFETCH` batches;
+    None when a stage blocks (its waiting threads need the pool), when the private pool is
+    fixed or the search may not choose that prefetch, or when `base` already runs so.
+
+    The model sizes a computing stage's pool at the calls the cores hold (`CALLS_PER_CORE`
+    per core) and does not price what those threads take from the model's step when the two
+    share the host, so this is measured rather than predicted: the study's fifth reference,
+    with `base`'s prediction. On 2 cores, side by side on the second estimates
+    (`tfperf profile --no-stages --steps 60`, two interleaved pairs, examples/s, pool 4 with
+    AUTOTUNE's prefetch -> pool 1 with a prefetch of 2): in_memory 7,996 -> 8,881 and
+    7,530 -> 8,689; small_files 45,402 -> 56,762 and 53,760 -> 57,294; text_classify
+    11,835 -> 11,132 and 10,203 -> 13,129. Pool 1 with AUTOTUNE's prefetch ran in_memory at
+    6,947 and 6,942 against 8,232 and 7,666 with a prefetch of 2 (small_files 52,256 and
+    57,282 against 50,920 and 54,467, within its spread), and a prefetch of 2 on pool 4 gained
+    nothing (in_memory 7,709 and 8,147). The benchmarks' winners on those three ran pools of
+    1 to 3 with prefetches of 1 or 2 (docs/limit.md, "The pool the model leaves").
+    """
+    cores = model.cores_left_to_input
+    if model.blocks or cores is None:
+        return None
+    if isinstance(space.get(POOL), Fixed) or not _admits(space.get("prefetch"), POOLED_PREFETCH):
+        return None
+    knobs = {**base.knobs, POOL: cores, "prefetch": POOLED_PREFETCH}
+    if knobs == base.knobs:
+        return None
+    return dataclasses.replace(base, knobs=knobs, trial_number=None, measured_examples_per_sec=None)
+
+
+def _admits(domain: Domain | None, value: int) -> bool:
+    """Whether the search may choose `value` in `domain` (a fixed knob admits nothing)."""
+    if isinstance(domain, Choices):
+        return value in domain.values
+    if isinstance(domain, IntRange):
+        return domain.low <= value <= domain.high
+    return False
 
 
 def unordered(domain: Domain | None, threads: Mapping[str, int]) -> bool:

@@ -10,9 +10,11 @@ the estimate's predicted vs measured rate for the result.
 Once the estimate has run, `refit` takes a second look: the CPU roofline is restated with the
 input's CPU per example measured nearest the limit (the fastest reference's pipeline-only phase,
 `tfperf.measure.nearest_limit_input_cpu`), and the second estimate (training changed) is sized
-from the restated model and queued then (the first look's when nothing can be restated). The
-estimate's own predicted rate stays the one made before it ran, so predicted vs measured still
-shows the model's error.
+from the restated model and queued then (the first look's when nothing can be restated), with
+the fifth reference after it: the same configuration with its computing stages on the cores
+the model's step leaves them (`tfperf.tuner._guide.pool_estimate`), which the model does not
+price and the study measures. The estimate's own predicted rate stays the one made before it
+ran, so predicted vs measured still shows the model's error.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tfperf.study import (
     AUTOTUNE_REF,
     BASELINE,
     ESTIMATE_REF,
+    POOL_ESTIMATE_REF,
     TRAINING_ESTIMATE_REF,
     Claim,
     Ledger,
@@ -50,6 +53,12 @@ logger = logging.getLogger(__name__)
 
 _ESTIMATE_SOURCE = "tfperf's estimate"
 _SECOND_SOURCE = "tfperf's estimate with training changed"
+_POOL_SOURCE = "tfperf's estimate on the cores the model leaves"
+#: The references queued once the estimate has run: label, `Guide` field, source for messages.
+_LATER = (
+    (TRAINING_ESTIMATE_REF, "training_estimate", _SECOND_SOURCE),
+    (POOL_ESTIMATE_REF, "pool_estimate", _POOL_SOURCE),
+)
 
 
 class References:
@@ -95,7 +104,7 @@ class References:
 
     def refit(self, ledger: Ledger) -> None:
         """Restates the guide with the input's CPU per example measured nearest the limit, and
-        queues the second estimate.
+        queues the second estimate and the pooled one.
 
         Called once the estimate has run. Keeps the first look's estimate (its prediction was
         made before it ran). The second estimate is sized here, from the restated model: the
@@ -104,24 +113,34 @@ class References:
         one baseline and 33 from another, while its winners ran 38-56 (docs/limit.md). The
         first look's second estimate is queued when nothing can be restated (no reference ran
         faster than the baseline, or none has CPU samples in its pipeline-only phase), or when
-        the restated model proposes none.
+        the restated model proposes none. The pooled estimate (`pool_estimate`) comes from the
+        same look as the second.
         """
         self.load(ledger)
         if self.guide is None:
             return
         first = self.guide
         restated = self._restated(ledger)
-        if restated is not None:
-            self.guide = dataclasses.replace(
-                restated, estimate=first.estimate, training_estimate=first.training_estimate
-            )
-        second = (restated.training_estimate if restated else None) or first.training_estimate
-        if second is not None and _labelled(ledger.study, TRAINING_ESTIMATE_REF) is None:
-            self.guide = dataclasses.replace(self.guide, training_estimate=second)
-            if self._queue(ledger, TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE):
-                return
-            # A configuration already measured: nothing more to learn from running it again.
-            self.guide = dataclasses.replace(self.guide, training_estimate=None)
+        source = first
+        if restated is not None and (
+            restated.training_estimate is not None or first.training_estimate is None
+        ):
+            source = restated
+        self.guide = dataclasses.replace(
+            restated or first,
+            estimate=first.estimate,
+            training_estimate=source.training_estimate,
+            pool_estimate=source.pool_estimate,
+        )
+        kept: dict[str, Estimate | None] = {}
+        for label, field, text in _LATER:
+            estimate = getattr(self.guide, field)
+            if _labelled(ledger.study, label) is not None:  # queued before (another tuner)
+                kept[field] = getattr(first, field)
+            elif estimate is not None and not self._queue(ledger, label, estimate, text):
+                # A configuration already measured: nothing more to learn from running it again.
+                kept[field] = None
+        self.guide = dataclasses.replace(self.guide, **kept)  # type: ignore[arg-type]
         ledger.store_guide(self.guide.to_dict())
 
     def _restated(self, ledger: Ledger) -> Guide | None:
@@ -160,25 +179,25 @@ class References:
         if stored is None:
             return
         self.guide = Guide.from_dict(stored)
-        second = self.guide.training_estimate
-        for label, estimate, source in (
-            (ESTIMATE_REF, self.guide.estimate, _ESTIMATE_SOURCE),
-            (TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE),
-        ):
+        for label, field, text in ((ESTIMATE_REF, "estimate", _ESTIMATE_SOURCE), *_LATER):
+            estimate = getattr(self.guide, field)
             if estimate is not None and reference_trial(ledger.study, label) is not None:
-                self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=source)
+                self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=text)
 
     def resume(self, ledger: Ledger) -> None:
         """On opening a study whose estimate failed (Ctrl-C, or lost with its tuner) before
-        `refit` queued the second estimate: queues the first look's now.
+        `refit` queued the later references: queues the first look's now.
 
         Called once per tuner, not before each trial: the scan of the study's trials would
         lengthen the moment between claiming a trial and recording its worker.
         """
         self.load(ledger)
-        second = self.guide.training_estimate if self.guide is not None else None
-        if second is not None and _ended_without_refit(ledger.study):
-            self._queue(ledger, TRAINING_ESTIMATE_REF, second, _SECOND_SOURCE)
+        if self.guide is None or not _ended_without_refit(ledger.study):
+            return
+        for label, field, text in _LATER:
+            estimate = getattr(self.guide, field)
+            if estimate is not None:
+                self._queue(ledger, label, estimate, text)
 
     def claimed_knobs(self, ledger: Ledger, claim: Claim) -> Knobs | None:
         """The knobs of a claimed reference trial (None for a trial the sampler proposes)."""
@@ -187,7 +206,7 @@ class References:
             return None
         if label in self.knobs:
             return self.knobs[label]
-        if label in (ESTIMATE_REF, TRAINING_ESTIMATE_REF):
+        if label in (ESTIMATE_REF, TRAINING_ESTIMATE_REF, POOL_ESTIMATE_REF):
             self.load(ledger)
         return TrialRecord.from_user_attrs(claim.trial.user_attrs).knobs
 
@@ -221,6 +240,12 @@ class References:
             return None
         return _measured(self.guide.training_estimate, study, TRAINING_ESTIMATE_REF, measured)
 
+    def pool_estimate(self, study: optuna.Study, measured: Measurement | None) -> Estimate | None:
+        """The pooled estimate (`tfperf.tuner._guide.pool_estimate`), predicted vs measured."""
+        if self.guide is None or self.guide.pool_estimate is None:
+            return None
+        return _measured(self.guide.pool_estimate, study, POOL_ESTIMATE_REF, measured)
+
     def limit_for(self, knobs: Mapping[str, Any]) -> Limit | None:
         """The limit under the training setting `knobs` run with (None: not probed)."""
         if self.guide is None:
@@ -252,10 +277,10 @@ def _labelled(study: optuna.Study, label: str) -> optuna.trial.FrozenTrial | Non
 
 def _ended_without_refit(study: optuna.Study) -> bool:
     """Whether the estimate's trial failed (interrupted, or lost with its tuner) before any
-    second estimate was queued."""
+    later reference was queued."""
     estimate = _labelled(study, ESTIMATE_REF)
     failed = estimate is not None and estimate.state.name == "FAIL"
-    return failed and _labelled(study, TRAINING_ESTIMATE_REF) is None
+    return failed and all(_labelled(study, label) is None for label, _, _ in _LATER)
 
 
 def _measured(
