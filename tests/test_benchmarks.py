@@ -258,9 +258,11 @@ Geometric mean of tuned/AUTOTUNE over the pipelines: 2.00x.
 tfperf's estimate is the configuration its pipeline model predicts best, measured as the \
 study's third trial; where the model alone, timed under the batch sizes and precisions the \
 search may choose (and the shuffle buffer a restarting dataset refills), predicts a training \
-setting faster beyond the noise, a second estimate under that setting is the fourth. Predicted \
-vs measured shows the model's error. Measured is the re-measured median (the trial's figure \
-when it was not a finalist).
+setting faster beyond the noise, a second estimate under that setting is the fourth. The last \
+of them runs again with the input's computing stages on the cores the model's step leaves them \
+(a pool the model does not price: its prediction is the estimate's, so measured/predicted shows \
+what the pool did). Predicted vs measured shows the model's error. Measured is the re-measured \
+median (the trial's figure when it was not a finalist).
 
 | pipeline | estimate | predicted | measured | measured/predicted | what binds the limit |
 | --- | --- | --- | --- | --- | --- |
@@ -592,6 +594,22 @@ def test_late_convergence_counts_the_second_estimate_and_calls_a_near_miss_noise
     record.tuning.changes_training = ["batch_size"]
     assert "the model proposed no estimate with training changed" in (
         check_convergence(record).note
+    )
+
+
+def test_the_pooled_estimate_is_a_row_of_the_model_section_and_counts_in_a_late_note():
+    trials = [Trial(n, "complete", 100.0 + n, 30.0 * (n + 1)) for n in range(8)]
+    trials[4] = Trial(4, "complete", 460.0, 150.0)
+    trials.append(Trial(8, "complete", 500.0, 270.0))
+    record = _with_model(trial=2, second_trial=3, pooled_pool=1, pooled_trial=4)
+    record.tuning.model.pooled_measured = 460.0
+    record.tuning = Tuning(**{**record.tuning.__dict__, "trials": trials, "best_label": "trial 8"})
+    note = check_convergence(record).note
+    assert "its pooled estimate (trial 5) 92%: within a single trial's noise" in note
+    bench = bench_record()
+    bench.pipelines = [record]
+    assert "| demo | the same, input on a pool of 1 | 420 | 460 (trial 5) | 110% |" in (
+        render(bench)
     )
 
 
