@@ -44,8 +44,9 @@ def model_section(record: BenchRecord) -> str:
         "a restarting dataset refills), predicts a training setting faster beyond the noise, "
         "a second estimate under that setting is the fourth. The last of them runs again with "
         "the input's computing stages on the cores the model's step leaves them (a pool the "
-        "model does not price: its prediction is the estimate's, so measured/predicted shows "
-        "what the pool did). Predicted vs measured shows the model's error. Measured is the "
+        "model does not price: it carries the prediction of the estimate it varies, so its "
+        "measured figure beside that one's shows what the pool did). Predicted vs measured "
+        "shows the model's error. Measured is the "
         "re-measured median (the trial's figure when it was not a finalist).",
         [
             "pipeline",

@@ -260,9 +260,10 @@ study's third trial; where the model alone, timed under the batch sizes and prec
 search may choose (and the shuffle buffer a restarting dataset refills), predicts a training \
 setting faster beyond the noise, a second estimate under that setting is the fourth. The last \
 of them runs again with the input's computing stages on the cores the model's step leaves them \
-(a pool the model does not price: its prediction is the estimate's, so measured/predicted shows \
-what the pool did). Predicted vs measured shows the model's error. Measured is the re-measured \
-median (the trial's figure when it was not a finalist).
+(a pool the model does not price: it carries the prediction of the estimate it varies, so its \
+measured figure beside that one's shows what the pool did). Predicted vs measured shows the \
+model's error. Measured is the re-measured median (the trial's figure when it was not a \
+finalist).
 
 | pipeline | estimate | predicted | measured | measured/predicted | what binds the limit |
 | --- | --- | --- | --- | --- | --- |

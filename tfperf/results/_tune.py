@@ -159,8 +159,9 @@ class TuneResult(JsonRecord):
     # reference); None when no training setting lifts the limit beyond the noise.
     training_estimate: Estimate | None = None
     # The last estimate with its computing stages on the cores the model's step leaves them
-    # (the fifth reference): the model does not price that pool, so its prediction is the one
-    # of the estimate it varies, and measured vs predicted shows what the pool did.
+    # (the fifth reference): the model does not price that pool, so it carries the prediction
+    # of the estimate it varies, and its measured figure beside that one's shows what the pool
+    # did.
     pool_estimate: Estimate | None = None
 
     @classmethod
