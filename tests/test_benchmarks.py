@@ -273,8 +273,10 @@ it. |
 ## Tuning
 
 Trials to 5%: the first trial (counting from 1; trial 1 is the baseline, 2 AUTOTUNE, 3 tfperf's \
-estimate, 4 its estimate with training changed where the model proposes one) whose configuration \
-came within 5% of the study's final best: the re-measured median of the configuration the study \
+estimate, 4 its estimate with training changed where the model proposes one, then the last \
+estimate with its input on the cores the model's step leaves where no stage blocks) whose \
+configuration came within 5% of the study's final best: the re-measured median of the \
+configuration the study \
 chose after re-measuring its finalists. Each trial counts by its re-measured median where the \
 study measured it again (its finalists and references), else by its single trial figure; the \
 goals table also gives the count by single figures alone where it differs (one 1-second window \
