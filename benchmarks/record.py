@@ -63,6 +63,9 @@ class Trial:
     #: and references, measured again side by side before the winner is declared); None when
     #: it was not re-measured, and in records from before it was kept.
     remeasured: float | None = None
+    #: For the configuration the study chose (measured again after the choice, so that
+    #: `remeasured` is the confirmed median): the median it was chosen on; else None.
+    selected: float | None = None
 
     @property
     def figure(self) -> float | None:
@@ -370,9 +373,11 @@ def chosen_trial(trials: Sequence[Trial], best_label: str) -> Trial | None:
 def chosen_rate(trials: Sequence[Trial], best_label: str) -> float | None:
     """The figure of the configuration the study chose (`Trial.figure`); None without one.
 
-    The chosen configuration was re-measured, so this is its median. Its own trial figure was
-    among the highest of the study (that is how it became a finalist), so it is biased high,
-    and the highest trial figure more so: neither is a fair bar for the other trials.
+    The chosen configuration was re-measured and then confirmed, so this is the median of the
+    windows measured after it was chosen (`Measurement.median`). Its own trial figure was among
+    the highest of the study (that is how it became a finalist) and its selection median the
+    highest of the finalists', so both are biased high, and the highest trial figure more so:
+    none is a fair bar for the other trials.
     """
     chosen = chosen_trial(trials, best_label)
     return chosen.figure if chosen is not None else None

@@ -116,3 +116,19 @@ def test_keeping_the_baseline_shows_no_change_snippet_or_patch():
     assert used is not None and not used.keeps_baseline
     assert [change.name for change in used.changes] == ["num_parallel_calls"]
     assert "num_parallel_calls" in used.baseline_code
+
+
+def test_the_chosen_configurations_confirmed_runs_are_its_figure_and_say_so():
+    study = make_study(best_result=fake_profile())
+    snapshot = snapshot_study(study, "memory")
+    best = max(snapshot.measurements, key=lambda m: m.median)
+    confirmed = dataclasses.replace(best, confirmed=[1800.0, 1840.0, 1820.0])
+    others = tuple(m for m in snapshot.measurements if m is not best)
+    snapshot = dataclasses.replace(snapshot, measurements=(confirmed, *others))
+    found = ss.summary(snapshot)
+    assert found is not None
+    row = next(row for row in found.rows if row.role == "best")
+    assert (row.label, row.median, row.runs, row.confirmed) == ("best: trial 2", 1820.0, 3, True)
+    assert ss.trial_figures(snapshot)[best.trial_number].examples_per_sec == 1820.0
+    html = render_study_html(snapshot)
+    assert "after the choice" in html

@@ -113,3 +113,36 @@ def test_input_only_rule_when_the_fastest_keeps_training():
     baseline = _measured("baseline", {"batch_size": 32}, [100.0])
     choice = input_only_choice([baseline], baseline)
     assert choice.best is baseline and choice.fastest is None and choice.gain is None
+
+
+def test_confirmed_windows_are_the_reported_figure_and_the_choice_keeps_its_own():
+    from tfperf.results import input_only_choice
+
+    baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 100.0])
+    lucky = Measurement(
+        "trial 3", 3, {"batch_size": 32, "num_parallel_calls": 8}, [220.0, 224.0], 0, None
+    )
+    lucky.confirmed = [196.0, 204.0]
+    steady = _measured("trial 4", {"batch_size": 32, "num_parallel_calls": 4}, [210.0, 212.0])
+
+    assert lucky.median == 200.0 and lucky.spread == pytest.approx(0.02)
+    assert lucky.selection_median == 222.0 and lucky.windows == [196.0, 204.0]
+    choice = input_only_choice([baseline, lucky, steady], baseline)
+    assert choice.best is lucky  # chosen on its selection windows, reported by its confirmed ones
+    assert speedup(lucky, baseline).ratio == pytest.approx(2.0)
+    assert choice.weighed == [lucky]
+
+
+def test_a_change_to_training_is_weighed_on_both_sides_confirmed_windows():
+    from tfperf.results import input_only_choice
+
+    baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 100.0])
+    parallel = _measured("trial 3", {"batch_size": 32, "num_parallel_calls": 8}, [200.0, 200.0])
+    bigger = _measured("trial 5", {"batch_size": 64, "num_parallel_calls": 8}, [300.0, 300.0])
+    assert input_only_choice([baseline, parallel, bigger], baseline).weighed == [bigger, parallel]
+
+    # Measured again, the change to training gains nothing beyond noise: the input-only wins.
+    bigger.confirmed, parallel.confirmed = [200.0, 212.0], [198.0, 204.0]
+    choice = input_only_choice([baseline, parallel, bigger], baseline)
+    assert choice.best is parallel and choice.fastest is bigger
+    assert choice.gain is not None and not choice.gain.significant

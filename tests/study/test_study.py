@@ -94,6 +94,7 @@ def test_remeasurement_round_trip(study):
             "examples_per_sec": [10.0, 11.0],
             "peak_rss_bytes": 100,
             "peak_gpu_bytes": None,
+            "confirmed": [],
         }
     ]
 

@@ -223,6 +223,7 @@ class Recorder(TuneListener):
         self.orphans: list[int] = []
         self.mixed: list[dict] = []
         self.remeasures = 0
+        self.confirmed: tuple[list[str], int] | None = None
 
     def study_ready(self, study, storage, resumed, orphans) -> None:
         self.orphans = orphans
@@ -232,6 +233,28 @@ class Recorder(TuneListener):
 
     def remeasure_started(self, finalists, rounds) -> None:
         self.remeasures += 1
+
+    def confirm_started(self, labels, rounds) -> None:
+        self.confirmed = (labels, rounds)
+
+
+def test_the_chosen_configuration_is_reported_from_windows_measured_after_the_choice(
+    pipeline, tmp_path
+):
+    runner, listener = FakeRunner(), Recorder()
+    result = Tuner(
+        pipeline,
+        TuneOptions(trials=4, storage=f"sqlite:///{tmp_path / 'study.db'}", rounds=2, finalists=2),
+        listener,
+        runner=runner,
+        machine=MACHINE,
+    ).run()
+    assert listener.confirmed == ([result.best.label], 2)
+    assert len(result.best.confirmed) == 2 and len(result.best.examples_per_sec) == 2
+    assert [r.knobs.to_dict() for r in runner.requests[-2:]] == [result.best.knobs] * 2
+    assert all(not m.confirmed for m in result.candidates if m is not result.best)
+    stored = next(m for m in result.candidates if m.label == result.best.label)
+    assert stored.confirmed == result.best.confirmed
 
 
 def test_running_again_on_a_finished_study_reuses_its_remeasurement(pipeline, tmp_path):

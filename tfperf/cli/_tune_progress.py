@@ -195,6 +195,10 @@ class TuneProgress(TuneListener):
             check_something_completed(self._study)
         self._new_bar(len(finalists) * rounds, "re-measuring finalists")
 
+    def confirm_started(self, labels: list[str], rounds: int) -> None:
+        """Starts the confirmation's bar: the chosen configuration measured once more."""
+        self._new_bar(len(labels) * rounds, f"confirming {' and '.join(labels)}")
+
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
         if self._bar is not None:
             self._bar.update(1)

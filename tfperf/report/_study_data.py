@@ -328,12 +328,12 @@ def choose(measured: list[Measurement]) -> Choice | None:
     Then the fastest configuration that leaves training as written is recommended instead: a
     gain that the noise could explain is not worth an accuracy check.
     """
-    fastest = max(measured, key=lambda m: m.median, default=None)
+    fastest = max(measured, key=lambda m: m.selection_median, default=None)
     baseline = next((m for m in measured if m.label == "baseline"), None)
     if fastest is None or baseline is None or not training_changes(fastest, baseline):
         return None if fastest is None else Choice(fastest, None, None)
     keeping = [m for m in measured if not training_changes(m, baseline)]
-    input_only = max(keeping, key=lambda m: m.median, default=None)
+    input_only = max(keeping, key=lambda m: m.selection_median, default=None)
     if input_only is None:
         return Choice(fastest, None, None)
     gain = speedup(fastest, input_only)

@@ -66,7 +66,7 @@ def trial_figures(snapshot: StudySnapshot) -> dict[int, TrialFigure]:
 
 
 def _measured(m: Measurement) -> TrialFigure:
-    runs = m.examples_per_sec
+    runs = m.windows
     return TrialFigure(m.median, min(runs), max(runs), len(runs), m.peak_rss_bytes, len(runs) > 1)
 
 
@@ -81,6 +81,7 @@ class SummaryRow:
     spread: float
     runs: int
     peak_rss_bytes: int
+    confirmed: bool = False  # the runs were made after the choice (`Measurement.confirmed`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,8 +195,9 @@ def _summary_row(measurement: Measurement, role: str) -> SummaryRow:
         trial=measurement.trial_number,
         median=measurement.median,
         spread=measurement.spread,
-        runs=len(measurement.examples_per_sec),
+        runs=len(measurement.windows),
         peak_rss_bytes=measurement.peak_rss_bytes,
+        confirmed=bool(measurement.confirmed),
     )
 
 

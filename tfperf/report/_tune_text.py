@@ -23,8 +23,9 @@ def render_tune_summary(result: TuneResult, dashboard_url: str | None = None) ->
 
 def format_measurement(measurement: Measurement) -> str:
     gpu = measurement.peak_gpu_bytes
+    after = " measured after it was chosen" if measurement.confirmed else ""
     return (
-        f"{measurement.median:,.1f} examples/s (median of {len(measurement.examples_per_sec)}, "
+        f"{measurement.median:,.1f} examples/s (median of {len(measurement.windows)}{after}, "
         f"±{measurement.spread:.1%}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
         + (f", peak GPU memory {format_bytes(gpu)}" if gpu is not None else "")
     )

@@ -27,7 +27,15 @@ class Objective(str, Enum):
 
 @dataclasses.dataclass
 class Measurement:
-    """One configuration re-measured several times, interleaved with the others."""
+    """One configuration re-measured several times, interleaved with the others.
+
+    `examples_per_sec` are the windows the winner was chosen on. The configuration chosen (and
+    the one it was weighed against, when the choice changes training) is then measured again,
+    `confirmed`: the highest of several noisy medians is biased high, so the figures reported
+    for it come from windows that played no part in choosing it. `median` and `spread` are the
+    reported figure (the confirmed windows where there are some); `selection_median` is the
+    figure the choice compared.
+    """
 
     label: str
     trial_number: int | None
@@ -35,15 +43,28 @@ class Measurement:
     examples_per_sec: list[float]
     peak_rss_bytes: int
     peak_gpu_bytes: int | None
+    confirmed: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def windows(self) -> list[float]:
+        """The windows the reported figure comes from: the confirmed ones, if any."""
+        return self.confirmed or self.examples_per_sec
 
     @property
     def median(self) -> float:
-        return statistics.median(self.examples_per_sec) if self.examples_per_sec else 0.0
+        """The reported examples/s: the median of `windows`."""
+        return statistics.median(self.windows) if self.windows else 0.0
+
+    @property
+    def selection_median(self) -> float:
+        """The median of the windows the choice was made on (`examples_per_sec`)."""
+        values = self.examples_per_sec
+        return statistics.median(values) if values else 0.0
 
     @property
     def spread(self) -> float:
-        """Half the range of the repeats, relative to their median: the noise of this figure."""
-        values = self.examples_per_sec
+        """Half the range of `windows`, relative to their median: the noise of this figure."""
+        values = self.windows
         if len(values) < 2 or self.median <= 0:
             return 0.0
         return (max(values) - min(values)) / 2 / self.median
@@ -230,12 +251,21 @@ class InputOnlyChoice:
     fastest: Measurement | None
     gain: Speedup | None
 
+    @property
+    def weighed(self) -> list[Measurement]:
+        """The measurements the choice rests on: the recommended one and, where a change to
+        training was weighed against the input-only best, both sides (each once)."""
+        sides = (self.best, self.input_only, self.fastest)
+        return list({id(m): m for m in sides if m is not None}.values())
+
 
 def input_only_choice(measured: list[Measurement], baseline: Measurement) -> InputOnlyChoice:
     """Picks the best that leaves training as written unless a change to training beats it.
 
     A configuration that changes training (`training_changes`) is recommended only when its
     gain over the best input-only one is beyond the noise of both (`speedup(...).significant`).
+    The two are picked by `selection_median`; the gain is weighed on their reported figures,
+    which are their confirmed windows once the tuner has measured them again.
 
     Example:
         >>> base = Measurement("baseline", 0, {"batch_size": 32}, [100.0, 100.0], 0, None)
@@ -244,9 +274,9 @@ def input_only_choice(measured: list[Measurement], baseline: Measurement) -> Inp
         >>> choice.best.label, choice.fastest.label, choice.gain.significant
         ('baseline', 'trial 4', False)
     """
-    fastest = max(measured, key=lambda m: m.median)
+    fastest = max(measured, key=lambda m: m.selection_median)
     keeping = [m for m in measured if not training_changes(m, baseline)]
-    input_only = max(keeping, key=lambda m: m.median) if keeping else baseline
+    input_only = max(keeping, key=lambda m: m.selection_median) if keeping else baseline
     if fastest is input_only:
         return InputOnlyChoice(fastest, input_only, None, None)
     gain = speedup(fastest, input_only)

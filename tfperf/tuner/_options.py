@@ -151,7 +151,11 @@ class TuneListener:
         """Re-measurement of the finalists begins."""
 
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
-        """One repeat of one finalist ended."""
+        """One repeat of one finalist ended (of the confirmation's too)."""
+
+    def confirm_started(self, labels: list[str], rounds: int) -> None:
+        """The chosen configuration (`labels`: with the input-only best it was weighed
+        against, when the choice changes training) is measured `rounds` times more."""
 
     def trial_lost(self, lost: LostTrial) -> None:
         """This tuner failed a trial whose tuner died; `lost.retry` runs its knobs again."""

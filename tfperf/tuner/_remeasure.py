@@ -1,8 +1,13 @@
 """Re-measures the finalists side by side before a winner is declared.
 
 A single trial's figure drifts with whatever else the machine does. So the top candidates and
-both references are measured again, several rounds, interleaved (A B C, B C A, C A B, ...) so
+the references are measured again, several rounds, interleaved (A B C, B C A, C A B, ...) so
 that drift hits every configuration alike, and compared by their medians.
+
+The highest of several noisy medians is biased high (on a flat top, the configuration that
+drew the luckiest windows wins), so the chosen configuration, and the input-only best when
+the choice weighed a change to training against it, are measured once more (`confirm`): the
+figures reported for them come from windows that played no part in choosing them.
 """
 
 from __future__ import annotations
@@ -49,32 +54,95 @@ def remeasure(
     Returns:
         One `Measurement` per finalist that completed at least once, in the given order.
     """
-    samples: dict[int, list[float]] = {i: [] for i in range(len(finalists))}
-    peak_rss: dict[int, int] = dict.fromkeys(samples, 0)
-    peak_gpu: dict[int, int | None] = dict.fromkeys(samples)
-    for index in interleaved_order(len(finalists), rounds):
-        finalist = finalists[index]
-        outcome = run(request(finalist.knobs), budgets)
-        if on_measured is not None:
-            on_measured(finalist, outcome)
-        if outcome.status is not TrialStatus.COMPLETE or outcome.result is None:
-            continue
-        samples[index].append(outcome.result.end_to_end.examples_per_sec)
-        peak_rss[index] = max(peak_rss[index], outcome.peak_rss_bytes)
-        if outcome.peak_gpu_bytes is not None:
-            peak_gpu[index] = max(peak_gpu[index] or 0, outcome.peak_gpu_bytes)
+    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured)
     return [
         Measurement(
             label=finalist.label,
             trial_number=finalist.trial_number,
             knobs=finalist.knobs.to_dict(),
-            examples_per_sec=samples[index],
-            peak_rss_bytes=peak_rss[index],
-            peak_gpu_bytes=peak_gpu[index],
+            examples_per_sec=window.rates,
+            peak_rss_bytes=window.peak_rss_bytes,
+            peak_gpu_bytes=window.peak_gpu_bytes,
         )
-        for index, finalist in enumerate(finalists)
-        if samples[index]
+        for finalist, window in zip(finalists, windows, strict=True)
+        if window.rates
     ]
+
+
+def confirm(
+    measured: Sequence[Measurement],
+    chosen: Sequence[Measurement],
+    rounds: int,
+    request: Callable[[Knobs], TrialRequest],
+    budgets: Budgets,
+    run: RunTrial,
+    on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
+) -> list[Measurement]:
+    """`measured` with `chosen` measured `rounds` more times, interleaved, as `confirmed`.
+
+    A chosen configuration whose every confirming repeat failed keeps its selection windows as
+    its figure; its peaks take the highest of both phases.
+    """
+    finalists = [_finalist(m) for m in chosen]
+    windows = dict(
+        zip(
+            (id(m) for m in chosen),
+            _interleaved(finalists, rounds, request, budgets, run, on_measured),
+            strict=True,
+        )
+    )
+    return [_confirmed(m, windows[id(m)]) if id(m) in windows else m for m in measured]
+
+
+@dataclasses.dataclass
+class _Windows:
+    """One configuration's completed repeats: examples/s per window and the peaks."""
+
+    rates: list[float] = dataclasses.field(default_factory=list)
+    peak_rss_bytes: int = 0
+    peak_gpu_bytes: int | None = None
+
+    def add(self, outcome: TrialOutcome) -> None:
+        if outcome.status is not TrialStatus.COMPLETE or outcome.result is None:
+            return
+        self.rates.append(outcome.result.end_to_end.examples_per_sec)
+        self.peak_rss_bytes = max(self.peak_rss_bytes, outcome.peak_rss_bytes)
+        if outcome.peak_gpu_bytes is not None:
+            self.peak_gpu_bytes = max(self.peak_gpu_bytes or 0, outcome.peak_gpu_bytes)
+
+
+def _interleaved(
+    finalists: Sequence[Finalist],
+    rounds: int,
+    request: Callable[[Knobs], TrialRequest],
+    budgets: Budgets,
+    run: RunTrial,
+    on_measured: Callable[[Finalist, TrialOutcome], None] | None,
+) -> list[_Windows]:
+    """Each finalist's windows from `rounds` interleaved rounds, in the given order."""
+    windows = [_Windows() for _ in finalists]
+    for index in interleaved_order(len(finalists), rounds):
+        finalist = finalists[index]
+        outcome = run(request(finalist.knobs), budgets)
+        if on_measured is not None:
+            on_measured(finalist, outcome)
+        windows[index].add(outcome)
+    return windows
+
+
+def _finalist(measurement: Measurement) -> Finalist:
+    knobs = Knobs.from_mapping(measurement.knobs)
+    return Finalist(measurement.label, measurement.trial_number, knobs)
+
+
+def _confirmed(measurement: Measurement, windows: _Windows) -> Measurement:
+    gpu = [v for v in (measurement.peak_gpu_bytes, windows.peak_gpu_bytes) if v is not None]
+    return dataclasses.replace(
+        measurement,
+        confirmed=windows.rates,
+        peak_rss_bytes=max(measurement.peak_rss_bytes, windows.peak_rss_bytes),
+        peak_gpu_bytes=max(gpu) if gpu else None,
+    )
 
 
 def pick_finalists(

@@ -1,0 +1,91 @@
+"""The finalists' re-measurement and the chosen configuration's confirmation, on a fake runner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.trials import fake_result, outcome
+from tfperf.knobs import Knobs
+from tfperf.results import Measurement, TrialOutcome, TrialStatus
+from tfperf.trials import Budgets, TrialRequest
+from tfperf.tuner._remeasure import Finalist, confirm, interleaved_order, remeasure
+
+BUDGETS = Budgets(ram_bytes=None, gpu_memory_bytes=None)
+
+
+def request(knobs: Knobs) -> TrialRequest:
+    return TrialRequest(pipeline=Path("p.py"), knobs=knobs, steps=6, min_seconds=0.0)
+
+
+class Runner:
+    """Runs in order; each run's input wait comes from `waits` by call, keyed by map calls."""
+
+    def __init__(self, wait: Callable[[Knobs, int], float | None]) -> None:
+        self.wait = wait
+        self.calls: list[int] = []
+
+    def __call__(self, req: TrialRequest, budgets: Budgets) -> TrialOutcome:
+        self.calls.append(req.knobs.num_parallel_calls)
+        wait = self.wait(req.knobs, len(self.calls) - 1)
+        if wait is None:
+            return outcome(TrialStatus.FAILED, "out of memory")
+        result = fake_result(req.knobs, wait)
+        return TrialOutcome(TrialStatus.COMPLETE, result, "", 200 * len(self.calls), None, 1.0)
+
+
+def finalist(label: str, calls: int) -> Finalist:
+    return Finalist(label, calls, Knobs(num_parallel_calls=calls))
+
+
+def test_rounds_rotate_so_drift_hits_every_configuration_alike():
+    assert interleaved_order(3, 2) == [0, 1, 2, 1, 2, 0]
+
+
+def test_remeasure_keeps_each_finalists_completed_repeats_in_order():
+    runner = Runner(lambda knobs, call: None if call == 0 else 0.01 * knobs.num_parallel_calls)
+    measured = remeasure([finalist("a", 1), finalist("b", 2)], 2, request, BUDGETS, runner)
+    assert runner.calls == [1, 2, 2, 1]
+    assert [m.label for m in measured] == ["a", "b"]
+    assert [len(m.examples_per_sec) for m in measured] == [1, 2]  # a's first repeat failed
+    assert measured[0].confirmed == [] and measured[0].median == measured[0].selection_median
+
+
+def test_confirm_measures_only_the_chosen_and_reports_their_fresh_windows():
+    first = remeasure(
+        [finalist("a", 1), finalist("b", 2), finalist("c", 4)],
+        2,
+        request,
+        BUDGETS,
+        Runner(lambda knobs, call: 0.01),
+    )
+    # Confirming windows come out slower than the selection's: the selection was lucky.
+    runner = Runner(lambda knobs, call: 0.02)
+    confirmed = confirm(first, [first[2], first[0]], 2, request, BUDGETS, runner)
+    assert runner.calls == [4, 1, 1, 4]  # interleaved, only the chosen two
+    assert [m.label for m in confirmed] == ["a", "b", "c"]
+    a, b, c = confirmed
+    assert b == first[1]  # not chosen: untouched
+    for fresh, before in ((a, first[0]), (c, first[2])):
+        assert len(fresh.confirmed) == 2 and fresh.examples_per_sec == before.examples_per_sec
+        assert fresh.median < before.median  # the reported figure is the confirmed one
+        assert fresh.selection_median == before.median  # the choice's figure is kept
+        assert fresh.peak_rss_bytes == max(before.peak_rss_bytes, 800)
+
+
+def test_a_chosen_configuration_that_fails_every_confirmation_keeps_its_figure():
+    first = remeasure([finalist("a", 1)], 2, request, BUDGETS, Runner(lambda knobs, call: 0.01))
+    confirmed = confirm(first, first, 2, request, BUDGETS, Runner(lambda knobs, call: None))
+    assert confirmed[0].confirmed == []
+    assert confirmed[0].median == pytest.approx(first[0].median)
+
+
+def test_confirmed_windows_round_trip_and_old_records_read_without_them():
+    m = Measurement("trial 3", 3, {"batch_size": 64}, [100.0, 120.0], 0, None, [90.0, 94.0])
+    import dataclasses
+
+    assert Measurement(**dataclasses.asdict(m)) == m
+    stored_before = {k: v for k, v in dataclasses.asdict(m).items() if k != "confirmed"}
+    assert Measurement(**stored_before).median == 110.0
