@@ -48,3 +48,13 @@ def test_each_setting_is_timed_on_a_batch_built_under_it(write_pipeline, caplog)
     import keras
 
     assert keras.mixed_precision.global_policy().name == "float32"  # the policy is restored
+
+
+def test_the_faster_of_a_settings_windows_counts_with_its_own_cpu_time():
+    from tfperf.measure._training import Window, fastest_window
+
+    slowed = Window(steps=10, wall_s=0.5, cpu_s=1.2)  # something else ran meanwhile
+    clean = Window(steps=14, wall_s=0.4, cpu_s=0.7)
+    assert fastest_window([slowed, clean]) == clean
+    assert fastest_window([clean, slowed]) == clean
+    assert fastest_window([Window(3, 0.0, 0.0), slowed]) == slowed  # no time: no rate
