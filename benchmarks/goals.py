@@ -26,6 +26,7 @@ from benchmarks.record import (
     spread,
 )
 from tfperf.knobs import format_value
+from tfperf.measure import CONTENTION_AT
 from tfperf.units import format_bytes
 
 #: Issue 12's goals: tuned reaches this share of the stated limit (or a reason says why not),
@@ -311,6 +312,7 @@ def _limit_note(record: PipelineRecord, cpu_count: int, share: float) -> str:
         " The cores are not saturated, so part of the gap is left by the search or by "
         "overlap (input and steps not fully overlapping); more trials may close some of it."
         + _alone_note(record)
+        + _interference_note(record, cpu_count)
     )
 
 
@@ -349,6 +351,31 @@ def _alone_note(record: PipelineRecord) -> str:
     return text + (
         f": the input could reach the goal alone, and together they run at {end_to_end:,.0f}, "
         f"{where}."
+    )
+
+
+def _interference_note(record: PipelineRecord, cpu_count: int) -> str:
+    """How much the model's step slows beside the input, when it slows past `CONTENTION_AT`.
+
+    The CPU limit adds the input's and the model's CPU time per example and divides the cores
+    by it: running together costs nothing beyond that. The tuned runs' compute slowdown (an
+    example's compute time end to end over the compute-only phase's) measures what it does
+    cost; with the cores not saturated, that is time neither the cores nor the limit count.
+    Stated, not counted as explaining the miss: what slows the step is not yet isolated
+    (docs/limit.md, "What the limit does not count").
+    """
+    tuned = record.tuned
+    if not tuned.compute_slowdown or not tuned.compute_only or not tuned.end_to_end:
+        return ""
+    slowdown = median(tuned.compute_slowdown)
+    if slowdown < CONTENTION_AT:
+        return ""
+    computing = min(1.0, slowdown * median(tuned.end_to_end) / median(tuned.compute_only))
+    return (
+        f" Beside the input, the model's step computes {slowdown:.1f}x as long per example as "
+        f"alone ({computing:.0%} of the end-to-end time is the step computing) while the cores "
+        f"are {median(tuned.cpu_percent):.0f}% of {100 * cpu_count}% busy: running together "
+        "costs the step more than the CPU time the input takes, which the limit does not count."
     )
 
 

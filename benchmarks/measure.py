@@ -326,6 +326,7 @@ def _as_figure(label: str, knobs: Knobs, outcomes: Sequence[TrialOutcome]) -> Fi
         restart_stage=restarts[0].stage if restarts else None,
         epoch_steps=restarts[0].epoch_steps if restarts else None,
         weighted_wait=[cost.weighted_wait_fraction for cost in restarts],
+        compute_slowdown=[r.compute_slowdown for r in results if r.compute_slowdown is not None],
     )
 
 

@@ -48,6 +48,10 @@ class Figure:
     restart_stage: str | None = None
     epoch_steps: int | None = None
     weighted_wait: list[float] = dataclasses.field(default_factory=list)
+    # Added with the interference note (optional, so older RESULTS.json still load): per run,
+    # how many times longer an example computed end to end than on cached batches
+    # (`ProfileResult.compute_slowdown`).
+    compute_slowdown: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass

@@ -469,6 +469,31 @@ def test_an_unsaturated_miss_whose_input_alone_reaches_the_goal_places_it_in_the
     assert "between taking turns (562) and sharing every core at once" in check.note
 
 
+def test_an_unsaturated_miss_states_how_much_the_step_slows_beside_the_input():
+    record = _cpu_bound_miss(700.0, 900.0, 1500.0)
+    record.tuned.compute_slowdown = [1.5, 1.6, 1.7]
+    check = check_limit(record, cpu_count=2)
+
+    # 1.6x the compute-only time per example at 700 examples/s: 1.6 * 700 / 1500 = 75% of the
+    # end-to-end time is the step computing. Stated, not counted as explaining the miss.
+    assert check.met is False
+    assert check.note.endswith(
+        " Beside the input, the model's step computes 1.6x as long per example as alone (75% "
+        "of the end-to-end time is the step computing) while the cores are 130% of 200% busy: "
+        "running together costs the step more than the CPU time the input takes, which the "
+        "limit does not count."
+    )
+
+
+def test_a_step_that_barely_slows_beside_the_input_adds_nothing_to_a_miss():
+    slowed = _cpu_bound_miss(700.0, 900.0, 1500.0)
+    slowed.tuned.compute_slowdown = [1.1]
+    unmeasured = _cpu_bound_miss(700.0, 900.0, 1500.0)
+
+    assert check_limit(slowed, cpu_count=2).note == check_limit(unmeasured, cpu_count=2).note
+    assert "Beside the input" not in check_limit(slowed, cpu_count=2).note
+
+
 def test_an_unsaturated_miss_below_taking_turns_says_they_do_not_overlap():
     check = check_limit(_cpu_bound_miss(700.0, 900.0, 40000.0), cpu_count=2)
 
@@ -723,6 +748,8 @@ def test_smoke_run_measures_and_renders(tmp_path):
     pipeline = record.pipelines[0]
     assert pipeline.baseline.end_to_end and pipeline.tuned.end_to_end
     assert pipeline.tuned.pipeline_only and pipeline.tuned.compute_only
+    assert len(pipeline.tuned.compute_slowdown) == len(pipeline.tuned.end_to_end)
+    assert all(slowdown > 0 for slowdown in pipeline.tuned.compute_slowdown)
     assert [t.reference for t in pipeline.tuning.trials] == ["baseline", "autotune"]
     assert record.repeatability is not None and len(record.repeatability.end_to_end) == 2
     assert record.overhead is not None and record.overhead.rows

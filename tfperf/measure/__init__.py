@@ -7,6 +7,9 @@ script with the stage that limits it.
 
 from __future__ import annotations
 
+from tfperf.measure._analysis import (
+    CONTENTION_AT,
+)
 from tfperf.measure._discover import (
     discover_sites,
 )
@@ -49,6 +52,7 @@ from tfperf.measure._training import (
 )
 
 __all__ = [
+    "CONTENTION_AT",
     "THREAD_CAP",
     "InputCpu",
     "PipelineModel",
