@@ -361,8 +361,9 @@ def _interference_note(record: PipelineRecord, cpu_count: int) -> str:
     by it: running together costs nothing beyond that. The tuned runs' compute slowdown (an
     example's compute time end to end over the compute-only phase's) measures what it does
     cost; with the cores not saturated, that is time neither the cores nor the limit count.
-    Stated, not counted as explaining the miss: what slows the step is not yet isolated
-    (docs/limit.md, "What the limit does not count").
+    Stated, not counted as explaining the miss: the step's threads queue for the cores beside
+    the input's, and tfperf does not measure that queueing yet (docs/limit.md, "What the limit
+    does not count").
     """
     tuned = record.tuned
     if not tuned.compute_slowdown or not tuned.compute_only or not tuned.end_to_end:
