@@ -376,7 +376,9 @@ def _interference_note(record: PipelineRecord, cpu_count: int) -> str:
         f" Beside the input, the model's step computes {slowdown:.1f}x as long per example as "
         f"alone ({computing:.0%} of the end-to-end time is the step computing) while the cores "
         f"are {median(tuned.cpu_percent):.0f}% of {100 * cpu_count}% busy: running together "
-        "costs the step more than the CPU time the input takes, which the limit does not count."
+        "costs the step more than the CPU time the input takes, which the limit does not count "
+        '(docs/limit.md, "What the limit does not count", traces it to the step\'s threads '
+        "queueing for the cores)."
     )
 
 

@@ -481,7 +481,8 @@ def test_an_unsaturated_miss_states_how_much_the_step_slows_beside_the_input():
         " Beside the input, the model's step computes 1.6x as long per example as alone (75% "
         "of the end-to-end time is the step computing) while the cores are 130% of 200% busy: "
         "running together costs the step more than the CPU time the input takes, which the "
-        "limit does not count."
+        'limit does not count (docs/limit.md, "What the limit does not count", traces it to '
+        "the step's threads queueing for the cores)."
     )
 
 
