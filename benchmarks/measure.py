@@ -32,7 +32,7 @@ from benchmarks.record import (
 )
 from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, TrialOutcome, TrialStatus
+from tfperf.results import Measurement, TrialOutcome, TrialStatus, speedup
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
 from tfperf.tuner._remeasure import remeasure
@@ -139,7 +139,8 @@ def training_choice(result: TuneResult) -> TrainingChoice | None:
     """What the input-only rule decided; None in results from before it."""
     if result.input_only is None:
         return None
-    changer = result.fastest or (result.best if result.changes_training else None)
+    changer = result.best if result.changes_training else result.fastest
+    passed = result.fastest if result.changes_training else None
     gain = result.gain_over_input_only
     return TrainingChoice(
         input_only=result.input_only.label,
@@ -147,6 +148,8 @@ def training_choice(result: TuneResult) -> TrainingChoice | None:
         gain=gain.ratio if gain else None,
         spread=gain.spread if gain else None,
         significant=gain.significant if gain else None,
+        passed_over=passed.label if passed is not None else None,
+        passed_over_gain=speedup(passed, result.best).ratio if passed is not None else None,
     )
 
 

@@ -119,9 +119,12 @@ class TrainingChoice:
     """The input-only rule: whether the recommendation changes training, and why.
 
     `input_only` is the label of the best configuration that leaves training as written;
-    `fastest` the label of a faster one that changes training (None when the fastest leaves
-    training as written); `gain` and `spread` its ratio over `input_only`, with `significant`
-    saying whether it is beyond the noise (the rule recommends it only then).
+    `fastest` the label of a faster one that changes training (the recommendation, when it
+    changes training; None when the fastest leaves training as written); `gain` and `spread`
+    its ratio over `input_only`, with `significant` saying whether it is beyond the noise (the
+    rule recommends it only then). `passed_over` is the label of a still faster configuration
+    that changes training more, for a figure within noise of the recommendation
+    (`tfperf.results.least_change`), and `passed_over_gain` its ratio over it.
     """
 
     input_only: str
@@ -129,6 +132,8 @@ class TrainingChoice:
     gain: float | None = None
     spread: float | None = None
     significant: bool | None = None
+    passed_over: str | None = None
+    passed_over_gain: float | None = None
 
 
 @dataclasses.dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from benchmarks.record import BenchRecord, Figure, PipelineRecord
+from benchmarks.record import BenchRecord, Figure, PipelineRecord, TrainingChoice
 
 __all__ = ["model_section", "restart_section", "share", "table", "training_section"]
 
@@ -106,7 +106,7 @@ def _training_line(pipeline: PipelineRecord) -> str:
     if changes:
         return (
             f"yes, {changes}: {tuning.best_label} beats the best input-only configuration "
-            f"({choice.input_only}) by {gain}, beyond the noise."
+            f"({choice.input_only}) by {gain}, beyond the noise.{_passed_over(choice)}"
         )
     if choice.fastest is not None:
         return (
@@ -114,6 +114,17 @@ def _training_line(pipeline: PipelineRecord) -> str:
             f"so the input-only {choice.input_only} is recommended."
         )
     return "no: the fastest configuration leaves training as written."
+
+
+def _passed_over(choice: TrainingChoice) -> str:
+    """The faster configuration passed over for changing training more, if any."""
+    if choice.passed_over is None:
+        return ""
+    ratio = f" ({choice.passed_over_gain:.2f}x)" if choice.passed_over_gain is not None else ""
+    return (
+        f" {choice.passed_over} ran faster{ratio} but changes training more, within the "
+        "noise: the smaller change is recommended."
+    )
 
 
 def restart_section(record: BenchRecord) -> str:

@@ -657,6 +657,17 @@ def test_a_training_change_within_noise_is_a_miss_and_none_is_met():
     )
 
 
+def test_a_faster_larger_change_to_training_passed_over_is_named_with_its_ratio():
+    record = pipeline_record()
+    choice = TrainingChoice("tfperf's estimate", "trial 5", 2.1, 0.05, True, "trial 18", 1.04)
+    record.tuning = Tuning(**{**record.tuning.__dict__, "training": choice})
+    assert check_training(record).met is True
+    assert (
+        "beyond the noise. trial 18 ran faster (1.04x) but changes training more, within the "
+        "noise: the smaller change is recommended."
+    ) in render(dataclasses.replace(bench_record(), pipelines=[record]))
+
+
 def test_geomean_of_tuned_over_autotune():
     slow = pipeline_record(tuned=figure("tuned", TUNED, [220.0] * 3), name="slow")
     check = check_geomean([pipeline_record(), slow])
@@ -927,3 +938,23 @@ def test_a_record_with_the_zero_change_row_round_trips_through_json(tmp_path):
     loaded = BenchRecord.load(record.save(tmp_path / "results.json"))
     assert loaded == record
     assert render(loaded) == render(record)
+
+
+def test_the_bench_records_the_recommended_change_and_the_one_passed_over():
+    from benchmarks.measure import training_choice
+    from tests.report.helpers import measured, tune_result
+    from tfperf.results import Speedup
+
+    parallel = measured("estimate", [2000.0, 2000.0], batch_size=32, num_parallel_calls=8)
+    smaller = measured("estimate-training", [4000.0, 4000.0], batch_size=128)
+    larger = measured("trial 18", [4200.0, 4200.0], batch_size=128, shuffle_buffer=4096)
+    result = dataclasses.replace(
+        tune_result(gain_over_input_only=Speedup(2.0, 0.0, True)),
+        best=smaller,
+        input_only=parallel,
+        fastest=larger,
+        changes_training=["batch_size"],
+    )
+    assert training_choice(result) == TrainingChoice(
+        "estimate", "estimate-training", 2.0, 0.0, True, "trial 18", pytest.approx(1.05)
+    )

@@ -41,6 +41,19 @@ def test_a_training_change_within_noise_is_passed_over_for_one_that_keeps_traini
     assert banner.text.startswith("Use trial 3's knobs: 1.60x, training unchanged.")
 
 
+def test_a_larger_change_to_training_within_noise_is_passed_over_for_the_smaller():
+    baseline = measured("baseline", [1000.0, 1000.0], batch_size=32, shuffle_buffer=1024)
+    smaller = measured("trial 4", [2160.0, 2280.0], batch_size=128, shuffle_buffer=1024)
+    larger = measured("trial 18", [2240.0, 2420.0], batch_size=128, shuffle_buffer=2048)
+    choice = ss.choose([baseline, smaller, larger])
+    assert choice is not None
+    assert (choice.best.label, choice.fastest and choice.fastest.label) == ("trial 4", "trial 18")
+    banner = ss.banner(choice, Speedup(2.22, 0.03, True), ["batch_size"], remeasured=True)
+    assert banner.level == "warn"
+    assert "The fastest, trial 18's knobs, changes training more" in banner.text
+    assert "(1.05x ± 0.07 (within noise: not a measured gain))" in banner.text
+
+
 def test_the_banner_is_green_only_for_a_measured_gain_that_keeps_training():
     baseline = measured("baseline", [1000.0, 1000.0], batch_size=32)
     keeps = measured("trial 3", [1600.0, 1600.0], batch_size=32, num_parallel_calls=-1)

@@ -279,3 +279,29 @@ def test_keeping_the_baseline_hands_over_no_snippet_of_the_fastest_run():
         result, baseline=beaten, speedup_vs_baseline=speedup(tuned, beaten)
     )
     assert "prefetch(tf.data.AUTOTUNE)" in _apply(gained)
+
+
+def test_the_fastest_passed_over_says_why_it_is_not_the_recommendation():
+    from tests.report.helpers import measured, tune_result
+    from tfperf.report._tune_text import _passed_over
+    from tfperf.results import Speedup
+
+    parallel = measured("trial 3", [2000.0, 2000.0], batch_size=32, num_parallel_calls=8)
+    smaller = measured("trial 4", [4000.0, 4100.0], batch_size=128)
+    larger = measured("trial 9", [4000.0, 4400.0], batch_size=128, shuffle_buffer=4096)
+
+    within = dataclasses.replace(
+        tune_result(gain_over_input_only=Speedup(1.02, 0.05, False)), best=parallel
+    )
+    assert _passed_over(within, larger) == (
+        "trial 9 changes training for 1.02x ± 0.05 (within noise: not a measured gain)"
+    )
+    smaller_wins = dataclasses.replace(
+        tune_result(gain_over_input_only=Speedup(2, 0.03, True)),
+        best=smaller,
+        changes_training=["batch_size"],
+    )
+    assert _passed_over(smaller_wins, larger) == (
+        "trial 9 changes training more than trial 4, for 1.04x ± 0.06 (within noise: not a "
+        "measured gain) over it"
+    )

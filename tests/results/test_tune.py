@@ -146,3 +146,81 @@ def test_a_change_to_training_is_weighed_on_both_sides_confirmed_windows():
     choice = input_only_choice([baseline, parallel, bigger], baseline)
     assert choice.best is parallel and choice.fastest is bigger
     assert choice.gain is not None and not choice.gain.significant
+
+
+def _changers():
+    """A baseline, an input-only best, and two changes to training: batch 128 in bf16, and the
+    same with a doubled shuffle buffer (compute_bound's winner in the bench at aec454b)."""
+    written = {"batch_size": 32, "shuffle_buffer": 1024, "mixed_precision": "float32"}
+    baseline = _measured("baseline", {**written, "num_parallel_calls": 1}, [100.0, 101.0])
+    parallel = _measured("trial 2", {**written, "num_parallel_calls": 4}, [102.0, 103.0])
+    batch = {"batch_size": 128, "mixed_precision": "mixed_bfloat16", "num_parallel_calls": 4}
+    estimate = _measured("estimate-training", {**written, **batch}, [216.0, 228.0])
+    more = _measured("trial 18", {**written, **batch, "shuffle_buffer": 2048}, [224.0, 242.0])
+    return baseline, parallel, estimate, more
+
+
+def test_of_two_changes_to_training_within_noise_the_smaller_is_recommended():
+    from tfperf.results import input_only_choice, recommend, speedup, training_changes
+
+    baseline, parallel, estimate, more = _changers()
+
+    choice = input_only_choice([baseline, parallel, estimate, more], baseline)
+
+    assert choice.best is estimate and choice.input_only is parallel and choice.fastest is more
+    assert choice.gain is not None and choice.gain.significant
+    assert choice.passed_over is not None and not choice.passed_over.significant
+    assert choice.weighed == [estimate, parallel, more]
+    changes = training_changes(estimate, baseline)
+    assert changes == ["batch_size", "mixed_precision"]
+    text = recommend(
+        estimate, speedup(estimate, baseline), changes, parallel, choice.gain, choice.fastest
+    )
+    assert "The fastest, trial 18's knobs, changes training more" in text
+
+
+def test_a_larger_change_to_training_beyond_noise_of_the_smaller_is_recommended():
+    from tfperf.results import input_only_choice
+
+    baseline, parallel, estimate, more = _changers()
+    more.examples_per_sec = [300.0, 306.0]
+
+    choice = input_only_choice([baseline, parallel, estimate, more], baseline)
+
+    assert choice.best is more and choice.fastest is None and choice.passed_over is None
+
+
+def test_a_smaller_change_that_does_not_beat_the_input_only_best_is_not_recommended():
+    from tfperf.results import input_only_choice
+
+    baseline, parallel, estimate, more = _changers()
+    estimate.examples_per_sec = [100.0, 130.0]  # within noise of the input-only best
+    more.examples_per_sec = [128.0, 131.0]
+
+    choice = input_only_choice([baseline, parallel, estimate, more], baseline)
+
+    assert choice.best is more and choice.fastest is None
+
+
+def test_the_smaller_change_is_chosen_on_selection_windows_not_confirmed_ones():
+    from tfperf.results import input_only_choice
+
+    baseline, parallel, estimate, more = _changers()
+    # Confirmation moves the fastest's reported figure; which one is smaller stays decided.
+    more.confirmed = [400.0, 402.0]
+
+    choice = input_only_choice([baseline, parallel, estimate, more], baseline)
+
+    assert choice.best is estimate and choice.fastest is more
+
+
+def test_training_distance_counts_doublings_and_a_change_of_precision():
+    from tfperf.results import training_distance
+
+    written = {"batch_size": 32, "shuffle_buffer": 1024, "mixed_precision": "float32"}
+    assert training_distance(written, written) == 0.0
+    assert training_distance({**written, "batch_size": 128}, written) == 2.0
+    assert training_distance({**written, "shuffle_buffer": 256}, written) == 2.0
+    assert training_distance({**written, "mixed_precision": "mixed_bfloat16"}, written) == 1.0
+    site = "shuffle@train.py:7.buffer_size"
+    assert training_distance({"sites": {site: 4096}}, {"sites": {site: 1024}}) == 2.0

@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any
 from tfperf.knobs import STRATEGY_KNOBS
 from tfperf.results import (
     Discovery,
+    InputOnlyChoice,
     Measurement,
     ProfileResult,
-    Speedup,
     TrialStatus,
-    speedup,
-    training_changes,
+    input_only_choice,
 )
 from tfperf.study import (
     AUTOTUNE_REF,
@@ -313,33 +312,16 @@ def _best_trial(trials: tuple[TrialRow, ...], measurements: tuple[Measurement, .
     return max(feasible, key=lambda row: row.examples_per_sec or 0.0).number
 
 
-@dataclasses.dataclass(frozen=True)
-class Choice:
-    """What the report recommends, and the faster configuration it passed over (if any)."""
-
-    best: Measurement
-    fastest: Measurement | None  # changes training, and its gain over `best` is within noise
-    gain: Speedup | None  # `fastest` over `best`
-
-
-def choose(measured: list[Measurement]) -> Choice | None:
-    """The fastest configuration, unless it changes training for a gain within noise.
-
-    Then the fastest configuration that leaves training as written is recommended instead: a
-    gain that the noise could explain is not worth an accuracy check.
-    """
+def choose(measured: list[Measurement]) -> InputOnlyChoice | None:
+    """The tuner's input-only rule (`tfperf.results.input_only_choice`) over the re-measured
+    configurations; the fastest while no baseline has completed; None while nothing has."""
     fastest = max(measured, key=lambda m: m.selection_median, default=None)
     baseline = next((m for m in measured if m.label == "baseline"), None)
-    if fastest is None or baseline is None or not training_changes(fastest, baseline):
-        return None if fastest is None else Choice(fastest, None, None)
-    keeping = [m for m in measured if not training_changes(m, baseline)]
-    input_only = max(keeping, key=lambda m: m.selection_median, default=None)
-    if input_only is None:
-        return Choice(fastest, None, None)
-    gain = speedup(fastest, input_only)
-    if gain.significant:
-        return Choice(fastest, None, gain)
-    return Choice(input_only, fastest, gain)
+    if fastest is None:
+        return None
+    if baseline is None:
+        return InputOnlyChoice(fastest, fastest, None, None)
+    return input_only_choice(measured, baseline)
 
 
 def _budget(

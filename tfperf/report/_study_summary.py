@@ -14,11 +14,12 @@ from typing import Any
 
 from tfperf.knobs import Knobs
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
-from tfperf.report._study_data import Choice, StudySnapshot, TrialRow, choose, flat_knobs
+from tfperf.report._study_data import StudySnapshot, TrialRow, choose, flat_knobs
 from tfperf.report._tune_text import training_warnings
 from tfperf.report._words import knob_value
 from tfperf.results import (
     EditGain,
+    InputOnlyChoice,
     Measurement,
     Speedup,
     TuneResult,
@@ -167,7 +168,7 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
     )
 
 
-def _rows(measured: list[Measurement], choice: Choice) -> tuple[SummaryRow, ...]:
+def _rows(measured: list[Measurement], choice: InputOnlyChoice) -> tuple[SummaryRow, ...]:
     """The recommendation, the faster one passed over, both references, then other finalists."""
     order = {"baseline": 2, "autotune": 3}
     picked: list[tuple[Measurement, str]] = [(choice.best, "best")]
@@ -202,26 +203,35 @@ def _summary_row(measurement: Measurement, role: str) -> SummaryRow:
 
 
 def banner(
-    choice: Choice, vs_baseline: Speedup | None, changes: list[str], remeasured: bool
+    choice: InputOnlyChoice, vs_baseline: Speedup | None, changes: list[str], remeasured: bool
 ) -> Banner:
     """Green for a re-measured gain that leaves training as written; amber otherwise."""
-    best = choice.best
-    if (
-        choice.fastest is not None
-        and choice.gain is not None
-        and vs_baseline is not None
-        and not keeps_baseline(best, vs_baseline)
-    ):
-        return Banner(
-            "warn",
-            f"Use {_name(best)}: {vs_baseline.ratio:.2f}x, training unchanged. The fastest, "
-            f"{_name(choice.fastest)}, changes training for a gain within noise "
-            f"({choice.gain.describe()}).",
-        )
+    best, fastest = choice.best, choice.fastest
     if vs_baseline is None:
         return Banner("warn", "The baseline has not completed: there is nothing to compare with.")
+    if fastest is not None and choice.gain is not None and not keeps_baseline(best, vs_baseline):
+        return Banner("warn", _passed_over(choice, fastest, vs_baseline, changes))
     green = remeasured and vs_baseline.significant and not changes
     return Banner("ok" if green else "warn", recommend(best, vs_baseline, changes))
+
+
+def _passed_over(
+    choice: InputOnlyChoice, fastest: Measurement, vs_baseline: Speedup, changes: list[str]
+) -> str:
+    """Why the fastest configuration is not the one to use."""
+    best = choice.best
+    if not changes:
+        return (
+            f"Use {_name(best)}: {vs_baseline.ratio:.2f}x, training unchanged. The fastest, "
+            f"{_name(fastest)}, changes training for a gain within noise "
+            f"({choice.gain.describe() if choice.gain else 'n/a'})."
+        )
+    over = choice.passed_over
+    return (
+        f"{recommend(best, vs_baseline, changes)} The fastest, {_name(fastest)}, changes "
+        f"training more for a figure within noise of it "
+        f"({over.describe() if over else 'n/a'})."
+    )
 
 
 def _name(m: Measurement) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tfperf.knobs import format_value
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import flat_knobs
-from tfperf.results import Estimate, Measurement, TuneResult, keeps_baseline
+from tfperf.results import Estimate, Measurement, TuneResult, keeps_baseline, speedup
 from tfperf.units import format_bytes
 
 
@@ -76,11 +76,18 @@ def _limit(result: TuneResult) -> str:
         if estimate is not None:
             lines.append(f"  {label}{_estimate_figures(estimate)}")
     if result.fastest is not None and result.gain_over_input_only is not None:
-        lines.append(
-            f"  fastest, not recommended: {result.fastest.label} changes training for "
-            f"{result.gain_over_input_only.describe()}"
-        )
+        lines.append(f"  fastest, not recommended: {_passed_over(result, result.fastest)}")
     return "\n".join(lines)
+
+
+def _passed_over(result: TuneResult, fastest: Measurement) -> str:
+    """Why the fastest configuration is not the recommendation."""
+    if not result.changes_training and result.gain_over_input_only is not None:
+        return f"{fastest.label} changes training for {result.gain_over_input_only.describe()}"
+    return (
+        f"{fastest.label} changes training more than {result.best.label}, for "
+        f"{speedup(fastest, result.best).describe()} over it"
+    )
 
 
 def _estimate_figures(estimate: Estimate) -> str:

@@ -85,6 +85,7 @@ from tfperf.results._tune import (
     relative_spread,
     speedup,
     training_changes,
+    training_distance,
 )
 
 __all__ = [
@@ -148,5 +149,6 @@ __all__ = [
     "relative_spread",
     "speedup",
     "training_changes",
+    "training_distance",
     "validated",
 ]

@@ -84,7 +84,9 @@ def tune_result(
         candidates=measured,
         speedup_vs_baseline=vs_baseline,
         speedup_vs_autotune=speedup(best, autotune) if autotune else None,
-        recommendation=recommend(best, vs_baseline, changes, choice.input_only, choice.gain),
+        recommendation=recommend(
+            best, vs_baseline, changes, choice.input_only, choice.gain, choice.fastest
+        ),
         changes_training=changes,
         pareto_trials=[t.number for t in front],
         trial_counts=status_counts(study),

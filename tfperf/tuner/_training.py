@@ -27,7 +27,7 @@ from typing import Any
 from tfperf.hardware import Machine
 from tfperf.knobs import Choices, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
 from tfperf.measure import InputCpu, PipelineModel, model_from_profile
-from tfperf.results import Limit, ProfileResult, TrainingRate
+from tfperf.results import Limit, ProfileResult, TrainingRate, training_distance
 
 __all__ = [
     "SettingLimit",
@@ -176,11 +176,11 @@ def _least_change(
 
 
 def _distance(rate: TrainingRate | None, baseline: Knobs) -> float:
-    """How far a setting moves training: doublings of the batch, plus one for the precision."""
+    """How far a setting moves training (`tfperf.results.training_distance`)."""
     if rate is None:
         return 0.0
-    batches = abs(math.log2(rate.batch_size / max(baseline.batch_size, 1)))
-    return batches + float(rate.mixed_precision != baseline.mixed_precision.value)
+    own = baseline.to_dict()
+    return training_distance({**own, **rate.setting()}, own)
 
 
 def _turns(model: PipelineModel, compute: float | None) -> float:
