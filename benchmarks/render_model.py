@@ -120,10 +120,14 @@ def _passed_over(choice: TrainingChoice) -> str:
     """The faster configuration passed over for changing training more, if any."""
     if choice.passed_over is None:
         return ""
-    ratio = f" ({choice.passed_over_gain:.2f}x)" if choice.passed_over_gain is not None else ""
+    ratio = (
+        f", {choice.passed_over_gain:.2f}x the recommendation's reported figure"
+        if choice.passed_over_gain is not None
+        else ""
+    )
     return (
-        f" {choice.passed_over} ran faster{ratio} but changes training more, within the "
-        "noise: the smaller change is recommended."
+        f" {choice.passed_over} (the fastest when the choice was made{ratio}) changes training "
+        "more, within the noise: the smaller change is recommended."
     )
 
 

@@ -663,8 +663,9 @@ def test_a_faster_larger_change_to_training_passed_over_is_named_with_its_ratio(
     record.tuning = Tuning(**{**record.tuning.__dict__, "training": choice})
     assert check_training(record).met is True
     assert (
-        "beyond the noise. trial 18 ran faster (1.04x) but changes training more, within the "
-        "noise: the smaller change is recommended."
+        "beyond the noise. trial 18 (the fastest when the choice was made, 1.04x the "
+        "recommendation's reported figure) changes training more, within the noise: the "
+        "smaller change is recommended."
     ) in render(dataclasses.replace(bench_record(), pipelines=[record]))
 
 
