@@ -415,12 +415,17 @@ def _late_note(record: PipelineRecord, index: int) -> str:
             "searched unaided and its first 8 proposals are random."
         )
     else:
-        where = _estimates_reached(record, model.trial, model.second_trial, model.pooled_trial)
+        later = (model.second_trial, model.pooled_trial, model.runner_up_trial)
+        where = _estimates_reached(record, model.trial, *later)
     return f"The study's best came late (trial {index + 1}). {where}"
 
 
 def _estimates_reached(
-    record: PipelineRecord, first: int, second: int | None, pooled: int | None = None
+    record: PipelineRecord,
+    first: int,
+    second: int | None,
+    pooled: int | None = None,
+    runner_up: int | None = None,
 ) -> str:
     """How near the final best the model's estimates came, and what that says."""
     trials = record.tuning.trials
@@ -449,6 +454,9 @@ def _estimates_reached(
     if pooled is not None:
         shares[pooled] = share(pooled)
         reached += f", its pooled estimate (trial {pooled + 1}) {_share(shares[pooled])}"
+    if runner_up is not None:
+        shares[runner_up] = share(runner_up)
+        reached += f", its runner-up (trial {runner_up + 1}) {_share(shares[runner_up])}"
     nearest = max((v for v in shares.values() if v is not None), default=0.0)
     if nearest >= NEAR_MISS:
         return (

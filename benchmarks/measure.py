@@ -115,6 +115,7 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         return None
     limit = result.best_limit or result.limit
     estimate, second, pooled = result.estimate, result.training_estimate, result.pool_estimate
+    runner = result.runner_up_estimate
     return ModelFigures(
         limit=limit.examples_per_sec,
         bound_by=limit.bound_by.value,
@@ -131,6 +132,12 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         pooled_pool=pooled.knobs.get("private_threadpool_size") if pooled else None,
         pooled_measured=pooled.measured_examples_per_sec if pooled else None,
         pooled_trial=pooled.trial_number if pooled else None,
+        runner_up_predicted=runner.predicted_examples_per_sec if runner else None,
+        runner_up_measured=runner.measured_examples_per_sec if runner else None,
+        runner_up_trial=runner.trial_number if runner else None,
+        runner_up_setting=(
+            [f"{n} {runner.knobs.get(n)}" for n in runner.changes_training] if runner else []
+        ),
         python_stage=limit.python_stage,
     )
 

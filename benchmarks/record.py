@@ -110,6 +110,12 @@ class ModelFigures:
     pooled_pool: int | None = None
     pooled_measured: float | None = None
     pooled_trial: int | None = None
+    #: The runner-up (the training setting the model could not tell from the second's):
+    #: predicted, measured, its trial, and its setting as "name value" pairs.
+    runner_up_predicted: float | None = None
+    runner_up_measured: float | None = None
+    runner_up_trial: int | None = None
+    runner_up_setting: list[str] = dataclasses.field(default_factory=list)
     #: A parallel stage whose function calls Python (`tfperf.results.Limit.python_stage`).
     python_stage: str | None = None
 

@@ -37,6 +37,10 @@ def model_section(record: BenchRecord) -> str:
             pooled = (predicted, model.pooled_measured, model.pooled_trial)
             kind = f"the same, input on a pool of {model.pooled_pool}"
             rows.append(_estimate_row(pipeline.name, kind, pooled, ""))
+        if model.runner_up_predicted is not None:
+            runner = (model.runner_up_predicted, model.runner_up_measured, model.runner_up_trial)
+            kind = f"the same under the runner-up: {', '.join(model.runner_up_setting)}"
+            rows.append(_estimate_row(pipeline.name, kind, runner, ""))
     return table(
         "## The model's estimates\n\ntfperf's estimate is the configuration its pipeline model "
         "predicts best, measured as the study's third trial; where the model alone, timed "
@@ -45,7 +49,9 @@ def model_section(record: BenchRecord) -> str:
         "a second estimate under that setting is the fourth. The last of them runs again with "
         "the input's computing stages on the cores the model's step leaves them (a pool the "
         "model does not price: it carries the prediction of the estimate it varies, so its "
-        "measured figure beside that one's shows what the pool did). Predicted vs measured "
+        "measured figure beside that one's shows what the pool did). Where another training "
+        "setting is predicted within the model's error of the second's, that runner-up is "
+        "measured next, in the same shape. Predicted vs measured "
         "shows the model's error. Measured is the "
         "re-measured median (the trial's figure when it was not a finalist).",
         [

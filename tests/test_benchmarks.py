@@ -261,9 +261,10 @@ search may choose (and the shuffle buffer a restarting dataset refills), predict
 setting faster beyond the noise, a second estimate under that setting is the fourth. The last \
 of them runs again with the input's computing stages on the cores the model's step leaves them \
 (a pool the model does not price: it carries the prediction of the estimate it varies, so its \
-measured figure beside that one's shows what the pool did). Predicted vs measured shows the \
-model's error. Measured is the re-measured median (the trial's figure when it was not a \
-finalist).
+measured figure beside that one's shows what the pool did). Where another training setting is \
+predicted within the model's error of the second's, that runner-up is measured next, in the \
+same shape. Predicted vs measured shows the model's error. Measured is the re-measured median \
+(the trial's figure when it was not a finalist).
 
 | pipeline | estimate | predicted | measured | measured/predicted | what binds the limit |
 | --- | --- | --- | --- | --- | --- |
@@ -641,6 +642,25 @@ def test_the_pooled_estimate_is_a_row_of_the_model_section_and_counts_in_a_late_
     assert "| demo | the same, input on a pool of 1 | 420 | 460 (trial 5) | 110% |" in (
         render(bench)
     )
+
+
+def test_the_runner_up_is_a_row_of_the_model_section_and_counts_in_a_late_note():
+    trials = [Trial(n, "complete", 100.0 + n, 30.0 * (n + 1)) for n in range(8)]
+    trials[6] = Trial(6, "complete", 480.0, 150.0)
+    trials.append(Trial(8, "complete", 500.0, 270.0))
+    runner = {"runner_up_predicted": 390.0, "runner_up_measured": 480.0, "runner_up_trial": 6}
+    setting = ["batch_size 256", "mixed_precision mixed_bfloat16"]
+    record = _with_model(trial=2, second_trial=3, runner_up_setting=setting, **runner)
+    record.tuning = Tuning(**{**record.tuning.__dict__, "trials": trials, "best_label": "trial 8"})
+    note = check_convergence(record).note
+    assert "its runner-up (trial 7) 96%: within a single trial's noise" in note
+    bench = bench_record()
+    bench.pipelines = [record]
+    row = (
+        "| demo | the same under the runner-up: batch_size 256, mixed_precision mixed_bfloat16 "
+        "| 390 | 480 (trial 7) | 123% |"
+    )
+    assert row in render(bench)
 
 
 def test_a_training_change_within_noise_is_a_miss_and_none_is_met():

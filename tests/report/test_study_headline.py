@@ -65,3 +65,22 @@ def test_the_estimate_line_shows_the_pooled_estimate_beside_the_others():
         "The same with its input on the 1 core the model's step leaves predicted 3,800 "
         "examples/s (trial 3); measured 4,180 (+10%)."
     )
+
+
+def test_the_estimate_line_names_the_runner_up_setting_the_model_could_not_tell_apart():
+    knobs = {"num_parallel_calls": 4, "batch_size": 128, "mixed_precision": "mixed_bfloat16"}
+    changed = ["batch_size", "mixed_precision"]
+    estimate = Estimate({**knobs, "batch_size": 64}, 3800.0, trial_number=2)
+    second = Estimate(knobs, 5000.0, 3, 5100.0, changes_training=changed)
+    runner = Estimate({**knobs, "batch_size": 256}, 4400.0, 4, changes_training=changed)
+    line = sh.headline(
+        snapshot_study(make_study(), "memory"),
+        None,
+        tune_result(estimate=estimate, training_estimate=second, runner_up_estimate=runner),
+    ).estimate
+    assert line is not None
+    assert line.endswith(
+        "The runner-up setting (batch_size 256, mixed_precision mixed_bfloat16), which the "
+        "model could not tell from the second's, predicted 4,400 examples/s (trial 4); "
+        "it was not measured."
+    )

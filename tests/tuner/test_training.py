@@ -118,6 +118,44 @@ def test_of_settings_within_the_models_error_the_one_nearest_the_baseline_is_pro
     assert sorted(s.batch_size for s in guide.setting_limits) == [64, 128]
 
 
+@pytest.mark.parametrize(
+    ("larger_rate", "runner_up"),
+    [
+        # 27,000 is 10% below 30,000: within the model's error, so the study measures it too.
+        (27000.0, 128),
+        # 24,000 is 20% below: the model tells the two apart, and nothing more is measured.
+        (24000.0, None),
+    ],
+)
+def test_the_next_larger_batch_within_the_models_error_is_the_runner_up(
+    larger_rate: float, runner_up: int | None
+):
+    rates = [
+        _rate(64, "mixed_bfloat16", 30000.0),
+        _rate(128, "mixed_bfloat16", larger_rate),
+        # Nearer in rate, but smaller: what fewer steps save is what the model cannot see.
+        _rate(16, "mixed_bfloat16", 29000.0),
+        _rate(128, "float32", 29000.0),  # another precision: the runner-up varies the batch
+    ]
+    baseline, result = _baseline_result(rates)
+    guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
+    assert guide is not None and guide.training_estimate is not None
+    assert guide.training_estimate.knobs["batch_size"] == 64
+
+    runner = guide.runner_up_estimate
+    if runner_up is None:
+        assert runner is None
+        return
+    assert runner is not None
+    assert runner.knobs["batch_size"] == runner_up
+    assert runner.knobs["mixed_precision"] == "mixed_bfloat16"
+    assert runner.changes_training == ["batch_size", "mixed_precision"]
+    assert runner.predicted_examples_per_sec == pytest.approx(larger_rate)
+    # Its threads are sized by the model under its own setting: 27,000/s x the 2 ms read.
+    assert runner.knobs["num_parallel_calls"] == math.ceil(larger_rate * 2.0e-3)
+    assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
+
+
 def test_a_setting_that_changes_only_precision_is_nearer_than_one_that_quadruples_the_batch():
     rates = [_rate(128, "float32", 30000.0), _rate(32, "mixed_bfloat16", 29500.0)]
     baseline, result = _baseline_result(rates)
@@ -291,6 +329,48 @@ def test_the_second_estimate_is_the_fourth_trial_and_reaches_the_json(write_pipe
         assert saved.tuned_over_limit == pytest.approx(
             result.best.median / saved.best_limit.examples_per_sec
         )
+
+
+class NearTieRunner(TrainingRunner):
+    """The training runner, whose model alone runs batch 8 in bf16 at 35,000 examples/s:
+    within 5% of batch 16 in bf16 (36,000), so the smaller change is the second estimate and
+    batch 16, within the model's error of it, the runner-up."""
+
+    def _model_alone(self, setting):
+        if (setting["batch_size"], setting["mixed_precision"]) == (8, "mixed_bfloat16"):
+            return 35000.0
+        return super()._model_alone(setting)
+
+
+def test_the_runner_up_is_measured_after_the_second_estimate_and_reaches_the_json(
+    write_pipeline, tmp_path
+):
+    pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
+    runner = NearTieRunner()
+    options = TuneOptions(
+        trials=6, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=2, finalists=2
+    )
+    result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
+
+    # The read blocks, so no pooled estimate: the runner-up follows the second estimate.
+    second, runner_up = runner.requests[3].knobs, runner.requests[4].knobs
+    assert (second.batch_size, second.mixed_precision.value) == (8, "mixed_bfloat16")
+    assert (runner_up.batch_size, runner_up.mixed_precision.value) == (16, "mixed_bfloat16")
+    assert runner_up.num_parallel_calls == math.ceil(36000 * 2.0e-3)
+    saved = TuneResult.from_dict(json.loads(result.to_json()))
+    assert saved.pool_estimate is None
+    assert saved.runner_up_estimate is not None
+    assert saved.runner_up_estimate.trial_number == 4
+    assert saved.runner_up_estimate.changes_training == ["batch_size", "mixed_precision"]
+    assert saved.runner_up_estimate.measured_examples_per_sec is not None
+    assert any(m.label == "estimate-runner-up" for m in result.candidates)
+    from tfperf.report import render_tune_summary
+
+    text = render_tune_summary(result)
+    assert (
+        "its estimate under the runner-up setting (batch_size=16, mixed_precision=mixed_bfloat16)"
+        " (trial 4): predicted 36,000" in text
+    )
 
 
 class RefitRunner(TrainingRunner):

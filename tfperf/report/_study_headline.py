@@ -134,6 +134,13 @@ def _estimate_line(tune: TuneResult | None) -> str | None:
         cores = f"{pool} core" if pool == 1 else f"{pool} cores"
         label = f"The same with its input on the {cores} the model's step leaves"
         text += " " + _estimate_text(label, tune.pool_estimate)
+    if tune.runner_up_estimate is not None:
+        runner = tune.runner_up_estimate
+        changes = ", ".join(f"{n} {runner.knobs.get(n)}" for n in runner.changes_training)
+        label = (
+            f"The runner-up setting ({changes}), which the model could not tell from the second's,"
+        )
+        text += " " + _estimate_text(label, runner)
     return text
 
 

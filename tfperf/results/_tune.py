@@ -186,6 +186,9 @@ class TuneResult(JsonRecord):
     # of the estimate it varies, and its measured figure beside that one's shows what the pool
     # did.
     pool_estimate: Estimate | None = None
+    # The fifth's shape (else the second's) under the next larger batch, when predicted within
+    # the model's error of the second's (the sixth reference): the study measures both.
+    runner_up_estimate: Estimate | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:
@@ -217,7 +220,14 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
 #: arrives: a recommendation that changes them needs an accuracy check before adoption.
 TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
 
-REFERENCE_LABELS = ("baseline", "autotune", "estimate", "estimate-training", "estimate-pool")
+REFERENCE_LABELS = (
+    "baseline",
+    "autotune",
+    "estimate",
+    "estimate-training",
+    "estimate-pool",
+    "estimate-runner-up",
+)
 
 
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
@@ -433,4 +443,6 @@ def _name(measurement: Measurement) -> str:
         return "tfperf's estimate with training changed"
     if measurement.label == "estimate-pool":
         return "tfperf's estimate on the cores the model leaves"
+    if measurement.label == "estimate-runner-up":
+        return "tfperf's estimate under the runner-up training setting"
     return f"{measurement.label}'s knobs"

@@ -59,6 +59,7 @@ __all__ = [
     "ESTIMATE_REF",
     "GUIDE_ATTR",
     "POOL_ESTIMATE_REF",
+    "RUNNER_UP_REF",
     "TRAINING_ESTIMATE_REF",
     "Claim",
     "Done",
@@ -80,6 +81,9 @@ TRAINING_ESTIMATE_REF = "estimate-training"
 #: The fifth reference: the last estimate with its computing stages on the cores the model's
 #: step leaves them (`tfperf.tuner._guide.pool_estimate`), queued with the second.
 POOL_ESTIMATE_REF = "estimate-pool"
+#: The sixth reference: the fifth's shape under the next larger batch, when predicted within
+#: the model's error of the second's (`tfperf.tuner._training._runner_up`).
+RUNNER_UP_REF = "estimate-runner-up"
 #: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
 GUIDE_ATTR = "tfperf_guide"
 

@@ -50,7 +50,7 @@ from tfperf.results import (
     validated,
 )
 from tfperf.tuner._search import _PREFETCH_DEPTHS, GUIDED_SUFFIX
-from tfperf.tuner._training import SettingLimit, training_estimate
+from tfperf.tuner._training import SettingLimit, TrainingChoice, training_estimate
 
 __all__ = [
     "GUIDED_SUFFIX",
@@ -59,6 +59,7 @@ __all__ = [
     "input_only_fixes",
     "make_guide",
     "pool_estimate",
+    "runner_up_estimate",
     "thread_range",
     "unordered",
     "widen",
@@ -88,6 +89,9 @@ class Guide:
         pool_estimate: the last estimate (the second when there is one) with its computing
             stages on the cores the model's step leaves (`pool_estimate`); None when the
             pipeline has a blocking stage or tfperf does not size the private pool.
+        runner_up_estimate: the second estimate's shape (pooled when `pool_estimate` is)
+            under the next larger batch at its precision, when within the model's error of
+            the second's (`tfperf.tuner._training._runner_up`); None when none is.
     """
 
     limit: Limit
@@ -98,6 +102,7 @@ class Guide:
     training_estimate: Estimate | None = None
     setting_limits: list[SettingLimit] = dataclasses.field(default_factory=list)
     pool_estimate: Estimate | None = None
+    runner_up_estimate: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -133,21 +138,42 @@ def make_guide(
         predicted_examples_per_sec=model.predicted_examples_per_sec,
     )
     choice, limits = training_estimate(baseline_result, machine, baseline, space, model, input_cpu)
-    second = None
-    if choice is not None:
-        sized = _sized(choice.model, names, caps, machine)
-        second = Estimate(
+
+    def under(setting: TrainingChoice) -> Estimate:
+        """The estimate under a training setting, its threads sized by the model under it."""
+        sized = _sized(setting.model, names, caps, machine)
+        return Estimate(
             knobs=estimate_knobs(baseline, sized, space, model.blocks)
-            .replace(**choice.changes)
+            .replace(**setting.changes)
             .to_dict(),
-            predicted_examples_per_sec=choice.model.predicted_examples_per_sec,
-            changes_training=sorted(choice.changes),
+            predicted_examples_per_sec=setting.model.predicted_examples_per_sec,
+            changes_training=sorted(setting.changes),
         )
+
+    second = under(choice) if choice is not None else None
     stages = baseline_result.stages.stages if baseline_result.stages else []
     interleave = knob_drives_interleave(stages, baseline)
     last, last_model = (second, choice.model) if second and choice else (estimate, model)
     pooled = pool_estimate(last, last_model, space) if POOL in names else None
-    return Guide(model.limit, estimate, threads, caps, interleave, second, limits, pooled)
+    runner_up = None
+    if choice is not None and choice.runner_up is not None:
+        runner_up = runner_up_estimate(
+            under(choice.runner_up), choice.runner_up.model, space, pooled
+        )
+    return Guide(
+        model.limit, estimate, threads, caps, interleave, second, limits, pooled, runner_up
+    )
+
+
+def runner_up_estimate(
+    base: Estimate, model: PipelineModel, space: Mapping[str, Domain], pooled: Estimate | None
+) -> Estimate:
+    """The runner-up's estimate in the shape of the reference before it: on the cores the
+    model's step leaves when the study measures a pooled estimate (`pool_estimate`), so the
+    two differ in the training setting alone."""
+    if pooled is None:
+        return base
+    return pool_estimate(base, model, space) or base
 
 
 def knob_drives_interleave(stages: Iterable[StageStat], baseline: Knobs) -> bool:

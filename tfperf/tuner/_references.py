@@ -13,8 +13,10 @@ input's CPU per example measured nearest the limit (the fastest reference's pipe
 from the restated model and queued then (the first look's when nothing can be restated), with
 the fifth reference after it: the same configuration with its computing stages on the cores
 the model's step leaves them (`tfperf.tuner._guide.pool_estimate`), which the model does not
-price and the study measures. The estimate's own predicted rate stays the one made before it
-ran, so predicted vs measured still shows the model's error.
+price and the study measures, and, when the model cannot tell the second's training setting
+from the next larger batch, the sixth: the fifth's shape under that batch (the runner-up). The
+estimate's own predicted rate stays the one made before it ran, so predicted vs measured still
+shows the model's error.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tfperf.study import (
     BASELINE,
     ESTIMATE_REF,
     POOL_ESTIMATE_REF,
+    RUNNER_UP_REF,
     TRAINING_ESTIMATE_REF,
     Claim,
     Ledger,
@@ -54,10 +57,12 @@ logger = logging.getLogger(__name__)
 _ESTIMATE_SOURCE = "tfperf's estimate"
 _SECOND_SOURCE = "tfperf's estimate with training changed"
 _POOL_SOURCE = "tfperf's estimate on the cores the model leaves"
+_RUNNER_UP_SOURCE = "tfperf's estimate under the runner-up training setting"
 #: The references queued once the estimate has run: label, `Guide` field, source for messages.
 _LATER = (
     (TRAINING_ESTIMATE_REF, "training_estimate", _SECOND_SOURCE),
     (POOL_ESTIMATE_REF, "pool_estimate", _POOL_SOURCE),
+    (RUNNER_UP_REF, "runner_up_estimate", _RUNNER_UP_SOURCE),
 )
 
 
@@ -104,7 +109,7 @@ class References:
 
     def refit(self, ledger: Ledger) -> None:
         """Restates the guide with the input's CPU per example measured nearest the limit, and
-        queues the second estimate and the pooled one.
+        queues the second estimate, the pooled one and the runner-up.
 
         Called once the estimate has run. Keeps the first look's estimate (its prediction was
         made before it ran). The second estimate is sized here, from the restated model: the
@@ -206,7 +211,7 @@ class References:
             return None
         if label in self.knobs:
             return self.knobs[label]
-        if label in (ESTIMATE_REF, TRAINING_ESTIMATE_REF, POOL_ESTIMATE_REF):
+        if label == ESTIMATE_REF or label in (later for later, _, _ in _LATER):
             self.load(ledger)
         return TrialRecord.from_user_attrs(claim.trial.user_attrs).knobs
 
@@ -245,6 +250,14 @@ class References:
         if self.guide is None or self.guide.pool_estimate is None:
             return None
         return _measured(self.guide.pool_estimate, study, POOL_ESTIMATE_REF, measured)
+
+    def runner_up_estimate(
+        self, study: optuna.Study, measured: Measurement | None
+    ) -> Estimate | None:
+        """The runner-up's estimate (`Guide.runner_up_estimate`), predicted vs measured."""
+        if self.guide is None or self.guide.runner_up_estimate is None:
+            return None
+        return _measured(self.guide.runner_up_estimate, study, RUNNER_UP_REF, measured)
 
     def limit_for(self, knobs: Mapping[str, Any]) -> Limit | None:
         """The limit under the training setting `knobs` run with (None: not probed)."""
