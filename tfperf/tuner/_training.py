@@ -192,15 +192,8 @@ def _runner_up(
     if not larger:
         return None
     nearest = min(larger, key=lambda c: c[0].batch_size if c[0] is not None else 0)
-
-    def views(candidate: tuple[TrainingRate | None, PipelineModel]) -> tuple[float, float]:
-        return candidate[1].predicted_examples_per_sec, _turns(
-            candidate[1], compute_of(candidate[0])
-        )
-
-    near = all(
-        v >= RUNNER_UP_TOLERANCE * c for v, c in zip(views(nearest), views(chosen), strict=True)
-    )
+    bar = [RUNNER_UP_TOLERANCE * v for v in _views(chosen, compute_of)]
+    near = all(v >= b for v, b in zip(_views(nearest, compute_of), bar, strict=True))
     return nearest if near else None
 
 
@@ -219,8 +212,7 @@ def _least_change(
     """
 
     def views(candidate: tuple[TrainingRate | None, PipelineModel]) -> tuple[float, float]:
-        rate, model = candidate
-        return model.predicted_examples_per_sec, _turns(model, compute_of(rate))
+        return _views(candidate, compute_of)
 
     fastest = max(candidates, key=views)
     top = [max(views(c)[i] for c in candidates) for i in (0, 1)]
@@ -232,6 +224,15 @@ def _least_change(
     if not near:
         return fastest
     return min(near, key=lambda c: (_distance(c[0], baseline), *(-v for v in views(c))))
+
+
+def _views(
+    candidate: tuple[TrainingRate | None, PipelineModel],
+    compute_of: Callable[[TrainingRate | None], float | None],
+) -> tuple[float, float]:
+    """A setting's predicted rate in the two views: overlapping on the host, taking turns."""
+    rate, model = candidate
+    return model.predicted_examples_per_sec, _turns(model, compute_of(rate))
 
 
 def _distance(rate: TrainingRate | None, baseline: Knobs) -> float:
