@@ -116,6 +116,7 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
     limit = result.best_limit or result.limit
     estimate, second, pooled = result.estimate, result.training_estimate, result.pool_estimate
     runner = result.runner_up_estimate
+    found = result.search_gain
     return ModelFigures(
         limit=limit.examples_per_sec,
         bound_by=limit.bound_by.value,
@@ -139,6 +140,10 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
             [f"{n} {runner.knobs.get(n)}" for n in runner.changes_training] if runner else []
         ),
         python_stage=limit.python_stage,
+        search_gain_estimate=found.estimate if found else None,
+        search_gain=found.gain.ratio if found else None,
+        search_gain_spread=found.gain.spread if found else None,
+        search_gain_significant=found.gain.significant if found else None,
     )
 
 

@@ -118,6 +118,12 @@ class ModelFigures:
     runner_up_setting: list[str] = dataclasses.field(default_factory=list)
     #: A parallel stage whose function calls Python (`tfperf.results.Limit.python_stage`).
     python_stage: str | None = None
+    #: What the search added to the model's best estimate (`tfperf.results.SearchGain`): the
+    #: tuned configuration over it, both confirmed side by side; None when it was the answer.
+    search_gain_estimate: str | None = None
+    search_gain: float | None = None
+    search_gain_spread: float | None = None
+    search_gain_significant: bool | None = None
 
 
 @dataclasses.dataclass

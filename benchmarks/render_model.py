@@ -6,9 +6,9 @@ Pure functions of a `BenchRecord`, like the rest of `benchmarks.render`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from benchmarks.record import BenchRecord, Figure, PipelineRecord, TrainingChoice
+from benchmarks.record import BenchRecord, Figure, ModelFigures, PipelineRecord, TrainingChoice
 
 __all__ = ["model_section", "restart_section", "share", "table", "training_section"]
 
@@ -41,7 +41,7 @@ def model_section(record: BenchRecord) -> str:
             runner = (model.runner_up_predicted, model.runner_up_measured, model.runner_up_trial)
             kind = f"the same under the runner-up: {', '.join(model.runner_up_setting)}"
             rows.append(_estimate_row(pipeline.name, kind, runner, ""))
-    return table(
+    estimates = table(
         "## The model's estimates\n\ntfperf's estimate is the configuration its pipeline model "
         "predicts best, measured as the study's third trial; where the model alone, timed "
         "under the batch sizes and precisions the search may choose (and the shuffle buffer "
@@ -52,8 +52,9 @@ def model_section(record: BenchRecord) -> str:
         "measured figure beside that one's shows what the pool did). Where another training "
         "setting is predicted within the model's error of the second's, that runner-up is "
         "measured next, in the same shape. Predicted vs measured "
-        "shows the model's error. Measured is the "
-        "re-measured median (the trial's figure when it was not a finalist).",
+        "shows the model's error. Measured is the re-measured median (for the model's best "
+        "estimate, the one confirmed beside the tuned configuration; the trial's figure when "
+        "it was not a finalist).",
         [
             "pipeline",
             "estimate",
@@ -64,6 +65,39 @@ def model_section(record: BenchRecord) -> str:
         ],
         rows,
     )
+    return estimates + "\n\n" + _search_gains(record)
+
+
+def _search_gains(record: BenchRecord) -> str:
+    """Per pipeline, the tuned configuration over the model's best estimate, both measured
+    again side by side after the choice (tfperf's confirmation)."""
+    intro = (
+        "What the search added to the model's best estimate: the tuned configuration over it, "
+        "both measured again side by side after tfperf chose (so neither figure is the "
+        "luckiest of several medians, and the machine's drift falls on both alike)."
+    )
+    return _per_pipeline([intro], record, lambda p: _search_gain_line(p.tuning.model))
+
+
+def _per_pipeline(
+    intro: Sequence[str], record: BenchRecord, line: Callable[[PipelineRecord], str]
+) -> str:
+    """`intro`'s paragraphs, then a bullet per pipeline: its name and `line` of it."""
+    lines = [*intro, ""]
+    lines += [f"- **{pipeline.name}**: {line(pipeline)}" for pipeline in record.pipelines]
+    return "\n".join(lines)
+
+
+def _search_gain_line(model: ModelFigures | None) -> str:
+    if model is None or model.trial is None:
+        return "no estimate was measured."
+    if model.search_gain is None or model.search_gain_estimate is None:
+        return "the answer is the model's own estimate."
+    gain, spread = model.search_gain, model.search_gain_spread or 0.0
+    text = f"{gain:.2f}x ± {gain * spread:.2f} over {model.search_gain_estimate}"
+    if not model.search_gain_significant:
+        text += ", within the noise: the search found nothing the estimate had not"
+    return text + "."
 
 
 def _estimate_row(
@@ -85,17 +119,14 @@ def _estimate_row(
 
 
 def training_section(record: BenchRecord) -> str:
-    lines = [
+    intro = [
         "## Does the recommendation change training?",
         "",
         "The input-only rule: tfperf recommends the best configuration that leaves training as "
         "written (batch size, shuffle buffer, precision) unless one that changes training "
         "beats it by more than the noise; then both are shown.",
-        "",
     ]
-    for pipeline in record.pipelines:
-        lines.append(f"- **{pipeline.name}**: {_training_line(pipeline)}")
-    return "\n".join(lines)
+    return _per_pipeline(intro, record, _training_line)
 
 
 def _training_line(pipeline: PipelineRecord) -> str:

@@ -2,9 +2,10 @@
 
 Each pipeline's `steps` is sized so that its baseline's end-to-end phase lasts 1-3 seconds
 on a quiet 2-core machine (larger batches take longer per step): a trial is then about 8 s,
-a third of it TensorFlow's start in a fresh process. A full run makes about 45 such runs per
-pipeline (1 to prepare, 20 trials, 15 in tfperf's re-measurement, 9 final), so the six
-pipelines, the repeatability check and the overhead benchmark take about 35-45 minutes.
+a third of it TensorFlow's start in a fresh process. A full run makes about 60 such runs per
+pipeline (1 to prepare, 20 trials, up to 27 in tfperf's re-measurement of three finalists
+and six references, 3 to 9 in its confirmation, 9 final), so the seven pipelines, the
+zero-change run, the repeatability check and the overhead benchmark take about 75 minutes.
 """
 
 from __future__ import annotations

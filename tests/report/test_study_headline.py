@@ -11,7 +11,7 @@ from tests.reports import fake_profile, make_study
 from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._study_data import StudySnapshot, snapshot_study
-from tfperf.results import Estimate, Limit, LimitBound, LimitTerm
+from tfperf.results import Estimate, Limit, LimitBound, LimitTerm, SearchGain, Speedup
 
 
 @pytest.fixture(scope="module")
@@ -83,4 +83,19 @@ def test_the_estimate_line_names_the_runner_up_setting_the_model_could_not_tell_
         "The runner-up setting (batch_size 256, mixed_precision mixed_bfloat16), which the "
         "model could not tell from the second's, predicted 4,400 examples/s (trial 4); "
         "it was not measured."
+    )
+
+
+def test_the_estimate_line_ends_with_what_the_search_added_to_the_models_best_estimate():
+    estimate = Estimate({"num_parallel_calls": 4}, 3800.0, 2, 3700.0)
+    gain = SearchGain("estimate", Speedup(1.04, 0.06, False))
+    line = sh.headline(
+        snapshot_study(make_study(), "memory"),
+        None,
+        tune_result(estimate=estimate, search_gain=gain),
+    ).estimate
+    assert line is not None
+    assert line.endswith(
+        "The search's answer: 1.04x ± 0.06 (within noise: not a measured gain) over "
+        "estimate, both measured after the choice."
     )

@@ -11,7 +11,13 @@ from tests.fakes.trials import fake_result, outcome
 from tfperf.knobs import Knobs
 from tfperf.results import Measurement, TrialOutcome, TrialStatus
 from tfperf.trials import Budgets, TrialRequest
-from tfperf.tuner._remeasure import Finalist, confirm, interleaved_order, remeasure
+from tfperf.tuner._remeasure import (
+    Finalist,
+    best_estimate,
+    confirm,
+    interleaved_order,
+    remeasure,
+)
 
 BUDGETS = Budgets(ram_bytes=None, gpu_memory_bytes=None)
 
@@ -89,3 +95,19 @@ def test_confirmed_windows_round_trip_and_old_records_read_without_them():
     assert Measurement(**dataclasses.asdict(m)) == m
     stored_before = {k: v for k, v in dataclasses.asdict(m).items() if k != "confirmed"}
     assert Measurement(**stored_before).median == 110.0
+
+
+def test_the_models_best_estimate_is_the_estimate_reference_with_the_highest_selection_median():
+    def m(label: str, windows: list[float], confirmed: list[float] | None = None) -> Measurement:
+        return Measurement(label, None, {}, windows, 0, None, confirmed or [])
+
+    measured = [
+        m("trial 7", [900.0, 950.0]),
+        m("estimate", [600.0, 620.0]),
+        m("estimate-pool", [800.0, 700.0], confirmed=[500.0]),  # selection median 750 decides
+        m("estimate-training", [720.0, 740.0]),
+        m("autotune", [880.0]),
+    ]
+    best = best_estimate(measured)
+    assert best is not None and best.label == "estimate-pool"
+    assert best_estimate([m("baseline", [100.0]), m("trial 2", [300.0])]) is None

@@ -373,6 +373,34 @@ def test_the_runner_up_is_measured_after_the_second_estimate_and_reaches_the_jso
     )
 
 
+def test_the_models_best_estimate_is_confirmed_beside_the_choice_and_weighed_against_it(
+    write_pipeline, tmp_path
+):
+    pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
+    options = TuneOptions(
+        trials=6, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=2, finalists=2
+    )
+    result = Tuner(pipeline, options, runner=NearTieRunner(), machine=MACHINE).run()
+
+    # A searched trial is chosen; of the estimates the runner-up re-measured fastest.
+    by_label = {m.label: m for m in result.candidates}
+    assert result.best.label.startswith("trial ")
+    runner_up = by_label["estimate-runner-up"]
+    assert len(runner_up.confirmed) == 2 and len(result.best.confirmed) == 2
+    assert by_label["estimate-training"].confirmed == []  # neither chosen nor the model's best
+    saved = TuneResult.from_dict(json.loads(result.to_json()))
+    assert saved.search_gain is not None
+    assert saved.search_gain.estimate == "estimate-runner-up"
+    assert saved.search_gain.gain.ratio == pytest.approx(result.best.median / runner_up.median)
+    from tfperf.report import render_tune_summary
+
+    gain = saved.search_gain.gain
+    assert (
+        f"the search's answer: {gain.ratio:.2f}x ± {gain.ratio * gain.spread:.2f} over "
+        "estimate-runner-up, both measured after the choice" in render_tune_summary(result)
+    )
+
+
 class RefitRunner(TrainingRunner):
     """The training runner, with a baseline whose slow read burns 0.4 ms CPU per example (the
     CPU roofline, 5,000 examples/s, binds every setting) and later trials whose pipeline-only

@@ -196,8 +196,10 @@ class TuneProgress(TuneListener):
         self._new_bar(len(finalists) * rounds, "re-measuring finalists")
 
     def confirm_started(self, labels: list[str], rounds: int) -> None:
-        """Starts the confirmation's bar: the chosen configuration measured once more."""
-        self._new_bar(len(labels) * rounds, f"confirming {' and '.join(labels)}")
+        """Starts the confirmation's bar: the chosen configuration (and what it is weighed
+        against) measured once more."""
+        named = labels[0] if len(labels) < 2 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+        self._new_bar(len(labels) * rounds, f"confirming {named}")
 
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
         if self._bar is not None:

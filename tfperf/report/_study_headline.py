@@ -141,6 +141,8 @@ def _estimate_line(tune: TuneResult | None) -> str | None:
             f"The runner-up setting ({changes}), which the model could not tell from the second's,"
         )
         text += " " + _estimate_text(label, runner)
+    if tune.search_gain is not None:
+        text += f" The search's answer: {tune.search_gain.describe()}."
     return text
 
 

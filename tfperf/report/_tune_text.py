@@ -76,6 +76,8 @@ def _limit(result: TuneResult) -> str:
     ):
         if estimate is not None:
             lines.append(f"  {label}{_estimate_figures(estimate)}")
+    if result.search_gain is not None:
+        lines.append(f"  the search's answer: {result.search_gain.describe()}")
     if result.fastest is not None and result.gain_over_input_only is not None:
         lines.append(f"  fastest, not recommended: {_passed_over(result, result.fastest)}")
     return "\n".join(lines)

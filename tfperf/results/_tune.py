@@ -85,6 +85,20 @@ class Speedup:
 
 
 @dataclasses.dataclass
+class SearchGain:
+    """What the search added to the model's answer: the recommendation over the model's best
+    estimate (the estimate reference with the highest selection median), both measured again
+    side by side after the choice, so neither figure is the luckiest of several medians and
+    drift between the study's phases falls on both alike."""
+
+    estimate: str
+    gain: Speedup
+
+    def describe(self) -> str:
+        return f"{self.gain.describe()} over {self.estimate}, both measured after the choice"
+
+
+@dataclasses.dataclass
 class EditGain:
     """One structure edit the study searched (`cache@p.py:12.added`, ...): whether the
     recommendation's patch makes it, and what it was worth: the best trial that made it over
@@ -189,6 +203,9 @@ class TuneResult(JsonRecord):
     # The fifth's shape (else the second's) under the next larger batch, when predicted within
     # the model's error of the second's (the sixth reference): the study measures both.
     runner_up_estimate: Estimate | None = None
+    # `best` over the model's best-measured estimate, confirmed side by side; None when `best`
+    # is that estimate or the study measured none.
+    search_gain: SearchGain | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:

@@ -24,6 +24,7 @@ from tfperf.study._cluster import (
 from tfperf.study._ledger import (
     DONE,
     ESTIMATE_REF,
+    ESTIMATE_REFS,
     GUIDE_ATTR,
     POOL_ESTIMATE_REF,
     RUNNER_UP_REF,
@@ -83,6 +84,7 @@ __all__ = [
     "DONE",
     "DUPLICATE_ROLE",
     "ESTIMATE_REF",
+    "ESTIMATE_REFS",
     "GUIDE_ATTR",
     "LOCK_ROLE",
     "OBJECTIVE_ATTR",

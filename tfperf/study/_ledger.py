@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DONE",
     "ESTIMATE_REF",
+    "ESTIMATE_REFS",
     "GUIDE_ATTR",
     "POOL_ESTIMATE_REF",
     "RUNNER_UP_REF",
@@ -84,6 +85,8 @@ POOL_ESTIMATE_REF = "estimate-pool"
 #: The sixth reference: the fifth's shape under the next larger batch, when predicted within
 #: the model's error of the second's (`tfperf.tuner._training._runner_up`).
 RUNNER_UP_REF = "estimate-runner-up"
+#: The references the pipeline model proposed, in the order they are queued.
+ESTIMATE_REFS = (ESTIMATE_REF, TRAINING_ESTIMATE_REF, POOL_ESTIMATE_REF, RUNNER_UP_REF)
 #: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
 GUIDE_ATTR = "tfperf_guide"
 

@@ -155,7 +155,8 @@ class TuneListener:
 
     def confirm_started(self, labels: list[str], rounds: int) -> None:
         """The chosen configuration (`labels`: with the input-only best it was weighed
-        against, when the choice changes training) is measured `rounds` times more."""
+        against, when the choice changes training, and the model's best estimate) is measured
+        `rounds` times more."""
 
     def trial_lost(self, lost: LostTrial) -> None:
         """This tuner failed a trial whose tuner died; `lost.retry` runs its knobs again."""

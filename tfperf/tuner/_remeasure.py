@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING
 
 from tfperf.knobs import Knobs
 from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus
-from tfperf.study import TrialRecord, feasible_complete, pareto_front, reference_trial
+from tfperf.study import (
+    ESTIMATE_REFS,
+    TrialRecord,
+    feasible_complete,
+    pareto_front,
+    reference_trial,
+)
 from tfperf.trials import Budgets, TrialRequest
 
 if TYPE_CHECKING:
@@ -67,6 +73,13 @@ def remeasure(
         for finalist, window in zip(finalists, windows, strict=True)
         if window.rates
     ]
+
+
+def best_estimate(measured: Sequence[Measurement]) -> Measurement | None:
+    """The model's estimate (`ESTIMATE_REFS`) with the highest selection median; None when
+    none was re-measured. By selection windows, so confirming it cannot change which it is."""
+    estimates = [m for m in measured if m.label in ESTIMATE_REFS]
+    return max(estimates, key=lambda m: m.selection_median, default=None)
 
 
 def confirm(

@@ -2,7 +2,8 @@
 
 The re-measured medians decide. The best configuration that leaves training as written is
 recommended unless a faster one that changes training beats it by more than the noise
-(`tfperf.results.input_only_choice`); the limit and the estimate come from the model.
+(`tfperf.results.input_only_choice`); the limit and the estimate come from the model, and
+`search_gain` says what the search added to the model's best estimate.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 from tfperf.errors import TfperfError
 from tfperf.results import (
     Measurement,
+    SearchGain,
     TuneResult,
     input_only_choice,
     recommend,
@@ -33,6 +35,7 @@ from tfperf.study import (
 from tfperf.trials import Budgets
 from tfperf.tuner._options import TuneOptions
 from tfperf.tuner._references import References
+from tfperf.tuner._remeasure import best_estimate
 
 if TYPE_CHECKING:
     import optuna
@@ -105,4 +108,12 @@ def tune_result(
         input_only=choice.input_only,
         fastest=choice.fastest,
         gain_over_input_only=choice.gain,
+        search_gain=_search_gain(best, best_estimate(measured)),
     )
+
+
+def _search_gain(best: Measurement, estimate: Measurement | None) -> SearchGain | None:
+    """`best` over the model's best estimate, both confirmed; None when `best` is it."""
+    if estimate is None or estimate is best:
+        return None
+    return SearchGain(estimate.label, speedup(best, estimate))

@@ -70,7 +70,7 @@ from tfperf.tuner._options import (
     tally,
 )
 from tfperf.tuner._references import References
-from tfperf.tuner._remeasure import confirm, pick_finalists, remeasure
+from tfperf.tuner._remeasure import best_estimate, confirm, pick_finalists, remeasure
 from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
 
@@ -419,11 +419,15 @@ class Tuner:
 
     def _confirm(self, measurements: list[Measurement]) -> list[Measurement]:
         """The chosen configuration (and the input-only best it was weighed against) measured
-        again, so its reported figure is not the luckiest of several medians."""
+        again, so its reported figure is not the luckiest of several medians; the model's best
+        estimate beside them, so the search's gain over it is measured side by side."""
         baseline = next((m for m in measurements if m.label == BASELINE), None)
         if baseline is None:
             return measurements  # the result says why nothing can be compared
         chosen = input_only_choice(measurements, baseline).weighed
+        estimate = best_estimate(measurements)
+        if estimate is not None and all(m is not estimate for m in chosen):
+            chosen.append(estimate)
         self.listener.confirm_started([m.label for m in chosen], self.options.rounds)
         return confirm(
             measurements,
