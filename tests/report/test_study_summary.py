@@ -76,6 +76,19 @@ def test_every_finalist_is_listed_in_the_summary():
     assert [row.label for row in found.rows][-1] == "also re-measured: trial 3"
 
 
+def test_a_finalist_a_memory_budget_stopped_is_named_so_and_not_chosen():
+    study = make_study(best_result=fake_profile())
+    snapshot = snapshot_study(study, "memory")
+    over = Measurement("trial 3", 3, Knobs(batch_size=32).to_dict(), [9e6, 9e6], 1, None)
+    over = dataclasses.replace(over, over_budget=1)
+    snapshot = dataclasses.replace(snapshot, measurements=(*snapshot.measurements, over))
+    found = ss.summary(snapshot)
+    assert found is not None
+    labels = [row.label for row in found.rows]
+    assert labels[-1] == "also re-measured: trial 3 (over the memory budget in 1 repeat)"
+    assert all(row.role != "best" or row.trial != 3 for row in found.rows)
+
+
 def test_the_patch_block_is_the_handover_when_the_tuner_wrote_one(snapshot):
     handover = HandOver(
         root="/src",

@@ -107,6 +107,40 @@ def test_when_the_baseline_is_the_best_input_only_the_recommendation_names_it_pl
     assert "Leaving training as written, your baseline is the best" in text
 
 
+def test_a_configuration_stopped_over_a_memory_budget_is_never_recommended():
+    import dataclasses
+
+    from tfperf.results import input_only_choice
+
+    baseline = _measured("baseline", {"batch_size": 32, "shuffle_buffer": 64}, [100.0, 101.0])
+    least = _measured("estimate-pool", {"batch_size": 64, "shuffle_buffer": 64}, [300.0, 302.0])
+    halved = _measured("trial 15", {"batch_size": 64, "shuffle_buffer": 32}, [301.0, 303.0])
+    # The smaller change wins while both stayed within the budget (in_memory, bench at 941fc5d)
+    assert input_only_choice([baseline, least, halved], baseline).best is least
+
+    over = dataclasses.replace(least, over_budget=1)
+    choice = input_only_choice([baseline, over, halved], baseline)
+
+    assert choice.best is halved and choice.fastest is None
+    assert not over.within_budgets and halved.within_budgets
+
+
+def test_the_baseline_stays_the_reference_when_a_memory_budget_stopped_one_of_its_repeats():
+    import dataclasses
+
+    from tfperf.results import input_only_choice
+
+    baseline = dataclasses.replace(
+        _measured("baseline", {"batch_size": 32}, [100.0, 101.0]), over_budget=1
+    )
+    over = _measured("trial 2", {"batch_size": 32, "num_parallel_calls": 4}, [300.0, 301.0])
+    over = dataclasses.replace(over, over_budget=2)
+
+    choice = input_only_choice([baseline, over], baseline)
+
+    assert choice.best is baseline and choice.input_only is baseline and choice.fastest is None
+
+
 def test_input_only_rule_when_the_fastest_keeps_training():
     from tfperf.results import input_only_choice
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +58,36 @@ def test_remeasure_keeps_each_finalists_completed_repeats_in_order():
     assert [m.label for m in measured] == ["a", "b"]
     assert [len(m.examples_per_sec) for m in measured] == [1, 2]  # a's first repeat failed
     assert measured[0].confirmed == [] and measured[0].median == measured[0].selection_median
+
+
+class OverBudgetOnce(Runner):
+    """Every run completes, but finalist `calls`'s `nth` run is stopped over the RAM budget."""
+
+    def __init__(self, calls: int, nth: int) -> None:
+        super().__init__(lambda knobs, call: 0.01)
+        self.target, self.nth, self.seen = calls, nth, 0
+
+    def __call__(self, req: TrialRequest, budgets: Budgets) -> TrialOutcome:
+        if req.knobs.num_parallel_calls == self.target:
+            self.seen += 1
+            if self.seen == self.nth:
+                self.calls.append(self.target)
+                return outcome(TrialStatus.RAM_BUDGET, "used 3.26 GiB, over the 3.25 GiB budget")
+        return super().__call__(req, budgets)
+
+
+def test_repeats_a_memory_budget_stopped_are_counted_through_the_confirmation():
+    first = remeasure(
+        [finalist("a", 1), finalist("b", 2)], 2, request, BUDGETS, OverBudgetOnce(2, 2)
+    )
+    a, b = first
+    assert (a.over_budget, b.over_budget) == (0, 1)
+    assert len(b.examples_per_sec) == 1 and not b.within_budgets
+
+    confirmed = confirm(first, [b], 2, request, BUDGETS, OverBudgetOnce(2, 1))
+
+    assert confirmed[1].over_budget == 2 and len(confirmed[1].confirmed) == 1
+    assert best_estimate([dataclasses.replace(b, label="estimate")]) is None
 
 
 def test_confirm_measures_only_the_chosen_and_reports_their_fresh_windows():

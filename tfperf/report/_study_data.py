@@ -314,8 +314,10 @@ def _best_trial(trials: tuple[TrialRow, ...], measurements: tuple[Measurement, .
 
 def choose(measured: list[Measurement]) -> InputOnlyChoice | None:
     """The tuner's input-only rule (`tfperf.results.input_only_choice`) over the re-measured
-    configurations; the fastest while no baseline has completed; None while nothing has."""
-    fastest = max(measured, key=lambda m: m.selection_median, default=None)
+    configurations; the fastest within the memory budgets while no baseline has completed;
+    None while nothing has."""
+    within = [m for m in measured if m.within_budgets]
+    fastest = max(within, key=lambda m: m.selection_median, default=None)
     baseline = next((m for m in measured if m.label == "baseline"), None)
     if fastest is None:
         return None

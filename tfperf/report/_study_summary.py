@@ -190,6 +190,9 @@ def _summary_row(measurement: Measurement, role: str) -> SummaryRow:
         label = f"fastest, changes training: {label}"
     elif role == "finalist":
         label = f"also re-measured: {label}"
+    if measurement.over_budget:
+        repeats = "repeat" if measurement.over_budget == 1 else "repeats"
+        label += f" (over the memory budget in {measurement.over_budget} {repeats})"
     return SummaryRow(
         label=label,
         role=role,

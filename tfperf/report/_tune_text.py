@@ -28,7 +28,18 @@ def format_measurement(measurement: Measurement) -> str:
         f"{measurement.median:,.1f} examples/s (median of {len(measurement.windows)}{after}, "
         f"±{measurement.spread:.1%}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
         + (f", peak GPU memory {format_bytes(gpu)}" if gpu is not None else "")
+        + _over_budget(measurement)
     )
+
+
+def _over_budget(measurement: Measurement) -> str:
+    """What stopping a repeat over a memory budget meant for this configuration."""
+    count = measurement.over_budget
+    if not count:
+        return ""
+    repeats = "1 repeat" if count == 1 else f"{count} repeats"
+    shown = f"; {repeats} stopped over the memory budget"
+    return shown if measurement.label == "baseline" else f"{shown}, so it is not recommended"
 
 
 def _headline(result: TuneResult) -> str:

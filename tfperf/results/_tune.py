@@ -45,6 +45,14 @@ class Measurement:
     peak_rss_bytes: int
     peak_gpu_bytes: int | None
     confirmed: list[float] = dataclasses.field(default_factory=list)
+    #: Repeats stopped over the RAM or GPU-memory budget (they left no window). A configuration
+    #: with any is never recommended: its trial met the budget by a margin the next run erased.
+    over_budget: int = 0
+
+    @property
+    def within_budgets(self) -> bool:
+        """Whether every repeat of this configuration stayed within the memory budgets."""
+        return self.over_budget == 0
 
     @property
     def windows(self) -> list[float]:
@@ -333,6 +341,8 @@ def input_only_choice(measured: list[Measurement], baseline: Measurement) -> Inp
     it least (`training_distance`) among those the fastest does not beat beyond noise
     (`least_change`): a shuffle buffer that rides along with a larger batch, at a figure the
     noise could explain, is a change to training nothing measured asks for.
+    A configuration stopped over a memory budget in any repeat is never recommended
+    (`eligible`).
     Which configurations are compared is decided on `selection_median`s and their windows;
     the gain is weighed on their reported figures, which are their confirmed windows once the
     tuner has measured them again.
@@ -344,6 +354,7 @@ def input_only_choice(measured: list[Measurement], baseline: Measurement) -> Inp
         >>> choice.best.label, choice.fastest.label, choice.gain.significant
         ('baseline', 'trial 4', False)
     """
+    measured = eligible(measured, baseline)
     fastest = max(measured, key=lambda m: m.selection_median)
     keeping = [m for m in measured if not training_changes(m, baseline)]
     input_only = max(keeping, key=lambda m: m.selection_median) if keeping else baseline
@@ -356,6 +367,17 @@ def input_only_choice(measured: list[Measurement], baseline: Measurement) -> Inp
             passed = None if changer is fastest else fastest
             return InputOnlyChoice(changer, input_only, passed, gain)
     return InputOnlyChoice(input_only, input_only, fastest, speedup(fastest, input_only))
+
+
+def eligible(measured: list[Measurement], baseline: Measurement) -> list[Measurement]:
+    """The measurements a recommendation may be: those whose every repeat stayed within the
+    memory budgets, and the baseline (what the user runs today) whatever it used.
+
+    In the bench at 941fc5d in_memory's least-change winner met its 3.25 GiB budget in its trial
+    and in two re-measured repeats, was stopped over it in the third, and was recommended;
+    the bench's own final runs stopped it over the budget again.
+    """
+    return [m for m in measured if m.within_budgets or m is baseline]
 
 
 def least_change(

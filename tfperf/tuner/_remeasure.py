@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 RunTrial = Callable[[TrialRequest, Budgets], TrialOutcome]
 
+_OVER_BUDGET = (TrialStatus.RAM_BUDGET, TrialStatus.GPU_BUDGET)
+
 
 @dataclasses.dataclass(frozen=True)
 class Finalist:
@@ -55,7 +57,8 @@ def remeasure(
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
 ) -> list[Measurement]:
-    """Measures every finalist `rounds` times, interleaved; failed repeats are left out.
+    """Measures every finalist `rounds` times, interleaved; failed repeats are left out, and
+    those a memory budget stopped are counted (`Measurement.over_budget`).
 
     Returns:
         One `Measurement` per finalist that completed at least once, in the given order.
@@ -69,6 +72,7 @@ def remeasure(
             examples_per_sec=window.rates,
             peak_rss_bytes=window.peak_rss_bytes,
             peak_gpu_bytes=window.peak_gpu_bytes,
+            over_budget=window.over_budget,
         )
         for finalist, window in zip(finalists, windows, strict=True)
         if window.rates
@@ -76,9 +80,10 @@ def remeasure(
 
 
 def best_estimate(measured: Sequence[Measurement]) -> Measurement | None:
-    """The model's estimate (`ESTIMATE_REFS`) with the highest selection median; None when
-    none was re-measured. By selection windows, so confirming it cannot change which it is."""
-    estimates = [m for m in measured if m.label in ESTIMATE_REFS]
+    """The model's estimate (`ESTIMATE_REFS`) with the highest selection median, of those
+    within the memory budgets in every repeat; None when none was re-measured so. By selection
+    windows, so confirming it cannot change which it is."""
+    estimates = [m for m in measured if m.label in ESTIMATE_REFS and m.within_budgets]
     return max(estimates, key=lambda m: m.selection_median, default=None)
 
 
@@ -114,8 +119,12 @@ class _Windows:
     rates: list[float] = dataclasses.field(default_factory=list)
     peak_rss_bytes: int = 0
     peak_gpu_bytes: int | None = None
+    #: Repeats stopped over the RAM or GPU-memory budget.
+    over_budget: int = 0
 
     def add(self, outcome: TrialOutcome) -> None:
+        if outcome.status in _OVER_BUDGET:
+            self.over_budget += 1
         if outcome.status is not TrialStatus.COMPLETE or outcome.result is None:
             return
         self.rates.append(outcome.result.end_to_end.examples_per_sec)
@@ -153,6 +162,7 @@ def _confirmed(measurement: Measurement, windows: _Windows) -> Measurement:
     return dataclasses.replace(
         measurement,
         confirmed=windows.rates,
+        over_budget=measurement.over_budget + windows.over_budget,
         peak_rss_bytes=max(measurement.peak_rss_bytes, windows.peak_rss_bytes),
         peak_gpu_bytes=max(gpu) if gpu else None,
     )
