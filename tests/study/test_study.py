@@ -86,7 +86,8 @@ def test_remeasurement_round_trip(study):
     measured = [Measurement("baseline", 0, {"batch_size": 8}, [10.0, 11.0], 100, None)]
     store_remeasurement(study, Remeasurement(measured, trials=12, lock_trial=14, worker={"pid": 7}))
     assert stored_remeasurement(study) == Remeasurement(measured, 12, 14, {"pid": 7})
-    assert study.user_attrs["tfperf_remeasure"] == [
+    key = "tfperf_remeasure"
+    assert study.user_attrs[key] == [
         {
             "label": "baseline",
             "trial_number": 0,
@@ -95,8 +96,14 @@ def test_remeasurement_round_trip(study):
             "peak_rss_bytes": 100,
             "peak_gpu_bytes": None,
             "confirmed": [],
+            "over_budget": 0,
         }
     ]
+    # A study a tfperf without the count stored reads as within the budgets.
+    old = [{k: v for k, v in m.items() if k != "over_budget"} for m in study.user_attrs[key]]
+    study.set_user_attr(key, old)
+    stored = stored_remeasurement(study)
+    assert stored is not None and stored.measurements[0].within_budgets
 
 
 def test_a_remeasurement_without_what_it_covers_is_not_reused(study):
