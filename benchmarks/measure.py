@@ -201,15 +201,19 @@ def study_trials(storage: str, study_name: str) -> tuple[list[Trial], float]:
 
 
 def with_remeasured(trials: list[Trial], measured: Sequence[Measurement]) -> list[Trial]:
-    """`trials` with the median of each re-measured configuration on the trial that ran it
-    (the confirmed one for the chosen configuration, with the median it was chosen on)."""
+    """`trials` with the median and spread of each re-measured configuration on the trial that
+    ran it (the confirmed one for the chosen configuration, with the median it was chosen on)."""
     by_trial = {m.trial_number: m for m in measured if m.trial_number is not None}
 
     def figures(number: int) -> dict[str, float | None]:
         m = by_trial.get(number)
         if m is None:
-            return {"remeasured": None, "selected": None}
-        return {"remeasured": m.median, "selected": m.selection_median if m.confirmed else None}
+            return {"remeasured": None, "selected": None, "remeasured_spread": None}
+        return {
+            "remeasured": m.median,
+            "selected": m.selection_median if m.confirmed else None,
+            "remeasured_spread": m.spread,
+        }
 
     return [dataclasses.replace(t, **figures(t.number)) for t in trials]
 

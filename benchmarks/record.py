@@ -70,6 +70,9 @@ class Trial:
     #: For the configuration the study chose (measured again after the choice, so that
     #: `remeasured` is the confirmed median): the median it was chosen on; else None.
     selected: float | None = None
+    #: The spread of the windows `remeasured` is the median of (half their range over it);
+    #: None when not re-measured, and in records from before it was kept.
+    remeasured_spread: float | None = None
 
     @property
     def figure(self) -> float | None:

@@ -640,6 +640,37 @@ def test_late_convergence_counts_the_second_estimate_and_calls_a_near_miss_noise
     )
 
 
+def test_late_convergence_judges_the_shortfall_by_the_re_measured_spreads():
+    # image_decode in the bench at bfdb38e: the estimate at 88% of the chosen configuration.
+    trials = [Trial(n, "complete", 100.0 + n, 30.0 * (n + 1)) for n in range(8)]
+    trials[2] = Trial(2, "complete", 440.0, 90.0, "estimate", remeasured=440.0)
+    trials.append(Trial(8, "complete", 500.0, 270.0, remeasured=500.0, selected=520.0))
+    record = _with_model(trial=2)
+
+    def note(estimate_spread: float, chosen_spread: float) -> str:
+        trials[2] = dataclasses.replace(trials[2], remeasured_spread=estimate_spread)
+        trials[8] = dataclasses.replace(trials[8], remeasured_spread=chosen_spread)
+        record.tuning = Tuning(
+            **{**record.tuning.__dict__, "trials": trials, "best_label": "trial 8"}
+        )
+        return check_convergence(record).note
+
+    noisy = note(0.05, 0.04)
+    assert "The estimate (trial 3) reached 88% of the final best" in noisy
+    assert ": within the measured noise of the goal's 5%" in noisy
+    assert "re-measured spreads add up to ±9%" in noisy
+    quiet = note(0.01, 0.02)
+    assert "short by more than the two figures' re-measured spreads (±3% together)" in quiet
+    assert "the model's thread counts or training setting were off" in quiet
+
+
+def test_with_remeasured_keeps_each_measurement_s_spread():
+    trials = [Trial(n, "complete", 100.0, 10.0) for n in range(2)]
+    measured = Measurement("trial 1", 1, {}, [90.0, 100.0, 110.0], 0, None)
+    figures = with_remeasured(trials, [measured])
+    assert [t.remeasured_spread for t in figures] == [None, pytest.approx(0.1)]
+
+
 def test_the_pooled_estimate_is_a_row_of_the_model_section_and_counts_in_a_late_note():
     trials = [Trial(n, "complete", 100.0 + n, 30.0 * (n + 1)) for n in range(8)]
     trials[4] = Trial(4, "complete", 460.0, 150.0)
