@@ -496,7 +496,7 @@ def _noise_verdict(nearest: float, noise: float) -> str:
             f": within the measured noise of the goal's {CONVERGENCE_TOLERANCE:.0%}. The nearest "
             f"estimate's and the chosen configuration's re-measured spreads add up to "
             f"±{noise:.0%}, so measured again the two may land within {CONVERGENCE_TOLERANCE:.0%} "
-            "of each other: the bar cannot tell them apart on this machine, not a wrong model."
+            "of each other: at this noise the bar cannot tell whether the model missed the best."
         )
     return (
         f": short by more than the two figures' re-measured spreads (±{noise:.0%} together), "
