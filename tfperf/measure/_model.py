@@ -356,8 +356,8 @@ def _sequential_runs(stages: Sequence[StageCost]) -> list[list[StageCost]]:
     """The sequential stages, grouped into runs that share one thread.
 
     A stage with a parallelism argument ends a run; so does a change of the asynchronous stage
-    upstream (one that added no time, as a prefetch may, is not among the costs). Shuffles and
-    prefetches never count (`_NEVER_SEQUENTIAL`) but do not break a run.
+    upstream (a prefetch, even one that added no time and so is not among the costs). Shuffles
+    and prefetches are never counted in a run (`_NEVER_SEQUENTIAL`); a shuffle does not end one.
     """
     runs: list[list[StageCost]] = []
     current: list[StageCost] = []
