@@ -131,6 +131,7 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         second_trial=second.trial_number if second else None,
         second_changes=list(second.changes_training) if second else [],
         pooled_pool=pooled.knobs.get("private_threadpool_size") if pooled else None,
+        pooled_predicted=pooled.predicted_examples_per_sec if pooled else None,
         pooled_measured=pooled.measured_examples_per_sec if pooled else None,
         pooled_trial=pooled.trial_number if pooled else None,
         runner_up_predicted=runner.predicted_examples_per_sec if runner else None,

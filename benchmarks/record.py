@@ -108,9 +108,11 @@ class ModelFigures:
     second_measured: float | None = None
     second_trial: int | None = None
     second_changes: list[str] = dataclasses.field(default_factory=list)
-    #: The pooled estimate (the last estimate on the cores the model's step leaves the input):
-    #: its private pool, measured rate and trial (its prediction is the estimate's it varies).
+    #: The pooled estimate (the last estimate on the cores its input spends): its private
+    #: pool, predicted and measured rates and trial. Records before the prediction was held
+    #: to the pool's cores carry none: the estimate's it varies.
     pooled_pool: int | None = None
+    pooled_predicted: float | None = None
     pooled_measured: float | None = None
     pooled_trial: int | None = None
     #: The runner-up (the training setting the model could not tell from the second's):

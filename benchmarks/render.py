@@ -215,7 +215,7 @@ def _tuning(record: BenchRecord) -> str:
         "## Tuning\n\n"
         "Trials to 5%: the first trial (counting from 1; trial 1 is the baseline, 2 AUTOTUNE, "
         "3 tfperf's estimate, 4 its estimate with training changed where the model proposes "
-        "one, then the last estimate with its input on the cores the model's step leaves where "
+        "one, then the last estimate with its input on the cores it spends where "
         "no stage blocks) whose configuration came within 5% of the study's final best: the "
         "median of the configuration the study chose, from the windows it measured after "
         "choosing it by its finalists' re-measured medians (the highest of several medians is "

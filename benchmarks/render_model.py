@@ -33,7 +33,7 @@ def model_section(record: BenchRecord) -> str:
             second = (model.second_predicted, model.second_measured, model.second_trial)
             rows.append(_estimate_row(pipeline.name, f"training changed: {changes}", second, ""))
         if model.pooled_pool is not None:
-            predicted = model.second_predicted or model.predicted
+            predicted = model.pooled_predicted or model.second_predicted or model.predicted
             pooled = (predicted, model.pooled_measured, model.pooled_trial)
             kind = f"the same, input on a pool of {model.pooled_pool}"
             rows.append(_estimate_row(pipeline.name, kind, pooled, ""))
@@ -47,8 +47,9 @@ def model_section(record: BenchRecord) -> str:
         "under the batch sizes and precisions the search may choose (and the shuffle buffer "
         "a restarting dataset refills), predicts a training setting faster beyond the noise, "
         "a second estimate under that setting is the fourth. The last of them runs again with "
-        "the input's computing stages on the cores the model's step leaves them (a pool the "
-        "model does not price: it carries the prediction of the estimate it varies, so its "
+        "the input's computing stages on the cores it spends at the predicted rate and a "
+        "prefetch of 2 (a pool the model prices only by the cores it holds: its prediction is "
+        "the estimate's it varies, held to what that many cores of input deliver, so its "
         "measured figure beside that one's shows what the pool did). Where another training "
         "setting is predicted within the model's error of the second's, that runner-up is "
         "measured next, in the same shape. Predicted vs measured "

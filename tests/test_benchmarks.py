@@ -263,9 +263,10 @@ tfperf's estimate is the configuration its pipeline model predicts best, measure
 study's third trial; where the model alone, timed under the batch sizes and precisions the \
 search may choose (and the shuffle buffer a restarting dataset refills), predicts a training \
 setting faster beyond the noise, a second estimate under that setting is the fourth. The last \
-of them runs again with the input's computing stages on the cores the model's step leaves them \
-(a pool the model does not price: it carries the prediction of the estimate it varies, so its \
-measured figure beside that one's shows what the pool did). Where another training setting is \
+of them runs again with the input's computing stages on the cores it spends at the predicted \
+rate and a prefetch of 2 (a pool the model prices only by the cores it holds: its prediction is \
+the estimate's it varies, held to what that many cores of input deliver, so its measured figure \
+beside that one's shows what the pool did). Where another training setting is \
 predicted within the model's error of the second's, that runner-up is measured next, in the \
 same shape. Predicted vs measured shows the model's error. Measured is the re-measured median \
 (for the model's best estimate, the one confirmed beside the tuned configuration; the trial's \
@@ -287,7 +288,7 @@ had not.
 
 Trials to 5%: the first trial (counting from 1; trial 1 is the baseline, 2 AUTOTUNE, 3 tfperf's \
 estimate, 4 its estimate with training changed where the model proposes one, then the last \
-estimate with its input on the cores the model's step leaves where no stage blocks) whose \
+estimate with its input on the cores it spends where no stage blocks) whose \
 configuration came within 5% of the study's final best: the median of the configuration the \
 study chose, from the windows it measured after choosing it by its finalists' re-measured \
 medians (the highest of several medians is biased high; the chosen one's own selection median is \

@@ -19,6 +19,7 @@ from tfperf.measure._model import (
     CALLS_PER_CORE,
     THREAD_CAP,
     InputCpu,
+    PipelineModel,
     input_cpu_s_per_example,
     model_cpu_s_per_example,
     nearest_limit_input_cpu,
@@ -162,36 +163,42 @@ def _parse_report(cpu_s: float):
 
 
 @pytest.mark.parametrize(
-    ("cores", "model_cpu", "left"),
+    ("cores", "model_cpu", "pool"),
     [
-        # 2 cores ÷ (1.01 + 0.19 ms) = 1,667/s; the step takes 0.32 of a core: 1 is left.
-        (2, 0.19e-3, 1),
-        # 16 cores ÷ (1.01 + 0.59 ms) = 10,000/s; the step takes 5.9 cores: 10 are left.
+        # 2 cores ÷ (1 + 0.19 ms) = 1,681/s, at which the input spends 1.68 cores: 2.
+        (2, 0.19e-3, 2),
+        # 2 cores ÷ (1 + 0.59 ms) = 1,258/s: the input spends 1.26 cores, nearest 1.
+        (2, 0.59e-3, 1),
+        # 16 cores ÷ (1 + 0.59 ms) = 10,063/s: the input spends 10.1 cores.
         (16, 0.59e-3, 10),
-        # The step alone needs more than the machine: the input still gets one core.
+        # The step alone needs most of the machine: the input still gets one core.
         (2, 5e-3, 1),
     ],
 )
-def test_the_cores_left_to_the_input_are_those_the_models_step_does_not_take(
-    cores, model_cpu, left
-):
+def test_the_input_is_pooled_on_the_whole_cores_nearest_what_it_spends(cores, model_cpu, pool):
     model = pipeline_model(
         _parse_report(1e-3), cores, compute_examples_per_sec=1e6, model_cpu_s_per_example=model_cpu
     )
-    assert model is not None and model.cores_left_to_input == left
+    assert model is not None and model.cores_for_input == pool
+    # A pool holds the input to its cores: 1 ms of CPU per example on each.
+    assert model.pool_cap(pool) == pytest.approx(pool / 1e-3)
 
 
 def test_an_unsampled_step_is_counted_on_every_core_at_its_compute_only_rate():
     # No CPU samples in the compute-only window: the step at 4,000/s alone fills 8 cores, so
-    # 2 ms per example. The roofline counts the input alone then (8 ÷ 3 ms = 2,667/s), and
-    # at that rate the step takes 5.3 cores: 2 are left.
+    # 2 ms per example. The roofline counts the input alone then (8 ÷ 3 ms = 2,667/s), at
+    # which it spends all 8 cores.
     model = pipeline_model(_parse_report(3e-3), 8, compute_examples_per_sec=4000.0)
     assert model is not None
     assert model.predicted_examples_per_sec == pytest.approx(8 / 3e-3)
     assert model.model_cpu_s_per_example == pytest.approx(2e-3)
-    assert model.cores_left_to_input == 2
-    unknown = pipeline_model(_parse_report(3e-3), 8, None)
-    assert unknown is not None and unknown.cores_left_to_input is None
+    assert model.cores_for_input == 8
+
+
+def test_without_the_inputs_cpu_no_pool_is_sized():
+    model = PipelineModel((), None, 2, {}, 4, 2400.0)  # type: ignore[arg-type]
+    assert model.cores_for_input is None
+    assert model.pool_cap(1) is None
 
 
 def test_a_sequential_stage_binds_and_is_named():

@@ -62,7 +62,7 @@ def test_the_estimate_line_shows_the_pooled_estimate_beside_the_others():
     ).estimate
     assert line == (
         "tfperf's estimate predicted 3,800 examples/s (trial 2); measured 3,420 (-10%). "
-        "The same with its input on the 1 core the model's step leaves predicted 3,800 "
+        "The same with its input on a pool of 1 core predicted 3,800 "
         "examples/s (trial 3); measured 4,180 (+10%)."
     )
 

@@ -14,7 +14,7 @@ from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
-from tfperf.results import LimitBound, StageKind, StageStat, StageUnit, TuneResult
+from tfperf.results import Estimate, LimitBound, StageKind, StageStat, StageUnit, TuneResult
 from tfperf.tuner import TuneOptions, Tuner
 from tfperf.tuner._guide import (
     Guide,
@@ -163,7 +163,7 @@ _GUIDABLE = ["num_parallel_calls", "private_threadpool_size", "prefetch"]
 _FREE = {"prefetch": Choices((0, 1, 2, 4, 8, AUTOTUNE))}
 
 
-def test_a_computing_pipeline_also_runs_its_estimate_on_the_cores_the_model_leaves():
+def test_a_computing_pipeline_also_runs_its_estimate_on_the_cores_its_input_spends():
     baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
     result = with_parse(fake_result(baseline, 0.01))
     guide = make_guide(result, MACHINE, baseline, _FREE, _GUIDABLE)
@@ -174,10 +174,39 @@ def test_a_computing_pipeline_also_runs_its_estimate_on_the_cores_the_model_leav
     assert guide.estimate.knobs["prefetch"] == AUTOTUNE
     pooled = guide.pool_estimate
     assert pooled is not None
-    # 2 cores ÷ (0.3 + 0.22 ms) = 3,830/s; the step (2 cores at 9,000/s) takes 0.85 of a core.
-    assert pooled.knobs == {**guide.estimate.knobs, "private_threadpool_size": 1, "prefetch": 2}
+    # The step's CPU was not sampled, so the roofline is the input's alone (2 cores ÷ 0.31 ms
+    # = 6,452/s): at that rate it spends both cores, and a pool of 2 delivers the prediction.
+    assert pooled.knobs == {**guide.estimate.knobs, "private_threadpool_size": 2, "prefetch": 2}
+    assert pooled.predicted_examples_per_sec == pytest.approx(2 / 0.31e-3)
     assert pooled.predicted_examples_per_sec == guide.estimate.predicted_examples_per_sec
     assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
+
+
+@pytest.mark.parametrize(
+    ("input_cpu", "pool", "predicted"),
+    [
+        # 3,690/s x 0.32 ms = 1.18 cores: a pool of 1, which holds the input to 1 ÷ 0.32 ms.
+        (0.32e-3, 1, 1 / 0.32e-3),
+        # 3,690/s x 0.45 ms = 1.66 cores: a pool of 2, which delivers the prediction. A pool
+        # of 1 would not: the bench at b5a6b1b ran image_decode's (1.5 cores of input) at
+        # 1,548 examples/s against its 1-core cap of 1,603.
+        (0.45e-3, 2, 3690.0),
+    ],
+)
+def test_the_pooled_estimate_holds_the_input_to_its_pools_cores(input_cpu, pool, predicted):
+    model = dataclasses.replace(
+        _parse_model(), predicted_examples_per_sec=3690.0, input_cpu_s_per_example=input_cpu
+    )
+    base = Estimate(
+        knobs={"private_threadpool_size": 4, "prefetch": AUTOTUNE},
+        predicted_examples_per_sec=3690.0,
+    )
+
+    pooled = pool_estimate(base, model, _FREE)
+
+    assert pooled is not None
+    assert pooled.knobs == {"private_threadpool_size": pool, "prefetch": 2}
+    assert pooled.predicted_examples_per_sec == pytest.approx(predicted)
 
 
 def test_no_pooled_estimate_behind_a_blocking_stage_or_where_the_pool_is_not_tfperfs():
@@ -386,13 +415,13 @@ def test_the_pooled_estimate_follows_the_estimate_and_reaches_the_json(write_pip
 
     estimate, pooled = runner.requests[2].knobs, runner.requests[3].knobs
     assert (estimate.private_threadpool_size, estimate.prefetch) == (4, AUTOTUNE)
-    assert (pooled.private_threadpool_size, pooled.prefetch) == (1, 2)
+    assert (pooled.private_threadpool_size, pooled.prefetch) == (2, 2)
     assert pooled.replace(private_threadpool_size=4, prefetch=AUTOTUNE) == estimate
     saved = TuneResult.from_dict(json.loads(result.to_json()))
     assert saved.pool_estimate is not None and saved.pool_estimate.trial_number == 3
     assert saved.pool_estimate.measured_examples_per_sec is not None
     assert any(m.label == "estimate-pool" for m in result.candidates)
-    assert "its estimate on the cores the model leaves (trial 3): predicted" in (
+    assert "its estimate on the cores its input spends (trial 3): predicted" in (
         render_tune_summary(result)
     )
     # The four references (no training setting was probed) start TPE; a fresh tuner on the

@@ -178,21 +178,42 @@ class PipelineModel:
     restart_factor: float = 1.0
     #: CPU seconds the model's step spends per example (None: neither sampled nor timed).
     model_cpu_s_per_example: float | None = None
+    #: CPU seconds the input spends per example, as the CPU roofline counts it (None: unknown).
+    input_cpu_s_per_example: float | None = None
 
     @property
-    def cores_left_to_input(self) -> int | None:
-        """Whole cores the model's step leaves the input at the predicted rate (at least one);
-        None when the model's CPU per example is unknown.
+    def cores_for_input(self) -> int | None:
+        """The whole number of cores nearest what the input spends at the predicted rate (that
+        rate times the input's CPU seconds per example), between one and the machine's; None
+        when the input's CPU per example is unknown.
+
+        A pool of `n` threads holds the input at `n` cores, so at most `n ÷ input CPU per
+        example` (`pool_cap`): one core fewer than the input needs caps the rate below the
+        prediction, one more lets its threads contend with the model's step for the same
+        cores. The nearest whole number costs the least of either.
 
         Example:
-            >>> model = PipelineModel((), None, 2, {}, 4, 8000.0, model_cpu_s_per_example=1e-4)
-            >>> model.cores_left_to_input  # the step takes 0.8 of a core: one is left
+            >>> model = PipelineModel((), None, 2, {}, 4, 2400.0, input_cpu_s_per_example=6e-4)
+            >>> model.cores_for_input  # the input spends 1.44 cores at 2,400/s
             1
         """
-        if self.model_cpu_s_per_example is None:
+        if not self.input_cpu_s_per_example:
             return None
-        used = self.predicted_examples_per_sec * self.model_cpu_s_per_example
-        return max(1, self.cores - math.ceil(used - 1e-9))
+        needed = self.predicted_examples_per_sec * self.input_cpu_s_per_example
+        return min(self.cores, max(1, math.floor(needed + 0.5)))
+
+    def pool_cap(self, pool: int) -> float | None:
+        """The rate a private pool of `pool` threads holds the input to: `pool` cores ÷ the
+        input's CPU seconds per example; None when that is unknown.
+
+        Example:
+            >>> model = PipelineModel((), None, 2, {}, 4, 2400.0, input_cpu_s_per_example=5e-4)
+            >>> model.pool_cap(1)
+            2000.0
+        """
+        if not self.input_cpu_s_per_example:
+            return None
+        return pool / self.input_cpu_s_per_example
 
     @property
     def blocks(self) -> bool:
@@ -430,7 +451,15 @@ def pipeline_model(
         # Unsampled: the model alone keeps every core busy at its compute-only rate.
         model_cpu_s_per_example = cores / compute_examples_per_sec
     return PipelineModel(
-        tuple(sized), limit, cores, threads, pool, steady * factor, factor, model_cpu_s_per_example
+        tuple(sized),
+        limit,
+        cores,
+        threads,
+        pool,
+        steady * factor,
+        factor,
+        model_cpu_s_per_example,
+        input_cpu_s,
     )
 
 

@@ -132,7 +132,7 @@ def _estimate_line(tune: TuneResult | None) -> str | None:
     if tune.pool_estimate is not None:
         pool = tune.pool_estimate.knobs.get("private_threadpool_size")
         cores = f"{pool} core" if pool == 1 else f"{pool} cores"
-        label = f"The same with its input on the {cores} the model's step leaves"
+        label = f"The same with its input on a pool of {cores}"
         text += " " + _estimate_text(label, tune.pool_estimate)
     if tune.runner_up_estimate is not None:
         runner = tune.runner_up_estimate

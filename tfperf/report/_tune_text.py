@@ -82,7 +82,7 @@ def _limit(result: TuneResult) -> str:
     for label, estimate in (
         ("tfperf's estimate", result.estimate),
         ("its estimate with training changed", result.training_estimate),
-        ("its estimate on the cores the model leaves", result.pool_estimate),
+        ("its estimate on the cores its input spends", result.pool_estimate),
         (_runner_up_label(result.runner_up_estimate), result.runner_up_estimate),
     ):
         if estimate is not None:

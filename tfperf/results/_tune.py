@@ -203,10 +203,10 @@ class TuneResult(JsonRecord):
     # The model's second estimate, under the training setting it predicts fastest (the fourth
     # reference); None when no training setting lifts the limit beyond the noise.
     training_estimate: Estimate | None = None
-    # The last estimate with its computing stages on the cores the model's step leaves them
-    # (the fifth reference): the model does not price that pool, so it carries the prediction
-    # of the estimate it varies, and its measured figure beside that one's shows what the pool
-    # did.
+    # The last estimate with its computing stages on a private pool of the cores its input
+    # spends at the predicted rate (the fifth reference): the model prices that pool only by
+    # the cores it holds (the estimate's prediction, held to what they deliver), so its
+    # measured figure beside that one's shows what the pool did.
     pool_estimate: Estimate | None = None
     # The fifth's shape (else the second's) under the next larger batch, when predicted within
     # the model's error of the second's (the sixth reference): the study measures both.
@@ -482,7 +482,7 @@ def _name(measurement: Measurement) -> str:
     if measurement.label == "estimate-training":
         return "tfperf's estimate with training changed"
     if measurement.label == "estimate-pool":
-        return "tfperf's estimate on the cores the model leaves"
+        return "tfperf's estimate on the cores its input spends"
     if measurement.label == "estimate-runner-up":
         return "tfperf's estimate under the runner-up training setting"
     return f"{measurement.label}'s knobs"

@@ -79,8 +79,8 @@ ESTIMATE_REF = "estimate"
 #: The fourth reference, when the model predicts a training setting (batch size, precision,
 #: shuffle buffer) lifts the limit beyond the noise: the estimate under that setting.
 TRAINING_ESTIMATE_REF = "estimate-training"
-#: The fifth reference: the last estimate with its computing stages on the cores the model's
-#: step leaves them (`tfperf.tuner._guide.pool_estimate`), queued with the second.
+#: The fifth reference: the last estimate with its computing stages on the cores its input
+#: spends (`tfperf.tuner._guide.pool_estimate`), queued with the second.
 POOL_ESTIMATE_REF = "estimate-pool"
 #: The sixth reference: the fifth's shape under the next larger batch, when predicted within
 #: the model's error of the second's (`tfperf.tuner._training._runner_up`).

@@ -87,8 +87,9 @@ class Guide:
             fastest (`tfperf.tuner._training`); None when none beats the first beyond noise.
         setting_limits: the limit under each training setting the baseline trial probed.
         pool_estimate: the last estimate (the second when there is one) with its computing
-            stages on the cores the model's step leaves (`pool_estimate`); None when the
-            pipeline has a blocking stage or tfperf does not size the private pool.
+            stages on the cores the input spends at the predicted rate (`pool_estimate`);
+            None when the pipeline has a blocking stage or tfperf does not size the private
+            pool.
         runner_up_estimate: the second estimate's shape (pooled when `pool_estimate` is)
             under the next larger batch at its precision, when within the model's error of
             the second's (`tfperf.tuner._training._runner_up`); None when none is.
@@ -168,9 +169,9 @@ def make_guide(
 def runner_up_estimate(
     base: Estimate, model: PipelineModel, space: Mapping[str, Domain], pooled: Estimate | None
 ) -> Estimate:
-    """The runner-up's estimate in the shape of the reference before it: on the cores the
-    model's step leaves when the study measures a pooled estimate (`pool_estimate`), so the
-    two differ in the training setting alone."""
+    """The runner-up's estimate in the shape of the reference before it: on the cores its
+    input spends when the study measures a pooled estimate (`pool_estimate`), so the two
+    differ in the training setting alone."""
     if pooled is None:
         return base
     return pool_estimate(base, model, space) or base
@@ -243,25 +244,28 @@ def estimate_knobs(
 def pool_estimate(
     base: Estimate, model: PipelineModel, space: Mapping[str, Domain]
 ) -> Estimate | None:
-    """`base` with its computing stages confined to the cores the model's step leaves them
-    (`PipelineModel.cores_left_to_input`) and a fixed prefetch of `POOLED_PREFETCH` batches;
-    None when a stage blocks (its waiting threads need the pool), when the private pool is
-    fixed or the search may not choose that prefetch, or when `base` already runs so.
+    """`base` with its computing stages on a private pool of the cores the input spends at
+    the predicted rate (`PipelineModel.cores_for_input`) and a fixed prefetch of
+    `POOLED_PREFETCH` batches; None when a stage blocks (its waiting threads need the pool),
+    when the input's CPU is unknown, when the private pool is fixed or the search may not
+    choose that prefetch, or when `base` already runs so.
 
     The model sizes a computing stage's pool at the calls the cores hold (`CALLS_PER_CORE`
     per core) and does not price what those threads take from the model's step when the two
-    share the host, so this is measured rather than predicted: the study's fifth reference,
-    with `base`'s prediction. On 2 cores, side by side on the second estimates
+    share the host; this reference measures the other side of that trade, the study's fifth.
+    Its prediction is `base`'s, held to what the pool lets the input spend
+    (`PipelineModel.pool_cap`). On 2 cores, side by side on the second estimates
     (`tfperf profile --no-stages --steps 60`, two interleaved pairs, examples/s, pool 4 with
     AUTOTUNE's prefetch -> pool 1 with a prefetch of 2): in_memory 7,996 -> 8,881 and
     7,530 -> 8,689; small_files 45,402 -> 56,762 and 53,760 -> 57,294; text_classify
     11,835 -> 11,132 and 10,203 -> 13,129. Pool 1 with AUTOTUNE's prefetch ran in_memory at
-    6,947 and 6,942 against 8,232 and 7,666 with a prefetch of 2 (small_files 52,256 and
-    57,282 against 50,920 and 54,467, within its spread), and a prefetch of 2 on pool 4 gained
-    nothing (in_memory 7,709 and 8,147). The benchmarks' winners on those three ran pools of
-    1 to 3 with prefetches of 1 or 2 (docs/limit.md, "The pool the model leaves").
+    6,947 and 6,942 against 8,232 and 7,666 with a prefetch of 2. Where the input spends more
+    than a core and a half, one core caps it: in the bench at b5a6b1b pools of 1 ran
+    image_decode at 1,548 examples/s (its cap 1,603), small_files at 79,999 (75,188) and
+    text_classify at 18,605 (18,762), each at its cap (docs/limit.md, "The pool the input
+    spends").
     """
-    cores = model.cores_left_to_input
+    cores = model.cores_for_input
     if model.blocks or cores is None:
         return None
     if isinstance(space.get(POOL), Fixed) or not _admits(space.get("prefetch"), POOLED_PREFETCH):
@@ -269,7 +273,19 @@ def pool_estimate(
     knobs = {**base.knobs, POOL: cores, "prefetch": POOLED_PREFETCH}
     if knobs == base.knobs:
         return None
-    return dataclasses.replace(base, knobs=knobs, trial_number=None, measured_examples_per_sec=None)
+    cap = model.pool_cap(cores)
+    predicted = (
+        base.predicted_examples_per_sec
+        if cap is None
+        else min(base.predicted_examples_per_sec, cap)
+    )
+    return dataclasses.replace(
+        base,
+        knobs=knobs,
+        predicted_examples_per_sec=predicted,
+        trial_number=None,
+        measured_examples_per_sec=None,
+    )
 
 
 def _admits(domain: Domain | None, value: int) -> bool:

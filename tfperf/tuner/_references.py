@@ -11,9 +11,9 @@ Once the estimate has run, `refit` takes a second look: the CPU roofline is rest
 input's CPU per example measured nearest the limit (the fastest reference's pipeline-only phase,
 `tfperf.measure.nearest_limit_input_cpu`), and the second estimate (training changed) is sized
 from the restated model and queued then (the first look's when nothing can be restated), with
-the fifth reference after it: the same configuration with its computing stages on the cores
-the model's step leaves them (`tfperf.tuner._guide.pool_estimate`), which the model does not
-price and the study measures, and, when the model cannot tell the second's training setting
+the fifth reference after it: the same configuration with its computing stages on a pool of
+the cores its input spends (`tfperf.tuner._guide.pool_estimate`), which the model prices only
+by those cores and the study measures, and, when the model cannot tell the second's training setting
 from the next larger batch, the sixth: the fifth's shape under that batch (the runner-up). The
 estimate's own predicted rate stays the one made before it ran, so predicted vs measured still
 shows the model's error.
@@ -56,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 _ESTIMATE_SOURCE = "tfperf's estimate"
 _SECOND_SOURCE = "tfperf's estimate with training changed"
-_POOL_SOURCE = "tfperf's estimate on the cores the model leaves"
+_POOL_SOURCE = "tfperf's estimate on the cores its input spends"
 _RUNNER_UP_SOURCE = "tfperf's estimate under the runner-up training setting"
 #: The references queued once the estimate has run: label, `Guide` field, source for messages.
 _LATER = (
