@@ -17,6 +17,7 @@ from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.measure._model import (
     BLOCKING_HEADROOM,
     CALLS_PER_CORE,
+    POOL_TOLERANCE,
     THREAD_CAP,
     InputCpu,
     PipelineModel,
@@ -165,23 +166,32 @@ def _parse_report(cpu_s: float):
 @pytest.mark.parametrize(
     ("cores", "model_cpu", "pool"),
     [
-        # 2 cores ÷ (1 + 0.19 ms) = 1,681/s, at which the input spends 1.68 cores: 2.
+        # 2 cores ÷ (1 + 0.19 ms) = 1,681/s, at which the input spends 1.68 cores: one core
+        # would hold it to 1,000/s, so 2.
         (2, 0.19e-3, 2),
-        # 2 cores ÷ (1 + 0.59 ms) = 1,258/s: the input spends 1.26 cores, nearest 1.
-        (2, 0.59e-3, 1),
-        # 16 cores ÷ (1 + 0.59 ms) = 10,063/s: the input spends 10.1 cores.
+        # 2 cores ÷ (1 + 0.59 ms) = 1,258/s: the input spends 1.26 cores, and one core would
+        # hold it to 79% of the rate: 2 still.
+        (2, 0.59e-3, 2),
+        # 2 cores ÷ (1 + 0.86 ms) = 1,075/s: 1.08 cores, and one core holds it to 93%: 1.
+        (2, 0.86e-3, 1),
+        # 16 cores ÷ (1 + 0.59 ms) = 10,063/s: the input spends 10.1 cores; 10 hold 99%.
         (16, 0.59e-3, 10),
         # The step alone needs most of the machine: the input still gets one core.
         (2, 5e-3, 1),
     ],
 )
-def test_the_input_is_pooled_on_the_whole_cores_nearest_what_it_spends(cores, model_cpu, pool):
+def test_the_input_is_pooled_on_the_fewest_cores_that_hold_its_predicted_rate(
+    cores, model_cpu, pool
+):
     model = pipeline_model(
         _parse_report(1e-3), cores, compute_examples_per_sec=1e6, model_cpu_s_per_example=model_cpu
     )
     assert model is not None and model.cores_for_input == pool
     # A pool holds the input to its cores: 1 ms of CPU per example on each.
     assert model.pool_cap(pool) == pytest.approx(pool / 1e-3)
+    assert model.pool_cap(pool) >= POOL_TOLERANCE * model.predicted_examples_per_sec
+    if pool > 1:
+        assert model.pool_cap(pool - 1) < POOL_TOLERANCE * model.predicted_examples_per_sec
 
 
 def test_an_unsampled_step_is_counted_on_every_core_at_its_compute_only_rate():

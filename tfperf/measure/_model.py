@@ -57,6 +57,7 @@ __all__ = [
     "BLOCKING_HEADROOM",
     "BLOCKING_RATIO",
     "CALLS_PER_CORE",
+    "POOL_TOLERANCE",
     "RESOLVABLE_SHARE",
     "THREAD_CAP",
     "InputCpu",
@@ -92,6 +93,14 @@ BLOCKING_HEADROOM = 2.0
 #: the pipeline alone): 9 calls on a private pool of 2 ran 16,400-17,000 examples/s against
 #: 11,700-13,200 with 2 calls on the shared pool.
 CALLS_PER_CORE = 2
+#: A private pool may hold the input this near its predicted rate: a pool's cores cap the input
+#: at `cores ÷ its CPU per example`, and a cap within the model's error of the prediction costs
+#: nothing the model can tell, while each core more lets the input's threads contend with the
+#: step. The model's second estimates measured 80-91% of their predictions (bench at ec74a30).
+#: On 2 cores in the bench at b5a6b1b, pools of 1 ran image_decode (1.52 cores of input at the
+#: predicted rate) at 1,548 examples/s, its 1-core cap 1,603, 63% of the prediction, and
+#: text_classify (1.08 cores) at 18,605, its cap 18,762, beside 18,248 on a pool of 4.
+POOL_TOLERANCE = 0.9
 #: A stage adding less than this share of the pipeline's time per example is left alone.
 NEGLIGIBLE_SHARE = 0.02
 #: Sequential stages after an asynchronous one (a parallel map or read, a prefetch) run
@@ -183,24 +192,26 @@ class PipelineModel:
 
     @property
     def cores_for_input(self) -> int | None:
-        """The whole number of cores nearest what the input spends at the predicted rate (that
-        rate times the input's CPU seconds per example), between one and the machine's; None
-        when the input's CPU per example is unknown.
+        """The fewest whole cores whose pool holds the input within `POOL_TOLERANCE` of the
+        predicted rate (`pool_cap`), between one and the machine's; None when the input's CPU
+        per example is unknown.
 
-        A pool of `n` threads holds the input at `n` cores, so at most `n ÷ input CPU per
-        example` (`pool_cap`): one core fewer than the input needs caps the rate below the
-        prediction, one more lets its threads contend with the model's step for the same
-        cores. The nearest whole number costs the least of either.
+        A pool of `n` threads holds the input to `n` cores. One core fewer than it spends at
+        the predicted rate caps the rate below the prediction; each core more lets its threads
+        contend with the model's step for the same cores.
 
         Example:
-            >>> model = PipelineModel((), None, 2, {}, 4, 2400.0, input_cpu_s_per_example=6e-4)
-            >>> model.cores_for_input  # the input spends 1.44 cores at 2,400/s
+            >>> model = PipelineModel((), None, 2, {}, 4, 2000.0, input_cpu_s_per_example=7e-4)
+            >>> model.cores_for_input  # 1.4 cores at 2,000/s; one core holds it to 1,429/s
+            2
+            >>> model = PipelineModel((), None, 2, {}, 4, 2000.0, input_cpu_s_per_example=5.4e-4)
+            >>> model.cores_for_input  # 1.08 cores; one holds it to 1,852/s, within 10%
             1
         """
         if not self.input_cpu_s_per_example:
             return None
         needed = self.predicted_examples_per_sec * self.input_cpu_s_per_example
-        return min(self.cores, max(1, math.floor(needed + 0.5)))
+        return min(self.cores, max(1, math.ceil(POOL_TOLERANCE * needed - 1e-9)))
 
     def pool_cap(self, pool: int) -> float | None:
         """The rate a private pool of `pool` threads holds the input to: `pool` cores ÷ the

@@ -259,11 +259,10 @@ def pool_estimate(
     AUTOTUNE's prefetch -> pool 1 with a prefetch of 2): in_memory 7,996 -> 8,881 and
     7,530 -> 8,689; small_files 45,402 -> 56,762 and 53,760 -> 57,294; text_classify
     11,835 -> 11,132 and 10,203 -> 13,129. Pool 1 with AUTOTUNE's prefetch ran in_memory at
-    6,947 and 6,942 against 8,232 and 7,666 with a prefetch of 2. Where the input spends more
-    than a core and a half, one core caps it: in the bench at b5a6b1b pools of 1 ran
-    image_decode at 1,548 examples/s (its cap 1,603), small_files at 79,999 (75,188) and
-    text_classify at 18,605 (18,762), each at its cap (docs/limit.md, "The pool the input
-    spends").
+    6,947 and 6,942 against 8,232 and 7,666 with a prefetch of 2. A pool too small for the
+    input caps it: in the bench at b5a6b1b pools of 1 ran image_decode at 1,548 examples/s
+    (its 1-core cap 1,603), small_files at 79,999 (75,188) and text_classify at 18,605
+    (18,762), each at its cap (docs/limit.md, "The pool the input spends").
     """
     cores = model.cores_for_input
     if model.blocks or cores is None:
