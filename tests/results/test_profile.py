@@ -216,3 +216,9 @@ def test_a_file_written_before_restarts_were_recorded_still_loads(result):
         data.pop(key)
     loaded = ProfileResult.from_dict(data)
     assert (loaded.restarts, loaded.batch_shapes, loaded.dataset_options) == (None, [], None)
+
+
+def test_batch_shape_retrace_is_the_first_steps_excess_over_its_typical_step() -> None:
+    assert BatchShape("(32, 5)", 4, 32, 0.3, 0.004).retrace_s == pytest.approx(0.296)
+    assert BatchShape("(32, 5)", 4, 32, 0.003, 0.004).retrace_s == 0.0  # no excess
+    assert BatchShape("(32, 5)", 1, 32, 0.3, None).retrace_s == 0.0  # came once: unknown

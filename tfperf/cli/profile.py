@@ -15,15 +15,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfperf._tf import import_tensorflow_quietly
+from tfperf.cli._common_args import (
+    add_measurement_arguments,
+    add_output_arguments,
+    add_pipeline_argument,
+)
 from tfperf.cli._devices import add_device_arguments, device_options
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
 from tfperf.cli.base import (
     Command,
     knob_assignment,
-    non_negative_int,
-    non_negative_seconds,
     positive_float,
-    positive_int,
 )
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
@@ -55,48 +57,8 @@ class ProfileCommand(Command):
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "pipeline",
-            type=Path,
-            metavar="PIPELINE.py",
-            help="a pipeline file defining make_dataset(knobs) (or make_dataset()) and "
-            "make_model or make_train_step, or a training script calling model.fit; see the "
-            "README and docs/zero-change.md",
-        )
-        parser.add_argument(
-            "--steps",
-            type=positive_int,
-            default=100,
-            metavar="N",
-            help="measured steps per phase after warm-up (default: %(default)s), at least ten "
-            "times the batches the pipeline's prefetch buffers hold; finite datasets are "
-            "restarted as needed",
-        )
-        parser.add_argument(
-            "--min-seconds",
-            type=non_negative_seconds,
-            default=1.0,
-            metavar="S",
-            help="each phase measures at least this long, taking more steps when --steps run "
-            "faster (default: %(default)s; 0: exactly the steps)",
-        )
-        parser.add_argument(
-            "--epoch-steps",
-            type=positive_int,
-            default=None,
-            metavar="N",
-            help="steps (batches) in one epoch of the real data, to weigh what each restart "
-            "of a finite dataset costs (default: the dataset's cardinality, else one pass of "
-            "the profiled data)",
-        )
-        parser.add_argument(
-            "--warmup",
-            type=non_negative_int,
-            default=None,
-            metavar="N",
-            help="warm-up steps excluded at the start of each phase (default: detected "
-            "automatically, once step times settle)",
-        )
+        add_pipeline_argument(parser)
+        add_measurement_arguments(parser, steps=100, min_seconds=1.0)
         parser.add_argument(
             "--set",
             dest="overrides",
@@ -108,19 +70,10 @@ class ProfileCommand(Command):
             "--set num_parallel_calls=AUTOTUNE, or a call site of a plain file or script, "
             "e.g. --set map@train.py:23.num_parallel_calls=8 (repeatable)",
         )
-        parser.add_argument(
-            "--json",
-            type=Path,
-            default=None,
-            metavar="PATH",
-            help="where to write the result JSON (default: reports/<pipeline>-profile.json)",
-        )
-        parser.add_argument(
-            "--html",
-            type=Path,
-            default=None,
-            metavar="PATH",
-            help="where to write the HTML report (default: reports/<pipeline>-profile.html)",
+        add_output_arguments(
+            parser,
+            json_default="reports/<pipeline>-profile.json",
+            html_default="reports/<pipeline>-profile.html",
         )
         parser.add_argument(
             "--no-stages",
@@ -136,9 +89,6 @@ class ProfileCommand(Command):
             help="stop the measurement after S seconds and say which phase was running "
             "(default: no limit). The measurement runs in a child process, so Ctrl-C or the "
             "timeout ends it at once whatever the pipeline is doing",
-        )
-        parser.add_argument(
-            "--quiet", action="store_true", help="no progress bars, only the summary"
         )
         add_device_arguments(parser)
         add_scaling_argument(parser)

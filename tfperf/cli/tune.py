@@ -11,14 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf._tf import import_tensorflow_quietly
+from tfperf.cli._common_args import (
+    add_measurement_arguments,
+    add_output_arguments,
+    add_pipeline_argument,
+)
 from tfperf.cli._devices import add_device_arguments, device_options, gpu_memory_fixes
 from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
 from tfperf.cli.base import (
     Command,
     byte_size,
     knob_assignment,
-    non_negative_int,
-    non_negative_seconds,
     positive_float,
     positive_int,
 )
@@ -58,12 +61,7 @@ class TuneCommand(Command):
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "pipeline",
-            type=Path,
-            metavar="PIPELINE.py",
-            help="the pipeline file, or a training script that calls model.fit",
-        )
+        add_pipeline_argument(parser)
         search = parser.add_argument_group("search")
         search.add_argument(
             "--trials",
@@ -119,37 +117,8 @@ class TuneCommand(Command):
             "throughput so far is stopped after a quarter of its measured steps)",
         )
         measure = parser.add_argument_group("measurement")
-        measure.add_argument(
-            "--steps",
-            type=positive_int,
-            default=default("steps"),
-            metavar="N",
-            help="measured steps per phase in each trial (default: %(default)s); at least ten "
-            "times the batches the pipeline's prefetch buffers hold",
-        )
-        measure.add_argument(
-            "--min-seconds",
-            type=non_negative_seconds,
-            default=default("min_seconds"),
-            metavar="S",
-            help="each phase of a trial measures at least this long, taking more steps when "
-            "--steps run faster (default: %(default)s; 0: exactly the steps)",
-        )
-        measure.add_argument(
-            "--epoch-steps",
-            type=positive_int,
-            default=None,
-            metavar="N",
-            help="steps (batches) in one epoch of the real data, by which each trial weighs "
-            "what a restart of a finite dataset costs (default: the dataset's cardinality, "
-            "else one pass of the profiled data)",
-        )
-        measure.add_argument(
-            "--warmup",
-            type=non_negative_int,
-            default=None,
-            metavar="N",
-            help="warm-up steps per phase (default: detected automatically)",
+        add_measurement_arguments(
+            measure, steps=default("steps"), min_seconds=default("min_seconds")
         )
         measure.add_argument(
             "--finalists",
@@ -212,20 +181,11 @@ class TuneCommand(Command):
             help="study name (default: the pipeline file's name)",
         )
         output = parser.add_argument_group("output")
-        output.add_argument(
-            "--json",
-            type=Path,
-            default=None,
-            metavar="PATH",
-            help="write the summary as JSON (default: reports/<study>-tune.json)",
-        )
-        output.add_argument(
-            "--html",
-            type=Path,
-            default=None,
-            metavar="PATH",
-            help="where to write the HTML report (default: reports/<study>.html); written "
-            "also when the study stops early, with the trials so far",
+        add_output_arguments(
+            output,
+            json_default="reports/<study>-tune.json",
+            html_default="reports/<study>.html, written also when the study stops early, "
+            "with the trials so far",
         )
         output.add_argument(
             "--write-patch",
@@ -245,7 +205,6 @@ class TuneCommand(Command):
             help="with --write-patch: do not measure the patched files against the original "
             "(by default they run side by side, interleaved, 2 x --rounds runs)",
         )
-        output.add_argument("--quiet", action="store_true", help="no progress bar")
         add_device_arguments(parser)
 
     def run(self, args: argparse.Namespace) -> int:

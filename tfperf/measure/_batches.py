@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tfperf.measure._recorder import leaves
 from tfperf.results import BatchShape
 
 #: Shapes kept for replay; steps with further shapes are counted but not replayed.
@@ -109,22 +110,9 @@ def schedule(weights: Sequence[int]) -> Iterator[int]:
         yield chosen
 
 
-def retrace_s(shapes: Sequence[BatchShape]) -> float:
-    """Compute time the first step of each shape took beyond that shape's typical step.
-
-    A `tf.function` (Keras' train step among them) traces again for every new input shape;
-    this is what those traces cost, the first shape's included.
-    """
-    return sum(
-        max(0.0, shape.first_compute_s - shape.typical_compute_s)
-        for shape in shapes
-        if shape.typical_compute_s is not None
-    )
-
-
 def shape_of(batch: Any) -> str:
     """The shapes of a batch's tensors, e.g. `(32, 17), (32,)`; `()` for one without any."""
-    shapes = [_shape(leaf) for leaf in _leaves(batch)]
+    shapes = [_shape(leaf) for leaf in leaves(batch)]
     return ", ".join(s for s in shapes if s is not None) or "()"
 
 
@@ -134,14 +122,3 @@ def _shape(leaf: Any) -> str | None:
         return None
     dims = tuple(None if d is None else int(d) for d in shape)
     return str(dims)
-
-
-def _leaves(tree: Any) -> Iterator[Any]:
-    if isinstance(tree, Mapping):
-        for value in tree.values():
-            yield from _leaves(value)
-    elif isinstance(tree, (list, tuple)):
-        for value in tree:
-            yield from _leaves(value)
-    elif tree is not None:
-        yield tree

@@ -161,10 +161,6 @@ class StageCost:
         """Whether the stage mostly waits (I/O, sleeps) rather than computes."""
         return self.wall_s_per_example > BLOCKING_RATIO * max(self.cpu_s_per_example, 0.0)
 
-    @property
-    def blocking_s_per_example(self) -> float:
-        return max(0.0, self.wall_s_per_example - max(self.cpu_s_per_example, 0.0))
-
 
 @dataclasses.dataclass(frozen=True)
 class PipelineModel:

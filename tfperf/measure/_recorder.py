@@ -118,7 +118,7 @@ class PhaseRecorder:
 
 def batch_examples(batch: Any) -> int:
     """Examples in a batch: the leading dimension of its first tensor-like leaf, else 1."""
-    for leaf in _leaves(batch):
+    for leaf in leaves(batch):
         shape = getattr(leaf, "shape", None)
         if shape is not None and len(shape) > 0 and shape[0] is not None:
             return int(shape[0])
@@ -128,19 +128,20 @@ def batch_examples(batch: Any) -> int:
 def synchronise(outputs: Any) -> None:
     # `.numpy()` blocks until an eager tensor's value exists, so queued kernels cannot leak
     # into the next step's wait time.
-    for leaf in _leaves(outputs):
+    for leaf in leaves(outputs):
         numpy = getattr(leaf, "numpy", None)
         if callable(numpy):
             numpy()
 
 
-def _leaves(tree: Any) -> Iterator[Any]:
+def leaves(tree: Any) -> Iterator[Any]:
+    """The tensors of a nested batch or step output: mappings, lists and tuples walked through."""
     if isinstance(tree, Mapping):
         for value in tree.values():
-            yield from _leaves(value)
+            yield from leaves(value)
     elif isinstance(tree, (list, tuple)):
         for value in tree:
-            yield from _leaves(value)
+            yield from leaves(value)
     elif tree is not None:
         yield tree
 

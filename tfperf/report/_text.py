@@ -144,11 +144,7 @@ def _batch_shapes(shapes: list[BatchShape]) -> str:
         f"Batches came in {len(shapes)} shapes ({listed}{more}); compute only replays them in "
         "the same proportions, and every rate is per example."
     ]
-    extra = sum(
-        shape.first_compute_s - shape.typical_compute_s
-        for shape in shapes
-        if shape.typical_compute_s is not None and shape.first_compute_s > shape.typical_compute_s
-    )
+    extra = sum(shape.retrace_s for shape in shapes)
     if extra > 0:
         lines.append(
             f"  The first step of each new shape took {format_seconds(extra)} longer in all: a "

@@ -382,6 +382,17 @@ class BatchShape:
     first_compute_s: float
     typical_compute_s: float | None
 
+    @property
+    def retrace_s(self) -> float:
+        """Compute time this shape's first step took beyond its typical step (0 if it came once).
+
+        A `tf.function` (Keras' train step among them) traces again for every new input shape;
+        this is what that trace cost.
+        """
+        if self.typical_compute_s is None:
+            return 0.0
+        return max(0.0, self.first_compute_s - self.typical_compute_s)
+
 
 @dataclasses.dataclass
 class DatasetOptions:

@@ -220,14 +220,6 @@ class TuneResult(JsonRecord):
         return cls.validate(data)
 
 
-def relative_spread(values: list[float]) -> float:
-    """Half-range over median; 0 for fewer than two values."""
-    if len(values) < 2:
-        return 0.0
-    middle = statistics.median(values)
-    return (max(values) - min(values)) / 2 / middle if middle > 0 else 0.0
-
-
 def speedup(new: Measurement, old: Measurement) -> Speedup:
     """`new` over `old` by medians; significant only if the gain exceeds both figures' noise.
 

@@ -1,0 +1,86 @@
+"""The arguments `tfperf profile` and `tfperf tune` share, declared once with one help text.
+
+Each command passes only what differs: where the flags go (a group or the parser), the defaults
+(`profile` measures one configuration longer than a trial does), and what a report is named
+after (the pipeline for `profile`, the study for `tune`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tfperf.cli.base import non_negative_int, non_negative_seconds, positive_int
+
+__all__ = ["add_measurement_arguments", "add_output_arguments", "add_pipeline_argument"]
+
+_Target = argparse.ArgumentParser | argparse._ArgumentGroup
+
+
+def add_pipeline_argument(parser: argparse.ArgumentParser) -> None:
+    """The positional `PIPELINE.py`: a pipeline file or a training script."""
+    parser.add_argument(
+        "pipeline",
+        type=Path,
+        metavar="PIPELINE.py",
+        help="a pipeline file defining make_dataset(knobs) (or make_dataset()) and "
+        "make_model or make_train_step, or a training script calling model.fit; see the "
+        "README and docs/zero-change.md",
+    )
+
+
+def add_measurement_arguments(target: _Target, *, steps: int, min_seconds: float) -> None:
+    """`--steps`, `--min-seconds`, `--epoch-steps` and `--warmup`: how long each phase runs."""
+    target.add_argument(
+        "--steps",
+        type=positive_int,
+        default=steps,
+        metavar="N",
+        help="measured steps per phase after warm-up (default: %(default)s), at least ten "
+        "times the batches the pipeline's prefetch buffers hold; finite datasets are "
+        "restarted as needed",
+    )
+    target.add_argument(
+        "--min-seconds",
+        type=non_negative_seconds,
+        default=min_seconds,
+        metavar="S",
+        help="each phase measures at least this long, taking more steps when --steps run "
+        "faster (default: %(default)s; 0: exactly the steps)",
+    )
+    target.add_argument(
+        "--epoch-steps",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="steps (batches) in one epoch of the real data, to weigh what each restart "
+        "of a finite dataset costs (default: the dataset's cardinality, else one pass of "
+        "the profiled data)",
+    )
+    target.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="warm-up steps excluded at the start of each phase (default: detected "
+        "automatically, once step times settle)",
+    )
+
+
+def add_output_arguments(target: _Target, *, json_default: str, html_default: str) -> None:
+    """`--json`, `--html` and `--quiet`; the defaults name the files written when not given."""
+    target.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"where to write the result JSON (default: {json_default})",
+    )
+    target.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"where to write the HTML report (default: {html_default})",
+    )
+    target.add_argument("--quiet", action="store_true", help="no progress bars, only the summary")
