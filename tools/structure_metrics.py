@@ -80,8 +80,10 @@ def main() -> None:
         if unit not in args.tf_home and _imports_tensorflow(tree):
             tf_outside.append(str(path.relative_to(PACKAGE.parent)))
     print(f"modules: {len(paths)}")
-    print(f"module lines: median {statistics.median(lines):.0f}, "
-          f"p90 {lines[int(0.9 * (len(lines) - 1))]}")
+    print(
+        f"module lines: median {statistics.median(lines):.0f}, "
+        f"p90 {lines[int(0.9 * (len(lines) - 1))]}"
+    )
     print(f"knob-name literals outside knobs/: {literals}")
     print(f"modules importing TensorFlow/Keras/_tf outside {args.tf_home}: {len(tf_outside)}")
     for name in tf_outside:
