@@ -10,7 +10,7 @@ import pytest
 
 from tests.mounts import fill
 from tfperf.errors import OutputPathError
-from tfperf.outputs import check_output_path, rescue_path, write_text
+from tfperf.outputs import check_output_path, check_separate, rescue_path, safe_stem, write_text
 
 
 def test_writes_atomically_with_the_usual_permissions(tmp_path):
@@ -102,3 +102,38 @@ def test_rescue_path_is_a_fresh_file_in_the_temporary_folder():
     finally:
         first.unlink()
         second.unlink()
+
+
+def test_an_output_that_is_an_input_is_refused_naming_both(tmp_path):
+    source = tmp_path / "pipeline.py"
+    source.write_text("x = 1\n")
+    with pytest.raises(OutputPathError, match=r"--json .*pipeline\.py is the pipeline file"):
+        check_separate([("--json", source)], [("the pipeline file", source)])
+
+
+def test_the_same_file_by_another_name_is_caught(tmp_path):
+    source = tmp_path / "pipeline.py"
+    source.write_text("x = 1\n")
+    (tmp_path / "link.py").symlink_to(source)
+    os.link(source, tmp_path / "hard.py")
+    for alias in (
+        tmp_path / "link.py",
+        tmp_path / "hard.py",
+        tmp_path / "sub" / ".." / "pipeline.py",
+    ):
+        with pytest.raises(OutputPathError, match="never writes over its inputs"):
+            check_separate([("--html", alias)], [("the pipeline file", source)])
+
+
+def test_two_outputs_on_one_path_are_refused(tmp_path):
+    with pytest.raises(OutputPathError, match="--json and --html are the same file"):
+        check_separate([("--json", tmp_path / "same.out"), ("--html", tmp_path / "same.out")])
+    check_separate([("--json", tmp_path / "a.json"), ("--html", tmp_path / "a.html")])
+
+
+def test_safe_stem_keeps_a_derived_name_inside_its_folder():
+    for name in ("../../../escaped", "/etc/passwd", "a/b", ".hidden", "..", "sp ace"):
+        stem = safe_stem(name)
+        assert "/" not in stem and not stem.startswith(".") and stem
+        assert (Path("reports") / f"{stem}.html").resolve().parent == Path("reports").resolve()
+    assert safe_stem("pipeline") == "pipeline"

@@ -5,7 +5,9 @@ Every file tfperf writes goes through `write_text`: a temporary file beside the 
 that is not a place for a regular file (a directory, a device such as /dev/full, a FIFO, a name
 longer than the file system allows, a folder this user cannot write); the CLI calls it for every
 output path before measuring, so a bad `--json` costs a second, not a whole profile. A symlink is
-written through, to the regular file it points at, as editors do.
+written through, to the regular file it points at, as editors do. `check_separate` refuses an
+output that is one of the run's inputs (the pipeline file, a file of the user's, the study
+storage) or the same file as another output of the run, so no flag can replace a user's file.
 
 Example:
     >>> write_text(Path("/tmp/report.json"), "{}")  # doctest: +SKIP
@@ -16,13 +18,21 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from tfperf.errors import OutputPathError
 
-__all__ = ["check_output_path", "rescue_path", "write_text"]
+__all__ = [
+    "check_output_path",
+    "check_separate",
+    "rescue_path",
+    "safe_stem",
+    "write_text",
+]
 
 #: Where a file may go when its own path fails at the end of a run (see `rescue_path`).
 _FALLBACK_PREFIX = "tfperf-"
@@ -63,6 +73,59 @@ def check_output_path(path: Path, option: str) -> Path:
     return target
 
 
+def check_separate(
+    outputs: Sequence[tuple[str, Path]], inputs: Sequence[tuple[str, Path]] = ()
+) -> None:
+    """Refuses an output that is an input of the run, or the same file as another output.
+
+    Args:
+        outputs: each output's option (`--json`, or words for a default path) and path.
+        inputs: each input's description ("the pipeline file") and path.
+
+    Raises:
+        OutputPathError: naming both, the path and the fix. Files are compared as the disk sees
+            them (through symlinks and hard links), and by absolute path when one is missing.
+    """
+    for index, (option, path) in enumerate(outputs):
+        for what, source in inputs:
+            if same_file(path, source):
+                raise OutputPathError(
+                    f"{option} {path} is {what}; tfperf never writes over its inputs. Give "
+                    f"another path, e.g. {path.with_name(f'{path.stem}-tfperf{_hint(option)}')}."
+                )
+        for other_option, other in outputs[:index]:
+            if same_file(path, other):
+                raise OutputPathError(
+                    f"{other_option} and {option} are the same file ({path}); one would replace "
+                    "the other. Give each output its own path."
+                )
+
+
+def same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same inode when both exist, else one absolute path."""
+    try:
+        if first.exists() and second.exists():
+            return os.path.samefile(first, second)
+    except OSError:
+        pass
+    return _absolute(first) == _absolute(second)
+
+
+def safe_stem(name: str) -> str:
+    """`name` made a plain file stem for a default output, kept inside its reports folder.
+
+    A study name may hold `/` or `..` (`--study ../../escaped`); as a file name it would lead
+    out of `reports/`. Anything but letters, digits, `.`, `_` and `-` becomes `_`, and leading
+    dots go, so the stem is never a folder, a parent or a hidden file.
+
+    Example:
+        >>> safe_stem("../../escaped")
+        '_.._escaped'
+    """
+    cleaned = _UNSAFE.sub("_", name).lstrip(".")
+    return cleaned or "study"
+
+
 def write_text(path: Path, text: str, option: str = "output") -> Path:
     """Writes `text` to `path` atomically (through a symlink to a regular file); returns `path`.
 
@@ -101,6 +164,17 @@ def rescue_path(name: str) -> Path:
     handle, path = tempfile.mkstemp(prefix=f"{_FALLBACK_PREFIX}{name}-", suffix=Path(name).suffix)
     os.close(handle)
     return Path(path)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _absolute(path: Path) -> Path:
+    return Path(os.path.abspath(path.expanduser())).resolve(strict=False)
+
+
+def _hint(option: str) -> str:
+    return _suffix_hint(option) or ".out"
 
 
 def _through_symlinks(path: Path, option: str) -> Path:

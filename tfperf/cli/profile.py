@@ -21,6 +21,7 @@ from tfperf.cli._common_args import (
     add_pipeline_argument,
 )
 from tfperf.cli._devices import add_device_arguments, device_options
+from tfperf.cli._outputs import Outputs, check_outputs, user_sources
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
 from tfperf.cli.base import (
     Command,
@@ -29,6 +30,7 @@ from tfperf.cli.base import (
 )
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
+from tfperf.outputs import check_separate, safe_stem
 from tfperf.results import Discovery, TrialStatus, describe_discovery
 
 if TYPE_CHECKING:
@@ -97,7 +99,8 @@ class ProfileCommand(Command):
         from tfperf.pipeline import check_source, load_pipeline
         from tfperf.report import render_summary
 
-        json_path, html_path = _check_outputs(args)
+        outputs = _check_outputs(args)
+        (_, json_path), (_, html_path) = outputs
         check_source(args.pipeline)  # a broken file fails before TensorFlow loads
         if not args.debug:
             import_tensorflow_quietly()
@@ -108,6 +111,7 @@ class ProfileCommand(Command):
         # Loaded here too, not only in the child: a broken file fails in a second, with the
         # same message, before a measurement starts.
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
+        check_separate(outputs, user_sources(pipeline))
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         _status(f"Profiling {args.pipeline} ({_window_words(args)} per phase)...", args)
         found: list[Discovery] = []
@@ -126,17 +130,21 @@ class ProfileCommand(Command):
         return EXIT_FAILED if failed else 0
 
 
-def _check_outputs(args: argparse.Namespace) -> tuple[Path, Path]:
-    """Both output paths, refused before measuring if they cannot be written."""
-    from tfperf.outputs import check_output_path
+def _check_outputs(args: argparse.Namespace) -> Outputs:
+    """Both output paths, refused before measuring if they cannot be written or would replace
+    the pipeline file or each other."""
     from tfperf.report import default_profile_path
 
-    name = Path(args.pipeline).stem
-    json_path = args.json or DEFAULT_REPORTS_DIR / f"{name}-profile.json"
-    html_path = args.html or default_profile_path(name)
-    check_output_path(json_path, "--json" if args.json else "the result JSON")
-    check_output_path(html_path, "--html" if args.html else "the HTML report")
-    return json_path, html_path
+    name = safe_stem(Path(args.pipeline).stem)
+    outputs = [
+        (
+            "--json" if args.json else "the result JSON",
+            args.json or DEFAULT_REPORTS_DIR / f"{name}-profile.json",
+        ),
+        ("--html" if args.html else "the HTML report", args.html or default_profile_path(name)),
+    ]
+    check_outputs(outputs, [("the pipeline file", Path(args.pipeline))])
+    return outputs
 
 
 def _profile_here(

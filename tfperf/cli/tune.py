@@ -17,6 +17,7 @@ from tfperf.cli._common_args import (
     add_pipeline_argument,
 )
 from tfperf.cli._devices import add_device_arguments, device_options, gpu_memory_fixes
+from tfperf.cli._outputs import check_outputs, user_sources
 from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
 from tfperf.cli.base import (
     Command,
@@ -27,6 +28,7 @@ from tfperf.cli.base import (
 )
 from tfperf.cli.lifecycle import interrupted_status
 from tfperf.errors import OutputPathError, TfperfError
+from tfperf.outputs import check_separate, safe_stem
 from tfperf.results import Objective
 from tfperf.tuner import TuneOptions
 
@@ -224,6 +226,7 @@ class TuneCommand(Command):
 
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         pipeline = find_sites(pipeline, quiet=args.quiet)
+        check_separate(outputs.named(args), user_sources(pipeline))
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
         options = self._options(args, pipeline)
         with TuneProgress(options.trials, enabled=not args.quiet) as listener:
@@ -272,23 +275,34 @@ class _Outputs:
     html: Path
     patch: Path | None
 
+    def named(self, args: argparse.Namespace) -> list[tuple[str, Path]]:
+        """Each path with the option that named it, or words for a default path."""
+        named = [
+            ("--json" if args.json else "the summary JSON", self.json),
+            ("--html" if args.html else "the HTML report", self.html),
+        ]
+        return named + ([("--write-patch", self.patch)] if self.patch is not None else [])
+
 
 def _check_outputs(args: argparse.Namespace) -> _Outputs:
-    """Every output path, refused now if it cannot be written (not after an hour of tuning)."""
-    from tfperf.outputs import check_output_path
+    """Every output path, refused now if it cannot be written or would replace an input or
+    another output (not after an hour of tuning)."""
     from tfperf.report import default_study_path
+    from tfperf.study import storage_file, study_name_for
 
-    name = args.study or Path(args.pipeline).stem  # the study's default name
+    name = safe_stem(args.study or Path(args.pipeline).stem)  # the study's default name
     json_path = args.json or DEFAULT_REPORTS_DIR / f"{name}-tune.json"
     html_path = args.html or default_study_path(name)
     patch_path = args.write_patch
     if patch_path == _STUDY_PATCH:
         patch_path = DEFAULT_REPORTS_DIR / f"{name}.patch"
-    check_output_path(json_path, "--json" if args.json else "the summary JSON")
-    check_output_path(html_path, "--html" if args.html else "the HTML report")
-    if patch_path is not None:
-        check_output_path(patch_path, "--write-patch")
-    return _Outputs(json=json_path, html=html_path, patch=patch_path)
+    outputs = _Outputs(json=json_path, html=html_path, patch=patch_path)
+    inputs = [("the pipeline file", Path(args.pipeline))]
+    storage = storage_file(args.storage) if args.storage else None
+    default_storage = Path("studies") / f"{study_name_for(Path(args.pipeline))}.db"
+    inputs.append(("the study storage", Path(storage) if storage else default_storage))
+    check_outputs(outputs.named(args), inputs)
+    return outputs
 
 
 def _search(tuner: Tuner, listener: TuneProgress, outputs: _Outputs) -> TuneResult | int:

@@ -45,6 +45,8 @@ from tfperf.study._storage import (
     explain_storage_failure,
     mask_url,
     open_storage,
+    storage_file,
+    study_name_for,
 )
 from tfperf.study._study import (
     AUTOTUNE_REF,
@@ -136,9 +138,11 @@ __all__ = [
     "same_knobs",
     "search_trials",
     "status_counts",
+    "storage_file",
     "store_remeasurement",
     "stored_remeasurement",
     "stored_result",
+    "study_name_for",
     "take_lock",
     "trials_frame",
     "worker_record",

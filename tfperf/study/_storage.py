@@ -533,7 +533,7 @@ def _causes(error: BaseException) -> list[BaseException]:
 
 def _explain_one(url: str, error: BaseException) -> StorageError | None:
     shown = mask_url(url)
-    where = _storage_file(url) or shown
+    where = storage_file(url) or shown
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
         return StorageError(_damaged_or_full(shown, where, f"{error.strerror}"))
     if isinstance(error, OSError) and error.errno == errno.EROFS:
@@ -565,7 +565,8 @@ def _is_database_error(error: BaseException) -> bool:
     return isinstance(error, (sqlite3.Error, sqlalchemy.exc.DBAPIError))
 
 
-def _storage_file(url: str) -> str | None:
+def storage_file(url: str) -> str | None:
+    """The file a SQLite or journal storage URL keeps the study in; None for a database server."""
     if url.startswith(_JOURNAL_PREFIX):
         return url[len(_JOURNAL_PREFIX) :] or None
     parsed = _parse(url)
