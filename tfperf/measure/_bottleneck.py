@@ -150,11 +150,9 @@ def stage_fix(stage: StageStat) -> str:
 
 
 #: A stage whose function runs Python (tf.numpy_function, tf.py_function): its threads share
-#: one interpreter lock. Measured on benchmarks/remote_storage.py (a 2-4 ms blocking fetch in
-#: a numpy_function, 2 cores, the input alone): 8 / 27 / 54 threads ran 2,334 / 5,185 / 6,472
-#: examples/s at 43-134% CPU, half of it kernel time at 54, while the wake-up after each
-#: fetch's wait grew from 97 µs to 444 µs and 1,236 µs; two such pipelines ran 6,680 in one
-#: process and 9,616 in two. docs/limit.md, "A stage that calls Python".
+#: one interpreter lock, so past a few dozen threads each one adds wake-ups and hand-offs,
+#: not speed; the lock is per process, so splitting the input over processes lifts it
+#: (docs/limit.md, "A stage that calls Python").
 _PYTHON_FIX = (
     "Its function calls Python (tf.numpy_function or tf.py_function): every call takes "
     "Python's global interpreter lock to start and again after any wait inside, so its threads "

@@ -81,25 +81,18 @@ BLOCKING_RATIO = 2.0
 THREAD_CAP = 256
 #: A blocking stage is sized for at most this many times the CPU roofline's rate: the roofline
 #: errs low (it counts the runtime's idle threads spinning), and past it the extra threads only
-#: wait, and contend (for the GIL, when the stage calls Python). Measured on 2 cores in bf16:
-#: finite_shuffle (batch 256) 41 threads 5,700-6,100 examples/s against 194 threads 3,900-4,300
-#: (the earlier size, for the compute-only rate); remote_storage (batch 128) 40 threads
-#: 4,900-5,300 against 90 threads 4,500-5,000. It applies to a sequential stage's rate too:
-#: remote_storage (batch 128, bf16) fed its sequential decode through 15 threads (sized for the
-#: decode's rate alone) at 3,425-3,695 and through 30 at 3,534-4,567. See docs/limit.md.
+#: wait, and contend (for the GIL, when the stage calls Python). It applies to a sequential
+#: stage's rate too: that rate is measured alone, and Little's law on the mean wall time
+#: under-feeds it (a slow element holds back the ones behind it). See docs/limit.md.
 BLOCKING_HEADROOM = 2.0
 #: A computing stage keeps up to this many calls in flight per core: calls queued behind the
-#: running ones absorb the spread of per-element costs. Measured on text_classify (2 cores,
-#: the pipeline alone): 9 calls on a private pool of 2 ran 16,400-17,000 examples/s against
-#: 11,700-13,200 with 2 calls on the shared pool.
+#: running ones absorb the spread of per-element costs.
 CALLS_PER_CORE = 2
 #: A private pool may hold the input this near its predicted rate: a pool's cores cap the input
 #: at `cores ÷ its CPU per example`, and a cap within the model's error of the prediction costs
 #: nothing the model can tell, while each core more lets the input's threads contend with the
-#: step. The model's second estimates measured 80-91% of their predictions (bench at ec74a30).
-#: On 2 cores in the bench at b5a6b1b, pools of 1 ran image_decode (1.52 cores of input at the
-#: predicted rate) at 1,548 examples/s, its 1-core cap 1,603, 63% of the prediction, and
-#: text_classify (1.08 cores) at 18,605, its cap 18,762, beside 18,248 on a pool of 4.
+#: step. 10% is inside the model's own error on its estimates, and a pool that caps the input
+#: further below the prediction runs at its cap.
 POOL_TOLERANCE = 0.9
 #: A stage adding less than this share of the pipeline's time per example is left alone.
 NEGLIGIBLE_SHARE = 0.02
@@ -107,12 +100,9 @@ NEGLIGIBLE_SHARE = 0.02
 #: beside it, not after it: the pipeline cut after them is slower than the cut before them
 #: only when they cost more than upstream delivers. They bind when the cut slows by at least
 #: this share; below it the difference is the stage analysis's noise, and all it says is that
-#: they keep up. Measured on remote_storage's baseline (a 3 ms fetch on one thread, then a
-#: sequential decode, 0.5 s per cut): the decode's cut was 0.45% slower in one run, 2.4% in
-#: another, and the batch after it 0.6% faster; stated as a bound, the 2.4% read as 13,225
-#: examples/s and named the decode as the limit, where the decode kept up with 11,500.
-#: Set well above that noise: read as a bound, a noisy cut would cap the limit near the
-#: baseline's own rate and size every stage for it.
+#: they keep up. Set well above that noise (a few percent between two cuts) because the error
+#: is lopsided: read as a bound, a noisy cut would cap the limit near the baseline's own rate
+#: and size every stage for it.
 RESOLVABLE_SHARE = 0.25
 #: Arguments that run a stage's work on several threads.
 PARALLEL_ARGUMENTS = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
@@ -644,11 +634,10 @@ def _threads(stage: StageCost, target: float, cores: int) -> int:
 
     A computing stage gets all the calls the cores can hold (`CALLS_PER_CORE x cores`),
     whatever its share of the input's CPU: calls beyond the cores queue, and the queue absorbs
-    the spread of per-element costs. Sized by its share instead, a cheap stage got fewer and
-    ran slower: in_memory's map (40% of the input's CPU) at 2 calls ran 8,801 examples/s end to
-    end, at 4 calls 9,482 (docs/limit.md, "Nor the calls of a cheap stage"). More calls than the
-    cores hold ran faster still there (12: 10,479); the search's range reaches them when the
-    best trial sits on its edge.
+    the spread of per-element costs. Sized by its share instead, a cheap stage got fewer calls
+    and ran slower. More calls than the cores hold can run faster still (the stage analysis,
+    one call per stage, cannot see that); the search's range reaches them when the best trial
+    sits on its edge.
     """
     if stage.argument is None:
         return 1
@@ -663,9 +652,9 @@ def _pool_threads(stages: Sequence[StageCost], cores: int) -> int:
 
     A blocking stage's threads wait, so each needs its own. Computing stages share the
     cores: the calls those hold (`CALLS_PER_CORE x cores`) are counted once, however many
-    stages compute. Counted per stage, two computing stages asked for a pool twice the
-    calls the cores hold, and pools that large ran slower (docs/limit.md, the pool table:
-    small_files 4: 46,173 examples/s, 7: 32,214).
+    stages compute. Counted per stage, two computing stages would ask for a pool twice the
+    calls the cores hold, and pools that large run slower: the input's threads then contend
+    with the model's step for the same cores.
     """
     parallel = [s for s in stages if s.argument is not None]
     waiting = sum(s.threads for s in parallel if s.blocking)

@@ -9,10 +9,9 @@ then restates the limit per setting (`tfperf.measure._model.training_limit`).
 
 Each setting costs one build (dataset and model) and `PROBE_WINDOWS` windows of about
 `seconds` of steps, of which the faster counts: whatever else runs on the host (the trial's
-own pipeline winding down, another process) only slows a window. One window per setting let
-the bench at 79a7b92 put in_memory's batch 128 in bf16 above batch 512 (its second estimate
-chose 128), where probes run apart give 11,273-12,342 examples/s against 17,261-17,262.
-Only the settings the search can reach are probed (`tfperf.tuner` picks them).
+own pipeline winding down, another process) only slows a window, and one slowed window can
+rank a slower setting first. Only the settings the search can reach are probed (`tfperf.tuner`
+picks them).
 """
 
 from __future__ import annotations

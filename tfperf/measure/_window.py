@@ -2,8 +2,7 @@
 
 A prefetch buffer fills while the first steps are slow (tracing, warm-up) and is served inside
 the measured window: a window of N steps behind a buffer of B batches can read up to N / (N - B)
-times the steady rate. Measured on benchmarks/remote_storage.py (README, tune, "Every window is
-long enough"): prefetch 8 ran 1.17x its steady rate in a 25-step window, 1.0x in 100 steps.
+times the steady rate, which flatters deep buffers in short windows.
 So a phase measures at least `BUFFER_MULTIPLE` times the batches the pipeline's output buffers,
 whatever `steps` says; the time floor is the profiler's `min_seconds`.
 """

@@ -245,7 +245,7 @@ def _environment() -> jinja2.Environment:
 
 
 #: plotly.js with only the traces tfperf draws (scatter, bar, histogram, parcoords), minified
-#: and gzipped: see templates/plotly-entry.js and docs/reports.md for how it is built.
+#: and gzipped: see templates/plotly-entry.js and docs/notes/plotly-bundle.md for how it is built.
 PLOTLY_BUNDLE = _TEMPLATES / "plotly.min.js.gz"
 
 

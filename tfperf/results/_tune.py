@@ -365,10 +365,8 @@ def eligible(measured: list[Measurement], baseline: Measurement) -> list[Measure
     """The measurements a recommendation may be: those whose every repeat stayed within the
     memory budgets, and the baseline (what the user runs today) whatever it used.
 
-    In the bench at 941fc5d in_memory's least-change winner met its 3.25 GiB budget in its
-    trial, peaked 69 MiB under it in the two re-measured repeats that completed (the third left
-    no window, and nothing recorded why), and was recommended; one of the bench's own three
-    final runs of it was stopped over the budget.
+    A configuration that went over a budget once, even in one repeat, sits at the budget's edge
+    and will go over again in the user's runs, so it is never recommended.
     """
     return [m for m in measured if m.within_budgets or m is baseline]
 
@@ -384,9 +382,8 @@ def least_change(
     `fastest` when none is. All by selection windows, so the tuner's confirmation cannot
     change which configuration this is.
 
-    In the bench at aec454b compute_bound's fastest (batch 128, bf16, shuffle buffer 2,048)
-    re-measured 2,336 examples/s against 2,177 for the model's estimate (batch 128, bf16, the
-    buffer as written): the doubled buffer was noise, and a refill twice as long each epoch.
+    A change to training that buys nothing beyond noise (a doubled shuffle buffer, say) still
+    costs the user something (a refill twice as long each epoch), so the smaller change wins.
     """
     candidates = [
         m

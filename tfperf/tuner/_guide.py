@@ -254,15 +254,9 @@ def pool_estimate(
     per core) and does not price what those threads take from the model's step when the two
     share the host; this reference measures the other side of that trade, the study's fifth.
     Its prediction is `base`'s, held to what the pool lets the input spend
-    (`PipelineModel.pool_cap`). On 2 cores, side by side on the second estimates
-    (`tfperf profile --no-stages --steps 60`, two interleaved pairs, examples/s, pool 4 with
-    AUTOTUNE's prefetch -> pool 1 with a prefetch of 2): in_memory 7,996 -> 8,881 and
-    7,530 -> 8,689; small_files 45,402 -> 56,762 and 53,760 -> 57,294; text_classify
-    11,835 -> 11,132 and 10,203 -> 13,129. Pool 1 with AUTOTUNE's prefetch ran in_memory at
-    6,947 and 6,942 against 8,232 and 7,666 with a prefetch of 2. A pool too small for the
-    input caps it: in the bench at b5a6b1b pools of 1 ran image_decode at 1,548 examples/s
-    (its 1-core cap 1,603), small_files at 79,999 (75,188) and text_classify at 18,605
-    (18,762), each at its cap (docs/limit.md, "The pool the input spends").
+    (`PipelineModel.pool_cap`): a pool too small for the input runs at its cap. The prefetch
+    is fixed because on a small pool AUTOTUNE's prefetch grows too late and loses what the
+    pool gains (docs/limit.md, "The pool the input spends").
     """
     cores = model.cores_for_input
     if model.blocks or cores is None:
@@ -301,13 +295,8 @@ def unordered(domain: Domain | None, threads: Mapping[str, int]) -> bool:
     (`deterministic=False`): when it sizes a parallel stage and the search may choose so.
 
     In order, an element that takes long holds back every finished one behind it, and the
-    threads behind it idle; unordered, they go on. The benchmarks' winners ran unordered on
-    four of seven (remote_storage, small_files, text_classify, in_memory; bench at f6d9d87).
-    Side by side on the estimates of three (`tfperf profile --no-stages --steps 60`, two
-    interleaved pairs each, examples/s in order -> unordered): text_classify 10,702 -> 11,873
-    and 9,968 -> 10,674; remote_storage 4,353 -> 4,702 and 4,425 -> 4,371; small_files
-    29,654 -> 37,911 and 41,144 -> 37,602 (within its spread). Never slower beyond the runs'
-    spread, faster in three pairs of six. Order is not part of training's contract here (the
+    threads behind it idle; unordered, they go on, and are never slower beyond the runs'
+    spread. Order is not part of training's contract here (the
     search draws `deterministic=False` as an input knob, and the hand-over writes it); a file
     that needs order fixes it (`--fix deterministic=None`), and the estimate keeps it.
     """
@@ -320,10 +309,8 @@ def prefetch_depth(domain: Domain | None, blocks: bool) -> int:
 
     A blocking stage delivers in bursts (each element waits its own latency), and a buffer that
     holds the step's next batches rides them out at the cost of memory only (the RAM budget
-    bounds it through the trials). AUTOTUNE's buffer grows only after the step has waited: on
-    the benchmarks' two blocking pipelines a fixed buffer ran 1.45x (remote_storage, 8) and
-    1.27x (finite_shuffle, 2) AUTOTUNE's prefetch, the other knobs (nearly) equal. Without a
-    blocking stage, AUTOTUNE.
+    bounds it through the trials). AUTOTUNE's buffer grows only after the step has waited, so
+    it lags a bursty stage. Without a blocking stage, AUTOTUNE.
     """
     if not blocks:
         return AUTOTUNE

@@ -114,8 +114,8 @@ class References:
         Called once the estimate has run. Keeps the first look's estimate (its prediction was
         made before it ran). The second estimate is sized here, from the restated model: the
         baseline's roofline errs low (its CPU counts the runtime's idle threads spinning), and
-        a blocking stage's threads follow it: remote_storage's fetch was sized 17 threads from
-        one baseline and 33 from another, while its winners ran 38-56 (docs/limit.md). The
+        a blocking stage's threads follow it, so sized from the baseline they vary from run to
+        run and fall short of what the winners run (docs/limit.md, "The second look"). The
         first look's second estimate is queued when nothing can be restated (no reference ran
         faster than the baseline, or none has CPU samples in its pipeline-only phase), or when
         the restated model proposes none. The pooled estimate (`pool_estimate`) comes from the

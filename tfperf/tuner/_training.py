@@ -11,9 +11,8 @@ the input-only estimate beyond the noise, the second estimate, queued as the fou
 reference: of the settings predicted within `SETTING_TOLERANCE` of the fastest, the one that
 changes training least. "Beats" holds in either of two views: input and training overlapping
 on the host (the model's prediction), or taking turns (`1 / (1/P + 1/C)`, where a faster model step
-counts even when the CPU roofline binds every setting alike: remote_storage's batch 128 in
-bf16 ran 1.64x the input-only estimate in a bench where the overlapping view predicted
-1.09x). When the next larger batch at the proposed precision is predicted within the model's
+counts even when the CPU roofline binds every setting alike). When the next larger batch at
+the proposed precision is predicted within the model's
 error of it (`RUNNER_UP_TOLERANCE`), it is proposed too, as the runner-up (the sixth reference):
 the model cannot see what fewer steps save when input and training share the host, so the study
 measures both rather than let the model's error pick. Whether either is recommended is still the
@@ -45,9 +44,9 @@ BEYOND_NOISE = 1.10
 #: Training settings predicted this near the fastest are one setting within the model's error:
 #: the one nearest the baseline's is proposed (`_least_change`).
 SETTING_TOLERANCE = 0.95
-#: The model's error on a training setting: its second estimates measured 80-91% of their
-#: predictions on six of seven benchmark pipelines (bench at ec74a30), so the next larger batch
-#: predicted within this share of the chosen setting is measured too (`_runner_up`).
+#: The model's error on a training setting: its second estimates measure 80-90% of their
+#: predictions, so the next larger batch predicted within this share of the chosen setting is
+#: measured too (`_runner_up`).
 RUNNER_UP_TOLERANCE = 0.85
 #: Shuffle buffers predicted within this share of the best rate are one choice within the
 #: model's error: the one nearest the baseline's is proposed (`_shuffle_choice`).
@@ -173,11 +172,8 @@ def _runner_up(
     `RUNNER_UP_TOLERANCE` of `chosen` in both views; None when there is none.
 
     The model restates the phases measured apart, and what it cannot see when the two share the
-    host runs one way: half the steps are half the handoffs between input and training. Side
-    by side on text_classify's winning input knobs, batch 256 in bf16 ran 1.28x batch 128 end to
-    end (3 interleaved rounds, 11,289-12,826 against 8,638-10,226 examples/s) while neither
-    phase alone differed beyond its spread; its model had put batch 128 at 10,579 and batch 256
-    at 9,638, proposed 128, and every top trial of that study ran 256. So where the larger
+    host runs one way: half the steps are half the handoffs between input and training, a gain
+    end to end that neither phase measured alone shows. So where the larger
     batch is within the model's error, the study measures it rather than let the error decide;
     a larger batch predicted further below is slower beyond what the handoffs give back.
     """
@@ -206,9 +202,8 @@ def _least_change(
     the fastest in both views (overlapping and taking turns); the fastest when none is.
 
     Settings that near each other are one setting within the model's error, and the smaller
-    change to training is the one to try: image_decode's model put batch 256 in bf16 1.5% above
-    batch 128 in bf16 (1,548 vs 1,525 examples/s), and in that study batch 256 ran 1,051-1,194
-    while batch 128 ran 1,388-1,453.
+    change to training is the one to try: a prediction a few percent higher is inside the
+    model's error, and the larger change may well run slower.
     """
 
     def views(candidate: tuple[TrainingRate | None, PipelineModel]) -> tuple[float, float]:
@@ -292,9 +287,7 @@ def _shuffle_choice(
     the best predicted rate are the small ones; of those the one nearest the baseline's is
     proposed, ties to the smaller: the baseline's own when the model cannot tell it from the
     best, else the largest the tolerance admits. A larger buffer than the baseline's changes
-    training and costs refill time for nothing the model predicts: in the bench at f9fb78d
-    small_files' second estimate doubled the buffer to 4,096 (the model put it within 5%) and
-    re-measured 33,160 examples/s, while the study's winners refilled 512.
+    training and costs refill time for nothing the model predicts.
     """
     if result.restarts is None or baseline.sites or not isinstance(domain, (Choices, IntRange)):
         return None
