@@ -31,6 +31,7 @@ __all__ = [
     "check_separate",
     "rescue_path",
     "safe_stem",
+    "same_file",
     "write_text",
 ]
 

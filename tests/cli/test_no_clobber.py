@@ -87,3 +87,20 @@ def test_a_study_name_cannot_lead_reports_out_of_their_folder(folder, capsys):
     outputs = _check_outputs(args)
     for path in (outputs.json, outputs.html):
         assert path.resolve().parent == (folder / "reports").resolve()
+
+
+def test_default_profile_names_of_two_pipelines_of_one_name_differ(folder):
+    from tfperf.cli._outputs import profile_stem
+
+    reports = folder / "reports"
+    reports.mkdir()
+    first, second = folder / "a" / "pipeline.py", folder / "b" / "pipeline.py"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text(pipelines.TRAIN_STEP)
+    assert profile_stem(first, reports) == "pipeline"  # free
+    (reports / "pipeline-profile.json").write_text('{"pipeline": "a/pipeline.py"}')
+    assert profile_stem(first, reports) == "pipeline"  # its own report, written again
+    assert profile_stem(second, reports) == "b-pipeline"
+    (reports / "b-pipeline-profile.json").write_text('{"pipeline": "elsewhere/b/pipeline.py"}')
+    assert profile_stem(second, reports).startswith("pipeline-")  # a digest of its path

@@ -8,17 +8,19 @@ is measured.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfperf.outputs import check_output_path, check_separate
+from tfperf.outputs import check_output_path, check_separate, safe_stem, same_file
 
 if TYPE_CHECKING:
     from tfperf.pipeline import PipelineFile
 
-__all__ = ["Outputs", "check_outputs", "user_sources"]
+__all__ = ["Outputs", "check_outputs", "profile_stem", "user_sources"]
 
 #: (option or words, path) of each output a run writes.
 Outputs = Sequence[tuple[str, Path]]
@@ -55,3 +57,31 @@ def user_sources(pipeline: PipelineFile) -> list[tuple[str, Path]]:
         if path.is_relative_to(folder):
             sources.append((f"a file of {pipeline.path.name}'s", path))
     return sources
+
+
+def profile_stem(pipeline: Path, reports_dir: Path) -> str:
+    """The stem of a profile's default report names, never one another pipeline's reports hold.
+
+    The pipeline's own stem (`pipeline` -> `reports/pipeline-profile.json`) while that report is
+    free or this pipeline's; when another file of the same name wrote it (two examples both
+    named `pipeline.py`), the folder joins the stem (`quickstart-pipeline`), and failing that a
+    digest of the absolute path does. Which pipeline wrote a report is read from its JSON.
+    """
+    stem = safe_stem(pipeline.stem)
+    absolute = pipeline.resolve()
+    digest = hashlib.sha256(str(absolute).encode()).hexdigest()[:8]
+    candidates = (stem, safe_stem(f"{absolute.parent.name}-{stem}"), f"{stem}-{digest}")
+    for candidate in candidates:
+        owner = _profiled_pipeline(reports_dir / f"{candidate}-profile.json")
+        if owner is None or same_file(owner, absolute):
+            return candidate
+    return candidates[-1]
+
+
+def _profiled_pipeline(report: Path) -> Path | None:
+    """The pipeline a profile JSON was written for, None when there is none or it says none."""
+    try:
+        recorded = json.loads(report.read_text(encoding="utf-8")).get("pipeline")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(recorded) if isinstance(recorded, str) and recorded else None

@@ -21,7 +21,7 @@ from tfperf.cli._common_args import (
     add_pipeline_argument,
 )
 from tfperf.cli._devices import add_device_arguments, device_options
-from tfperf.cli._outputs import Outputs, check_outputs, user_sources
+from tfperf.cli._outputs import Outputs, check_outputs, profile_stem, user_sources
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
 from tfperf.cli.base import (
     Command,
@@ -30,7 +30,7 @@ from tfperf.cli.base import (
 )
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
-from tfperf.outputs import check_separate, safe_stem
+from tfperf.outputs import check_separate
 from tfperf.results import Discovery, TrialStatus, describe_discovery
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def _check_outputs(args: argparse.Namespace) -> Outputs:
     the pipeline file or each other."""
     from tfperf.report import default_profile_path
 
-    name = safe_stem(Path(args.pipeline).stem)
+    name = profile_stem(Path(args.pipeline), DEFAULT_REPORTS_DIR)
     outputs = [
         (
             "--json" if args.json else "the result JSON",
