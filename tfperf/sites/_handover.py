@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tfperf.knobs import SiteKind
+from tfperf.knobs import KNOBS, Applier, SiteKind
 from tfperf.results import CallSite, Discovery
 from tfperf.sites._edit_text import structure_edits
 from tfperf.sites._insert import OPTION_PATHS, Additions, Anchor, placement_problem
@@ -24,12 +24,10 @@ from tfperf.sites._patch import Change, Patch, changes_between, inserted_prefetc
 
 __all__ = ["additions_between", "edit_sites", "patch_for", "reorder_sites", "unplaceable"]
 
+#: The kind of insertion that writes what each applier put into effect around the code.
+_INSERTIONS = {Applier.TF_DATA: "options", Applier.PRECISION: "precision"}
 #: Knobs tfperf applies itself, and the kind of insertion that writes each.
-APPLIED_KNOBS = {
-    "deterministic": "options",
-    "private_threadpool_size": "options",
-    "mixed_precision": "precision",
-}
+APPLIED_KNOBS = {knob.name: _INSERTIONS[knob.applied_by] for knob in KNOBS.applied_by(*_INSERTIONS)}
 
 
 def additions_between(
@@ -42,8 +40,9 @@ def additions_between(
         for name, path in OPTION_PATHS.items()
         if after.get(name) is not None and after.get(name) != before.get(name)
     )
-    precision = after.get("mixed_precision")
-    changed = precision is not None and precision != before.get("mixed_precision")
+    name = KNOBS.mixed_precision.name
+    precision = after.get(name)
+    changed = precision is not None and precision != before.get(name)
     return Additions(options, str(precision) if changed else None, prefetch)
 
 
