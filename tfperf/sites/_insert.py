@@ -24,7 +24,7 @@ import ast
 import dataclasses
 from collections.abc import Iterator, Sequence
 
-from tfperf.knobs import AUTOTUNE, KNOBS, Applier
+from tfperf.knobs import AUTOTUNE
 
 __all__ = [
     "NOTHING_ADDED",
@@ -35,8 +35,6 @@ __all__ = [
     "placement_problem",
 ]
 
-#: Knobs tfperf applies as `tf.data.Options`, and the attribute each sets (their declarations).
-OPTION_PATHS = {knob.name: knob.option or "" for knob in KNOBS.applied_by(Applier.TF_DATA)}
 _PRIMARY = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 
