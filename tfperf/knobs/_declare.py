@@ -132,7 +132,9 @@ class Knob:
         option: the attribute path it sets, on `tf.data.Options` for `Applier.TF_DATA`
             ("threading.private_threadpool_size"), on `tf.distribute.InputOptions` for a
             strategy knob; None for the others.
-        changes_training: whether it changes what the model learns, not only speed.
+        changes_training: whether it changes what the model learns, not only speed; such a
+            knob says in `training_note` what to check when a recommendation changes it
+            (`{old}` and `{new}` are its values).
         autotune: whether the everything-AUTOTUNE reference trial sets it to AUTOTUNE.
         unset: what the runtime does when it is None, in a report's words; None when the
             report says only "not set".
@@ -149,6 +151,7 @@ class Knob:
     name: str = ""
     option: str | None = None
     changes_training: bool = False
+    training_note: str | None = None
     autotune: bool = False
     unset: str | None = None
     search: Search | None = None
@@ -161,6 +164,14 @@ class Knob:
                 f"knob {self.name or self.doc!r} is applied as a tf.data option, so it needs "
                 "`option`, its attribute path on tf.data.Options, e.g. "
                 '"threading.private_threadpool_size".'
+            )
+
+        if self.changes_training != (self.training_note is not None):
+            raise ValueError(
+                f"knob {self.name or self.doc!r}: a knob that changes training needs a "
+                "`training_note` saying what to check, and only such a knob has one, but got "
+                f"(changes_training={self.changes_training}, training_note="
+                f"{self.training_note!r})."
             )
 
     def domain(self, baseline: Any, context: SearchContext) -> list[Any]:

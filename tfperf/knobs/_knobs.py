@@ -90,7 +90,9 @@ class Knobs:
         Kind.POSITIVE_INT,
         "Examples per batch.",
         applied_by=Applier.CODE,
-        changes_training=True,  # the optimisation: learning rate, convergence
+        changes_training=True,
+        training_note="The winner changes the batch size ({old} → {new}): the learning rate "
+        "and convergence may need retuning. Check accuracy before adopting it.",
         search=scaled_values(BATCH_FACTORS),
         snippet=Snippet("ds = ds.batch({value})", Step.BATCH),
     )
@@ -99,7 +101,9 @@ class Knobs:
         Kind.POSITIVE_INT,
         "Elements held by `shuffle(buffer_size)`; host RAM grows with it.",
         applied_by=Applier.CODE,
-        changes_training=True,  # how well examples are mixed
+        changes_training=True,
+        training_note="The winner changes the shuffle buffer ({old} → {new}): examples are "
+        "mixed less (or more) thoroughly, which can affect accuracy.",
         unset="no shuffle",
         search=scaled_values(SHUFFLE_FACTORS),
         snippet=Snippet("ds = ds.shuffle({value})", Step.SHUFFLE),
@@ -147,7 +151,9 @@ class Knobs:
         Kind.PRECISION,
         "Keras global policy tfperf sets before `make_model`.",
         applied_by=Applier.PRECISION,
-        changes_training=True,  # how the model computes
+        changes_training=True,
+        training_note="The winner changes the precision ({old} → {new}): numerics change. "
+        "Check accuracy (and loss scaling for float16) before adopting it.",
         unset="float32",
         search=precision_values,
         snippet=Snippet(
