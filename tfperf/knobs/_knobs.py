@@ -386,25 +386,13 @@ _DECLARED: dict[type[Knobs], tuple[Knob, ...]] = {}
 KNOBS = Registry(Knobs)
 
 
-def code_knobs() -> tuple[str, ...]:
-    """Knobs that only the user's code applies, by reading them in `make_dataset(knobs)`.
-
-    A pipeline whose code takes no knobs (a plain `make_dataset()`, a script) tunes the
-    values written in its calls instead, as `Knobs.sites`.
-    """
-    return tuple(declared.name for declared in KNOBS.applied_by(Applier.CODE))
-
-
-def strategy_knobs() -> tuple[str, ...]:
-    """Knobs that act only under a `tf.distribute` strategy (see docs/multi-device.md): tfperf
-    applies them when it distributes the dataset, and the tuner searches them only then."""
-    return tuple(declared.name for declared in KNOBS.applied_by(Applier.STRATEGY))
-
-
-#: Knobs that only the user's code applies (see `code_knobs`).
-CODE_KNOBS = code_knobs()
-#: Knobs that act only under a `tf.distribute` strategy (see `strategy_knobs`).
-STRATEGY_KNOBS = strategy_knobs()
+#: Knobs that only the user's code applies, by reading them in `make_dataset(knobs)`. A
+#: pipeline whose code takes no knobs (a plain `make_dataset()`, a script) tunes the values
+#: written in its calls instead, as `Knobs.sites`.
+CODE_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.CODE)
+#: Knobs that act only under a `tf.distribute` strategy (see docs/multi-device.md): tfperf
+#: applies them when it distributes the dataset, and the tuner searches them only then.
+STRATEGY_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.STRATEGY)
 
 
 def format_value(value: Any) -> str:
