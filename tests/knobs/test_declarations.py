@@ -64,6 +64,19 @@ def test_every_builtin_knob_declares_who_applies_it_and_what_none_means():
     assert KNOBS.batch_size.changes_training and not KNOBS.prefetch.changes_training
 
 
+@pytest.mark.tf
+def test_every_tf_data_option_knob_is_set_and_read_back_at_its_path():
+    import tensorflow as tf
+
+    from tfperf._tf import apply_options, dataset_options
+
+    for declared in KNOBS.applied_by(Applier.TF_DATA):
+        value = False if declared.kind is Kind.OPTIONAL_BOOL else 2
+        knobs = Knobs.from_mapping({declared.name: value})
+        carried = dataset_options(apply_options(tf.data.Dataset.range(2), knobs))
+        assert carried is not None and carried.carried(declared.name) == value, declared.name
+
+
 def test_an_unknown_knob_is_an_error_not_a_fallback():
     with pytest.raises(KnobError, match=r"name 'batch_sise'\. Valid names: batch_size"):
         KNOBS["batch_sise"]

@@ -216,3 +216,22 @@ def test_a_file_written_before_restarts_were_recorded_still_loads(result):
         data.pop(key)
     loaded = ProfileResult.from_dict(data)
     assert (loaded.restarts, loaded.batch_shapes, loaded.dataset_options) == (None, [], None)
+
+
+def test_dataset_options_of_a_file_written_before_later_options_still_load(result):
+    data = result.to_dict()
+    data["dataset_options"] = {
+        "deterministic": False,
+        "private_threadpool_size": 4,
+        "autotune": None,
+    }
+    loaded = ProfileResult.from_dict(data).dataset_options
+    assert loaded == DatasetOptions(deterministic=False, private_threadpool_size=4)
+    assert loaded.carried("private_threadpool_size") == 4 and loaded.carried("other") is None
+
+
+def test_dataset_options_keep_an_option_without_a_field_of_its_own_by_knob_name(result):
+    options = DatasetOptions.of({"deterministic": None, "later_option": 2}, autotune=True)
+    assert options.others == {"later_option": 2} and options.carried("later_option") == 2
+    saved = dataclasses.replace(result, dataset_options=options).to_dict()
+    assert ProfileResult.from_dict(saved).dataset_options == options
