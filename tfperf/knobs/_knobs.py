@@ -65,14 +65,6 @@ class ShardPolicy(str, Enum):
     OFF = "off"  # no sharding: every worker sees all the data
 
 
-_PARALLEL: dict[str, Any] = {
-    "kind": Kind.OPTIONAL_PARALLELISM,
-    "applied_by": Applier.CODE,
-    "autotune": True,
-    "search": parallelism_values,
-}
-
-
 @dataclasses.dataclass(frozen=True)
 class Knobs:
     """Input-pipeline and training settings for one measured configuration.
@@ -110,14 +102,21 @@ class Knobs:
     )
     num_parallel_calls: int | None = knob(
         AUTOTUNE,
-        doc="Parallel invocations of `map(num_parallel_calls=...)`; None: one at a time.",
+        Kind.OPTIONAL_PARALLELISM,
+        "Parallel invocations of `map(num_parallel_calls=...)`; None: one at a time.",
+        applied_by=Applier.CODE,
+        autotune=True,
+        search=parallelism_values,
         unset="sequential",
         snippet=Snippet("ds = ds.map(parse, num_parallel_calls={value})", Step.MAP),
-        **_PARALLEL,
     )
     cycle_length: int | None = knob(
         AUTOTUNE,
-        doc="Input elements `interleave(cycle_length=...)` reads at once; None: one per CPU core.",
+        Kind.OPTIONAL_PARALLELISM,
+        "Input elements `interleave(cycle_length=...)` reads at once; None: one per CPU core.",
+        applied_by=Applier.CODE,
+        autotune=True,
+        search=parallelism_values,
         unset="the number of CPU cores",
         # tf.data refuses interleave parallelism above a fixed cycle_length: keep them equal.
         snippet=Snippet(
@@ -125,16 +124,18 @@ class Knobs:
             "  # if you interleave",
             Step.INTERLEAVE,
         ),
-        **_PARALLEL,
     )
     num_parallel_reads: int | None = knob(
         AUTOTUNE,
-        doc="Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`; None: one at a time.",
+        Kind.OPTIONAL_PARALLELISM,
+        "Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`; None: one at a time.",
+        applied_by=Applier.CODE,
+        autotune=True,
+        search=parallelism_values,
         unset="sequential",
         snippet=Snippet(
             "ds = tf.data.TFRecordDataset(files, num_parallel_reads={value})", Step.READ
         ),
-        **_PARALLEL,
     )
     prefetch: int = knob(
         AUTOTUNE,
