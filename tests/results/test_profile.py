@@ -222,3 +222,22 @@ def test_batch_shape_retrace_is_the_first_steps_excess_over_its_typical_step() -
     assert BatchShape("(32, 5)", 4, 32, 0.3, 0.004).retrace_s == pytest.approx(0.296)
     assert BatchShape("(32, 5)", 4, 32, 0.003, 0.004).retrace_s == 0.0  # no excess
     assert BatchShape("(32, 5)", 1, 32, 0.3, None).retrace_s == 0.0  # came once: unknown
+
+
+def test_dataset_options_of_a_file_written_before_later_options_still_load(result):
+    data = result.to_dict()
+    data["dataset_options"] = {
+        "deterministic": False,
+        "private_threadpool_size": 4,
+        "autotune": None,
+    }
+    loaded = ProfileResult.from_dict(data).dataset_options
+    assert loaded == DatasetOptions(deterministic=False, private_threadpool_size=4)
+    assert loaded.carried("private_threadpool_size") == 4 and loaded.carried("other") is None
+
+
+def test_dataset_options_keep_an_option_without_a_field_of_its_own_by_knob_name(result):
+    options = DatasetOptions.of({"deterministic": None, "later_option": 2}, autotune=True)
+    assert options.others == {"later_option": 2} and options.carried("later_option") == 2
+    saved = dataclasses.replace(result, dataset_options=options).to_dict()
+    assert ProfileResult.from_dict(saved).dataset_options == options

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tfperf._tf._methods import NOT_STAGES, Method, method_of_class
+from tfperf.knobs import KNOBS, Applier
 from tfperf.results import DatasetOptions
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "cardinality",
     "dataset_options",
     "generator_function",
+    "get_option",
     "inner_datasets",
     "inputs",
     "is_tf_data_function",
@@ -34,6 +36,7 @@ __all__ = [
     "method_of",
     "parameters",
     "reader_in",
+    "set_option",
     "tensorflow_dir",
     "traced_graphs",
     "unwrap_v1",
@@ -118,18 +121,34 @@ def cardinality(dataset: Any) -> int | None:
 def dataset_options(dataset: Any) -> DatasetOptions | None:
     """The options `dataset` carries, set by tfperf or by the pipeline itself (None if unread).
 
+    One value per knob declared `Applier.TF_DATA`, read at its option path.
     `Options.deterministic` is also what the deprecated `experimental_deterministic` sets, so
     a pipeline that set either is read the same.
     """
     try:
         options = dataset.options()
-        return DatasetOptions(
-            deterministic=options.deterministic,
-            private_threadpool_size=options.threading.private_threadpool_size,
-            autotune=options.autotune.enabled,
-        )
+        carried = {
+            knob.name: get_option(options, knob.option or "")
+            for knob in KNOBS.applied_by(Applier.TF_DATA)
+        }
+        return DatasetOptions.of(carried, autotune=options.autotune.enabled)
     except Exception:  # not a tf.data dataset
         return None
+
+
+def set_option(options: Any, path: str, value: Any) -> None:
+    """Sets the option at dotted `path` ("threading.private_threadpool_size") on `options`."""
+    *parents, leaf = path.split(".")
+    for parent in parents:
+        options = getattr(options, parent)
+    setattr(options, leaf, value)
+
+
+def get_option(options: Any, path: str) -> Any:
+    """The option at dotted `path` on `options`; None when unset (tf.data's default)."""
+    for part in path.split("."):
+        options = getattr(options, part)
+    return options
 
 
 def method_of(dataset: Any) -> Method:

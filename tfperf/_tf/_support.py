@@ -14,10 +14,10 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf._tf._datasets import traced_graphs
+from tfperf._tf._datasets import set_option, traced_graphs
 from tfperf._tf._devices import gpu_memory_configured
 from tfperf.errors import PipelineFileError
-from tfperf.knobs import Knobs, Precision
+from tfperf.knobs import KNOBS, Applier, Knobs, Precision
 from tfperf.results import GpuStats
 from tfperf.tracebacks import drop_library_frames, format_frames, user_frames
 
@@ -60,17 +60,20 @@ def precision_policy(precision: Precision) -> Iterator[None]:
 
 
 def apply_options(dataset: Any, knobs: Knobs) -> Any:
-    """Applies the knobs that are tf.data options rather than arguments of the user's calls."""
+    """Applies the knobs that are tf.data options rather than arguments of the user's calls.
+
+    Each knob declared `Applier.TF_DATA` sets its `option` path on one `tf.data.Options`; a
+    None value leaves that option to tf.data.
+    """
     import tensorflow as tf
 
     options = tf.data.Options()
     changed = False
-    if knobs.deterministic is not None:
-        options.deterministic = knobs.deterministic
-        changed = True
-    if knobs.private_threadpool_size is not None:
-        options.threading.private_threadpool_size = knobs.private_threadpool_size
-        changed = True
+    for knob in KNOBS.applied_by(Applier.TF_DATA):
+        value = getattr(knobs, knob.name)
+        if value is not None:
+            set_option(options, knob.option or "", value)
+            changed = True
     return dataset.with_options(options) if changed else dataset
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli.base import positive_int
+from tfperf.knobs import KNOBS
 
 if TYPE_CHECKING:
     from tfperf.pipeline import PipelineFile
@@ -75,10 +76,11 @@ def gpu_memory_fixes(args: argparse.Namespace) -> dict[str, Any]:
     Under `--gpu-memory-limit` growth does not apply, and `--gpu-memory-growth` sets it for
     every trial: searching the knob then would only repeat trials. `--fix` still wins.
     """
+    knob = KNOBS.gpu_memory_growth.name
     if getattr(args, "gpu_memory_limit", None) is not None:
-        return {"gpu_memory_growth": None}
+        return {knob: None}
     growth = getattr(args, "gpu_memory_growth", None)
-    return {} if growth is None else {"gpu_memory_growth": growth}
+    return {} if growth is None else {knob: growth}
 
 
 def _on_off(text: str) -> bool:

@@ -1,6 +1,7 @@
 """The configuration tfperf measures and tunes: knobs, call-site knobs and search spaces.
 
-Core types with no TensorFlow: `Knobs` (a closed, frozen dataclass of tf.data settings), the
+Core types with no TensorFlow: `Knobs` (a closed, frozen dataclass of tf.data settings, each
+field a knob's one declaration, read through `KNOBS`), the
 grammar of call-site knob names (`SiteName`, `SiteValues`), and the domains a `SEARCH_SPACE`
 declares (`Choices`, `IntRange`, `Fixed`).
 
@@ -12,8 +13,10 @@ Example:
 
 from __future__ import annotations
 
+from tfperf.knobs._declare import Applier, Knob, SearchContext
 from tfperf.knobs._knobs import (
     CODE_KNOBS,
+    KNOBS,
     SITES,
     STRATEGY_KNOBS,
     Knobs,
@@ -49,15 +52,19 @@ from tfperf.knobs._space import (
 __all__ = [
     "AUTOTUNE",
     "CODE_KNOBS",
+    "KNOBS",
     "SITES",
     "STRATEGY_KNOBS",
     "TUNABLE",
+    "Applier",
     "Choices",
     "Domain",
     "Fixed",
     "IntRange",
+    "Knob",
     "Knobs",
     "Precision",
+    "SearchContext",
     "ShardPolicy",
     "SiteKind",
     "SiteName",

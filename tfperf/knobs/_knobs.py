@@ -19,29 +19,33 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from enum import Enum
 from typing import Any
 
 from tfperf.errors import KnobError
+from tfperf.knobs._declare import (
+    BATCH_FACTORS,
+    SHUFFLE_FACTORS,
+    Applier,
+    Kind,
+    Knob,
+    Snippet,
+    Step,
+    choices,
+    distributed_choices,
+    gpu_choices,
+    knob,
+    parallelism_values,
+    pool_values,
+    precision_values,
+    prefetch_values,
+    scaled_values,
+)
 from tfperf.knobs._sitename import AUTOTUNE, SiteValues, check_site_value, is_site_name
 
-#: Knobs that only the user's code applies, by reading them in `make_dataset(knobs)`. A
-#: pipeline whose code takes no knobs (a plain `make_dataset()`, a script) tunes the values
-#: written in its calls instead, as `Knobs.sites`.
-CODE_KNOBS = (
-    "batch_size",
-    "shuffle_buffer",
-    "num_parallel_calls",
-    "cycle_length",
-    "num_parallel_reads",
-    "prefetch",
-)
 #: The field holding the call-site values.
 SITES = "sites"
-#: Knobs that act only under a `tf.distribute` strategy (see docs/multi-device.md): tfperf
-#: applies them when it distributes the dataset, and the tuner searches them only then.
-STRATEGY_KNOBS = ("auto_shard_policy", "fetch_to_device", "per_replica_buffer_size")
 
 
 class Precision(str, Enum):
@@ -61,25 +65,6 @@ class ShardPolicy(str, Enum):
     OFF = "off"  # no sharding: every worker sees all the data
 
 
-class _Kind(str, Enum):
-    """How a knob's value is checked; kept apart from the field so messages can explain it."""
-
-    POSITIVE_INT = "an integer >= 1"
-    NON_NEGATIVE_INT = "an integer >= 0"
-    PARALLELISM = "an integer >= 1 or AUTOTUNE"
-    OPTIONAL_PARALLELISM = "an integer >= 1, AUTOTUNE or None (tf.data's default)"
-    BUFFER = "an integer >= 0 or AUTOTUNE"
-    OPTIONAL_BOOL = "true, false or None"
-    OPTIONAL_THREADS = "an integer >= 1 or None"
-    PRECISION = "one of 'float32', 'mixed_float16', 'mixed_bfloat16'"
-    SHARD_POLICY = "one of 'auto', 'file', 'data', 'off', or None (tf.data's default, auto)"
-    SITES = "a mapping of call-site names to values"
-
-
-def _knob(default: Any, kind: _Kind, doc: str) -> Any:
-    return dataclasses.field(default=default, metadata={"kind": kind, "doc": doc})
-
-
 @dataclasses.dataclass(frozen=True)
 class Knobs:
     """Input-pipeline and training settings for one measured configuration.
@@ -87,78 +72,173 @@ class Knobs:
     Parallelism-like knobs accept `AUTOTUNE` (the same value as `tf.data.AUTOTUNE`), which lets
     the tf.data runtime choose. `None` on the tri-state options means "leave tf.data's default".
     The defaults follow the tf.data performance guide; a pipeline file's `BASELINE` overrides them.
+
+    Each field is a knob's one declaration (`knob(...)`, see `tfperf.knobs._declare.Knob`): a
+    new field is searched, applied, reported, snippeted and patched with no other change.
     """
 
-    batch_size: int = _knob(32, _Kind.POSITIVE_INT, "Examples per batch.")
-    shuffle_buffer: int = _knob(
-        1024, _Kind.POSITIVE_INT, "Elements held by `shuffle(buffer_size)`; host RAM grows with it."
+    batch_size: int = knob(
+        32,
+        Kind.POSITIVE_INT,
+        "Examples per batch.",
+        applied_by=Applier.CODE,
+        changes_training=True,
+        training_note="The winner changes the batch size ({old} → {new}): the learning rate "
+        "and convergence may need retuning. Check accuracy before adopting it.",
+        search=scaled_values(BATCH_FACTORS),
+        snippet=Snippet("ds = ds.batch({value})", Step.BATCH),
     )
-    num_parallel_calls: int | None = _knob(
+    shuffle_buffer: int = knob(
+        1024,
+        Kind.POSITIVE_INT,
+        "Elements held by `shuffle(buffer_size)`; host RAM grows with it.",
+        applied_by=Applier.CODE,
+        changes_training=True,
+        training_note="The winner changes the shuffle buffer ({old} → {new}): examples are "
+        "mixed less (or more) thoroughly, which can affect accuracy.",
+        unset="no shuffle",
+        search=scaled_values(SHUFFLE_FACTORS),
+        snippet=Snippet("ds = ds.shuffle({value})", Step.SHUFFLE),
+    )
+    num_parallel_calls: int | None = knob(
         AUTOTUNE,
-        _Kind.OPTIONAL_PARALLELISM,
+        Kind.OPTIONAL_PARALLELISM,
         "Parallel invocations of `map(num_parallel_calls=...)`; None: one at a time.",
+        applied_by=Applier.CODE,
+        autotune=True,
+        search=parallelism_values,
+        unset="sequential",
+        snippet=Snippet("ds = ds.map(parse, num_parallel_calls={value})", Step.MAP),
     )
-    cycle_length: int | None = _knob(
+    cycle_length: int | None = knob(
         AUTOTUNE,
-        _Kind.OPTIONAL_PARALLELISM,
+        Kind.OPTIONAL_PARALLELISM,
         "Input elements `interleave(cycle_length=...)` reads at once; None: one per CPU core.",
+        applied_by=Applier.CODE,
+        autotune=True,
+        search=parallelism_values,
+        unset="the number of CPU cores",
+        # tf.data refuses interleave parallelism above a fixed cycle_length: keep them equal.
+        snippet=Snippet(
+            "ds = files.interleave(read, cycle_length={value}, num_parallel_calls={value})"
+            "  # if you interleave",
+            Step.INTERLEAVE,
+        ),
     )
-    num_parallel_reads: int | None = _knob(
+    num_parallel_reads: int | None = knob(
         AUTOTUNE,
-        _Kind.OPTIONAL_PARALLELISM,
+        Kind.OPTIONAL_PARALLELISM,
         "Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`; None: one at a time.",
+        applied_by=Applier.CODE,
+        autotune=True,
+        search=parallelism_values,
+        unset="sequential",
+        snippet=Snippet(
+            "ds = tf.data.TFRecordDataset(files, num_parallel_reads={value})", Step.READ
+        ),
     )
-    prefetch: int = _knob(
-        AUTOTUNE, _Kind.BUFFER, "Batches buffered by `prefetch(buffer_size)`; 0 means no prefetch."
+    prefetch: int = knob(
+        AUTOTUNE,
+        Kind.BUFFER,
+        "Batches buffered by `prefetch(buffer_size)`; 0 means no prefetch.",
+        applied_by=Applier.CODE,
+        autotune=True,
+        unset="no prefetch of its own",
+        search=prefetch_values,
+        snippet=Snippet("ds = ds.prefetch({value})", Step.PREFETCH, unless=(0,)),
     )
-    mixed_precision: Precision = _knob(  # noqa: RUF009 (`_knob` returns a dataclasses.field)
-        Precision.FLOAT32, _Kind.PRECISION, "Keras global policy tfperf sets before `make_model`."
+    mixed_precision: Precision = knob(  # noqa: RUF009 (`knob` returns a dataclasses.field)
+        Precision.FLOAT32,
+        Kind.PRECISION,
+        "Keras global policy tfperf sets before `make_model`.",
+        applied_by=Applier.PRECISION,
+        changes_training=True,
+        training_note="The winner changes the precision ({old} → {new}): numerics change. "
+        "Check accuracy (and loss scaling for float16) before adopting it.",
+        unset="float32",
+        search=precision_values,
+        snippet=Snippet(
+            'keras.mixed_precision.set_global_policy("{value}")', unless=(Precision.FLOAT32,)
+        ),
+        edit='Add keras.mixed_precision.set_global_policy("{value}") before the model is built.',
     )
-    deterministic: bool | None = _knob(
+    deterministic: bool | None = knob(
         None,
-        _Kind.OPTIONAL_BOOL,
+        Kind.OPTIONAL_BOOL,
         "tf.data `Options.deterministic`, applied by tfperf; None keeps tf.data's default (True).",
+        applied_by=Applier.TF_DATA,
+        option="deterministic",
+        unset="deterministic",
+        # False lets parallel stages hand out whichever element is ready first.
+        search=choices(None, False),
     )
-    private_threadpool_size: int | None = _knob(
+    private_threadpool_size: int | None = knob(
         None,
-        _Kind.OPTIONAL_THREADS,
+        Kind.OPTIONAL_THREADS,
         "tf.data `threading.private_threadpool_size`, set by tfperf; None uses the shared pool.",
+        applied_by=Applier.TF_DATA,
+        option="threading.private_threadpool_size",
+        unset="the shared thread pool",
+        search=pool_values,
     )
-    auto_shard_policy: ShardPolicy | None = _knob(  # noqa: RUF009 (see `sites`)
+    auto_shard_policy: ShardPolicy | None = knob(  # noqa: RUF009 (see `mixed_precision`)
         None,
-        _Kind.SHARD_POLICY,
+        Kind.SHARD_POLICY,
         "tf.data `experimental_distribute.auto_shard_policy` under a strategy; None keeps "
         "tf.data's default (auto). Acts only with more than one input worker.",
+        applied_by=Applier.STRATEGY,
+        option="experimental_distribute.auto_shard_policy",
+        # Never acts in a single-machine trial: only a SEARCH_SPACE searches it.
+        search=None,
     )
-    fetch_to_device: bool | None = _knob(
+    fetch_to_device: bool | None = knob(
         None,
-        _Kind.OPTIONAL_BOOL,
+        Kind.OPTIONAL_BOOL,
         "`tf.distribute.InputOptions.experimental_fetch_to_device` under a strategy: prefetch "
         "batches onto the replicas' devices; None keeps TensorFlow's default (True).",
+        applied_by=Applier.STRATEGY,
+        option="experimental_fetch_to_device",
+        search=distributed_choices(None, False),
     )
-    per_replica_buffer_size: int | None = _knob(
+    per_replica_buffer_size: int | None = knob(
         None,
-        _Kind.OPTIONAL_THREADS,
+        Kind.OPTIONAL_THREADS,
         "`tf.distribute.InputOptions.experimental_per_replica_buffer_size` under a strategy: "
         "batches prefetched per replica device; None keeps TensorFlow's default (1).",
+        applied_by=Applier.STRATEGY,
+        option="experimental_per_replica_buffer_size",
+        search=distributed_choices(None, 2, 4),
     )
-    gpu_memory_growth: bool | None = _knob(
+    gpu_memory_growth: bool | None = knob(
         None,
-        _Kind.OPTIONAL_BOOL,
+        Kind.OPTIONAL_BOOL,
         "TensorFlow GPU memory growth (`tf.config.experimental.set_memory_growth`), set by "
         "tfperf before TensorFlow starts its GPUs; None keeps tfperf's default (growth on in "
         "the processes it measures). A `--gpu-memory-limit` overrides it.",
+        applied_by=Applier.PROCESS,
+        # Growth changes fragmentation and the peak; without a GPU it does nothing.
+        search=gpu_choices(None, False),
+        snippet=Snippet(
+            'for gpu in tf.config.list_physical_devices("GPU"):  # before TensorFlow uses the '
+            "GPU\n    tf.config.experimental.set_memory_growth(gpu, {value})",
+            unless=(None,),
+        ),
+        edit="Add tf.config.experimental.set_memory_growth(gpu, {value}) for each GPU in "
+        'tf.config.list_physical_devices("GPU"), before TensorFlow first uses it.',
     )
-    sites: SiteValues = _knob(  # noqa: RUF009 (`_knob` returns a dataclasses.field)
-        SiteValues(),
-        _Kind.SITES,
-        "Values tfperf passes instead of those written at call sites in the user's code, e.g. "
-        "`{'map@pipeline.py:23.num_parallel_calls': 8}`; empty for a file that reads knobs.",
+    sites: SiteValues = dataclasses.field(
+        default=SiteValues(),
+        metadata={
+            "kind": Kind.SITES,
+            "doc": "Values tfperf passes instead of those written at call sites in the user's "
+            "code, e.g. `{'map@pipeline.py:23.num_parallel_calls': 8}`; empty for a file that "
+            "reads knobs.",
+        },
     )
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
-            value = _check_value(field.name, field.metadata["kind"], getattr(self, field.name))
+            value = _check_value(field.name, _kind(field), getattr(self, field.name))
             object.__setattr__(self, field.name, value)
 
     @classmethod
@@ -217,15 +297,14 @@ def check_names(values: Mapping[str, Any], *, source: str) -> None:
 
     `sites` and call-site names (`map@pipeline.py:23.num_parallel_calls`) are valid too.
     """
+    known = KNOBS.names()
     unknown = [
-        name
-        for name in values
-        if name not in Knobs.names() and name != SITES and not is_site_name(name)
+        name for name in values if name not in known and name != SITES and not is_site_name(name)
     ]
     if unknown:
         raise KnobError(
             f"{source}: unknown knob name{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(n) for n in unknown)}. Valid names: {', '.join(Knobs.names())}."
+            f"{', '.join(repr(n) for n in unknown)}. Valid names: {', '.join(known)}."
         )
 
 
@@ -237,8 +316,84 @@ def check_value(name: str, value: Any) -> Any:
     check_names({name: value}, source="knob")
     if is_site_name(name):
         return check_site_value(name, value)
-    field = next(f for f in dataclasses.fields(Knobs) if f.name == name)
-    return _check_value(name, field.metadata["kind"], value)
+    return _check_value(name, KNOBS[name].kind, value)
+
+
+class Registry:
+    """The knobs' declarations, read from the fields of `record` (a `Knobs` class).
+
+    Every table tfperf keeps about knobs is derived from here, so a knob declared as one more
+    field of `Knobs` is searched, applied, reported, snippeted and patched. A test may point
+    `record` at a subclass of `Knobs` with a field of its own, e.g.
+    `monkeypatch.setattr(KNOBS, "record", ExtendedKnobs)`.
+    """
+
+    def __init__(self, record: type[Knobs]) -> None:
+        self.record = record
+
+    def __iter__(self) -> Iterator[Knob]:
+        """Every declaration, in field order."""
+        return iter(_declarations(self.record))
+
+    def __getitem__(self, name: str) -> Knob:
+        """The declaration of knob `name`.
+
+        Raises:
+            KnobError: `name` is not a knob (the message lists the valid names).
+        """
+        for declared in self:
+            if declared.name == name:
+                return declared
+        check_names({name: None}, source="knob")
+        raise KnobError(f"knob {name!r} is a call site, which has no declaration of its own.")
+
+    def __getattr__(self, name: str) -> Knob:
+        """The declaration of knob `name` as an attribute: `KNOBS.batch_size.name`."""
+        if name.startswith("_") or name == "record":
+            raise AttributeError(name)
+        for declared in self:
+            if declared.name == name:
+                return declared
+        raise AttributeError(f"no knob {name!r}; knobs: {', '.join(self.names())}")
+
+    def names(self) -> tuple[str, ...]:
+        """The knob names, in declaration order."""
+        return tuple(declared.name for declared in self)
+
+    def applied_by(self, *appliers: Applier) -> tuple[Knob, ...]:
+        """The declarations of the knobs one of `appliers` puts into effect."""
+        return tuple(declared for declared in self if declared.applied_by in appliers)
+
+    def where(self, test: Callable[[Knob], bool]) -> tuple[str, ...]:
+        """The names of the knobs whose declaration passes `test`, in declaration order."""
+        return tuple(declared.name for declared in self if test(declared))
+
+
+def _declarations(record: type[Knobs]) -> tuple[Knob, ...]:
+    # Read once per class: every check of a value looks its knob up here.
+    if record not in _DECLARED:
+        fields = dataclasses.fields(record)
+        found = ((field.name, field.metadata.get("knob")) for field in fields)
+        _DECLARED[record] = tuple(
+            dataclasses.replace(knob, name=name) for name, knob in found if knob is not None
+        )
+    return _DECLARED[record]
+
+
+_DECLARED: dict[type[Knobs], tuple[Knob, ...]] = {}
+
+
+#: The declarations of every knob: the one place any table about knobs is derived from.
+KNOBS = Registry(Knobs)
+
+
+#: Knobs that only the user's code applies, by reading them in `make_dataset(knobs)`. A
+#: pipeline whose code takes no knobs (a plain `make_dataset()`, a script) tunes the values
+#: written in its calls instead, as `Knobs.sites`.
+CODE_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.CODE)
+#: Knobs that act only under a `tf.distribute` strategy (see docs/multi-device.md): tfperf
+#: applies them when it distributes the dataset, and the tuner searches them only then.
+STRATEGY_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.STRATEGY)
 
 
 def format_value(value: Any) -> str:
@@ -259,37 +414,43 @@ def _with_sites(values: Mapping[str, Any], sites: SiteValues) -> dict[str, Any]:
     plain = {name: value for name, value in values.items() if not is_site_name(name)}
     given = plain.pop(SITES, None)
     if given is not None and not isinstance(given, Mapping):
-        raise _bad(SITES, given, _Kind.SITES)
+        raise _bad(SITES, given, Kind.SITES)
     changes = {**(given or {}), **{n: v for n, v in values.items() if is_site_name(n)}}
     if changes or given is not None:
         plain[SITES] = (sites if given is None else SiteValues()).updated(changes)
     return plain
 
 
-def _check_value(name: str, kind: _Kind, value: Any) -> Any:
-    if kind is _Kind.SITES:
+def _kind(field: dataclasses.Field[Any]) -> Kind:
+    declared = field.metadata.get("knob")
+    kind: Kind = declared.kind if declared is not None else field.metadata["kind"]
+    return kind
+
+
+def _check_value(name: str, kind: Kind, value: Any) -> Any:
+    if kind is Kind.SITES:
         if isinstance(value, SiteValues):
             return value
         if isinstance(value, Mapping):
             return SiteValues(value)
         raise _bad(name, value, kind)
-    if kind is _Kind.PRECISION:
+    if kind is Kind.PRECISION:
         return _check_precision(name, value)
-    if kind is _Kind.SHARD_POLICY:
+    if kind is Kind.SHARD_POLICY:
         return _check_shard_policy(name, value)
-    if kind is _Kind.OPTIONAL_BOOL:
+    if kind is Kind.OPTIONAL_BOOL:
         if value is None or isinstance(value, bool):
             return value
         raise _bad(name, value, kind)
-    if value is None and kind in (_Kind.OPTIONAL_THREADS, _Kind.OPTIONAL_PARALLELISM):
+    if value is None and kind in (Kind.OPTIONAL_THREADS, Kind.OPTIONAL_PARALLELISM):
         return None
     if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
         value = AUTOTUNE
     number = _as_int(value)
     if number is None:
         raise _bad(name, value, kind)
-    accepts_autotune = kind in (_Kind.PARALLELISM, _Kind.OPTIONAL_PARALLELISM, _Kind.BUFFER)
-    lowest = 0 if kind in (_Kind.NON_NEGATIVE_INT, _Kind.BUFFER) else 1
+    accepts_autotune = kind in (Kind.PARALLELISM, Kind.OPTIONAL_PARALLELISM, Kind.BUFFER)
+    lowest = 0 if kind in (Kind.NON_NEGATIVE_INT, Kind.BUFFER) else 1
     if number >= lowest or (accepts_autotune and number == AUTOTUNE):
         return number
     raise _bad(name, value, kind)
@@ -299,7 +460,7 @@ def _check_precision(name: str, value: Any) -> Precision:
     try:
         return Precision(value)
     except ValueError:
-        raise _bad(name, value, _Kind.PRECISION) from None
+        raise _bad(name, value, Kind.PRECISION) from None
 
 
 def _check_shard_policy(name: str, value: Any) -> ShardPolicy | None:
@@ -308,7 +469,7 @@ def _check_shard_policy(name: str, value: Any) -> ShardPolicy | None:
     try:
         return ShardPolicy(value.lower() if isinstance(value, str) else value)
     except ValueError:
-        raise _bad(name, value, _Kind.SHARD_POLICY) from None
+        raise _bad(name, value, Kind.SHARD_POLICY) from None
 
 
 def _as_int(value: Any) -> int | None:
@@ -321,5 +482,5 @@ def _as_int(value: Any) -> int | None:
         return None
 
 
-def _bad(name: str, value: Any, kind: _Kind) -> KnobError:
+def _bad(name: str, value: Any, kind: Kind) -> KnobError:
     return KnobError(f"knob {name!r} must be {kind.value}, but got {value!r}.")

@@ -22,7 +22,7 @@ from enum import Enum
 from typing import Any, TypeAlias, get_type_hints
 
 from tfperf.errors import KnobError
-from tfperf.knobs._knobs import Knobs, check_names, check_value
+from tfperf.knobs._knobs import KNOBS, Knobs, check_names, check_value
 from tfperf.knobs._sitename import AUTOTUNE
 
 __all__ = [
@@ -207,16 +207,16 @@ def _sorted(values: Any) -> list[Any]:
 
 
 def _integer_knobs() -> frozenset[str]:
-    hints = get_type_hints(Knobs)
-    return frozenset(name for name in Knobs.names() if hints[name] in (int, int | None))
+    hints = get_type_hints(KNOBS.record)
+    return frozenset(name for name in KNOBS.names() if hints[name] in (int, int | None))
 
 
 def _example(name: str) -> Any:
-    return _plain(getattr(Knobs(), name))
+    return _plain(KNOBS[name].default)
 
 
 def _list_example(name: str) -> list[Any]:
-    hint = get_type_hints(Knobs)[name]
+    hint = get_type_hints(KNOBS.record)[name]
     if isinstance(hint, type) and issubclass(hint, Enum):
         return [_plain(member) for member in hint][:2]
     return [True, False] if hint == bool | None else [_example(name)]

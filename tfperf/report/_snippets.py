@@ -1,57 +1,61 @@
-"""Ready-to-paste code for a recommended configuration: a BASELINE dict and tf.data calls."""
+"""Ready-to-paste code for a recommended configuration: a BASELINE dict and tf.data calls.
+
+Every line comes from a knob's declaration (`tfperf.knobs.KNOBS`): its `snippet`, or, for a
+tf.data option, its option path.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from tfperf.knobs import AUTOTUNE, Knobs
+from tfperf.knobs import AUTOTUNE, KNOBS, Applier, Knob
 
 
 def baseline_snippet(knobs: Mapping[str, Any]) -> str:
     """`BASELINE = {...}` with every knob, one per line, in declaration order."""
-    lines = [f"    {name!r}: {_python(knobs[name])}," for name in Knobs.names() if name in knobs]
+    lines = [f"    {name!r}: {_python(knobs[name])}," for name in KNOBS.names() if name in knobs]
     return "BASELINE = {\n" + "\n".join(lines) + "\n}"
 
 
 def tf_data_snippet(knobs: Mapping[str, Any]) -> str:
-    """The tf.data and Keras calls that carry these knobs, for code that does not read `knobs`."""
-    reads = _tf(knobs["num_parallel_reads"])
-    lines = [
-        f"ds = tf.data.TFRecordDataset(files, num_parallel_reads={reads})",
-        # tf.data refuses interleave parallelism above a fixed cycle_length: keep them equal.
-        f"ds = files.interleave(read, cycle_length={_tf(knobs['cycle_length'])}, "
-        f"num_parallel_calls={_tf(knobs['cycle_length'])})  # if you interleave",
-        f"ds = ds.shuffle({knobs['shuffle_buffer']})",
-        f"ds = ds.map(parse, num_parallel_calls={_tf(knobs['num_parallel_calls'])})",
-        f"ds = ds.batch({knobs['batch_size']})",
-    ]
-    if knobs["prefetch"] != 0:
-        lines.append(f"ds = ds.prefetch({_tf(knobs['prefetch'])})")
-    lines.extend(_options_lines(knobs))
-    if knobs["mixed_precision"] != "float32":
-        lines.append(f'keras.mixed_precision.set_global_policy("{knobs["mixed_precision"]}")')
-    if knobs.get("gpu_memory_growth") is not None:
-        lines.append(growth_line(knobs["gpu_memory_growth"]))
-    return "\n".join(lines)
+    """The tf.data and Keras calls that carry these knobs, for code that does not read `knobs`.
 
-
-def growth_line(growth: bool) -> str:
-    """The call that sets GPU memory growth as a trial measured it (before the GPU starts)."""
-    return (
-        'for gpu in tf.config.list_physical_devices("GPU"):  # before TensorFlow uses the GPU\n'
-        f"    tf.config.experimental.set_memory_growth(gpu, {growth})"
+    The calls of the pipeline in their usual order, then the tf.data options tfperf applied,
+    then the other settings (precision policy, GPU memory growth) in declaration order. A knob
+    missing from `knobs` takes its declared default.
+    """
+    steps = sorted((knob for knob in KNOBS if _step(knob)), key=_step)
+    settings = [knob for knob in KNOBS if knob.snippet is not None and knob not in steps]
+    return "\n".join(
+        [
+            *_lines(steps, knobs),
+            *_options_lines(knobs),
+            *_lines(settings, knobs),
+        ]
     )
 
 
+def _step(knob: Knob) -> int:
+    """Where the call carrying `knob` sits in a pipeline (`Step`); 0 for a setting outside it."""
+    return knob.snippet.step or 0 if knob.snippet is not None else 0
+
+
+def _lines(declared: list[Knob], knobs: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for knob in declared:
+        value = knobs.get(knob.name, knob.default)
+        if knob.snippet is not None and value not in knob.snippet.unless:
+            lines.append(knob.snippet.template.format(value=_tf(value)))
+    return lines
+
+
 def _options_lines(knobs: Mapping[str, Any]) -> list[str]:
-    settings = []
-    if knobs.get("deterministic") is not None:
-        settings.append(f"options.deterministic = {knobs['deterministic']}")
-    if knobs.get("private_threadpool_size") is not None:
-        settings.append(
-            f"options.threading.private_threadpool_size = {knobs['private_threadpool_size']}"
-        )
+    settings = [
+        knob.option_snippet(knobs[knob.name])
+        for knob in KNOBS.applied_by(Applier.TF_DATA)
+        if knobs.get(knob.name) is not None
+    ]
     if not settings:
         return []
     return ["options = tf.data.Options()", *settings, "ds = ds.with_options(options)"]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfperf.knobs import STRATEGY_KNOBS
+from tfperf.knobs import KNOBS, Applier
 from tfperf.results import (
     Discovery,
     InputOnlyChoice,
@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
 
 #: Knobs shown only when set: they apply under a strategy or on a GPU alone.
-SITUATIONAL_KNOBS = frozenset((*STRATEGY_KNOBS, "gpu_memory_growth"))
+SITUATIONAL_KNOBS = frozenset(
+    knob.name for knob in KNOBS.applied_by(Applier.STRATEGY, Applier.PROCESS)
+)
 
 
 @dataclasses.dataclass(frozen=True)

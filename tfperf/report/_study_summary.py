@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfperf.knobs import Knobs
+from tfperf.knobs import KNOBS, Applier, Knobs
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import StudySnapshot, TrialRow, choose, flat_knobs
 from tfperf.report._tune_text import training_warnings
@@ -31,7 +31,6 @@ from tfperf.results import (
 from tfperf.sites import Patch, changes_between, make_patch
 
 _LABELS = {"baseline": "your baseline", "autotune": "everything AUTOTUNE"}
-_OPTIONS = {"deterministic": "deterministic", "private_threadpool_size": "threading."}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -347,27 +346,26 @@ def applied_edits(best: Measurement, baseline: Measurement) -> list[str]:
     carry them; without these lines the patched code runs a configuration never measured.
     """
     before, after = baseline.knobs, best.knobs
-    edits = []
-    policy = after.get("mixed_precision")
-    if policy != before.get("mixed_precision") and policy is not None:
-        edits.append(
-            f'Add keras.mixed_precision.set_global_policy("{policy}") before the model is built.'
-        )
-    options = [
-        f"options.{_OPTIONS[name]}{name} = {after.get(name)}"
-        for name in _OPTIONS
-        if after.get(name) != before.get(name) and after.get(name) is not None
+    changed = [
+        knob
+        for knob in KNOBS.applied_by(Applier.PRECISION, Applier.TF_DATA, Applier.PROCESS)
+        if (value := after.get(knob.name)) is not None and value != before.get(knob.name)
     ]
-    if options:
-        edits.append(
-            "Add to the dataset given to fit: options = tf.data.Options(); "
-            + "; ".join(options)
-            + "; ds = ds.with_options(options)."
-        )
-    growth = after.get("gpu_memory_growth")
-    if growth is not None and growth != before.get("gpu_memory_growth"):
-        edits.append(
-            f"Add tf.config.experimental.set_memory_growth(gpu, {growth}) for each GPU in "
-            'tf.config.list_physical_devices("GPU"), before TensorFlow first uses it.'
-        )
+    options = [
+        knob.option_snippet(after[knob.name])
+        for knob in changed
+        if knob.applied_by is Applier.TF_DATA
+    ]
+    edits = []
+    for knob in changed:
+        if knob.edit is not None:
+            edits.append(knob.edit.format(value=after[knob.name]))
+        elif knob.applied_by is Applier.TF_DATA and options:
+            # Every option goes on one tf.data.Options, where the first one changed sits.
+            edits.append(
+                "Add to the dataset given to fit: options = tf.data.Options(); "
+                + "; ".join(options)
+                + "; ds = ds.with_options(options)."
+            )
+            options = []
     return edits

@@ -57,14 +57,10 @@ def _scaling(result: ProfileResult) -> str:
 
 def _effective(name: str, value: object, options: DatasetOptions | None) -> str:
     """A knob's value, or the one the built dataset carries when the pipeline set it itself."""
-    carried = getattr(options, name, None) if name in _OPTION_KNOBS else None
+    carried = options.carried(name) if options is not None else None
     if value is None and carried is not None:
         return f"{format_value(carried)} (set by the pipeline)"
     return format_value(value)
-
-
-#: Knobs that are tf.data options, whose effective value the built dataset carries.
-_OPTION_KNOBS = frozenset({"deterministic", "private_threadpool_size"})
 
 
 def _verdict(result: ProfileResult) -> str:

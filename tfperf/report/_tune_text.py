@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfperf.knobs import format_value
+from tfperf.knobs import KNOBS, format_value
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import flat_knobs
 from tfperf.results import Estimate, Measurement, TuneResult, keeps_baseline, speedup
@@ -159,14 +159,7 @@ def training_warnings(best: Measurement, baseline: Measurement, changes: list[st
 
     The HTML report and the terminal summary show the same sentences.
     """
-    notes = {
-        "batch_size": "The winner changes the batch size ({old} → {new}): the learning rate "
-        "and convergence may need retuning. Check accuracy before adopting it.",
-        "mixed_precision": "The winner changes the precision ({old} → {new}): numerics change. "
-        "Check accuracy (and loss scaling for float16) before adopting it.",
-        "shuffle_buffer": "The winner changes the shuffle buffer ({old} → {new}): examples are "
-        "mixed less (or more) thoroughly, which can affect accuracy.",
-    }
+    notes = {knob.name: knob.training_note for knob in KNOBS if knob.training_note}
     site = (
         "The winner changes {name} ({old} → {new}), a batch size or shuffle buffer in your "
         "code: this alters training, not only speed. Check accuracy before adopting it."

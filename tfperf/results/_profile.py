@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -398,13 +399,34 @@ class BatchShape:
 class DatasetOptions:
     """The tf.data options the built dataset carries, whoever set them (tfperf or the pipeline).
 
-    `None` means the option was left unset, i.e. tf.data's default (deterministic: True;
-    private threadpool: the shared pool; autotune: on).
+    One value per knob that is a tf.data option, by knob name: the first two as fields (as
+    results have always stored them), any later one in `others`. `None` means the option was
+    left unset, i.e. tf.data's default (each knob's declaration says what that is; autotune:
+    on).
     """
 
-    deterministic: bool | None
-    private_threadpool_size: int | None
-    autotune: bool | None
+    deterministic: bool | None = None
+    private_threadpool_size: int | None = None
+    autotune: bool | None = None
+    others: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, carried: Mapping[str, Any], *, autotune: bool | None) -> DatasetOptions:
+        """The record of `carried` (knob name -> the value the dataset carries)."""
+        own = {name: value for name, value in carried.items() if name in _OPTION_FIELDS}
+        others = {name: value for name, value in carried.items() if name not in _OPTION_FIELDS}
+        return cls(**own, autotune=autotune, others=others)
+
+    def carried(self, name: str) -> Any:
+        """The value the dataset carries for knob `name`; None when unset or not an option."""
+        return getattr(self, name) if name in _OPTION_FIELDS else self.others.get(name)
+
+
+#: The knobs `DatasetOptions` keeps as fields of their own: all but autotune and `others`.
+_OPTION_FIELDS = frozenset(field.name for field in dataclasses.fields(DatasetOptions)) - {
+    "autotune",
+    "others",
+}
 
 
 @dataclasses.dataclass

@@ -12,7 +12,7 @@ import statistics
 from enum import Enum
 from typing import Any
 
-from tfperf.knobs import training_sites
+from tfperf.knobs import KNOBS, training_sites
 from tfperf.results._json import JsonRecord
 from tfperf.results._limit import Estimate, Limit
 
@@ -235,7 +235,7 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
 
 #: Knobs that change what the model trains on or how it computes, not only how fast input
 #: arrives: a recommendation that changes them needs an accuracy check before adoption.
-TRAINING_KNOBS = ("batch_size", "mixed_precision", "shuffle_buffer")
+TRAINING_KNOBS = KNOBS.where(lambda knob: knob.changes_training)
 
 REFERENCE_LABELS = (
     "baseline",

@@ -16,20 +16,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tfperf.knobs import SiteKind
+from tfperf.knobs import KNOBS, Applier, SiteKind
 from tfperf.results import CallSite, Discovery
 from tfperf.sites._edit_text import structure_edits
-from tfperf.sites._insert import OPTION_PATHS, Additions, Anchor, placement_problem
+from tfperf.sites._insert import Additions, Anchor, placement_problem
 from tfperf.sites._patch import Change, Patch, changes_between, inserted_prefetch, make_patch
 
 __all__ = ["additions_between", "edit_sites", "patch_for", "reorder_sites", "unplaceable"]
 
-#: Knobs tfperf applies itself, and the kind of insertion that writes each.
-APPLIED_KNOBS = {
-    "deterministic": "options",
-    "private_threadpool_size": "options",
-    "mixed_precision": "precision",
-}
+#: The kind of insertion that writes what each applier put into effect around the code.
+_INSERTIONS = {Applier.TF_DATA: "options", Applier.PRECISION: "precision"}
+
+
+def applied_knobs() -> dict[str, str]:
+    """Knobs tfperf applies itself, and the kind of insertion that writes each."""
+    return {knob.name: _INSERTIONS[knob.applied_by] for knob in KNOBS.applied_by(*_INSERTIONS)}
 
 
 def additions_between(
@@ -38,12 +39,13 @@ def additions_between(
     """What tfperf applied for `after` (knobs as `Knobs.to_dict` writes them) that `before`
     (the code as written) does not do."""
     options = tuple(
-        (path, repr(after[name]))
-        for name, path in OPTION_PATHS.items()
-        if after.get(name) is not None and after.get(name) != before.get(name)
+        (knob.option or "", repr(after[knob.name]))
+        for knob in KNOBS.applied_by(Applier.TF_DATA)
+        if after.get(knob.name) is not None and after.get(knob.name) != before.get(knob.name)
     )
-    precision = after.get("mixed_precision")
-    changed = precision is not None and precision != before.get("mixed_precision")
+    name = KNOBS.mixed_precision.name
+    precision = after.get(name)
+    changed = precision is not None and precision != before.get(name)
     return Additions(options, str(precision) if changed else None, prefetch)
 
 
@@ -65,7 +67,7 @@ def patch_for(
 
 def unplaceable(root: Path, discovery: Discovery, *, script: bool) -> dict[str, str]:
     """Knob (or site) name -> why no patch can write it into these files."""
-    names = {**APPLIED_KNOBS}
+    names = applied_knobs()
     names.update(
         {site.name: "prefetch" for site in discovery.sites if site.calls == 0 and site.col is None}
     )

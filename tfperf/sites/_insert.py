@@ -35,11 +35,6 @@ __all__ = [
     "placement_problem",
 ]
 
-#: Knobs tfperf applies as `tf.data.Options`, and the attribute each sets.
-OPTION_PATHS = {
-    "deterministic": "deterministic",
-    "private_threadpool_size": "threading.private_threadpool_size",
-}
 _PRIMARY = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 

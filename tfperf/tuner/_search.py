@@ -33,13 +33,13 @@ from tfperf.errors import KnobError
 from tfperf.hardware import Machine
 from tfperf.knobs import (
     AUTOTUNE,
-    STRATEGY_KNOBS,
+    KNOBS,
     Choices,
     Domain,
     Fixed,
     IntRange,
     Knobs,
-    Precision,
+    SearchContext,
     SiteKind,
     SiteName,
     check_names,
@@ -60,6 +60,7 @@ __all__ = [
     "describe_space",
     "reference_params",
     "sampler_params",
+    "search_context",
     "site_space",
     "suggest_knobs",
 ]
@@ -67,14 +68,14 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Knobs that take AUTOTUNE, and that the everything-AUTOTUNE reference trial sets to it.
-AUTOTUNE_KNOBS = ("num_parallel_calls", "num_parallel_reads", "cycle_length", "prefetch")
-
-_PARALLELISM_KNOBS = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
-# Below this many workers, powers of two are few enough to try each; see `default_space`.
-_MIN_PARALLELISM_CAP = 8
-_PREFETCH_DEPTHS = (0, 1, 2, 4, 8)
-_SHUFFLE_FACTORS = (0.25, 0.5, 1, 2, 4)
-_BATCH_FACTORS = (0.5, 1, 2, 4)
+AUTOTUNE_KNOBS = KNOBS.where(lambda knob: knob.autotune)
+# The prefetch depths the declared domain tries, which depend on no machine (the model caps a
+# blocking pipeline's prefetch at the deepest, `tfperf.tuner._guide`).
+_PREFETCH_DEPTHS: tuple[int, ...] = tuple(
+    depth
+    for depth in KNOBS.prefetch.domain(None, SearchContext(1, has_gpu=False, cpu_bf16=False))
+    if depth != AUTOTUNE
+)
 
 
 def default_space(
@@ -93,60 +94,23 @@ def default_space(
     that count, widened when the best trial sits on its edge, up to `THREAD_CAP` threads
     (`tfperf.tuner._guide`, docs/limit.md).
 
-    - `num_parallel_calls`, `num_parallel_reads`, `cycle_length`: powers of two from 1 up to
-      `max(8, 4 * cpu_count)`, plus `cpu_count` and AUTOTUNE: the range TPE's first proposals
-      draw from until the model is known.
-    - `prefetch`: 0, 1, 2, 4, 8 batches and AUTOTUNE. One or two batches usually hide the
-      step-to-step jitter; deeper buffers only cost RAM, and 0 measures the no-overlap case.
-    - `shuffle_buffer`: the baseline times 1/4, 1/2, 1, 2 and 4 (at least 1). It changes how
-      well examples are mixed, so training itself, not only speed: the range stays near what
-      the user chose.
-    - `batch_size`: the baseline times 1/2, 1, 2 and 4 (at least 1). It changes the optimisation
-      (learning rate, convergence), so the range stays within a factor of a few of the baseline;
-      larger batches are where throughput usually grows.
-    - `mixed_precision`: float32; mixed_bfloat16 with a GPU or a CPU that computes bf16
-      natively (elsewhere it is emulated and slower); mixed_float16 only with a GPU, as CPUs
-      gain nothing from float16.
-    - `deterministic`: None (tf.data's default, ordered) and False, which lets parallel stages
-      hand out whichever element is ready first.
-    - `private_threadpool_size`: None (the shared pool), `cpu_count` and `2 * cpu_count`
-      before the model; with it, the model's pool size (the threads its blocking stages
-      need) when that exceeds the cores.
-    - the strategy knobs (`STRATEGY_KNOBS`) stay at the baseline's values unless the trials run
-      under a strategy (`distributed`): then `fetch_to_device` tries None (on) and False, and
-      `per_replica_buffer_size` None (1), 2 and 4. `auto_shard_policy` acts only with more than
-      one input worker, never in a single-machine trial, so only a `SEARCH_SPACE` searches it.
-    - `gpu_memory_growth`: with a GPU, None (tfperf's default, growth on) and False (memory
-      reserved up front): growth changes fragmentation and the peak. Without one, the baseline's.
+    Each knob's domain is the `search` its declaration names (`tfperf.knobs.KNOBS`): e.g.
+    the parallelism knobs try powers of two up to `max(8, 4 * cpu_count)`, `cpu_count` and
+    AUTOTUNE; `batch_size` and `shuffle_buffer` stay within a few times the baseline's, as
+    they change training; the strategy knobs are searched only under a strategy
+    (`distributed`), `gpu_memory_growth` only with a GPU.
     """
-    cpus = machine.cpu_count
-    parallelism = _parallelism(machine)
-    raw: dict[str, list[Any]] = {
-        "batch_size": _scaled(baseline.batch_size, _BATCH_FACTORS),
-        "shuffle_buffer": _scaled(baseline.shuffle_buffer, _SHUFFLE_FACTORS),
-        **{name: [*parallelism, AUTOTUNE] for name in _PARALLELISM_KNOBS},
-        "prefetch": [*_PREFETCH_DEPTHS, AUTOTUNE],
-        "mixed_precision": _precisions(machine),
-        "deterministic": [None, False],
-        "private_threadpool_size": [None, cpus, 2 * cpus],
-        **_strategy_values(distributed),
-        "gpu_memory_growth": [None, False] if machine.has_gpu else [],
-    }
+    context = search_context(machine, distributed=distributed)
     knobs = {
-        name: _domain(_with(values, [getattr(baseline, name)]))
-        for name, values in ((name, raw[name]) for name in Knobs.names())
+        knob.name: _domain(_with(knob.domain(value, context), [value]))
+        for knob, value in ((knob, getattr(baseline, knob.name)) for knob in KNOBS)
     }
     return {**knobs, **site_space(baseline.sites, machine)}
 
 
-def _strategy_values(distributed: bool) -> dict[str, list[Any]]:
-    if not distributed:
-        return {name: [] for name in STRATEGY_KNOBS}  # each keeps the baseline's value alone
-    return {
-        "auto_shard_policy": [],
-        "fetch_to_device": [None, False],
-        "per_replica_buffer_size": [None, 2, 4],
-    }
+def search_context(machine: Machine, *, distributed: bool = False) -> SearchContext:
+    """What the knobs' declared domains depend on, for `machine`."""
+    return SearchContext(machine.cpu_count, machine.has_gpu, machine.cpu_bf16, distributed)
 
 
 def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, Domain]:
@@ -174,19 +138,22 @@ def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, D
 
 
 def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[Any]:
-    if kind is SiteKind.PARALLELISM:
-        return [*_parallelism(machine), AUTOTUNE]
-    if kind is SiteKind.PREFETCH:
-        return [*_PREFETCH_DEPTHS, AUTOTUNE]
+    # A site takes the domain of the knob its argument stands for.
     if kind is SiteKind.EDIT:  # a structure edit: as written (0) or made (1)
         return [0, 1]
-    factors = _SHUFFLE_FACTORS if kind is SiteKind.SHUFFLE else _BATCH_FACTORS
-    return _scaled(value, factors) if value is not None and value > 0 else []
+    if kind in (SiteKind.SHUFFLE, SiteKind.BATCH) and (value is None or value <= 0):
+        return []
+    like = _SITE_KNOBS[kind]
+    return KNOBS[like].domain(value, search_context(machine))
 
 
-def _parallelism(machine: Machine) -> list[int]:
-    cpus = machine.cpu_count
-    return _sorted_numbers([*_powers_of_two(1, max(_MIN_PARALLELISM_CAP, 4 * cpus)), cpus])
+#: The knob whose domain each kind of call site takes.
+_SITE_KNOBS = {
+    SiteKind.PARALLELISM: KNOBS.num_parallel_calls.name,
+    SiteKind.PREFETCH: KNOBS.prefetch.name,
+    SiteKind.SHUFFLE: KNOBS.shuffle_buffer.name,
+    SiteKind.BATCH: KNOBS.batch_size.name,
+}
 
 
 def build_space(
@@ -467,19 +434,6 @@ def _powers_of_two(low: int, high: int) -> list[int]:
 
 def _sorted_numbers(values: Iterable[int]) -> list[int]:
     return sorted(set(values))
-
-
-def _scaled(base: int, factors: Iterable[float]) -> list[int]:
-    return _sorted_numbers(max(1, round(base * factor)) for factor in factors)
-
-
-def _precisions(machine: Machine) -> list[Precision]:
-    precisions = [Precision.FLOAT32]
-    if machine.has_gpu or machine.cpu_bf16:
-        precisions.append(Precision.MIXED_BFLOAT16)
-    if machine.has_gpu:
-        precisions.append(Precision.MIXED_FLOAT16)
-    return precisions
 
 
 def _param(value: Any) -> Any:

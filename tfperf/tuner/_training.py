@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tfperf.hardware import Machine
-from tfperf.knobs import Choices, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
+from tfperf.knobs import KNOBS, Choices, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
 from tfperf.measure import InputCpu, PipelineModel, model_from_profile
 from tfperf.results import Limit, ProfileResult, TrainingRate, training_distance
 
@@ -54,6 +54,11 @@ SHUFFLE_TOLERANCE = 0.95
 #: Most settings the baseline trial probes (each costs a build and ~0.5 s of steps): the
 #: default space's 4 batch sizes x 2 precisions, less the baseline's own, fit.
 MAX_SETTINGS = 8
+
+# The training knobs a setting is made of, by their declarations.
+_BATCH = KNOBS.batch_size.name
+_PRECISION = KNOBS.mixed_precision.name
+_SHUFFLE = KNOBS.shuffle_buffer.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,15 +97,13 @@ def training_settings(baseline: Knobs, space: Mapping[str, Domain]) -> tuple[dic
     own = (baseline.batch_size, baseline.mixed_precision.value)
     batches = [own[0]]
     if not baseline.sites:
-        batches = list(_values(space.get("batch_size"), own[0]))
-    precisions = [
-        str(getattr(p, "value", p)) for p in _values(space.get("mixed_precision"), own[1])
-    ]
+        batches = list(_values(space.get(_BATCH), own[0]))
+    precisions = [str(getattr(p, "value", p)) for p in _values(space.get(_PRECISION), own[1])]
     larger = sorted((b for b in batches if b >= own[0]), reverse=True)
     smaller = sorted((b for b in batches if b < own[0]), reverse=True)
     settings = [(b, p) for b in larger + smaller for p in precisions]
     chosen = [s for s in settings if s != own][:MAX_SETTINGS]
-    return tuple({"batch_size": b, "mixed_precision": p} for b, p in chosen)
+    return tuple({_BATCH: b, _PRECISION: p} for b, p in chosen)
 
 
 def training_estimate(
@@ -141,10 +144,10 @@ def training_estimate(
     def proposal(candidate: tuple[TrainingRate | None, PipelineModel]) -> TrainingChoice | None:
         rate, model = candidate
         changes = rate.setting() if rate is not None else {}
-        domain = space.get("shuffle_buffer")
+        domain = space.get(_SHUFFLE)
         shuffle = _shuffle_choice(result, cores, rate, baseline, domain, input_cpu)
         if shuffle is not None:
-            changes["shuffle_buffer"], model = shuffle
+            changes[_SHUFFLE], model = shuffle
         changes = {n: v for n, v in changes.items() if _differs(baseline, n, v)}
         if not changes or gain((rate, model)) < BEYOND_NOISE:
             return None
@@ -261,8 +264,8 @@ def limit_for(
     Example:
         >>> limit_for({"batch_size": 32}, Knobs(batch_size=32), None, [])  # the baseline's
     """
-    batch = knobs.get("batch_size", baseline.batch_size)
-    precision = str(knobs.get("mixed_precision", baseline.mixed_precision.value))
+    batch = knobs.get(_BATCH, baseline.batch_size)
+    precision = str(knobs.get(_PRECISION, baseline.mixed_precision.value))
     if _training_sites_changed(knobs, baseline):
         return None
     if batch == baseline.batch_size and precision == baseline.mixed_precision.value:
