@@ -362,10 +362,11 @@ def test_a_second_ctrl_c_during_the_report_still_leaves_the_resume_command(capsy
     assert "interrupted again; the report was not written" in err
 
 
-def test_another_tuner_on_the_machine_is_warned_about(capsys):
-    other = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)", "/usr/bin/tfperf", "tune", "x.py"]
-    )
+def test_another_tuner_on_the_machine_is_warned_about(capsys, tmp_path):
+    # A tuner as `ps` shows one: the interpreter running a script named tfperf, then `tune`.
+    script = tmp_path / "tfperf"
+    script.write_text("import time; time.sleep(60)\n")
+    other = subprocess.Popen([sys.executable, str(script), "tune", "x.py"])
     try:
         from tfperf.cli.tune import warn_other_tuners
 

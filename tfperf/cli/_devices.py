@@ -2,22 +2,32 @@
 
 `add_device_arguments` adds them to a command's parser; `device_options` turns the parsed flags
 into the `DeviceLayout` a measuring child starts with and the `StrategyKind` it builds (None:
-the pipeline file's own `make_strategy()`, else no strategy).
+the pipeline file's own `make_strategy()`, else no strategy). `check_cpu_replicas` refuses a
+replica count the batch cannot feed and `note_gpu_flags` says when the GPU flags do nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli.base import positive_int
+from tfperf.errors import KnobError
 from tfperf.knobs import KNOBS
 
 if TYPE_CHECKING:
+    from tfperf.knobs import Knobs
     from tfperf.pipeline import PipelineFile
 
-__all__ = ["add_device_arguments", "device_options", "gpu_memory_fixes"]
+__all__ = [
+    "add_device_arguments",
+    "check_cpu_replicas",
+    "device_options",
+    "gpu_memory_fixes",
+    "note_gpu_flags",
+]
 
 
 def add_device_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,17 +80,23 @@ def add_gpu_memory_arguments(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def gpu_memory_fixes(args: argparse.Namespace) -> dict[str, Any]:
+def gpu_memory_fixes(args: argparse.Namespace, *, has_gpu: bool = True) -> dict[str, Any]:
     """The `gpu_memory_growth` knob pinned when the command line already decides GPU memory.
 
     Under `--gpu-memory-limit` growth does not apply, and `--gpu-memory-growth` sets it for
     every trial: searching the knob then would only repeat trials. `--fix` still wins.
+    `tfperf profile` applies the same pins to the knobs it measures, with `has_gpu` False on a
+    machine without a GPU, where neither flag applies: its printed configuration then says
+    what ran, not what was asked.
     """
     knob = KNOBS.gpu_memory_growth.name
-    if getattr(args, "gpu_memory_limit", None) is not None:
-        return {knob: None}
+    limit = getattr(args, "gpu_memory_limit", None)
     growth = getattr(args, "gpu_memory_growth", None)
-    return {} if growth is None else {knob: growth}
+    if limit is None and growth is None:
+        return {}
+    if limit is not None or not has_gpu:
+        return {knob: None}
+    return {knob: growth}
 
 
 def _on_off(text: str) -> bool:
@@ -110,3 +126,66 @@ def device_options(
         gpu_memory_growth=getattr(args, "gpu_memory_growth", None),
     )
     return layout, strategy
+
+
+def note_gpu_flags(args: argparse.Namespace, *, has_gpu: bool | None = None) -> None:
+    """Says once on stderr why `--gpu-memory-limit` or `--gpu-memory-growth` does nothing
+    when this machine has no GPU (None: look), instead of accepting the flag in silence."""
+    limit = getattr(args, "gpu_memory_limit", None)
+    growth = getattr(args, "gpu_memory_growth", None)
+    if (limit is None and growth is None) or _gpu_present(has_gpu):
+        return
+    if limit is not None:
+        flag = f"--gpu-memory-limit {limit}"
+    else:
+        flag = f"--gpu-memory-growth {'on' if growth else 'off'}"
+    print(
+        f"Note: {flag} has no effect here: this machine has no GPU that TensorFlow can use, "
+        "so every measurement runs on the CPU.",
+        file=sys.stderr,
+    )
+
+
+def _gpu_present(has_gpu: bool | None) -> bool:
+    if has_gpu is not None:
+        return has_gpu
+    from tfperf.hardware import detect_machine
+
+    return detect_machine().has_gpu
+
+
+def check_cpu_replicas(
+    args: argparse.Namespace, pipeline: PipelineFile, knobs: Knobs, cpu_count: int
+) -> None:
+    """Refuses `--cpu-replicas` above the global batch; notes a count above the CPUs.
+
+    A mirrored step (tfperf's, or the file's own `make_strategy()`) splits each global batch
+    over the replicas: with fewer examples than replicas some get none, and TensorFlow's step
+    then waits for them forever. Only a file whose `make_dataset` reads the knobs has a batch
+    tfperf knows before measuring.
+
+    Raises:
+        KnobError: `batch_size` is below the replica count (exit status 2).
+    """
+    from tfperf.pipeline import PipelineKind
+
+    replicas: int | None = getattr(args, "cpu_replicas", None)
+    if replicas is None or replicas < 2:
+        return
+    strategy = device_options(args, pipeline)[1]
+    split = strategy is StrategyKind.MIRRORED or (strategy is None and pipeline.owns_strategy)
+    batch = knobs.batch_size
+    if split and pipeline.kind is PipelineKind.KNOBS and batch < replicas:
+        raise KnobError(
+            f"--cpu-replicas {replicas} splits each global batch of batch_size={batch} over "
+            f"{replicas} replicas, so some replicas get no examples and the step waits for "
+            f"them forever. Give --cpu-replicas {batch} or fewer, or --set "
+            f"batch_size={replicas} or more."
+        )
+    if replicas > cpu_count:
+        print(
+            f"Note: --cpu-replicas {replicas} is more than this machine's {cpu_count} CPUs: "
+            "the replicas take turns on the same cores, so each step is slower and the "
+            "figures show the input's scaling, not more compute.",
+            file=sys.stderr,
+        )

@@ -14,7 +14,7 @@ import dataclasses
 import sys
 
 from tfperf.knobs import Choices
-from tfperf.pipeline import PipelineFile
+from tfperf.pipeline import PipelineFile, PipelineKind
 
 __all__ = ["reorder_when_asked"]
 
@@ -23,11 +23,22 @@ def reorder_when_asked(pipeline: PipelineFile, *, asked: bool) -> PipelineFile:
     """`pipeline` with each map-after-batch edit searched (0 or 1) when `asked`; else as it
     is (the edit stays as written), said on stderr."""
     if pipeline.discovery is None:
+        if asked and pipeline.kind is PipelineKind.KNOBS:
+            _note(
+                f"--reorder has no effect on {pipeline.path.name}: its make_dataset(knobs) "
+                "builds the pipeline in its own order, and tfperf moves maps only in a plain "
+                "file or a script. Move the map after batch in make_dataset to try it."
+            )
         return pipeline
     from tfperf.sites import reorder_sites
 
     names = reorder_sites(pipeline.discovery)
     if not names:
+        if asked:
+            _note(
+                f"--reorder has no effect on {pipeline.path.name}: tfperf found no map in it "
+                "that it can move after its batch."
+            )
         return pipeline
     if not asked:
         print(
@@ -39,3 +50,7 @@ def reorder_when_asked(pipeline: PipelineFile, *, asked: bool) -> PipelineFile:
     space = dict(pipeline.search_space)
     space.update({name: Choices((0, 1)) for name in names if name not in space})
     return dataclasses.replace(pipeline, search_space=space)
+
+
+def _note(text: str) -> None:
+    print(f"Note: {text}", file=sys.stderr)

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from tfperf._tf import DeviceLayout, StrategyKind
+from tfperf.cli._stall import stall_limit
 from tfperf.results import (
     BatchScaling,
     ProfileResult,
@@ -88,7 +89,8 @@ class ScalingPlan:
         counts: 1, 2, 4, ... up to the limit.
         device: GPUs when the machine has any, else logical CPU devices.
         gpus: the visible GPUs as `CUDA_VISIBLE_DEVICES` names them; empty on CPU.
-        capped_from: the count asked for when the machine has fewer GPUs; else None.
+        capped_from: the count asked for when the machine has fewer GPUs (or, on CPU, fewer
+            cores); else None.
     """
 
     counts: tuple[int, ...]
@@ -109,8 +111,12 @@ def scaling_plan(requested: int, machine: Machine, visible: str | None = None) -
         limit = len(gpus) if requested == AUTO else min(requested, len(gpus))
         capped = requested if requested > len(gpus) else None
         return ScalingPlan(replica_counts(limit), ReplicaDevice.GPU, gpus, capped)
-    limit = machine.cpu_count if requested == AUTO else requested
-    return ScalingPlan(replica_counts(limit), ReplicaDevice.CPU)
+    # Logical CPU replicas beyond the cores only take turns on them, each count in a process
+    # of its own: the curve gains nothing past the CPU count and the run grows by a doubling.
+    cpus = machine.cpu_count
+    limit = cpus if requested == AUTO else min(requested, cpus)
+    capped = requested if requested > cpus else None
+    return ScalingPlan(replica_counts(limit), ReplicaDevice.CPU, capped_from=capped)
 
 
 def _visible_gpus(count: int, visible: str | None) -> tuple[str, ...]:
@@ -221,7 +227,8 @@ def _measure_count(
         strategy=strategy,
     )
     with _gpus_visible(plan.gpus[:count] if plan.device is ReplicaDevice.GPU else None):
-        outcome = run_trial(request, Budgets(timeout_s=args.timeout), on_progress=progress)
+        budgets = Budgets(timeout_s=args.timeout, stall_s=stall_limit(args))
+        outcome = run_trial(request, budgets, on_progress=progress)
     if outcome.status is TrialStatus.COMPLETE and outcome.result is not None:
         return outcome.result
     return ScalingFailure(count, f"{outcome.status.value}: {outcome.reason}")
@@ -263,9 +270,15 @@ def _plan_message(plan: ScalingPlan) -> str:
             else ""
         )
         return f"Scaling: {counts} replicas, one per GPU{capped}, each in a fresh process."
+    capped = (
+        f" (--scaling {plan.capped_from} asked for more replicas than this machine's CPUs, "
+        "which they would only take turns on)"
+        if plan.capped_from is not None
+        else ""
+    )
     return (
-        f"Scaling: {counts} replicas on logical CPU devices, each in a fresh process (they "
-        "share the CPU cores: the curve shows the input's scaling, not a GPU speed-up)."
+        f"Scaling: {counts} replicas on logical CPU devices{capped}, each in a fresh process "
+        "(they share the CPU cores: the curve shows the input's scaling, not a GPU speed-up)."
     )
 
 

@@ -1,9 +1,11 @@
 """What `tfperf tune` shows while it runs: a bar over trials, then over the re-measurement.
 
 A `TuneListener` (`tfperf.tuner`): the tuner says what happens, this renders it on stderr; a
-quiet run disables the bar and keeps the one-line notes. Before the re-measurement it checks
-that some trial completed (`check_something_completed`): with none there is nothing to
-re-measure, and the error lists each trial's reason.
+quiet run disables the bar and keeps the one-line notes. Each phase of the end (re-measuring
+the finalists, confirming the choice) is announced with its number of runs, and where stderr is
+not a terminal (a log file, CI) and a bar draws nothing, each finished run is a line. Before the
+re-measurement it checks that some trial completed (`check_something_completed`): with none
+there is nothing to re-measure, and the error lists each trial's reason.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class TuneProgress(TuneListener):
         self.enabled = enabled
         self._bar: Any = None
         self._study: optuna.Study | None = None
+        self._done = 0  # runs finished in the current re-measurement phase, of `_total`
+        self._total = 0
 
     def __enter__(self) -> TuneProgress:
         return self
@@ -173,7 +177,10 @@ class TuneProgress(TuneListener):
         best: float | None,
         baseline: float | None,
     ) -> None:
-        if self._bar is None:
+        if not self._drawn():
+            if self.enabled:
+                figure = _figure(outcome) if outcome is not None else "repeats an earlier trial"
+                self._say(f"  trial {number}: {figure}")
             return
         postfix = {}
         if best is not None:
@@ -193,14 +200,52 @@ class TuneProgress(TuneListener):
         """
         if self._study is not None:
             check_something_completed(self._study)
-        self._new_bar(len(finalists) * rounds, "re-measuring finalists")
+        total = len(finalists) * rounds
+        self._phase(
+            f"Re-measuring {len(finalists)} finalists, {rounds} round{'s' * (rounds != 1)} "
+            f"interleaved ({_runs(total)}), to choose on fresh figures...",
+            total,
+            "re-measuring finalists",
+        )
 
     def confirm_started(self, labels: list[str], rounds: int) -> None:
         """Starts the confirmation's bar: the chosen configuration (and what it is weighed
         against) measured once more."""
         named = labels[0] if len(labels) < 2 else f"{', '.join(labels[:-1])} and {labels[-1]}"
-        self._new_bar(len(labels) * rounds, f"confirming {named}")
+        total = len(labels) * rounds
+        self._phase(
+            f"Confirming {named} on windows that played no part in choosing ({_runs(total)})...",
+            total,
+            f"confirming {named}",
+        )
 
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
-        if self._bar is not None:
+        self._done += 1
+        if self._drawn():
             self._bar.update(1)
+        elif self.enabled:
+            self._say(f"  {self._done}/{self._total} {finalist.label}: {_figure(outcome)}")
+
+    def _phase(self, line: str, total: int, desc: str) -> None:
+        """Announces a re-measurement phase of `total` runs and starts its bar."""
+        self.close()
+        self._say(line)
+        self._done, self._total = 0, total
+        self._new_bar(total, desc)
+
+    def _drawn(self) -> bool:
+        """Whether a bar is on screen (tqdm draws nothing where stderr is not a terminal)."""
+        return self._bar is not None and not self._bar.disable
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'s' * (count != 1)}"
+
+
+def _figure(outcome: TrialOutcome) -> str:
+    """One finished run, for a line of the log."""
+    from tfperf.results import TrialStatus
+
+    if outcome.status is TrialStatus.COMPLETE and outcome.result is not None:
+        return f"{outcome.result.end_to_end.examples_per_sec:,.0f} examples/s"
+    return f"{outcome.status.value}: {outcome.reason}"

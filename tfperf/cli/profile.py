@@ -20,9 +20,16 @@ from tfperf.cli._common_args import (
     add_output_arguments,
     add_pipeline_argument,
 )
-from tfperf.cli._devices import add_device_arguments, device_options
+from tfperf.cli._devices import (
+    add_device_arguments,
+    check_cpu_replicas,
+    device_options,
+    gpu_memory_fixes,
+    note_gpu_flags,
+)
 from tfperf.cli._outputs import Outputs, check_outputs, profile_stem, user_sources
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
+from tfperf.cli._stall import add_stall_argument, stall_limit, stall_message
 from tfperf.cli.base import (
     Command,
     knob_assignment,
@@ -92,6 +99,7 @@ class ProfileCommand(Command):
             "(default: no limit). The measurement runs in a child process, so Ctrl-C or the "
             "timeout ends it at once whatever the pipeline is doing",
         )
+        add_stall_argument(parser)
         add_device_arguments(parser)
         add_scaling_argument(parser)
 
@@ -113,6 +121,7 @@ class ProfileCommand(Command):
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         check_separate(outputs, user_sources(pipeline))
         knobs = pipeline.baseline.replace(**dict(args.overrides))
+        knobs = _check_devices(args, pipeline, knobs)
         _status(f"Profiling {args.pipeline} ({_window_words(args)} per phase)...", args)
         found: list[Discovery] = []
         with ProgressDisplay(enabled=not args.quiet) as progress:
@@ -120,8 +129,8 @@ class ProfileCommand(Command):
                 result = _profile_here(pipeline, knobs, args, progress, found)
             else:
                 result = profile_in_child(args, knobs, progress, found, pipeline)
-            result = with_scaling(result, args, pipeline, knobs, progress)
-        saved_json, saved_html, failed = _save(result, json_path, html_path)
+        saved = _save(result, json_path, html_path)  # first: a Ctrl-C in --scaling keeps it
+        result, (saved_json, saved_html, failed) = _scaled(result, saved, args, pipeline, knobs)
         print(render_summary(result))
         if found:
             print("\n" + "\n".join(describe_discovery(found[0])))
@@ -145,6 +154,17 @@ def _check_outputs(args: argparse.Namespace) -> Outputs:
     ]
     check_outputs(outputs, [("the pipeline file", Path(args.pipeline))])
     return outputs
+
+
+def _check_devices(args: argparse.Namespace, pipeline: PipelineFile, knobs: Knobs) -> Knobs:
+    """`knobs` as the device flags set them, after refusing replicas the batch cannot feed and
+    saying which flags this machine ignores."""
+    from tfperf.hardware import detect_machine
+
+    machine = detect_machine()
+    note_gpu_flags(args, has_gpu=machine.has_gpu)
+    check_cpu_replicas(args, pipeline, knobs, machine.cpu_count)
+    return knobs.replace(**gpu_memory_fixes(args, has_gpu=machine.has_gpu))
 
 
 def _profile_here(
@@ -182,9 +202,10 @@ def profile_in_child(
 
     Raises:
         PipelineFileError: the child found the file or the knobs broken.
-        PipelineRuntimeError: the pipeline failed, crashed or ran past `--timeout`.
+        PipelineRuntimeError: the pipeline failed, crashed, ran past `--timeout` or made no
+            progress for `--stall-timeout`.
     """
-    from tfperf.trials import Budgets, TrialRequest, run_trial
+    from tfperf.trials import Budgets, TrialRequest, run_trial, stall_reason
 
     last: list[Progress] = []
 
@@ -205,9 +226,10 @@ def profile_in_child(
         layout=layout,
         strategy=strategy,
     )
+    stall_s = stall_limit(args)
     outcome = run_trial(
         request,
-        Budgets(timeout_s=args.timeout),
+        Budgets(timeout_s=args.timeout, stall_s=stall_s),
         on_progress=on_progress,
         on_discovery=found.append,
     )
@@ -215,6 +237,12 @@ def profile_in_child(
         return outcome.result
     if outcome.status is TrialStatus.FATAL:
         raise PipelineFileError(outcome.reason)
+    if (
+        outcome.status is TrialStatus.TIMEOUT
+        and stall_s
+        and outcome.reason == stall_reason(stall_s)
+    ):
+        raise PipelineRuntimeError(stall_message(args.pipeline, stall_s, last[0] if last else None))
     if outcome.status is TrialStatus.TIMEOUT:
         raise PipelineRuntimeError(_timeout_message(args, last[0] if last else None))
     if outcome.status is TrialStatus.FAILED:
@@ -237,6 +265,40 @@ def _timeout_message(args: argparse.Namespace, last: Progress | None) -> str:
         f"{name}: stopped after {args.timeout:g} s (--timeout): {where}. Run the file's "
         "make_dataset() alone to see where it blocks, or raise --timeout."
     )
+
+
+def _scaled(
+    result: ProfileResult,
+    saved: tuple[Path, Path, bool],
+    args: argparse.Namespace,
+    pipeline: PipelineFile,
+    knobs: Knobs,
+) -> tuple[ProfileResult, tuple[Path, Path, bool]]:
+    """`result` with the `--scaling` curve, saved again over the files the profile was saved
+    to before the scaling runs started; without the flag, both as they are.
+
+    A Ctrl-C (or SIGTERM) during the scaling runs prints the profile already measured and
+    names its files, then ends the run as interrupted.
+    """
+    from tfperf.report import render_summary
+
+    if args.scaling is None:
+        return result, saved
+    saved_json, saved_html, failed = saved
+    _status(
+        f"Profile saved to {saved_json} and {saved_html}; the scaling runs now and is added "
+        "to both when it ends.",
+        args,
+    )
+    try:
+        with ProgressDisplay(enabled=not args.quiet) as progress:
+            scaled = with_scaling(result, args, pipeline, knobs, progress)
+    except KeyboardInterrupt:
+        print(render_summary(result))
+        print(f"\nResult JSON: {saved_json}\nHTML report: {saved_html}\n(without the scaling)")
+        raise
+    again_json, again_html, failed_again = _save(scaled, saved_json, saved_html)
+    return scaled, (again_json, again_html, failed or failed_again)
 
 
 def _save(result: ProfileResult, json_path: Path, html_path: Path) -> tuple[Path, Path, bool]:

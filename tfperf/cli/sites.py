@@ -73,6 +73,16 @@ def attach_handover(tuner: Tuner, result: TuneResult, *, verify: bool) -> None:
     patched files against the original, side by side) when `verify`."""
     from tfperf.tuner import hand_over
 
+    if (
+        verify
+        and tuner.pipeline.discovery is not None
+        and not keeps_baseline(result.best, result.speedup_vs_baseline)
+    ):
+        runs = 2 * tuner.options.rounds
+        print(
+            f"Verifying the patch: your code and the patched copy, {runs} runs side by side...",
+            file=sys.stderr,
+        )
     result.handover = hand_over(tuner, result, verify=verify)
 
 

@@ -16,7 +16,13 @@ from tfperf.cli._common_args import (
     add_output_arguments,
     add_pipeline_argument,
 )
-from tfperf.cli._devices import add_device_arguments, device_options, gpu_memory_fixes
+from tfperf.cli._devices import (
+    add_device_arguments,
+    check_cpu_replicas,
+    device_options,
+    gpu_memory_fixes,
+    note_gpu_flags,
+)
 from tfperf.cli._outputs import check_outputs, user_sources
 from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
 from tfperf.cli.base import (
@@ -228,6 +234,8 @@ class TuneCommand(Command):
         pipeline = find_sites(pipeline, quiet=args.quiet)
         check_separate(outputs.named(args), user_sources(pipeline))
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
+        note_gpu_flags(args)
+        _check_baseline_replicas(args, pipeline)
         options = self._options(args, pipeline)
         with TuneProgress(options.trials, enabled=not args.quiet) as listener:
             tuner = Tuner(pipeline, options, listener)
@@ -395,6 +403,16 @@ def write_study_report(tuner: Tuner, path: Path | None, result: TuneResult | Non
     return write_html(html, path or default_study_path(tuner.study_name))
 
 
+def _check_baseline_replicas(args: argparse.Namespace, pipeline: PipelineFile) -> None:
+    """Refuses `--cpu-replicas` above the baseline's global batch before the first trial,
+    which would otherwise wait forever on a replica with no examples."""
+    from tfperf.hardware import detect_machine
+
+    batch = dict(args.fixes).get("batch_size", pipeline.baseline.batch_size)
+    knobs = pipeline.baseline.replace(batch_size=batch)
+    check_cpu_replicas(args, pipeline, knobs, detect_machine().cpu_count)
+
+
 def warn_other_tuners() -> list[int]:
     """Warns on stderr when other tuners run on this machine; returns their process ids.
 
@@ -424,14 +442,45 @@ def warn_other_tuners() -> list[int]:
 
 
 def _is_tuner(argv: Sequence[str]) -> bool:
-    """Whether a command line is `tfperf [--debug] tune ...` or a trial of another tuner."""
-    if any(part == "tfperf.trials._worker" for part in argv):
+    """Whether a command line is `tfperf [--debug] tune ...` or a trial of another tuner.
+
+    Judged by the command a process runs itself (the program, or the script or module its
+    Python runs), never by words further on: `/usr/bin/time tfperf tune`, `timeout 600 tfperf
+    tune` and `bash -c "tfperf tune ..."` are wrappers whose arguments name a tuner, and the
+    tuner they start is listed on its own.
+    """
+    command, rest = _own_command(argv)
+    if command == "tfperf.trials._worker":
         return True
-    for index, part in enumerate(argv):
-        if os.path.basename(part) in ("tfperf", "tfperf.cli.main"):
-            rest = [item for item in argv[index + 1 :] if item != "--debug"]
-            return bool(rest) and rest[0] == "tune"
+    if command in ("tfperf", "tfperf.cli.main"):
+        rest = [item for item in rest if item != "--debug"]
+        return bool(rest) and rest[0] == "tune"
     return False
+
+
+#: Python's options that take the next argument as their value.
+_PYTHON_VALUE_OPTIONS = frozenset(("-W", "-X", "--check-hash-based-pycs"))
+
+
+def _own_command(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """The program a command line runs (a Python's script or `-m` module in its place) and
+    the arguments it gets: `python -m tfperf tune x.py` -> ("tfperf", ["tune", "x.py"])."""
+    if not argv:
+        return "", []
+    program = os.path.basename(argv[0])
+    if not program.startswith("python"):
+        return program, list(argv[1:])
+    index = 1
+    while index < len(argv) and argv[index].startswith("-") and argv[index] != "-":
+        option = argv[index]
+        if option == "-m" and index + 1 < len(argv):
+            return argv[index + 1], list(argv[index + 2 :])
+        if option == "-c":
+            return "", []
+        index += 2 if option in _PYTHON_VALUE_OPTIONS else 1
+    if index >= len(argv):
+        return "", []
+    return os.path.basename(argv[index]), list(argv[index + 1 :])
 
 
 def resume_command(tuner: Any) -> str:

@@ -8,6 +8,7 @@ the page read only that. It needs Optuna and the storage's driver, never TensorF
 from __future__ import annotations
 
 import dataclasses
+import logging
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -37,6 +38,8 @@ from tfperf.study import (
 
 if TYPE_CHECKING:
     import optuna
+
+logger = logging.getLogger(__name__)
 
 #: Host fields that describe hardware and software, as opposed to which process ran a trial.
 HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
@@ -288,10 +291,12 @@ def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
     complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if len(complete) < 4:
         return {}, f"needs at least 4 completed trials; the study has {len(complete)}"
-    with warnings.catch_warnings():
-        # PED-ANOVA explains what makes the target low, and Optuna says so in a warning;
-        # tfperf maximises examples/s, so the target is negated.
-        warnings.filterwarnings("ignore", message="PedAnovaImportanceEvaluator computes")
+    # PED-ANOVA's warnings are captured and logged, not printed: they would land between the
+    # tuner's progress and its answer. One says it explains what makes the target low (tfperf
+    # maximises examples/s, so the target is negated); the others say a study is too small to
+    # tell the knobs apart, which the report's chart already says from the figures.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
             found = optuna.importance.get_param_importances(
                 study,
@@ -300,6 +305,8 @@ def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
             )
         except (RuntimeError, ValueError) as error:
             return {}, f"not computable for this study: {error}"
+    for warning in caught:
+        logger.debug("PED-ANOVA: %s", warning.message)
     return {name: float(value) for name, value in found.items()}, None
 
 

@@ -10,6 +10,7 @@ from tfperf.trials._runner import (
     TrialRequest,
     gpu_budget_problem,
     run_trial,
+    stall_reason,
 )
 
 __all__ = [
@@ -17,5 +18,6 @@ __all__ = [
     "TrialRequest",
     "gpu_budget_problem",
     "run_trial",
+    "stall_reason",
     "with_sites",
 ]

@@ -65,6 +65,7 @@ __all__ = [
     "TrialRequest",
     "gpu_budget_problem",
     "run_trial",
+    "stall_reason",
 ]
 
 logger = logging.getLogger(__name__)
@@ -117,11 +118,14 @@ class Budgets:
     `gpu_memory_bytes`: GPU memory NVML attributes to the child's tree, the sum over GPUs of
     each GPU's peak (bytes); enforced only where `gpu_budget_problem()` returns None.
     `timeout_s`: wall-clock seconds from the child's start, TensorFlow's import included.
+    `stall_s`: wall-clock seconds without any message from the child (a progress report, a
+    discovery), counted from its start: a guard against no progress at all, not a time limit.
     """
 
     ram_bytes: int | None = None
     gpu_memory_bytes: int | None = None
     timeout_s: float | None = None
+    stall_s: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,6 +296,11 @@ def timeout_reason(timeout_s: float) -> str:
     return f"still running after {timeout_s:g} s ({TIMEOUT_OPTION})"
 
 
+def stall_reason(stall_s: float) -> str:
+    """The reason of a trial stopped by `Budgets.stall_s`."""
+    return f"no progress for {stall_s:g} s"
+
+
 def pruned_reason(progress: Progress) -> str:
     phase = progress.phase.value.replace("_", "-")
     if progress.warming_up or progress.examples_per_sec is None:
@@ -336,6 +345,7 @@ class _Watch:
         self.budgets = budgets
         self.on_progress = on_progress
         self.started = started
+        self.last_message = started
         self.peak_rss = 0
         self.peak_gpu: int | None = None
         self.error: dict[str, Any] | None = None
@@ -370,6 +380,7 @@ class _Watch:
                 message = self._messages.get_nowait()
             except queue.Empty:
                 return None
+            self.last_message = time.monotonic()
             if message["type"] == "error":
                 self.error = message
             elif message["type"] == "discovery" and self.on_discovery is not None:
@@ -395,6 +406,8 @@ class _Watch:
         budgets = self.budgets
         if budgets.timeout_s is not None and elapsed > budgets.timeout_s:
             return _Stop(TrialStatus.TIMEOUT, timeout_reason(budgets.timeout_s))
+        if budgets.stall_s is not None and time.monotonic() - self.last_message > budgets.stall_s:
+            return _Stop(TrialStatus.TIMEOUT, stall_reason(budgets.stall_s))
         rss = self._tree.rss_bytes()
         if rss is not None:
             self.peak_rss = max(self.peak_rss, rss)
