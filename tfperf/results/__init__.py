@@ -59,6 +59,11 @@ from tfperf.results._profile import (
     Verdict,
     Warmup,
 )
+from tfperf.results._references import (
+    Reference,
+    folded_estimates,
+    is_proposal,
+)
 from tfperf.results._scaling import (
     BatchScaling,
     ReplicaDevice,
@@ -121,6 +126,7 @@ __all__ = [
     "Phase",
     "PhaseResult",
     "ProfileResult",
+    "Reference",
     "ReplicaDevice",
     "RestartCost",
     "ScalingCurve",
@@ -144,8 +150,10 @@ __all__ = [
     "Verdict",
     "Warmup",
     "describe_discovery",
+    "folded_estimates",
     "gpu_memory_advice",
     "input_only_choice",
+    "is_proposal",
     "keeps_baseline",
     "recommend",
     "relative_spread",

@@ -56,12 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DONE",
-    "ESTIMATE_REF",
-    "ESTIMATE_REFS",
     "GUIDE_ATTR",
-    "POOL_ESTIMATE_REF",
-    "RUNNER_UP_REF",
-    "TRAINING_ESTIMATE_REF",
     "Claim",
     "Done",
     "Ledger",
@@ -73,20 +68,6 @@ __all__ = [
 ]
 
 
-#: The third reference: the configuration the pipeline model predicts best, queued once the
-#: baseline's stage analysis is known (after the baseline and everything-AUTOTUNE).
-ESTIMATE_REF = "estimate"
-#: The fourth reference, when the model predicts a training setting (batch size, precision,
-#: shuffle buffer) lifts the limit beyond the noise: the estimate under that setting.
-TRAINING_ESTIMATE_REF = "estimate-training"
-#: The fifth reference: the last estimate with its computing stages on the cores its input
-#: spends (`tfperf.tuner._guide.pool_estimate`), queued with the second.
-POOL_ESTIMATE_REF = "estimate-pool"
-#: The sixth reference: the fifth's shape under the next larger batch, when predicted within
-#: the model's error of the second's (`tfperf.tuner._training._runner_up`).
-RUNNER_UP_REF = "estimate-runner-up"
-#: The references the pipeline model proposed, in the order they are queued.
-ESTIMATE_REFS = (ESTIMATE_REF, TRAINING_ESTIMATE_REF, POOL_ESTIMATE_REF, RUNNER_UP_REF)
 #: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
 GUIDE_ATTR = "tfperf_guide"
 
@@ -290,7 +271,7 @@ class Ledger:
         return True
 
     def store_guide(self, guide: Mapping[str, Any]) -> None:
-        """Replaces the stored guide (the model restated after the estimate ran)."""
+        """Replaces the stored guide (the model refit after the estimate ran)."""
         self.study.set_user_attr(GUIDE_ATTR, dict(guide))
 
     def guide(self) -> dict[str, Any] | None:

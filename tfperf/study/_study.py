@@ -27,6 +27,7 @@ from tfperf.results import (
     Measurement,
     Objective,
     ProfileResult,
+    Reference,
     TrialOutcome,
     TrialStatus,
     validated,
@@ -50,7 +51,8 @@ REMEASURED_BY_ATTR = "tfperf_remeasured_by"
 #: and `root`, the folder they are relative to, so a report can write the patch.
 DISCOVERY_ATTR = "tfperf_discovery"
 
-BASELINE, AUTOTUNE_REF = "baseline", "autotune"
+#: The labels of the two references every study measures (`tfperf.results.Reference`).
+BASELINE, AUTOTUNE_REF = Reference.BASELINE.value, Reference.AUTOTUNE.value
 
 
 class StudyMismatchError(TfperfError):

@@ -2,7 +2,7 @@
 
 Every study starts with two references, the file's `BASELINE` and everything on AUTOTUNE, so the
 answer is always measured against both; the baseline's stage analysis then feeds the pipeline
-model, whose estimate is the third reference and whose thread counts set the ranges TPE searches
+model, whose proposals join the references and whose thread counts set the ranges TPE searches
 (`tfperf.tuner._references`). Each trial runs in its own child process
 (`tfperf.trials._runner`) under the RAM, GPU-memory and time budgets. Trials that exceed a budget
 are recorded as infeasible through Optuna's constraints, so the sampler learns where the limits are.
@@ -31,6 +31,7 @@ from tfperf.results import (
     Measurement,
     Objective,
     Phase,
+    Reference,
     TrialOutcome,
     TuneResult,
     input_only_choice,
@@ -38,7 +39,6 @@ from tfperf.results import (
 from tfperf.study import (
     BASELINE,
     DISCOVERY_ATTR,
-    ESTIMATE_REF,
     Claim,
     Done,
     Ledger,
@@ -276,7 +276,7 @@ class Tuner:
         """Runs a claimed trial; None when it ran nothing (a twin ran its knobs, or lost)."""
         import optuna
 
-        # Another tuner or an earlier run may have made the guide, or restated it (`refit`).
+        # Another tuner or an earlier run may have made the guide, or refit it (`refit`).
         self.references.load(self.ledger)
         self.ledger.study.sampler = self._sampler(claim.number)
         try:
@@ -329,7 +329,7 @@ class Tuner:
         self.ledger.finish(claim, outcome)
         if label == BASELINE and outcome.result is not None:
             self.references.from_baseline(self.ledger, outcome.result)
-        elif label == ESTIMATE_REF:
+        elif label == Reference.ESTIMATE:
             self.references.refit(self.ledger)
         self._ran += 1
         self.listener.trial_finished(claim.number, outcome, *self._standing())
