@@ -50,13 +50,13 @@ from tfperf.study._study import (
     stored_remeasurement,
     write_attrs,
 )
+from tfperf.study._study_record import StudyRecord, read_study, write_study
 
 if TYPE_CHECKING:
     import optuna
 
 __all__ = [
     "DONE",
-    "GUIDE_ATTR",
     "Claim",
     "Done",
     "Ledger",
@@ -66,10 +66,6 @@ __all__ = [
     "open_study",
     "quiet_optuna",
 ]
-
-
-#: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
-GUIDE_ATTR = "tfperf_guide"
 
 
 class Wait(str, Enum):
@@ -265,19 +261,19 @@ class Ledger:
         """
         if any(TrialRecord.from_trial(t).reference == label for t in self.trials()):
             return False
-        self.study.set_user_attr(GUIDE_ATTR, dict(guide))
+        write_study(self.study, StudyRecord(guide=guide))
         record = TrialRecord(knobs=knobs, reference=label)
         self.study.enqueue_trial({}, user_attrs=record.to_user_attrs())
         return True
 
     def store_guide(self, guide: Mapping[str, Any]) -> None:
         """Replaces the stored guide (the model refit after the estimate ran)."""
-        self.study.set_user_attr(GUIDE_ATTR, dict(guide))
+        write_study(self.study, StudyRecord(guide=guide))
 
     def guide(self) -> dict[str, Any] | None:
         """The guide stored with the estimate, or None before the baseline was analysed."""
-        stored = self.study.user_attrs.get(GUIDE_ATTR)
-        return dict(stored) if isinstance(stored, Mapping) else None
+        stored = read_study(self.study).guide
+        return dict(stored) if stored is not None else None
 
     def reject(self, claim: Claim, knobs: Knobs, reason: str) -> None:
         """Ends a claimed trial unrun: its knobs are a configuration tf.data refuses.

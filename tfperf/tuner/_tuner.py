@@ -38,11 +38,11 @@ from tfperf.results import (
 )
 from tfperf.study import (
     BASELINE,
-    DISCOVERY_ATTR,
     Claim,
     Done,
     Ledger,
     Lock,
+    StudyRecord,
     TrialRecord,
     Waiting,
     await_references,
@@ -56,6 +56,7 @@ from tfperf.study import (
     open_study,
     quiet_optuna,
     worker_record,
+    write_study,
 )
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._guide import input_only_fixes
@@ -185,7 +186,7 @@ class Tuner:
         claim_study(study, self.pipeline.path.name, options.objective, shown)
         if self.pipeline.discovery is not None:
             root = str(self.pipeline.path.parent.resolve())
-            study.set_user_attr(DISCOVERY_ATTR, {"root": root, **self.pipeline.discovery.to_dict()})
+            write_study(study, StudyRecord(discovery=self.pipeline.discovery, code_root=root))
         enqueue_references(
             study,
             {
