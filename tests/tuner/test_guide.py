@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import optuna
 import pytest
@@ -445,3 +446,22 @@ def test_the_pooled_estimate_follows_the_estimate_and_reaches_the_json(write_pip
     again = Tuner(pipeline, options, runner=ParseRunner(), machine=MACHINE)
     again.open_study()
     assert set(again.references.knobs) == {"baseline", "autotune", "estimate", "estimate-pool"}
+
+
+def test_a_guide_stored_with_four_estimate_fields_reads_as_the_guide_made_now():
+    """A study's guide stored by the release that kept each estimate in a field of its own
+    (here the estimate and the pooled one, from this same profile) reads as the list, and
+    equals the guide the proposers make from that profile now."""
+    stored = json.loads(
+        (Path(__file__).parent.parent / "stored" / "guide-four-estimate-fields.json").read_text()
+    )
+    assert "estimates" not in stored and stored["pool_estimate"] is not None
+
+    old = Guide.from_dict(stored)
+
+    assert [e.kind for e in old.estimates] == [Reference.ESTIMATE, Reference.POOL]
+    assert old.estimate.knobs == stored["estimate"]["knobs"]
+    assert old.estimate_of(Reference.POOL).knobs == stored["pool_estimate"]["knobs"]
+    baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
+    now = make_guide(with_parse(fake_result(baseline, 0.01)), MACHINE, baseline, _FREE, _GUIDABLE)
+    assert now == old
