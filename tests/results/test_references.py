@@ -14,7 +14,6 @@ from tfperf.results import (
     Reference,
     TuneResult,
     folded_estimates,
-    is_proposal,
     validated,
 )
 from tfperf.results._references import REFERENCE_WORDS, reference_name
@@ -35,12 +34,8 @@ def test_a_kind_is_its_stored_label():
     assert Reference("estimate-pool") is Reference.POOL
     assert Reference.TRAINING == "estimate-training"
     assert {Reference.BASELINE.value: 1}[Reference.BASELINE] == 1
-    assert [is_proposal(label) for label in ("baseline", "autotune", "estimate", "trial 4")] == [
-        False,
-        False,
-        True,
-        False,
-    ]
+    labels = ("baseline", "autotune", "estimate", "trial 4")
+    assert [Reference.is_proposal(label) for label in labels] == [False, False, True, False]
 
 
 def test_the_recommendation_names_a_reference_by_its_words():

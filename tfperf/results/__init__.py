@@ -62,7 +62,6 @@ from tfperf.results._profile import (
 from tfperf.results._references import (
     Reference,
     folded_estimates,
-    is_proposal,
 )
 from tfperf.results._scaling import (
     BatchScaling,
@@ -153,7 +152,6 @@ __all__ = [
     "folded_estimates",
     "gpu_memory_advice",
     "input_only_choice",
-    "is_proposal",
     "keeps_baseline",
     "recommend",
     "relative_spread",

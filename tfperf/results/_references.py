@@ -22,7 +22,6 @@ __all__ = [
     "Reference",
     "ReferenceWords",
     "folded_estimates",
-    "is_proposal",
     "reference_name",
 ]
 
@@ -45,6 +44,19 @@ class Reference(str, Enum):
     @property
     def words(self) -> ReferenceWords:
         return REFERENCE_WORDS[self]
+
+    @staticmethod
+    def is_proposal(label: str | None) -> bool:
+        """Whether `label` names a configuration the pipeline model proposed.
+
+        Example:
+            >>> [Reference.is_proposal(x) for x in ("estimate-pool", "autotune", "trial 3")]
+            [True, False, False]
+        """
+        try:
+            return Reference(label).proposed
+        except ValueError:
+            return False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,19 +135,6 @@ def reference_name(label: str) -> str | None:
         return Reference(label).words.name
     except ValueError:
         return None
-
-
-def is_proposal(label: str | None) -> bool:
-    """Whether `label` names a configuration the pipeline model proposed.
-
-    Example:
-        >>> is_proposal("estimate-pool"), is_proposal("autotune"), is_proposal("trial 3")
-        (True, False, False)
-    """
-    try:
-        return Reference(label).proposed
-    except ValueError:
-        return False
 
 
 #: Where records written before `Estimate.kind` kept each proposal: one field per kind.

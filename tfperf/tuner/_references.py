@@ -32,7 +32,6 @@ from tfperf.results import (
     Measurement,
     ProfileResult,
     Reference,
-    is_proposal,
 )
 from tfperf.study import (
     AUTOTUNE_REF,
@@ -195,7 +194,7 @@ class References:
             return None
         if label in self.knobs:
             return self.knobs[label]
-        if is_proposal(label):
+        if Reference.is_proposal(label):
             self.load(ledger)
         return TrialRecord.from_user_attrs(claim.trial.user_attrs).knobs
 

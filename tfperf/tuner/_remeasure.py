@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus, is_proposal
+from tfperf.results import Measurement, Objective, Reference, TrialOutcome, TrialStatus
 from tfperf.study import (
     TrialRecord,
     feasible_complete,
@@ -82,7 +82,7 @@ def best_estimate(measured: Sequence[Measurement]) -> Measurement | None:
     """The model's proposal (`Reference.proposed`) with the highest selection median, of those
     within the memory budgets in every repeat; None when none was re-measured so. By selection
     windows, so confirming it cannot change which it is."""
-    estimates = [m for m in measured if is_proposal(m.label) and m.within_budgets]
+    estimates = [m for m in measured if Reference.is_proposal(m.label) and m.within_budgets]
     return max(estimates, key=lambda m: m.selection_median, default=None)
 
 
