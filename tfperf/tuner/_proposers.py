@@ -121,11 +121,11 @@ def input_on_its_cores(fit: Fit, proposed: Sequence[Estimate]) -> Estimate | Non
     if POOL not in fit.guidable:
         return None
     training = _of(proposed, Reference.TRAINING)
-    base: Estimate | None = training
-    model = fit.choice.model if fit.choice is not None else fit.model
-    if training is None or fit.choice is None:
-        base, model = _of(proposed, Reference.ESTIMATE), fit.model
-    pooled = pool_estimate(base, model, fit.space) if base is not None else None
+    if training is not None and fit.choice is not None:
+        pooled = pool_estimate(training, fit.choice.model, fit.space)
+    else:
+        estimate = _of(proposed, Reference.ESTIMATE)
+        pooled = pool_estimate(estimate, fit.model, fit.space) if estimate is not None else None
     return dataclasses.replace(pooled, kind=Reference.POOL) if pooled is not None else None
 
 
