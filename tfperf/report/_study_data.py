@@ -20,11 +20,11 @@ from tfperf.results import (
     Measurement,
     Objective,
     ProfileResult,
+    Reference,
     TrialStatus,
     input_only_choice,
 )
 from tfperf.study import (
-    BASELINE,
     StudyMismatchError,
     StudyRecord,
     TrialRecord,
@@ -105,7 +105,7 @@ class StudySnapshot:
 
     @property
     def baseline_row(self) -> TrialRow | None:
-        return next((row for row in self.trials if row.reference == BASELINE), None)
+        return next((row for row in self.trials if row.reference == Reference.BASELINE), None)
 
     @property
     def remeasured(self) -> bool:
@@ -186,7 +186,7 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
     importances, note = _importances(study)
     frozen = {trial.number: trial for trial in searched}
     best = _best_trial(trials, measurements)
-    baseline = next((row.number for row in trials if row.reference == BASELINE), None)
+    baseline = next((row.number for row in trials if row.reference == Reference.BASELINE), None)
     return StudySnapshot(
         study_name=study.study_name,
         storage=storage_shown,

@@ -41,8 +41,6 @@ from tfperf.study._storage import (
     open_storage,
 )
 from tfperf.study._study import (
-    AUTOTUNE_REF,
-    BASELINE,
     Remeasurement,
     StudyMismatchError,
     await_references,
@@ -69,8 +67,6 @@ from tfperf.study._study import (
 from tfperf.study._study_record import RemeasureCover, StudyRecord, read_study, write_study
 
 __all__ = [
-    "AUTOTUNE_REF",
-    "BASELINE",
     "DONE",
     "DUPLICATE_ROLE",
     "LOCK_ROLE",

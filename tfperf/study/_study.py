@@ -23,7 +23,6 @@ from tfperf.results import (
     Measurement,
     Objective,
     ProfileResult,
-    Reference,
     TrialOutcome,
     TrialStatus,
 )
@@ -36,9 +35,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 T = TypeVar("T")
-
-#: The labels of the two references every study measures (`tfperf.results.Reference`).
-BASELINE, AUTOTUNE_REF = Reference.BASELINE.value, Reference.AUTOTUNE.value
 
 
 class StudyMismatchError(TfperfError):

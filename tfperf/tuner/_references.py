@@ -34,8 +34,6 @@ from tfperf.results import (
     Reference,
 )
 from tfperf.study import (
-    AUTOTUNE_REF,
-    BASELINE,
     Claim,
     Ledger,
     TrialRecord,
@@ -72,10 +70,10 @@ class References:
         self.space = space
         self.guidable = guidable
         self.guide: Guide | None = None
-        self.knobs: dict[str, Knobs] = {BASELINE: baseline}
+        self.knobs: dict[str, Knobs] = {Reference.BASELINE.value: baseline}
         autotune = autotune_knobs(baseline)
         if autotune != baseline:
-            self.knobs[AUTOTUNE_REF] = autotune
+            self.knobs[Reference.AUTOTUNE.value] = autotune
 
     @property
     def limit(self) -> Limit | None:
@@ -135,7 +133,7 @@ class References:
         """The guide made again with the input's CPU measured nearest the limit; None when no
         reference measured it (none ran faster than the baseline, or none has CPU samples)."""
         profiles = _reference_profiles(ledger)
-        baseline = profiles.pop(BASELINE, None)
+        baseline = profiles.pop(Reference.BASELINE.value, None)
         if baseline is None:
             return None
         cpu = nearest_limit_input_cpu(baseline, list(profiles.values()))

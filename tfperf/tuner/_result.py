@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tfperf.errors import TfperfError
 from tfperf.results import (
     Measurement,
+    Reference,
     SearchGain,
     TuneResult,
     input_only_choice,
@@ -22,8 +23,6 @@ from tfperf.results import (
     training_changes,
 )
 from tfperf.study import (
-    AUTOTUNE_REF,
-    BASELINE,
     feasible_complete,
     pareto_front,
     status_counts,
@@ -61,13 +60,13 @@ def tune_result(
         TfperfError: the baseline failed in every re-measurement.
     """
     by_label = {m.label: m for m in measured}
-    baseline = by_label.get(BASELINE)
+    baseline = by_label.get(Reference.BASELINE.value)
     if baseline is None:
         raise TfperfError(
             "the baseline configuration failed in every re-measurement, so nothing can be "
             "compared with it; see the trial reasons with `tfperf report`."
         )
-    autotune = by_label.get(AUTOTUNE_REF)
+    autotune = by_label.get(Reference.AUTOTUNE.value)
     choice = input_only_choice(measured, baseline)
     best = choice.best
     vs_baseline = speedup(best, baseline)

@@ -37,7 +37,6 @@ from tfperf.results import (
     input_only_choice,
 )
 from tfperf.study import (
-    BASELINE,
     Claim,
     Done,
     Ledger,
@@ -315,7 +314,7 @@ class Tuner:
         self.listener.trial_started(claim.number, label, knobs)
         try:
             outcome = self.runner(
-                self._request(knobs, stages=label == BASELINE),
+                self._request(knobs, stages=label == Reference.BASELINE),
                 self.budgets,
                 on_progress=self._pruner(claim),
             )
@@ -328,7 +327,7 @@ class Tuner:
                 f"{self.storage_shown}."
             ) from None
         self.ledger.finish(claim, outcome)
-        if label == BASELINE and outcome.result is not None:
+        if label == Reference.BASELINE and outcome.result is not None:
             self.references.from_baseline(self.ledger, outcome.result)
         elif label == Reference.ESTIMATE:
             self.references.refit(self.ledger)
@@ -392,7 +391,9 @@ class Tuner:
     def _standing(self) -> tuple[float | None, float | None]:
         """The best feasible examples/s so far, and the baseline trial's."""
         trials = feasible_complete(self.ledger.study)
-        baseline = [t.values[0] for t in trials if TrialRecord.from_trial(t).reference == BASELINE]
+        baseline = [
+            t.values[0] for t in trials if TrialRecord.from_trial(t).reference == Reference.BASELINE
+        ]
         best = max((t.values[0] for t in trials), default=None)
         return best, baseline[0] if baseline else None
 
@@ -422,7 +423,7 @@ class Tuner:
         """The chosen configuration (and the input-only best it was weighed against) measured
         again, so its reported figure is not the luckiest of several medians; the model's best
         estimate beside them, so the search's gain over it is measured side by side."""
-        baseline = next((m for m in measurements if m.label == BASELINE), None)
+        baseline = next((m for m in measurements if m.label == Reference.BASELINE), None)
         if baseline is None:
             return measurements  # the result says why nothing can be compared
         chosen = input_only_choice(measurements, baseline).weighed
