@@ -32,7 +32,7 @@ from benchmarks.record import (
 )
 from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, TrialOutcome, TrialStatus, speedup
+from tfperf.results import Measurement, Reference, TrialOutcome, TrialStatus, speedup
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
 from tfperf.tuner._remeasure import remeasure
@@ -114,8 +114,10 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
     if result.limit is None:
         return None
     limit = result.best_limit or result.limit
-    estimate, second, pooled = result.estimate, result.training_estimate, result.pool_estimate
-    runner = result.runner_up_estimate
+    estimate = result.estimate_of(Reference.ESTIMATE)
+    second = result.estimate_of(Reference.TRAINING)
+    pooled = result.estimate_of(Reference.POOL)
+    runner = result.estimate_of(Reference.RUNNER_UP)
     found = result.search_gain
     return ModelFigures(
         limit=limit.examples_per_sec,

@@ -20,6 +20,8 @@ from tfperf.results import (
     AutotuneChoice,
     AutotuneReadout,
     GpuStats,
+    Measurement,
+    Objective,
     ProfileResult,
     StageKind,
     StageReport,
@@ -27,7 +29,7 @@ from tfperf.results import (
     StageUnit,
     TimedValue,
 )
-from tfperf.study import OBJECTIVE_ATTR, PIPELINE_ATTR, REMEASURE_ATTR
+from tfperf.study import StudyRecord, write_study
 
 MIB = 1024**2
 RAM_BUDGET = 2048 * MIB
@@ -147,12 +149,12 @@ def make_study(
 ) -> optuna.Study:
     """A finished study of `plan`; trial 2 is the best and carries `best_result`."""
     study = optuna.create_study(storage=storage, study_name=name, direction="maximize")
-    study.set_user_attr(PIPELINE_ATTR, pipeline)
-    study.set_user_attr(OBJECTIVE_ATTR, "throughput")
+    write_study(study, StudyRecord(pipeline=pipeline, objective=Objective.THROUGHPUT))
     for number, planned in enumerate(plan):
         study.add_trial(_frozen(planned, best_result if number == 2 else None))
     if remeasure:
-        study.set_user_attr(REMEASURE_ATTR, _remeasured(plan))
+        measured = [Measurement(**item) for item in _remeasured(plan)]
+        write_study(study, StudyRecord(remeasured=measured))
     return study
 
 

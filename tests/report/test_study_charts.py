@@ -236,7 +236,7 @@ def test_a_study_of_call_sites_shows_each_site_as_a_knob():
 def test_a_study_of_a_plain_file_carries_its_sites_slow_stage_and_patch(tmp_path):
     from tfperf.results import ArgumentForm, CallSite, Discovery
     from tfperf.results._discovery import SlowStage
-    from tfperf.study import DISCOVERY_ATTR
+    from tfperf.study import StudyRecord, write_study
 
     (tmp_path / "train.py").write_text(
         "import tensorflow as tf\n"
@@ -256,7 +256,7 @@ def test_a_study_of_a_plain_file_carries_its_sites_slow_stage_and_patch(tmp_path
         Planned(Knobs.from_mapping({name: 4}), 2000.0),
     )
     study = make_study(plan=plan, remeasure=False)
-    study.set_user_attr(DISCOVERY_ATTR, {"root": str(tmp_path), **discovery.to_dict()})
+    write_study(study, StudyRecord(discovery=discovery, code_root=str(tmp_path)))
     snapshot = snapshot_study(study, "memory")
     assert snapshot.discovery == discovery and snapshot.code_root == tmp_path
     summary = ss.summary(snapshot)

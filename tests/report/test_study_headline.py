@@ -11,7 +11,7 @@ from tests.reports import fake_profile, make_study
 from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._study_data import StudySnapshot, snapshot_study
-from tfperf.results import Estimate, Limit, LimitBound, LimitTerm, SearchGain, Speedup
+from tfperf.results import Estimate, Limit, LimitBound, LimitTerm, Reference, SearchGain, Speedup
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +54,12 @@ def test_the_estimate_line_shows_the_pooled_estimate_beside_the_others():
         3800.0,
         trial_number=3,
         measured_examples_per_sec=4180.0,
+        kind=Reference.POOL,
     )
     line = sh.headline(
         snapshot_study(make_study(), "memory"),
         None,
-        tune_result(estimate=estimate, pool_estimate=pooled),
+        tune_result(estimates=[estimate, pooled]),
     ).estimate
     assert line == (
         "tfperf's estimate predicted 3,800 examples/s (trial 2); measured 3,420 (-10%). "
@@ -71,12 +72,12 @@ def test_the_estimate_line_names_the_runner_up_setting_the_model_could_not_tell_
     knobs = {"num_parallel_calls": 4, "batch_size": 128, "mixed_precision": "mixed_bfloat16"}
     changed = ["batch_size", "mixed_precision"]
     estimate = Estimate({**knobs, "batch_size": 64}, 3800.0, trial_number=2)
-    second = Estimate(knobs, 5000.0, 3, 5100.0, changes_training=changed)
-    runner = Estimate({**knobs, "batch_size": 256}, 4400.0, 4, changes_training=changed)
+    second = Estimate(knobs, 5000.0, 3, 5100.0, changed, Reference.TRAINING)
+    runner = Estimate({**knobs, "batch_size": 256}, 4400.0, 4, None, changed, Reference.RUNNER_UP)
     line = sh.headline(
         snapshot_study(make_study(), "memory"),
         None,
-        tune_result(estimate=estimate, training_estimate=second, runner_up_estimate=runner),
+        tune_result(estimates=[estimate, second, runner]),
     ).estimate
     assert line is not None
     assert line.endswith(
@@ -92,7 +93,7 @@ def test_the_estimate_line_ends_with_what_the_search_added_to_the_models_best_es
     line = sh.headline(
         snapshot_study(make_study(), "memory"),
         None,
-        tune_result(estimate=estimate, search_gain=gain),
+        tune_result(estimates=[estimate], search_gain=gain),
     ).estimate
     assert line is not None
     assert line.endswith(

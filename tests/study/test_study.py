@@ -10,10 +10,11 @@ import pytest
 from tfperf.knobs import Knobs
 from tfperf.results import Measurement
 from tfperf.study import (
-    PIPELINE_ATTR,
     Remeasurement,
+    StudyRecord,
     await_references,
     hardware_groups,
+    read_study,
     reference_trial,
     running_twin,
     same_knobs,
@@ -21,8 +22,9 @@ from tfperf.study import (
     status_counts,
     store_remeasurement,
     stored_remeasurement,
+    write_study,
 )
-from tfperf.study._study import REFERENCES_ATTR, trials_frame
+from tfperf.study._study import trials_frame
 
 ALIKE = {"cpu_model": "AMD EPYC 7B13", "cpu_count": 16, "gpu_model": None, "tf_version": "2.16.1"}
 OTHER = {**ALIKE, "cpu_model": "Intel Xeon Gold 6338", "cpu_count": 8}
@@ -132,7 +134,7 @@ def test_reference_trial_prefers_the_completed_run(study):
 
 
 def test_await_references_returns_once_the_creator_queued_them(study):
-    study.set_user_attr(REFERENCES_ATTR, True)
+    write_study(study, StudyRecord(references_enqueued=True))
     started = time.monotonic()
     await_references(study, wait_s=30, poll_s=0.01)
     assert time.monotonic() - started < 5
@@ -142,7 +144,7 @@ def test_await_references_does_not_wait_for_a_study_of_another_tool(study):
     add(study)
     started = time.monotonic()
     await_references(study, wait_s=30, poll_s=0.01)
-    assert PIPELINE_ATTR not in study.user_attrs
+    assert not read_study(study).created_by_tfperf
     assert time.monotonic() - started < 5
 
 

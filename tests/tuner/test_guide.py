@@ -1,9 +1,10 @@
-"""The model's guide to the search: thread ranges, widening, the estimate as third reference."""
+"""The model's guide to the search: thread ranges, widening, the estimate as a reference."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import optuna
 import pytest
@@ -14,19 +15,25 @@ from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
-from tfperf.results import Estimate, LimitBound, StageKind, StageStat, StageUnit, TuneResult
+from tfperf.results import (
+    Estimate,
+    LimitBound,
+    Reference,
+    StageKind,
+    StageStat,
+    StageUnit,
+    TuneResult,
+)
 from tfperf.tuner import TuneOptions, Tuner
 from tfperf.tuner._guide import (
     Guide,
     guided_ranges,
     knob_drives_interleave,
     make_guide,
-    pool_estimate,
-    prefetch_depth,
     thread_range,
-    unordered,
     widen,
 )
+from tfperf.tuner._proposers import pool_estimate, prefetch_depth, unordered
 from tfperf.tuner._search import GUIDED_SUFFIX, suggest_knobs
 
 MACHINE = Machine(
@@ -168,11 +175,11 @@ def test_a_computing_pipeline_also_runs_its_estimate_on_the_cores_its_input_spen
     result = with_parse(fake_result(baseline, 0.01))
     guide = make_guide(result, MACHINE, baseline, _FREE, _GUIDABLE)
 
-    assert guide is not None and guide.training_estimate is None
+    assert guide is not None and guide.estimate_of(Reference.TRAINING) is None
     # The parse computes: its calls and the pool are what the 2 cores hold, AUTOTUNE's prefetch.
     assert guide.estimate.knobs["private_threadpool_size"] == 4
     assert guide.estimate.knobs["prefetch"] == AUTOTUNE
-    pooled = guide.pool_estimate
+    pooled = guide.estimate_of(Reference.POOL)
     assert pooled is not None
     # The step's CPU was not sampled, so the roofline is the input's alone (2 cores ÷ 0.31 ms
     # = 6,452/s): at that rate it spends both cores, and a pool of 2 delivers the prediction.
@@ -214,16 +221,16 @@ def test_the_pooled_estimate_holds_the_input_to_its_pools_cores(input_cpu, pool,
 
 def test_no_pooled_estimate_behind_a_blocking_stage_or_where_the_pool_is_not_tfperfs():
     # The fetch waits on its pool's threads: confining them to the cores left would starve it.
-    assert _guide().pool_estimate is None
+    assert _guide().estimate_of(Reference.POOL) is None
     baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
     result = with_parse(fake_result(baseline, 0.01))
     fixed = {**_FREE, "private_threadpool_size": Fixed(None)}
     guide = make_guide(result, MACHINE, baseline, fixed, ["num_parallel_calls"])
-    assert guide is not None and guide.pool_estimate is None
+    assert guide is not None and guide.estimate_of(Reference.POOL) is None
     # A prefetch the search may not choose: the pooled estimate would leave the space.
     depths = {"prefetch": Choices((0, 8))}
     guide = make_guide(result, MACHINE, baseline, depths, _GUIDABLE)
-    assert guide is not None and guide.pool_estimate is None
+    assert guide is not None and guide.estimate_of(Reference.POOL) is None
 
 
 def test_the_pooled_estimate_is_none_where_the_last_estimate_already_runs_so():
@@ -234,9 +241,9 @@ def test_the_pooled_estimate_is_none_where_the_last_estimate_already_runs_so():
         _FREE,
         _GUIDABLE,
     )
-    assert guide is not None and guide.pool_estimate is not None
+    assert guide is not None and guide.estimate_of(Reference.POOL) is not None
     model = _parse_model()
-    assert pool_estimate(guide.pool_estimate, model, _FREE) is None
+    assert pool_estimate(guide.estimate_of(Reference.POOL), model, _FREE) is None
 
 
 def _parse_model():
@@ -337,8 +344,11 @@ def test_the_estimate_is_the_third_trial_and_the_limit_reaches_the_json(write_pi
     assert runner.requests[2].knobs.num_parallel_calls == 18
     guided = [r.knobs.num_parallel_calls for r in runner.requests[3:6]]
     assert all(14 <= value <= 64 for value in guided), guided
-    assert result.estimate is not None and result.estimate.trial_number == 2
-    assert result.estimate.measured_examples_per_sec is not None
+    assert (
+        result.estimate_of(Reference.ESTIMATE) is not None
+        and result.estimate_of(Reference.ESTIMATE).trial_number == 2
+    )
+    assert result.estimate_of(Reference.ESTIMATE).measured_examples_per_sec is not None
     saved = TuneResult.from_dict(json.loads(result.to_json()))
     assert saved.limit is not None and saved.limit.bound_by is LimitBound.COMPUTE
     assert saved.limit.examples_per_sec == pytest.approx(9000.0)
@@ -421,8 +431,11 @@ def test_the_pooled_estimate_follows_the_estimate_and_reaches_the_json(write_pip
     assert (pooled.private_threadpool_size, pooled.prefetch) == (2, 2)
     assert pooled.replace(private_threadpool_size=4, prefetch=AUTOTUNE) == estimate
     saved = TuneResult.from_dict(json.loads(result.to_json()))
-    assert saved.pool_estimate is not None and saved.pool_estimate.trial_number == 3
-    assert saved.pool_estimate.measured_examples_per_sec is not None
+    assert (
+        saved.estimate_of(Reference.POOL) is not None
+        and saved.estimate_of(Reference.POOL).trial_number == 3
+    )
+    assert saved.estimate_of(Reference.POOL).measured_examples_per_sec is not None
     assert any(m.label == "estimate-pool" for m in result.candidates)
     assert "its estimate on the cores its input spends (trial 3): predicted" in (
         render_tune_summary(result)
@@ -433,3 +446,22 @@ def test_the_pooled_estimate_follows_the_estimate_and_reaches_the_json(write_pip
     again = Tuner(pipeline, options, runner=ParseRunner(), machine=MACHINE)
     again.open_study()
     assert set(again.references.knobs) == {"baseline", "autotune", "estimate", "estimate-pool"}
+
+
+def test_a_guide_stored_with_four_estimate_fields_reads_as_the_guide_made_now():
+    """A study's guide stored by the release that kept each estimate in a field of its own
+    (here the estimate and the pooled one, from this same profile) reads as the list, and
+    equals the guide the proposers make from that profile now."""
+    stored = json.loads(
+        (Path(__file__).parent.parent / "stored" / "guide-four-estimate-fields.json").read_text()
+    )
+    assert "estimates" not in stored and stored["pool_estimate"] is not None
+
+    old = Guide.from_dict(stored)
+
+    assert [e.kind for e in old.estimates] == [Reference.ESTIMATE, Reference.POOL]
+    assert old.estimate.knobs == stored["estimate"]["knobs"]
+    assert old.estimate_of(Reference.POOL).knobs == stored["pool_estimate"]["knobs"]
+    baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
+    now = make_guide(with_parse(fake_result(baseline, 0.01)), MACHINE, baseline, _FREE, _GUIDABLE)
+    assert now == old

@@ -1,5 +1,5 @@
-"""The training settings the model weighs: the probe's settings, the second estimate, the limit
-under each setting, and the fourth reference trial."""
+"""The training settings the model weighs: the probe's settings, the training estimate, the
+limit under each setting, and the trial that measures it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tfperf.results import (
     CpuUsage,
     EpochSource,
     LimitBound,
+    Reference,
     RestartCost,
     StageKind,
     TimedValue,
@@ -78,7 +79,7 @@ def test_a_setting_that_lifts_the_limit_beyond_noise_is_the_second_estimate():
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
     assert guide is not None
 
-    second = guide.training_estimate
+    second = guide.estimate_of(Reference.TRAINING)
     assert second is not None
     assert second.changes_training == ["batch_size", "mixed_precision"]
     assert second.knobs["batch_size"] == 128
@@ -111,7 +112,7 @@ def test_of_settings_within_the_models_error_the_one_nearest_the_baseline_is_pro
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
     assert guide is not None
 
-    second = guide.training_estimate
+    second = guide.estimate_of(Reference.TRAINING)
     assert second is not None
     assert second.knobs["batch_size"] == proposed
     assert second.knobs["mixed_precision"] == "mixed_bfloat16"
@@ -139,10 +140,10 @@ def test_the_next_larger_batch_within_the_models_error_is_the_runner_up(
     ]
     baseline, result = _baseline_result(rates)
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
-    assert guide is not None and guide.training_estimate is not None
-    assert guide.training_estimate.knobs["batch_size"] == 64
+    assert guide is not None and guide.estimate_of(Reference.TRAINING) is not None
+    assert guide.estimate_of(Reference.TRAINING).knobs["batch_size"] == 64
 
-    runner = guide.runner_up_estimate
+    runner = guide.estimate_of(Reference.RUNNER_UP)
     if runner_up is None:
         assert runner is None
         return
@@ -160,9 +161,9 @@ def test_a_setting_that_changes_only_precision_is_nearer_than_one_that_quadruple
     rates = [_rate(128, "float32", 30000.0), _rate(32, "mixed_bfloat16", 29500.0)]
     baseline, result = _baseline_result(rates)
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
-    assert guide is not None and guide.training_estimate is not None
+    assert guide is not None and guide.estimate_of(Reference.TRAINING) is not None
 
-    assert guide.training_estimate.changes_training == ["mixed_precision"]
+    assert guide.estimate_of(Reference.TRAINING).changes_training == ["mixed_precision"]
 
 
 def test_a_setting_within_noise_is_not_proposed_but_its_limit_is_kept():
@@ -170,7 +171,7 @@ def test_a_setting_within_noise_is_not_proposed_but_its_limit_is_kept():
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
     assert guide is not None
 
-    assert guide.training_estimate is None
+    assert guide.estimate_of(Reference.TRAINING) is None
     assert [s.batch_size for s in guide.setting_limits] == [64]
 
 
@@ -186,7 +187,7 @@ def test_a_faster_step_is_proposed_when_input_and_training_would_take_turns():
     assert setting.limit.bound_by is LimitBound.CPU and guide.limit.bound_by is LimitBound.CPU
     assert setting.limit.examples_per_sec == pytest.approx(guide.limit.examples_per_sec)
     assert guide.estimate.predicted_examples_per_sec == pytest.approx(5000.0)
-    second = guide.training_estimate
+    second = guide.estimate_of(Reference.TRAINING)
     assert second is not None and second.changes_training == ["batch_size", "mixed_precision"]
     assert second.predicted_examples_per_sec == pytest.approx(5000.0)  # the model's own view
 
@@ -194,7 +195,7 @@ def test_a_faster_step_is_proposed_when_input_and_training_would_take_turns():
 def test_a_step_barely_faster_is_not_proposed_in_either_view():
     baseline, result = _baseline_result([_rate(128, "mixed_bfloat16", 9500.0)])
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE, InputCpu(0.4e-3, 5000.0))
-    assert guide is not None and guide.training_estimate is None
+    assert guide is not None and guide.estimate_of(Reference.TRAINING) is None
 
 
 def _restarts(seconds_per_restart: float) -> RestartCost:
@@ -228,7 +229,7 @@ def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_
     )
     share = {v: epoch / (epoch + refill * v / 2048) for v in (256, 512, 1024, 2048, 4096)}
     affordable = max(v for v, s in share.items() if s >= 0.95 * max(share.values()))
-    second = guide.training_estimate
+    second = guide.estimate_of(Reference.TRAINING)
     assert second is not None and second.changes_training == ["shuffle_buffer"]
     assert second.knobs["shuffle_buffer"] == affordable
     assert second.predicted_examples_per_sec == pytest.approx(9000.0 * share[affordable])
@@ -236,16 +237,19 @@ def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_
 
 def test_a_cheap_refill_keeps_the_baselines_shuffle_buffer_rather_than_a_larger_one():
     """Every buffer within 5% of the best: the baseline's own stays, not the largest (in a
-    bench small_files' second estimate doubled its buffer for nothing and ran 75% of its
+    bench small_files' training estimate doubled its buffer for nothing and ran 75% of its
     prediction)."""
     baseline, result = _baseline_result([_rate(128, "mixed_bfloat16", 30000.0)], _restarts(1e-4))
     baseline = baseline.replace(shuffle_buffer=2048)
     space = {**SPACE, "shuffle_buffer": Choices((256, 512, 1024, 2048, 4096))}
     guide = make_guide(result, MACHINE, baseline, space, GUIDABLE)
 
-    assert guide is not None and guide.training_estimate is not None
-    assert guide.training_estimate.knobs["shuffle_buffer"] == 2048
-    assert guide.training_estimate.changes_training == ["batch_size", "mixed_precision"]
+    assert guide is not None and guide.estimate_of(Reference.TRAINING) is not None
+    assert guide.estimate_of(Reference.TRAINING).knobs["shuffle_buffer"] == 2048
+    assert guide.estimate_of(Reference.TRAINING).changes_training == [
+        "batch_size",
+        "mixed_precision",
+    ]
 
 
 def test_the_limit_follows_the_training_setting_a_configuration_runs():
@@ -297,7 +301,7 @@ class TrainingRunner(ModelRunner):
         return 9000.0 * self.gain**steps
 
 
-def test_the_second_estimate_is_the_fourth_trial_and_reaches_the_json(write_pipeline, tmp_path):
+def test_the_training_estimate_is_the_fourth_trial_and_reaches_the_json(write_pipeline, tmp_path):
     pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
     runner = TrainingRunner()
     options = TuneOptions(
@@ -312,10 +316,13 @@ def test_the_second_estimate_is_the_fourth_trial_and_reaches_the_json(write_pipe
     assert (fourth.batch_size, fourth.mixed_precision.value) == (16, "mixed_bfloat16")
     assert fourth.num_parallel_calls == math.ceil(36000 * 2.0e-3)
     saved = TuneResult.from_dict(json.loads(result.to_json()))
-    assert saved.training_estimate is not None
-    assert saved.training_estimate.trial_number == 3
-    assert saved.training_estimate.changes_training == ["batch_size", "mixed_precision"]
-    assert saved.training_estimate.measured_examples_per_sec is not None
+    assert saved.estimate_of(Reference.TRAINING) is not None
+    assert saved.estimate_of(Reference.TRAINING).trial_number == 3
+    assert saved.estimate_of(Reference.TRAINING).changes_training == [
+        "batch_size",
+        "mixed_precision",
+    ]
+    assert saved.estimate_of(Reference.TRAINING).measured_examples_per_sec is not None
     from tfperf.report import render_tune_summary
 
     text = render_tune_summary(result)
@@ -333,7 +340,7 @@ def test_the_second_estimate_is_the_fourth_trial_and_reaches_the_json(write_pipe
 
 class NearTieRunner(TrainingRunner):
     """The training runner, whose model alone runs batch 8 in bf16 at 35,000 examples/s:
-    within 5% of batch 16 in bf16 (36,000), so the smaller change is the second estimate and
+    within 5% of batch 16 in bf16 (36,000), so the smaller change is the training estimate and
     batch 16, within the model's error of it, the runner-up."""
 
     def _model_alone(self, setting):
@@ -352,17 +359,20 @@ def test_the_runner_up_is_measured_after_the_second_estimate_and_reaches_the_jso
     )
     result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
 
-    # The read blocks, so no pooled estimate: the runner-up follows the second estimate.
+    # The read blocks, so no pooled estimate: the runner-up follows the training estimate.
     second, runner_up = runner.requests[3].knobs, runner.requests[4].knobs
     assert (second.batch_size, second.mixed_precision.value) == (8, "mixed_bfloat16")
     assert (runner_up.batch_size, runner_up.mixed_precision.value) == (16, "mixed_bfloat16")
     assert runner_up.num_parallel_calls == math.ceil(36000 * 2.0e-3)
     saved = TuneResult.from_dict(json.loads(result.to_json()))
-    assert saved.pool_estimate is None
-    assert saved.runner_up_estimate is not None
-    assert saved.runner_up_estimate.trial_number == 4
-    assert saved.runner_up_estimate.changes_training == ["batch_size", "mixed_precision"]
-    assert saved.runner_up_estimate.measured_examples_per_sec is not None
+    assert saved.estimate_of(Reference.POOL) is None
+    assert saved.estimate_of(Reference.RUNNER_UP) is not None
+    assert saved.estimate_of(Reference.RUNNER_UP).trial_number == 4
+    assert saved.estimate_of(Reference.RUNNER_UP).changes_training == [
+        "batch_size",
+        "mixed_precision",
+    ]
+    assert saved.estimate_of(Reference.RUNNER_UP).measured_examples_per_sec is not None
     assert any(m.label == "estimate-runner-up" for m in result.candidates)
     from tfperf.report import render_tune_summary
 
@@ -406,7 +416,7 @@ class RefitRunner(TrainingRunner):
     CPU roofline, 5,000 examples/s, binds every setting) and later trials whose pipeline-only
     phase spends 9% of a core: 0.05 ms per example at the estimate's 1,800 examples/s. The
     model alone gains 1.1x per step (10,890 examples/s at batch 16 in bf16): too little to
-    propose at the first look even were input and training to take turns (1/(1/5,000 + 1/C):
+    propose at the first fit even were input and training to take turns (1/(1/5,000 + 1/C):
     1.07x)."""
 
     gain = 1.1
@@ -438,7 +448,7 @@ class RefitRunner(TrainingRunner):
         return dataclasses.replace(outcome, result=dataclasses.replace(result, cpu=cpu))
 
 
-def test_the_cpu_measured_nearer_the_limit_restates_it_and_queues_the_second_estimate(
+def test_the_cpu_measured_nearer_the_limit_refits_the_model_and_queues_the_training_estimate(
     write_pipeline, tmp_path
 ):
     pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
@@ -448,29 +458,36 @@ def test_the_cpu_measured_nearer_the_limit_restates_it_and_queues_the_second_est
     )
     result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
 
-    # The first look: 2 cores ÷ 0.4 ms binds every setting, so no second estimate yet.
-    assert result.estimate is not None
-    assert result.estimate.predicted_examples_per_sec == pytest.approx(5000.0)
+    # The first fit: 2 cores ÷ 0.4 ms binds every setting, so no training estimate yet.
+    assert result.estimate_of(Reference.ESTIMATE) is not None
+    assert result.estimate_of(Reference.ESTIMATE).predicted_examples_per_sec == pytest.approx(
+        5000.0
+    )
     # After the estimate ran: 2 cores ÷ its 0.05 ms no longer binds; bf16 at batch 16 (the
     # model alone at 10,890 examples/s, 1.21x) is the fourth trial.
     fourth = runner.requests[3].knobs
     assert (fourth.batch_size, fourth.mixed_precision.value) == (16, "mixed_bfloat16")
     saved = TuneResult.from_dict(json.loads(result.to_json()))
-    assert saved.training_estimate is not None and saved.training_estimate.trial_number == 3
-    assert saved.training_estimate.predicted_examples_per_sec == pytest.approx(10890.0)
+    assert (
+        saved.estimate_of(Reference.TRAINING) is not None
+        and saved.estimate_of(Reference.TRAINING).trial_number == 3
+    )
+    assert saved.estimate_of(Reference.TRAINING).predicted_examples_per_sec == pytest.approx(
+        10890.0
+    )
     assert saved.limit is not None and saved.limit.bound_by is LimitBound.COMPUTE
     assert saved.limit.examples_per_sec == pytest.approx(9000.0)
 
 
 class SteepRefitRunner(RefitRunner):
     """The refit runner with a model alone that doubles per step (36,000 examples/s at batch
-    16 in bf16): the first look already proposes it (taking turns with the 5,000 examples/s
+    16 in bf16): the first fit already proposes it (taking turns with the 5,000 examples/s
     roofline, 1.37x), with the blocking fetch sized for twice that roofline."""
 
     gain = 2.0
 
 
-def test_the_second_estimate_sizes_its_blocking_stage_from_the_restated_roofline(
+def test_the_training_estimate_sizes_its_blocking_stage_from_the_refit_roofline(
     write_pipeline, tmp_path
 ):
     pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
@@ -480,15 +497,21 @@ def test_the_second_estimate_sizes_its_blocking_stage_from_the_restated_roofline
     )
     result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
 
-    # At the first look the fetch would get ceil(2 x 5,000 x 2 ms) = 20 threads; the
+    # At the first fit the fetch would get ceil(2 x 5,000 x 2 ms) = 20 threads; the
     # estimate's 0.05 ms per example lifts the roofline past the model alone, so the fourth
     # trial feeds 36,000 examples/s: ceil(36,000 x 2 ms) = 72.
     fourth = runner.requests[3].knobs
     assert (fourth.batch_size, fourth.mixed_precision.value) == (16, "mixed_bfloat16")
     assert fourth.num_parallel_calls == math.ceil(36000 * 2.0e-3)
     saved = TuneResult.from_dict(json.loads(result.to_json()))
-    assert saved.training_estimate is not None and saved.training_estimate.trial_number == 3
-    assert saved.training_estimate.knobs["num_parallel_calls"] == fourth.num_parallel_calls
+    assert (
+        saved.estimate_of(Reference.TRAINING) is not None
+        and saved.estimate_of(Reference.TRAINING).trial_number == 3
+    )
+    assert (
+        saved.estimate_of(Reference.TRAINING).knobs["num_parallel_calls"]
+        == fourth.num_parallel_calls
+    )
 
 
 class InterruptedEstimateRunner(SteepRefitRunner):
@@ -500,10 +523,10 @@ class InterruptedEstimateRunner(SteepRefitRunner):
         return super().__call__(request, budgets, on_progress=on_progress)
 
 
-def test_an_interrupted_estimate_still_leaves_the_first_looks_second_estimate_queued(
+def test_an_interrupted_estimate_still_leaves_the_first_fits_training_estimate_queued(
     write_pipeline, tmp_path
 ):
-    """Without the estimate's run there is nothing to restate: the first look's second
+    """Without the estimate's run there is nothing to refit: the first fit's training
     estimate is queued when the study is opened again (`References.resume`)."""
     pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
     storage = f"sqlite:///{tmp_path / 'study.db'}"
@@ -519,4 +542,4 @@ def test_an_interrupted_estimate_still_leaves_the_first_looks_second_estimate_qu
     first = again.requests[0].knobs
     assert (first.batch_size, first.mixed_precision.value) == (16, "mixed_bfloat16")
     assert first.num_parallel_calls == math.ceil(2 * 5000 * 2.0e-3)
-    assert result.training_estimate is not None
+    assert result.estimate_of(Reference.TRAINING) is not None

@@ -14,6 +14,7 @@ from tfperf.report import _theme as theme
 from tfperf.report._study_data import StudySnapshot, TrialRow
 from tfperf.report._study_summary import TrialFigure, trial_figures
 from tfperf.report._words import knob_value
+from tfperf.results import Reference
 from tfperf.study import pareto
 
 if TYPE_CHECKING:
@@ -86,9 +87,9 @@ def _kind(row: TrialRow) -> str:
         return "pruned"
     if not row.feasible:
         return "over budget"
-    if row.reference == "baseline":
+    if row.reference == Reference.BASELINE:
         return "baseline"
-    if row.reference == "autotune":
+    if row.reference == Reference.AUTOTUNE:
         return "AUTOTUNE"
     return "search"
 

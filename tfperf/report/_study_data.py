@@ -19,19 +19,17 @@ from tfperf.results import (
     Discovery,
     InputOnlyChoice,
     Measurement,
+    Objective,
     ProfileResult,
+    Reference,
     TrialStatus,
     input_only_choice,
 )
 from tfperf.study import (
-    AUTOTUNE_REF,
-    BASELINE,
-    DISCOVERY_ATTR,
-    OBJECTIVE_ATTR,
-    PIPELINE_ATTR,
-    REMEASURE_ATTR,
     StudyMismatchError,
+    StudyRecord,
     TrialRecord,
+    read_study,
     search_trials,
     stored_result,
 )
@@ -112,7 +110,7 @@ class StudySnapshot:
 
     @property
     def baseline_row(self) -> TrialRow | None:
-        return next((row for row in self.trials if row.reference == BASELINE), None)
+        return next((row for row in self.trials if row.reference == Reference.BASELINE), None)
 
     @property
     def remeasured(self) -> bool:
@@ -150,7 +148,7 @@ def load_snapshot(storage_url: str, study_name: str | None) -> StudySnapshot:
             f"{', '.join(names) or 'none'}. Check --study (it defaults to the pipeline's name)."
         )
     study = optuna.load_study(study_name=study_name, storage=storage)
-    if PIPELINE_ATTR not in study.user_attrs:
+    if not read_study(study).created_by_tfperf:
         raise StudyMismatchError(
             f"study {study_name!r} in {shown} was not created by tfperf, so it has none of the "
             "figures a tfperf report shows; use optuna-dashboard for it."
@@ -188,16 +186,17 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
     """Copies what the report needs out of a study (see the module docstring)."""
     searched = search_trials(study)  # without re-measurement locks and unrun copies
     trials = tuple(_row(trial) for trial in searched)
-    measurements = tuple(Measurement(**item) for item in study.user_attrs.get(REMEASURE_ATTR) or [])
+    stored = read_study(study)
+    measurements = tuple(stored.remeasured or ())
     importances, note = _importances(study)
     frozen = {trial.number: trial for trial in searched}
     best = _best_trial(trials, measurements)
-    baseline = next((row.number for row in trials if row.reference == BASELINE), None)
+    baseline = next((row.number for row in trials if row.reference == Reference.BASELINE), None)
     return StudySnapshot(
         study_name=study.study_name,
         storage=storage_shown,
-        pipeline=str(study.user_attrs.get(PIPELINE_ATTR) or study.study_name),
-        objective=str(study.user_attrs.get(OBJECTIVE_ATTR) or "throughput"),
+        pipeline=stored.pipeline or study.study_name,
+        objective=(stored.objective or Objective.THROUGHPUT).value,
         trials=trials,
         measurements=measurements,
         importances=importances,
@@ -211,15 +210,14 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
         best_trial=best,
         best_result=stored_result(frozen[best]) if best is not None else None,
         baseline_result=stored_result(frozen[baseline]) if baseline is not None else None,
-        **_discovery(study),
+        **_discovery(stored),
     )
 
 
-def _discovery(study: optuna.Study) -> dict[str, Any]:
-    stored = study.user_attrs.get(DISCOVERY_ATTR)
-    if not stored:
+def _discovery(stored: StudyRecord) -> dict[str, Any]:
+    if stored.discovery is None or stored.code_root is None:
         return {}
-    return {"discovery": Discovery.from_dict(stored), "code_root": Path(stored["root"])}
+    return {"discovery": stored.discovery, "code_root": Path(stored.code_root)}
 
 
 def _row(trial: optuna.trial.FrozenTrial) -> TrialRow:
@@ -351,6 +349,3 @@ def _budget(
         if value and peak is not None:
             return round(float(peak) - value)
     return None
-
-
-REFERENCE_NAMES = {BASELINE: "baseline", AUTOTUNE_REF: "AUTOTUNE"}

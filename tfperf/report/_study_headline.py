@@ -122,25 +122,9 @@ def _limit_line(limit: Limit | None, found: Summary | None, tune: TuneResult | N
 
 
 def _estimate_line(tune: TuneResult | None) -> str | None:
-    if tune is None or tune.estimate is None:
+    if tune is None or not tune.estimates:
         return None
-    text = _estimate_text("tfperf's estimate", tune.estimate)
-    if tune.training_estimate is not None:
-        second = tune.training_estimate
-        changes = ", ".join(second.changes_training)
-        text += " " + _estimate_text(f"Its estimate with {changes} changed", second)
-    if tune.pool_estimate is not None:
-        pool = tune.pool_estimate.knobs.get("private_threadpool_size")
-        cores = f"{pool} core" if pool == 1 else f"{pool} cores"
-        label = f"The same with its input on a pool of {cores}"
-        text += " " + _estimate_text(label, tune.pool_estimate)
-    if tune.runner_up_estimate is not None:
-        runner = tune.runner_up_estimate
-        changes = ", ".join(f"{n} {runner.knobs.get(n)}" for n in runner.changes_training)
-        label = (
-            f"The runner-up setting ({changes}), which the model could not tell from the second's,"
-        )
-        text += " " + _estimate_text(label, runner)
+    text = " ".join(_estimate_text(e.kind.words.headline_for(e), e) for e in tune.estimates)
     if tune.search_gain is not None:
         text += f" The search's answer: {tune.search_gain.describe()}."
     return text

@@ -79,27 +79,14 @@ def _limit(result: TuneResult) -> str:
     elif result.changes_training:
         lines[0] += "; no limit was measured under the recommendation's training setting"
     lines.append(f"  {limit.explanation}")
-    for label, estimate in (
-        ("tfperf's estimate", result.estimate),
-        ("its estimate with training changed", result.training_estimate),
-        ("its estimate on the cores its input spends", result.pool_estimate),
-        (_runner_up_label(result.runner_up_estimate), result.runner_up_estimate),
-    ):
-        if estimate is not None:
-            lines.append(f"  {label}{_estimate_figures(estimate)}")
+    for estimate in result.estimates:
+        label = estimate.kind.words.summary_for(estimate)
+        lines.append(f"  {label}{_estimate_figures(estimate)}")
     if result.search_gain is not None:
         lines.append(f"  the search's answer: {result.search_gain.describe()}")
     if result.fastest is not None and result.gain_over_input_only is not None:
         lines.append(f"  fastest, not recommended: {_passed_over(result, result.fastest)}")
     return "\n".join(lines)
-
-
-def _runner_up_label(estimate: Estimate | None) -> str:
-    """What the runner-up reference changes, as the terminal summary names it."""
-    if estimate is None:
-        return ""
-    changes = ", ".join(f"{n}={estimate.knobs.get(n)}" for n in estimate.changes_training)
-    return f"its estimate under the runner-up setting ({changes})"
 
 
 def _passed_over(result: TuneResult, fastest: Measurement) -> str:

@@ -59,6 +59,10 @@ from tfperf.results._profile import (
     Verdict,
     Warmup,
 )
+from tfperf.results._references import (
+    Reference,
+    folded_estimates,
+)
 from tfperf.results._scaling import (
     BatchScaling,
     ReplicaDevice,
@@ -120,6 +124,7 @@ __all__ = [
     "Phase",
     "PhaseResult",
     "ProfileResult",
+    "Reference",
     "ReplicaDevice",
     "RestartCost",
     "ScalingCurve",
@@ -143,6 +148,7 @@ __all__ = [
     "Verdict",
     "Warmup",
     "describe_discovery",
+    "folded_estimates",
     "gpu_memory_advice",
     "input_only_choice",
     "keeps_baseline",

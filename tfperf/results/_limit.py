@@ -10,6 +10,8 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
+from tfperf.results._references import Reference
+
 
 class LimitBound(str, Enum):
     """What caps a pipeline's rate on this machine."""
@@ -75,16 +77,19 @@ class TrainingRate:
 
 @dataclasses.dataclass
 class Estimate:
-    """The configuration the pipeline model predicts best, and how well the prediction held."""
+    """A configuration the pipeline model proposes, and how well its prediction held."""
 
     knobs: dict[str, Any]
     predicted_examples_per_sec: float
     trial_number: int | None = None  # the study trial that measured it
     measured_examples_per_sec: float | None = None
     # Training knobs the estimate changes (batch size, precision, shuffle buffer): empty for
-    # the input-only estimate; the second estimate changes them when the model predicts that
-    # a training setting lifts the limit beyond the noise.
+    # the estimate that keeps training as written; the training estimate changes them when the
+    # model predicts that a training setting lifts the limit beyond the noise.
     changes_training: list[str] = dataclasses.field(default_factory=list)
+    # Which of the model's proposals it is (`tfperf.tuner._proposers`); its value is the label
+    # of the trial that measured it. Records from before kinds existed read as the estimate.
+    kind: Reference = Reference.ESTIMATE
 
     @property
     def error(self) -> float | None:

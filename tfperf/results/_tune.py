@@ -9,12 +9,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
 from tfperf.knobs import KNOBS, training_sites
 from tfperf.results._json import JsonRecord
 from tfperf.results._limit import Estimate, Limit
+from tfperf.results._references import Reference, folded_estimates, reference_name
 
 TUNE_SCHEMA_VERSION = 1
 
@@ -185,8 +187,6 @@ class TuneResult(JsonRecord):
     limit: Limit | None = None
     # `best.median / limit.examples_per_sec`: how far the answer is from the limit.
     tuned_over_limit: float | None = None
-    # tfperf's estimate (the third reference trial): predicted vs measured.
-    estimate: Estimate | None = None
     # The best re-measured configuration that leaves training as written (may be `best`).
     input_only: Measurement | None = None
     # The fastest configuration when it changes training and was not recommended: its gain
@@ -200,24 +200,26 @@ class TuneResult(JsonRecord):
     # The limit under the recommended configuration's training setting (batch size,
     # precision), by which `tuned_over_limit` is taken; `limit` when it keeps the baseline's.
     best_limit: Limit | None = None
-    # The model's second estimate, under the training setting it predicts fastest (the fourth
-    # reference); None when no training setting lifts the limit beyond the noise.
-    training_estimate: Estimate | None = None
-    # The last estimate with its computing stages on a private pool of the cores its input
-    # spends at the predicted rate (the fifth reference): the model prices that pool only by
-    # the cores it holds (the estimate's prediction, held to what they deliver), so its
-    # measured figure beside that one's shows what the pool did.
-    pool_estimate: Estimate | None = None
-    # The fifth's shape (else the second's) under the next larger batch, when predicted within
-    # the model's error of the second's (the sixth reference): the study measures both.
-    runner_up_estimate: Estimate | None = None
+    # The configurations the pipeline model proposed, in the order it proposed them, each
+    # predicted vs measured (`Estimate.kind` says which proposal it is).
+    estimates: list[Estimate] = dataclasses.field(default_factory=list)
     # `best` over the model's best-measured estimate, confirmed side by side; None when `best`
     # is that estimate or the study measured none.
     search_gain: SearchGain | None = None
 
+    def estimate_of(self, kind: Reference) -> Estimate | None:
+        """The model's proposal of `kind`, if it made one."""
+        return next((e for e in self.estimates if e.kind is kind), None)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TuneResult:
         return cls.validate(data)
+
+    @classmethod
+    def validate(cls, data: Any) -> TuneResult:
+        """The result saved by `to_dict`, or by a tfperf that stored each estimate in a field
+        of its own (`estimate`, `training_estimate`, ...)."""
+        return super().validate(folded_estimates(data) if isinstance(data, Mapping) else data)
 
 
 def speedup(new: Measurement, old: Measurement) -> Speedup:
@@ -236,15 +238,6 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
 #: Knobs that change what the model trains on or how it computes, not only how fast input
 #: arrives: a recommendation that changes them needs an accuracy check before adoption.
 TRAINING_KNOBS = KNOBS.where(lambda knob: knob.changes_training)
-
-REFERENCE_LABELS = (
-    "baseline",
-    "autotune",
-    "estimate",
-    "estimate-training",
-    "estimate-pool",
-    "estimate-runner-up",
-)
 
 
 def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
@@ -462,16 +455,4 @@ def recommend(
 
 
 def _name(measurement: Measurement) -> str:
-    if measurement.label == "baseline":
-        return "your baseline"
-    if measurement.label == "autotune":
-        return "the AUTOTUNE configuration"
-    if measurement.label == "estimate":
-        return "tfperf's estimate"
-    if measurement.label == "estimate-training":
-        return "tfperf's estimate with training changed"
-    if measurement.label == "estimate-pool":
-        return "tfperf's estimate on the cores its input spends"
-    if measurement.label == "estimate-runner-up":
-        return "tfperf's estimate under the runner-up training setting"
-    return f"{measurement.label}'s knobs"
+    return reference_name(measurement.label) or f"{measurement.label}'s knobs"

@@ -1,8 +1,8 @@
 """What tfperf keeps in an Optuna study: storage, trial records, and many tuners on one study.
 
 This is the only package that touches Optuna's internals (`study._storage`, `trial._trial_id`);
-the tuner reads and writes a study through a `Ledger`, and every trial attribute is a field
-of `TrialRecord`.
+the tuner reads and writes a study through a `Ledger`, every trial attribute is a field of
+`TrialRecord`, and every study attribute a field of `StudyRecord`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,6 @@ from tfperf.study._cluster import (
 )
 from tfperf.study._ledger import (
     DONE,
-    ESTIMATE_REF,
-    ESTIMATE_REFS,
-    GUIDE_ATTR,
-    POOL_ESTIMATE_REF,
-    RUNNER_UP_REF,
-    TRAINING_ESTIMATE_REF,
     Claim,
     Done,
     Ledger,
@@ -49,12 +43,6 @@ from tfperf.study._storage import (
     study_name_for,
 )
 from tfperf.study._study import (
-    AUTOTUNE_REF,
-    BASELINE,
-    DISCOVERY_ATTR,
-    OBJECTIVE_ATTR,
-    PIPELINE_ATTR,
-    REMEASURE_ATTR,
     Remeasurement,
     StudyMismatchError,
     await_references,
@@ -78,23 +66,12 @@ from tfperf.study._study import (
     stored_result,
     trials_frame,
 )
+from tfperf.study._study_record import RemeasureCover, StudyRecord, read_study, write_study
 
 __all__ = [
-    "AUTOTUNE_REF",
-    "BASELINE",
-    "DISCOVERY_ATTR",
     "DONE",
     "DUPLICATE_ROLE",
-    "ESTIMATE_REF",
-    "ESTIMATE_REFS",
-    "GUIDE_ATTR",
     "LOCK_ROLE",
-    "OBJECTIVE_ATTR",
-    "PIPELINE_ATTR",
-    "POOL_ESTIMATE_REF",
-    "REMEASURE_ATTR",
-    "RUNNER_UP_REF",
-    "TRAINING_ESTIMATE_REF",
     "Claim",
     "Done",
     "Heartbeats",
@@ -102,10 +79,12 @@ __all__ = [
     "Liveness",
     "Lock",
     "LostTrial",
+    "RemeasureCover",
     "Remeasurement",
     "Step",
     "StorageError",
     "StudyMismatchError",
+    "StudyRecord",
     "TrialRecord",
     "TrialRole",
     "Wait",
@@ -130,6 +109,7 @@ __all__ = [
     "pareto",
     "pareto_front",
     "quiet_optuna",
+    "read_study",
     "record_outcome",
     "recover_lost",
     "reference_trial",
@@ -146,4 +126,5 @@ __all__ = [
     "take_lock",
     "trials_frame",
     "worker_record",
+    "write_study",
 ]

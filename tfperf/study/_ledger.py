@@ -50,18 +50,13 @@ from tfperf.study._study import (
     stored_remeasurement,
     write_attrs,
 )
+from tfperf.study._study_record import StudyRecord, read_study, write_study
 
 if TYPE_CHECKING:
     import optuna
 
 __all__ = [
     "DONE",
-    "ESTIMATE_REF",
-    "ESTIMATE_REFS",
-    "GUIDE_ATTR",
-    "POOL_ESTIMATE_REF",
-    "RUNNER_UP_REF",
-    "TRAINING_ESTIMATE_REF",
     "Claim",
     "Done",
     "Ledger",
@@ -71,24 +66,6 @@ __all__ = [
     "open_study",
     "quiet_optuna",
 ]
-
-
-#: The third reference: the configuration the pipeline model predicts best, queued once the
-#: baseline's stage analysis is known (after the baseline and everything-AUTOTUNE).
-ESTIMATE_REF = "estimate"
-#: The fourth reference, when the model predicts a training setting (batch size, precision,
-#: shuffle buffer) lifts the limit beyond the noise: the estimate under that setting.
-TRAINING_ESTIMATE_REF = "estimate-training"
-#: The fifth reference: the last estimate with its computing stages on the cores its input
-#: spends (`tfperf.tuner._guide.pool_estimate`), queued with the second.
-POOL_ESTIMATE_REF = "estimate-pool"
-#: The sixth reference: the fifth's shape under the next larger batch, when predicted within
-#: the model's error of the second's (`tfperf.tuner._training._runner_up`).
-RUNNER_UP_REF = "estimate-runner-up"
-#: The references the pipeline model proposed, in the order they are queued.
-ESTIMATE_REFS = (ESTIMATE_REF, TRAINING_ESTIMATE_REF, POOL_ESTIMATE_REF, RUNNER_UP_REF)
-#: Study attribute holding the tuner's guide (the model's limit, estimate and thread counts).
-GUIDE_ATTR = "tfperf_guide"
 
 
 class Wait(str, Enum):
@@ -284,19 +261,19 @@ class Ledger:
         """
         if any(TrialRecord.from_trial(t).reference == label for t in self.trials()):
             return False
-        self.study.set_user_attr(GUIDE_ATTR, dict(guide))
+        write_study(self.study, StudyRecord(guide=guide))
         record = TrialRecord(knobs=knobs, reference=label)
         self.study.enqueue_trial({}, user_attrs=record.to_user_attrs())
         return True
 
     def store_guide(self, guide: Mapping[str, Any]) -> None:
-        """Replaces the stored guide (the model restated after the estimate ran)."""
-        self.study.set_user_attr(GUIDE_ATTR, dict(guide))
+        """Replaces the stored guide (the model refit after the estimate ran)."""
+        write_study(self.study, StudyRecord(guide=guide))
 
     def guide(self) -> dict[str, Any] | None:
         """The guide stored with the estimate, or None before the baseline was analysed."""
-        stored = self.study.user_attrs.get(GUIDE_ATTR)
-        return dict(stored) if isinstance(stored, Mapping) else None
+        stored = read_study(self.study).guide
+        return dict(stored) if stored is not None else None
 
     def reject(self, claim: Claim, knobs: Knobs, reason: str) -> None:
         """Ends a claimed trial unrun: its knobs are a configuration tf.data refuses.

@@ -5,12 +5,8 @@ minus the budget, feasible when <= 0), so the sampler learns where the limits bi
 records which pipeline it tunes, so a study name reused for another pipeline, or a study
 created by another tool, is refused with a clear message.
 
-Trial user attributes are the fields of `TrialRecord` (`tfperf.study._records`).
-
-Study user attributes: `tfperf_pipeline` (the pipeline file's name), `tfperf_objective`,
-`tfperf_references_enqueued` (true once the references are queued), `tfperf_remeasure` (the
-final re-measurement: a list of `Measurement` dicts) and `tfperf_remeasured_by` (`trials`:
-how many counted trials had finished when it was measured, `lock_trial`, `worker`).
+Trial user attributes are the fields of `TrialRecord` (`tfperf.study._records`), study user
+attributes those of `StudyRecord` (`tfperf.study._study_record`).
 """
 
 from __future__ import annotations
@@ -29,28 +25,16 @@ from tfperf.results import (
     ProfileResult,
     TrialOutcome,
     TrialStatus,
-    validated,
 )
 from tfperf.study._cluster import counted
 from tfperf.study._records import TrialRecord
+from tfperf.study._study_record import RemeasureCover, StudyRecord, read_study, write_study
 
 if TYPE_CHECKING:
     import optuna
     import pandas as pd
 
 T = TypeVar("T")
-
-#: Study attribute naming the pipeline file a study tunes.
-PIPELINE_ATTR = "tfperf_pipeline"
-OBJECTIVE_ATTR = "tfperf_objective"
-REFERENCES_ATTR = "tfperf_references_enqueued"
-REMEASURE_ATTR = "tfperf_remeasure"
-REMEASURED_BY_ATTR = "tfperf_remeasured_by"
-#: For a plain pipeline or a script: the call sites found in its code (`Discovery.to_dict()`)
-#: and `root`, the folder they are relative to, so a report can write the patch.
-DISCOVERY_ATTR = "tfperf_discovery"
-
-BASELINE, AUTOTUNE_REF = "baseline", "autotune"
 
 
 class StudyMismatchError(TfperfError):
@@ -69,7 +53,8 @@ def claim_study(study: optuna.Study, pipeline_name: str, objective: Objective, s
     Args:
         shown: the storage and study as the user may see them (password masked).
     """
-    owner = study.user_attrs.get(PIPELINE_ATTR)
+    stored = read_study(study)
+    owner = stored.pipeline
     if owner is None and study.trials:
         raise StudyMismatchError(
             f"study {study.study_name!r} in {shown} has {len(study.trials)} trials but was not "
@@ -80,15 +65,15 @@ def claim_study(study: optuna.Study, pipeline_name: str, objective: Objective, s
             f"study {study.study_name!r} in {shown} tunes {owner}, not {pipeline_name}; use "
             "--study to give this pipeline its own study."
         )
-    recorded = study.user_attrs.get(OBJECTIVE_ATTR)
-    if recorded is not None and recorded != objective.value:
+    recorded = stored.objective
+    if recorded is not None and recorded is not objective:
         raise StudyMismatchError(
-            f"study {study.study_name!r} was created with --objective {recorded}, not "
-            f"{objective.value}; resume it with --objective {recorded} or use another --study."
+            f"study {study.study_name!r} was created with --objective {recorded.value}, not "
+            f"{objective.value}; resume it with --objective {recorded.value} or use another "
+            "--study."
         )
     if owner is None:
-        study.set_user_attr(PIPELINE_ATTR, pipeline_name)
-        study.set_user_attr(OBJECTIVE_ATTR, objective.value)
+        write_study(study, StudyRecord(pipeline=pipeline_name, objective=objective))
 
 
 def enqueue_references(
@@ -99,12 +84,12 @@ def enqueue_references(
     Returns:
         True if they were enqueued now, False if the study already had them.
     """
-    if study.user_attrs.get(REFERENCES_ATTR):
+    if read_study(study).references_enqueued:
         return False
     for label, (knobs, params) in references.items():
         record = TrialRecord(knobs=knobs, reference=label)
         study.enqueue_trial(params, user_attrs=record.to_user_attrs())
-    study.set_user_attr(REFERENCES_ATTR, True)
+    write_study(study, StudyRecord(references_enqueued=True))
     return True
 
 
@@ -118,10 +103,10 @@ def await_references(study: optuna.Study, wait_s: float, poll_s: float) -> None:
     """
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        attrs = study.user_attrs
-        if attrs.get(REFERENCES_ATTR):
+        stored = read_study(study)
+        if stored.references_enqueued:
             return
-        if PIPELINE_ATTR not in attrs and study.get_trials(deepcopy=False):
+        if not stored.created_by_tfperf and study.get_trials(deepcopy=False):
             return
         time.sleep(poll_s)
 
@@ -232,27 +217,17 @@ class Remeasurement:
 
 def store_remeasurement(study: optuna.Study, remeasurement: Remeasurement) -> None:
     """Saves the measurements first, then what they cover, which readers check first."""
-    study.set_user_attr(REMEASURE_ATTR, [dataclasses.asdict(m) for m in remeasurement.measurements])
-    study.set_user_attr(
-        REMEASURED_BY_ATTR,
-        {
-            "trials": remeasurement.trials,
-            "lock_trial": remeasurement.lock_trial,
-            "worker": remeasurement.worker,
-        },
-    )
+    cover = RemeasureCover(remeasurement.trials, remeasurement.lock_trial, remeasurement.worker)
+    write_study(study, StudyRecord(remeasured=remeasurement.measurements, remeasured_by=cover))
 
 
 def stored_remeasurement(study: optuna.Study) -> Remeasurement | None:
     """The last re-measurement stored in the study, or None (or from an older tfperf)."""
-    attrs = study.user_attrs
-    covered = attrs.get(REMEASURED_BY_ATTR)
-    if not covered or REMEASURE_ATTR not in attrs:
+    stored = read_study(study)
+    cover, measured = stored.remeasured_by, stored.remeasured
+    if cover is None or measured is None:
         return None
-    stored = {"lock_trial": None, "worker": {}, **covered, "measurements": attrs[REMEASURE_ATTR]}
-    return validated(
-        Remeasurement, stored, source=f"study {study.study_name!r}'s stored re-measurement"
-    )
+    return Remeasurement(measured, cover.trials, cover.lock_trial, cover.worker)
 
 
 def hardware_groups(study: optuna.Study, *workers: dict[str, Any]) -> dict[str, list[str]]:

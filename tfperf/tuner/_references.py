@@ -1,22 +1,19 @@
-"""The study's references and the pipeline model that proposes the third one.
+"""The study's references, and when the pipeline model's proposals join them.
 
 Every study measures the file's `BASELINE` and everything on AUTOTUNE first. After the
 baseline trial (run with the stage analysis) the model turns its profile into a `Guide`
-(`tfperf.tuner._guide`): the limit, thread counts, and "tfperf's estimate", the configuration
-the model predicts best, which is queued as the third reference. `References` keeps the three,
-the guide (shared through the study by every tuner on it), the ranges TPE searches from it, and
-the estimate's predicted vs measured rate for the result.
+(`tfperf.tuner._guide`): the limit, thread counts, and the configurations the model proposes
+(`tfperf.tuner._proposers`). The first proposal, the estimate (the configuration predicted
+best with training as written), is queued at once. `References` keeps the references, the
+guide (shared through the study by every tuner on it), the ranges TPE searches from it, and
+each proposal's predicted vs measured rate for the result.
 
-Once the estimate has run, `refit` takes a second look: the CPU roofline is restated with the
-input's CPU per example measured nearest the limit (the fastest reference's pipeline-only phase,
-`tfperf.measure.nearest_limit_input_cpu`), and the second estimate (training changed) is sized
-from the restated model and queued then (the first look's when nothing can be restated), with
-the fifth reference after it: the same configuration with its computing stages on a pool of
-the cores its input spends (`tfperf.tuner._guide.pool_estimate`), which the model prices only
-by those cores and the study measures, and, when the model cannot tell the second's training setting
-from the next larger batch, the sixth: the fifth's shape under that batch (the runner-up). The
-estimate's own predicted rate stays the one made before it ran, so predicted vs measured still
-shows the model's error.
+Once the estimate has run, `refit` fits the model again: the CPU roofline takes the
+input's CPU per example measured nearest the limit (the fastest reference's pipeline-only
+phase, `tfperf.measure.nearest_limit_input_cpu`), and the other proposals are made from the
+refit model and queued then (from the first fit when nothing can be refit). The estimate's own
+predicted rate stays the one made before it ran, so predicted vs measured still shows the
+model's error.
 """
 
 from __future__ import annotations
@@ -29,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 from tfperf.hardware import Machine
 from tfperf.knobs import Domain, IntRange, Knobs, cycle_conflicts
 from tfperf.measure import nearest_limit_input_cpu
-from tfperf.results import Estimate, Limit, Measurement, ProfileResult
+from tfperf.results import (
+    Estimate,
+    Limit,
+    Measurement,
+    ProfileResult,
+    Reference,
+)
 from tfperf.study import (
-    AUTOTUNE_REF,
-    BASELINE,
-    ESTIMATE_REF,
-    POOL_ESTIMATE_REF,
-    RUNNER_UP_REF,
-    TRAINING_ESTIMATE_REF,
     Claim,
     Ledger,
     TrialRecord,
@@ -53,17 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["References"]
 
 logger = logging.getLogger(__name__)
-
-_ESTIMATE_SOURCE = "tfperf's estimate"
-_SECOND_SOURCE = "tfperf's estimate with training changed"
-_POOL_SOURCE = "tfperf's estimate on the cores its input spends"
-_RUNNER_UP_SOURCE = "tfperf's estimate under the runner-up training setting"
-#: The references queued once the estimate has run: label, `Guide` field, source for messages.
-_LATER = (
-    (TRAINING_ESTIMATE_REF, "training_estimate", _SECOND_SOURCE),
-    (POOL_ESTIMATE_REF, "pool_estimate", _POOL_SOURCE),
-    (RUNNER_UP_REF, "runner_up_estimate", _RUNNER_UP_SOURCE),
-)
 
 
 class References:
@@ -84,10 +70,10 @@ class References:
         self.space = space
         self.guidable = guidable
         self.guide: Guide | None = None
-        self.knobs: dict[str, Knobs] = {BASELINE: baseline}
+        self.knobs: dict[str, Knobs] = {Reference.BASELINE.value: baseline}
         autotune = autotune_knobs(baseline)
         if autotune != baseline:
-            self.knobs[AUTOTUNE_REF] = autotune
+            self.knobs[Reference.AUTOTUNE.value] = autotune
 
     @property
     def limit(self) -> Limit | None:
@@ -98,80 +84,76 @@ class References:
         return training_settings(self.baseline, self.space)
 
     def from_baseline(self, ledger: Ledger, result: ProfileResult) -> None:
-        """Builds the guide from the baseline's stage analysis and queues the estimates."""
+        """Builds the guide from the baseline's stage analysis and queues the estimate."""
         guide = make_guide(result, self.machine, self.baseline, self.space, self.guidable)
         if guide is None:
             logger.info("no pipeline model: the baseline's stage analysis measured nothing")
             return
         self.guide = guide
-        if not self._queue(ledger, ESTIMATE_REF, guide.estimate, _ESTIMATE_SOURCE):
-            self.refit(ledger)  # the estimate is a configuration already measured: look again now
+        if not self._queue(ledger, guide.estimate):
+            self.refit(ledger)  # the estimate is a configuration already measured: refit now
 
     def refit(self, ledger: Ledger) -> None:
-        """Restates the guide with the input's CPU per example measured nearest the limit, and
-        queues the second estimate, the pooled one and the runner-up.
+        """Fits the model again with the input's CPU per example measured nearest the limit,
+        and queues the proposals after the estimate.
 
-        Called once the estimate has run. Keeps the first look's estimate (its prediction was
-        made before it ran). The second estimate is sized here, from the restated model: the
-        baseline's roofline errs low (its CPU counts the runtime's idle threads spinning), and
-        a blocking stage's threads follow it, so sized from the baseline they vary from run to
-        run and fall short of what the winners run (docs/limit.md, "The second look"). The
-        first look's second estimate is queued when nothing can be restated (no reference ran
-        faster than the baseline, or none has CPU samples in its pipeline-only phase), or when
-        the restated model proposes none. The pooled estimate (`pool_estimate`) comes from the
-        same look as the second.
+        Called once the estimate has run. Keeps the first fit's estimate (its prediction was
+        made before it ran). The later proposals are made from the refit model: the baseline's
+        roofline errs low (its CPU counts the runtime's idle threads spinning), and a blocking
+        stage's threads follow it. They come from the first fit when nothing can be refit (no
+        reference ran faster than the baseline, or none has CPU samples in its pipeline-only
+        phase), or when the refit model proposes no training change and the first fit did.
         """
         self.load(ledger)
         if self.guide is None:
             return
         first = self.guide
-        restated = self._restated(ledger)
+        refit = self._refit(ledger)
         source = first
-        if restated is not None and (
-            restated.training_estimate is not None or first.training_estimate is None
+        if refit is not None and (
+            refit.estimate_of(Reference.TRAINING) is not None
+            or first.estimate_of(Reference.TRAINING) is None
         ):
-            source = restated
+            source = refit
         self.guide = dataclasses.replace(
-            restated or first,
-            estimate=first.estimate,
-            training_estimate=source.training_estimate,
-            pool_estimate=source.pool_estimate,
+            refit or first, estimates=[first.estimate, *_later(source)]
         )
-        kept: dict[str, Estimate | None] = {}
-        for label, field, text in _LATER:
-            estimate = getattr(self.guide, field)
-            if _labelled(ledger.study, label) is not None:  # queued before (another tuner)
-                kept[field] = getattr(first, field)
-            elif estimate is not None and not self._queue(ledger, label, estimate, text):
-                # A configuration already measured: nothing more to learn from running it again.
-                kept[field] = None
-        self.guide = dataclasses.replace(self.guide, **kept)  # type: ignore[arg-type]
+        kept: list[Estimate] = []
+        for estimate in _later(self.guide):
+            if _labelled(ledger.study, estimate.kind) is not None:  # queued before (another tuner)
+                earlier = first.estimate_of(estimate.kind)
+                kept.extend([earlier] if earlier is not None else [])
+            elif self._queue(ledger, estimate):
+                kept.append(estimate)
+            # else: a configuration already measured, nothing more to learn from running it
+        self.guide = dataclasses.replace(self.guide, estimates=[first.estimate, *kept])
         ledger.store_guide(self.guide.to_dict())
 
-    def _restated(self, ledger: Ledger) -> Guide | None:
+    def _refit(self, ledger: Ledger) -> Guide | None:
         """The guide made again with the input's CPU measured nearest the limit; None when no
         reference measured it (none ran faster than the baseline, or none has CPU samples)."""
         profiles = _reference_profiles(ledger)
-        baseline = profiles.pop(BASELINE, None)
+        baseline = profiles.pop(Reference.BASELINE.value, None)
         if baseline is None:
             return None
         cpu = nearest_limit_input_cpu(baseline, list(profiles.values()))
         if cpu is None:
             return None
-        restated = make_guide(baseline, self.machine, self.baseline, self.space, self.guidable, cpu)
-        if restated is not None:
+        refit = make_guide(baseline, self.machine, self.baseline, self.space, self.guidable, cpu)
+        if refit is not None:
             logger.info(
-                "the guide restated with %.3g ms input CPU per example (measured at %.0f "
-                "examples/s)",
+                "the model refit with %.3g ms input CPU per example (measured at %.0f examples/s)",
                 cpu.s_per_example * 1e3,
                 cpu.examples_per_sec,
             )
-        return restated
+        return refit
 
-    def _queue(self, ledger: Ledger, label: str, estimate: Estimate, source: str) -> bool:
-        """Queues a reference (storing the guide with it); False when its knobs were measured."""
+    def _queue(self, ledger: Ledger, estimate: Estimate) -> bool:
+        """Queues a proposal (storing the guide with it); False when its knobs were measured
+        or the study already holds it."""
         assert self.guide is not None  # the guide is stored with the reference
-        knobs = Knobs.from_mapping(estimate.knobs, source=source)
+        label = estimate.kind.value
+        knobs = Knobs.from_mapping(estimate.knobs, source=estimate.kind.words.name)
         if knobs in self.knobs.values():
             return False
         queued = ledger.enqueue_reference(label, knobs, self.guide.to_dict())
@@ -184,14 +166,15 @@ class References:
         if stored is None:
             return
         self.guide = Guide.from_dict(stored)
-        for label, field, text in ((ESTIMATE_REF, "estimate", _ESTIMATE_SOURCE), *_LATER):
-            estimate = getattr(self.guide, field)
-            if estimate is not None and reference_trial(ledger.study, label) is not None:
-                self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=text)
+        for estimate in self.guide.estimates:
+            label = estimate.kind.value
+            if reference_trial(ledger.study, label) is not None:
+                source = estimate.kind.words.name
+                self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=source)
 
     def resume(self, ledger: Ledger) -> None:
         """On opening a study whose estimate failed (Ctrl-C, or lost with its tuner) before
-        `refit` queued the later references: queues the first look's now.
+        `refit` queued the later proposals: queues the first fit's now.
 
         Called once per tuner, not before each trial: the scan of the study's trials would
         lengthen the moment between claiming a trial and recording its worker.
@@ -199,10 +182,8 @@ class References:
         self.load(ledger)
         if self.guide is None or not _ended_without_refit(ledger.study):
             return
-        for label, field, text in _LATER:
-            estimate = getattr(self.guide, field)
-            if estimate is not None:
-                self._queue(ledger, label, estimate, text)
+        for estimate in _later(self.guide):
+            self._queue(ledger, estimate)
 
     def claimed_knobs(self, ledger: Ledger, claim: Claim) -> Knobs | None:
         """The knobs of a claimed reference trial (None for a trial the sampler proposes)."""
@@ -211,7 +192,7 @@ class References:
             return None
         if label in self.knobs:
             return self.knobs[label]
-        if label == ESTIMATE_REF or label in (later for later, _, _ in _LATER):
+        if Reference.is_proposal(label):
             self.load(ledger)
         return TrialRecord.from_user_attrs(claim.trial.user_attrs).knobs
 
@@ -231,33 +212,15 @@ class References:
         interleave = self.guide is not None and self.guide.knob_interleave
         return cycle_conflicts(knobs, knob_interleave=interleave, cores=self.machine.cpu_count)
 
-    def estimate(self, study: optuna.Study, measured: Measurement | None) -> Estimate | None:
-        """The estimate, predicted vs measured (re-measured median, else its trial's figure)."""
+    def estimates(self, study: optuna.Study, measured: Mapping[str, Measurement]) -> list[Estimate]:
+        """Every proposal, predicted vs measured (its re-measured median in `measured`, by
+        label, else its trial's figure)."""
         if self.guide is None:
-            return None
-        return _measured(self.guide.estimate, study, ESTIMATE_REF, measured)
-
-    def training_estimate(
-        self, study: optuna.Study, measured: Measurement | None
-    ) -> Estimate | None:
-        """The second estimate (training changed), predicted vs measured; None without one."""
-        if self.guide is None or self.guide.training_estimate is None:
-            return None
-        return _measured(self.guide.training_estimate, study, TRAINING_ESTIMATE_REF, measured)
-
-    def pool_estimate(self, study: optuna.Study, measured: Measurement | None) -> Estimate | None:
-        """The pooled estimate (`tfperf.tuner._guide.pool_estimate`), predicted vs measured."""
-        if self.guide is None or self.guide.pool_estimate is None:
-            return None
-        return _measured(self.guide.pool_estimate, study, POOL_ESTIMATE_REF, measured)
-
-    def runner_up_estimate(
-        self, study: optuna.Study, measured: Measurement | None
-    ) -> Estimate | None:
-        """The runner-up's estimate (`Guide.runner_up_estimate`), predicted vs measured."""
-        if self.guide is None or self.guide.runner_up_estimate is None:
-            return None
-        return _measured(self.guide.runner_up_estimate, study, RUNNER_UP_REF, measured)
+            return []
+        return [
+            _measured(estimate, study, measured.get(estimate.kind.value))
+            for estimate in self.guide.estimates
+        ]
 
     def limit_for(self, knobs: Mapping[str, Any]) -> Limit | None:
         """The limit under the training setting `knobs` run with (None: not probed)."""
@@ -282,6 +245,11 @@ def _reference_profiles(ledger: Ledger) -> dict[str, ProfileResult]:
     return found
 
 
+def _later(guide: Guide) -> list[Estimate]:
+    """The proposals queued once the estimate has run: all but the estimate."""
+    return [e for e in guide.estimates if e.kind is not Reference.ESTIMATE]
+
+
 def _labelled(study: optuna.Study, label: str) -> optuna.trial.FrozenTrial | None:
     """The first trial of the study queued as the reference `label`, in any state."""
     trials = study.get_trials(deepcopy=False)
@@ -290,16 +258,15 @@ def _labelled(study: optuna.Study, label: str) -> optuna.trial.FrozenTrial | Non
 
 def _ended_without_refit(study: optuna.Study) -> bool:
     """Whether the estimate's trial failed (interrupted, or lost with its tuner) before any
-    later reference was queued."""
-    estimate = _labelled(study, ESTIMATE_REF)
+    later proposal was queued."""
+    estimate = _labelled(study, Reference.ESTIMATE)
     failed = estimate is not None and estimate.state.name == "FAIL"
-    return failed and all(_labelled(study, label) is None for label, _, _ in _LATER)
+    later = [kind for kind in Reference if kind.proposed and kind is not Reference.ESTIMATE]
+    return failed and all(_labelled(study, kind) is None for kind in later)
 
 
-def _measured(
-    estimate: Estimate, study: optuna.Study, label: str, measured: Measurement | None
-) -> Estimate:
-    number = reference_trial(study, label)
+def _measured(estimate: Estimate, study: optuna.Study, measured: Measurement | None) -> Estimate:
+    number = reference_trial(study, estimate.kind.value)
     rate = measured.median if measured is not None else None
     if rate is None and number is not None:
         trial = study.trials[number]

@@ -17,9 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus
+from tfperf.results import Measurement, Objective, Reference, TrialOutcome, TrialStatus
 from tfperf.study import (
-    ESTIMATE_REFS,
     TrialRecord,
     feasible_complete,
     pareto_front,
@@ -80,10 +79,10 @@ def remeasure(
 
 
 def best_estimate(measured: Sequence[Measurement]) -> Measurement | None:
-    """The model's estimate (`ESTIMATE_REFS`) with the highest selection median, of those
+    """The model's proposal (`Reference.proposed`) with the highest selection median, of those
     within the memory budgets in every repeat; None when none was re-measured so. By selection
     windows, so confirming it cannot change which it is."""
-    estimates = [m for m in measured if m.label in ESTIMATE_REFS and m.within_budgets]
+    estimates = [m for m in measured if Reference.is_proposal(m.label) and m.within_budgets]
     return max(estimates, key=lambda m: m.selection_median, default=None)
 
 

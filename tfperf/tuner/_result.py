@@ -2,7 +2,7 @@
 
 The re-measured medians decide. The best configuration that leaves training as written is
 recommended unless a faster one that changes training beats it by more than the noise
-(`tfperf.results.input_only_choice`); the limit and the estimate come from the model, and
+(`tfperf.results.input_only_choice`); the limit and the proposals come from the model, and
 `search_gain` says what the search added to the model's best estimate.
 """
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from tfperf.errors import TfperfError
 from tfperf.results import (
     Measurement,
+    Reference,
     SearchGain,
     TuneResult,
     input_only_choice,
@@ -22,12 +23,6 @@ from tfperf.results import (
     training_changes,
 )
 from tfperf.study import (
-    AUTOTUNE_REF,
-    BASELINE,
-    ESTIMATE_REF,
-    POOL_ESTIMATE_REF,
-    RUNNER_UP_REF,
-    TRAINING_ESTIMATE_REF,
     feasible_complete,
     pareto_front,
     status_counts,
@@ -65,13 +60,13 @@ def tune_result(
         TfperfError: the baseline failed in every re-measurement.
     """
     by_label = {m.label: m for m in measured}
-    baseline = by_label.get(BASELINE)
+    baseline = by_label.get(Reference.BASELINE.value)
     if baseline is None:
         raise TfperfError(
             "the baseline configuration failed in every re-measurement, so nothing can be "
             "compared with it; see the trial reasons with `tfperf report`."
         )
-    autotune = by_label.get(AUTOTUNE_REF)
+    autotune = by_label.get(Reference.AUTOTUNE.value)
     choice = input_only_choice(measured, baseline)
     best = choice.best
     vs_baseline = speedup(best, baseline)
@@ -101,10 +96,7 @@ def tune_result(
         limit=references.limit,
         tuned_over_limit=references.over_limit(best.median, best.knobs),
         best_limit=references.limit_for(best.knobs),
-        estimate=references.estimate(study, by_label.get(ESTIMATE_REF)),
-        training_estimate=references.training_estimate(study, by_label.get(TRAINING_ESTIMATE_REF)),
-        pool_estimate=references.pool_estimate(study, by_label.get(POOL_ESTIMATE_REF)),
-        runner_up_estimate=references.runner_up_estimate(study, by_label.get(RUNNER_UP_REF)),
+        estimates=references.estimates(study, by_label),
         input_only=choice.input_only,
         fastest=choice.fastest,
         gain_over_input_only=choice.gain,

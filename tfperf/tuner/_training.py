@@ -1,19 +1,21 @@
-"""The training settings the model weighs: what the baseline trial probes, and the second estimate.
+"""The training settings the model weighs: what the baseline trial probes, and the training
+estimate.
 
-The first estimate changes input only. A larger batch or bf16 often lifts the limit itself
+The estimate changes input only. A larger batch or bf16 often lifts the limit itself
 (the model's step gets cheaper per example), and a finite dataset's shuffle buffer costs a
 refill every epoch; TPE finds such winners late when nothing aims it there. So the baseline
 trial also times the model alone under the settings the search can reach
 (`training_settings`, measured by `tfperf.measure.probe_training`), and `training_estimate`
 restates the model under each: the limit per setting (`SettingLimit`, by which a tuned
 configuration that changes training is compared) and, when a setting's predicted rate beats
-the input-only estimate beyond the noise, the second estimate, queued as the fourth
-reference: of the settings predicted within `SETTING_TOLERANCE` of the fastest, the one that
-changes training least. "Beats" holds in either of two views: input and training overlapping
-on the host (the model's prediction), or taking turns (`1 / (1/P + 1/C)`, where a faster model step
-counts even when the CPU roofline binds every setting alike). When the next larger batch at
-the proposed precision is predicted within the model's
-error of it (`RUNNER_UP_TOLERANCE`), it is proposed too, as the runner-up (the sixth reference):
+the input-only estimate beyond the noise, the training estimate
+(`tfperf.tuner._proposers.best_training_setting`): of the settings predicted within
+`SETTING_TOLERANCE` of the fastest, the one that changes training least. "Beats" holds in
+either of two views: input and training overlapping on the host (the model's prediction), or
+taking turns (`1 / (1/P + 1/C)`, where a faster model step counts even when the CPU roofline
+binds every setting alike). When the next larger batch at the proposed precision is predicted
+within the model's error of it (`RUNNER_UP_TOLERANCE`), it is proposed too, as the runner-up
+(`runner_up_setting`):
 the model cannot see what fewer steps save when input and training share the host, so the study
 measures both rather than let the model's error pick. Whether either is recommended is still the
 input-only rule's decision, on re-measured figures.
@@ -44,7 +46,7 @@ BEYOND_NOISE = 1.10
 #: Training settings predicted this near the fastest are one setting within the model's error:
 #: the one nearest the baseline's is proposed (`_least_change`).
 SETTING_TOLERANCE = 0.95
-#: The model's error on a training setting: its second estimates measure 80-90% of their
+#: The model's error on a training setting: its training estimates measure 80-90% of their
 #: predictions, so the next larger batch predicted within this share of the chosen setting is
 #: measured too (`_runner_up`).
 RUNNER_UP_TOLERANCE = 0.85

@@ -2,7 +2,7 @@
 
 Every study starts with two references, the file's `BASELINE` and everything on AUTOTUNE, so the
 answer is always measured against both; the baseline's stage analysis then feeds the pipeline
-model, whose estimate is the third reference and whose thread counts set the ranges TPE searches
+model, whose proposals join the references and whose thread counts set the ranges TPE searches
 (`tfperf.tuner._references`). Each trial runs in its own child process
 (`tfperf.trials._runner`) under the RAM, GPU-memory and time budgets. Trials that exceed a budget
 are recorded as infeasible through Optuna's constraints, so the sampler learns where the limits are.
@@ -31,18 +31,17 @@ from tfperf.results import (
     Measurement,
     Objective,
     Phase,
+    Reference,
     TrialOutcome,
     TuneResult,
     input_only_choice,
 )
 from tfperf.study import (
-    BASELINE,
-    DISCOVERY_ATTR,
-    ESTIMATE_REF,
     Claim,
     Done,
     Ledger,
     Lock,
+    StudyRecord,
     TrialRecord,
     Waiting,
     await_references,
@@ -56,6 +55,7 @@ from tfperf.study import (
     open_study,
     quiet_optuna,
     worker_record,
+    write_study,
 )
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._guide import input_only_fixes
@@ -185,7 +185,7 @@ class Tuner:
         claim_study(study, self.pipeline.path.name, options.objective, shown)
         if self.pipeline.discovery is not None:
             root = str(self.pipeline.path.parent.resolve())
-            study.set_user_attr(DISCOVERY_ATTR, {"root": root, **self.pipeline.discovery.to_dict()})
+            write_study(study, StudyRecord(discovery=self.pipeline.discovery, code_root=root))
         enqueue_references(
             study,
             {
@@ -276,7 +276,7 @@ class Tuner:
         """Runs a claimed trial; None when it ran nothing (a twin ran its knobs, or lost)."""
         import optuna
 
-        # Another tuner or an earlier run may have made the guide, or restated it (`refit`).
+        # Another tuner or an earlier run may have made the guide, or refit it (`refit`).
         self.references.load(self.ledger)
         self.ledger.study.sampler = self._sampler(claim.number)
         try:
@@ -314,7 +314,7 @@ class Tuner:
         self.listener.trial_started(claim.number, label, knobs)
         try:
             outcome = self.runner(
-                self._request(knobs, stages=label == BASELINE),
+                self._request(knobs, stages=label == Reference.BASELINE),
                 self.budgets,
                 on_progress=self._pruner(claim),
             )
@@ -327,9 +327,9 @@ class Tuner:
                 f"{self.storage_shown}."
             ) from None
         self.ledger.finish(claim, outcome)
-        if label == BASELINE and outcome.result is not None:
+        if label == Reference.BASELINE and outcome.result is not None:
             self.references.from_baseline(self.ledger, outcome.result)
-        elif label == ESTIMATE_REF:
+        elif label == Reference.ESTIMATE:
             self.references.refit(self.ledger)
         self._ran += 1
         self.listener.trial_finished(claim.number, outcome, *self._standing())
@@ -391,7 +391,9 @@ class Tuner:
     def _standing(self) -> tuple[float | None, float | None]:
         """The best feasible examples/s so far, and the baseline trial's."""
         trials = feasible_complete(self.ledger.study)
-        baseline = [t.values[0] for t in trials if TrialRecord.from_trial(t).reference == BASELINE]
+        baseline = [
+            t.values[0] for t in trials if TrialRecord.from_trial(t).reference == Reference.BASELINE
+        ]
         best = max((t.values[0] for t in trials), default=None)
         return best, baseline[0] if baseline else None
 
@@ -421,7 +423,7 @@ class Tuner:
         """The chosen configuration (and the input-only best it was weighed against) measured
         again, so its reported figure is not the luckiest of several medians; the model's best
         estimate beside them, so the search's gain over it is measured side by side."""
-        baseline = next((m for m in measurements if m.label == BASELINE), None)
+        baseline = next((m for m in measurements if m.label == Reference.BASELINE), None)
         if baseline is None:
             return measurements  # the result says why nothing can be compared
         chosen = input_only_choice(measurements, baseline).weighed
