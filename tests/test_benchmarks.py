@@ -243,7 +243,7 @@ process; shown as median ± spread (half the range over the median)
 
 The limit is tfperf's own, stated by its pipeline model from the study's baseline trial, its \
 CPU roofline restated with the input's CPU per example measured at the fastest reference \
-trial (docs/limit.md, "The second look"): the smallest of the compute-only rate, the CPU \
+trial (docs/limit.md, "The refit"): the smallest of the compute-only rate, the CPU \
 roofline and any stage that cannot run in parallel, and `bound by` names which. It is stated \
 under the tuned configuration's training setting: where the tuned configuration changes the \
 batch size or the precision, the model alone was timed under that setting in the baseline \

@@ -540,7 +540,7 @@ def nearest_limit_input_cpu(
 
     A pipeline's CPU per example falls as its rate rises: part of it is paid per wake-up (a
     thread woken for each element that arrives alone, pools that spin before they sleep), and
-    it spreads over more elements as they queue up (docs/limit.md, "The second look"). The
+    it spreads over more elements as they queue up (docs/limit.md, "The refit"). The
     baseline's figure, measured at its own (often slow) rate, overstates what a fast
     configuration spends, and the CPU roofline built on it understates the limit. The figure
     that holds near the limit is the one measured nearest it: the pipeline-only phase of the
