@@ -29,9 +29,9 @@ class Real:
     profile: Path
 
 
-def _tfperf(*args: str) -> None:
+def _tfperf(*args: str, cwd: Path) -> None:
     command = [str(Path(sys.executable).with_name("tfperf")), *args]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -43,9 +43,9 @@ def real(tmp_path_factory) -> Real:
     small = ("--steps", "6", "--warmup", "2", "--min-seconds", "0")
     _tfperf("tune", str(QUICKSTART), "--trials", "3", *small, "--finalists", "1",
             "--rounds", "2", "--storage", storage, "--study", "quick",
-            "--html", str(folder / "study.html"))  # fmt: skip
+            "--html", str(folder / "study.html"), cwd=folder)  # fmt: skip
     _tfperf("profile", str(QUICKSTART), *small, "--json", str(folder / "profile.json"),
-            "--html", str(folder / "profile.html"))  # fmt: skip
+            "--html", str(folder / "profile.html"), cwd=folder)  # fmt: skip
     return Real(folder / "study.html", folder / "profile.html")
 
 
