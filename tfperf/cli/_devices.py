@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli.base import positive_int
+from tfperf.frameworks import DeviceLayout, StrategyKind
 
 if TYPE_CHECKING:
     from tfperf.pipeline import PipelineFile

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from tfperf._tf import DeviceLayout, StrategyKind
+from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.results import (
     BatchScaling,
     ProfileResult,

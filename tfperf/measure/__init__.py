@@ -10,6 +10,9 @@ from __future__ import annotations
 from tfperf.measure._analysis import (
     CONTENTION_AT,
 )
+from tfperf.measure._chain import (
+    recover_stages,
+)
 from tfperf.measure._discover import (
     discover_sites,
 )
@@ -73,6 +76,7 @@ __all__ = [
     "profile_limit",
     "profile_pipeline",
     "profile_restarts",
+    "recover_stages",
     "replica_counts",
     "scaling_curve",
     "scaling_point",

@@ -20,10 +20,11 @@ from tfperf.errors import (
     PipelineRuntimeError,
     TrainStepError,
 )
+from tfperf.frameworks import StageNode
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import _stages as stages
 from tfperf.measure._autotune import IteratorRecorder
-from tfperf.measure._chain import StageNode, recover_chain
+from tfperf.measure._chain import recover_stages
 from tfperf.measure._distributed import distribution_of, epoch_of
 from tfperf.measure._model import profile_limit
 from tfperf.measure._profiler import profile
@@ -35,7 +36,7 @@ from tfperf.probes import Probe
 from tfperf.results import Discovery, EpochSource, ProfileResult, StageReport
 
 if TYPE_CHECKING:
-    from tfperf._tf import StrategyKind
+    from tfperf.frameworks import StrategyKind
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def profile_pipeline(
             measured = measured_knobs(knobs, built.discovery)
             if on_discovery is not None:
                 on_discovery(built.discovery)
-        chain = _stage_chain(dataset)
+        chain = recover_stages(dataset)
         recorder = IteratorRecorder(built.data, chain)
         _tf.reset_allocator_peaks()
         try:
@@ -158,14 +159,6 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
     except ValueError:
         return str(path)
-
-
-def _stage_chain(dataset: Any) -> list[StageNode]:
-    try:
-        return recover_chain(dataset).stages
-    except Exception:  # unexpected dataset internals: AUTOTUNE's choices go unattributed
-        logger.warning("could not recover the stages of the dataset", exc_info=True)
-        return []
 
 
 def _stage_report(dataset: Any, result: ProfileResult, seconds: float) -> StageReport:

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfperf._tf import short_tf_message
+from tfperf.frameworks import StageNode
 from tfperf.measure import _bottleneck as bottleneck
-from tfperf.measure._chain import StageNode, recover_chain
+from tfperf.measure._chain import recover_chain
 from tfperf.measure._recorder import batch_examples
 from tfperf.results import StageKind, StageReport, StageStat, StageUnit
 

@@ -34,7 +34,8 @@ from tfperf.pipeline._loader import PipelineFile, PipelineKind
 from tfperf.results import Discovery
 
 if TYPE_CHECKING:
-    from tfperf._tf import DistributedInput, StrategyKind
+    from tfperf._tf import DistributedInput
+    from tfperf.frameworks import StrategyKind
     from tfperf.sites import Recorder
 
 __all__ = ["Built", "build", "build_dataset", "build_parts", "found_sites", "raw_dataset"]

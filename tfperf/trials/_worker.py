@@ -49,7 +49,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Literal
 from tfperf.errors import KnobError, PipelineFileError, TfperfError
 
 if TYPE_CHECKING:
-    from tfperf._tf import DeviceLayout
+    from tfperf.frameworks import DeviceLayout
     from tfperf.knobs import Knobs
     from tfperf.measure import Progress
     from tfperf.results import Discovery, ProfileResult
@@ -114,11 +114,11 @@ class WorkRequest:
     mode: Literal["profile", "discover"] = PROFILE
     stages: bool = False
     epoch_steps: int | None = None
-    #: The child's logical devices (`tfperf._tf.DeviceLayout`), set before TensorFlow starts.
+    #: The child's logical devices (`tfperf.frameworks.DeviceLayout`), set before TensorFlow starts.
     cpu_replicas: int | None = None
     gpu_memory_limit_mib: int | None = None
     gpu_memory_growth: bool | None = None
-    #: A `tfperf._tf.StrategyKind` value, or None for the pipeline file's own (or none).
+    #: A `tfperf.frameworks.StrategyKind` value, or None for the pipeline file's own (or none).
     strategy: str | None = None
     #: Training settings (`batch_size`, `mixed_precision` overrides) whose model-alone rate the
     #: profile also measures (`ProfileResult.training_rates`); empty: none.
@@ -126,7 +126,7 @@ class WorkRequest:
 
     def layout(self) -> DeviceLayout:
         """The device layout this request asks for."""
-        from tfperf._tf import DeviceLayout
+        from tfperf.frameworks import DeviceLayout
 
         return DeviceLayout(self.cpu_replicas, self.gpu_memory_limit_mib, self.gpu_memory_growth)
 
@@ -337,7 +337,8 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     from tfperf._tf import import_tensorflow_quietly
 
     import_tensorflow_quietly()
-    from tfperf._tf import StrategyKind, configure_devices
+    from tfperf._tf import configure_devices
+    from tfperf.frameworks import StrategyKind
     from tfperf.measure import probe_training, profile_pipeline
     from tfperf.pipeline import load_pipeline
 
