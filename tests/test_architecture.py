@@ -76,7 +76,7 @@ def _imports(path: Path) -> list[tuple[int, tuple[str, ...]]]:
 
 
 def _through_face(target: tuple[str, ...], unit: str) -> bool:
-    """`tfperf.measure.profile` is; `tfperf.measure._runner.x`, `tfperf.probes.host.x` are not."""
+    """`tfperf.measure.profile` is; `tfperf.measure._profiler.x`, `tfperf.probes.host.x` are not."""
     face = 1 + len(unit.split("."))  # `tfperf.<unit>`'s length
     names = target[face:]
     return names == () or (len(names) == 1 and not names[0].startswith("_"))
@@ -131,7 +131,7 @@ def test_faces_declare_what_they_export(package: str) -> None:
 def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
     """The check itself can fail: a core module importing the tuner is reported."""
     bad = PACKAGE / "knobs" / "_wrong_way_probe.py"
-    bad.write_text("from tfperf.tuner import Tuner\nfrom tfperf.measure._runner import x\n")
+    bad.write_text("from tfperf.tuner import Tuner\nfrom tfperf.measure._profiler import x\n")
     try:
         problems = _problems(bad)
     finally:
@@ -145,7 +145,7 @@ def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
 #: framework implementation, at module level, inside functions or under `TYPE_CHECKING`. They
 #: reach a framework only through a `tfperf.frameworks.Framework` object.
 NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "frameworks")
-NEUTRAL += ("probes", "hardware", "study", "tuner", "report")
+NEUTRAL += ("probes", "hardware", "measure", "trials", "study", "tuner", "report", "cli")
 #: Top-level modules that are a framework.
 FRAMEWORK_MODULES = frozenset({"tensorflow", "keras"})
 

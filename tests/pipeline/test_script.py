@@ -11,8 +11,8 @@ import pytest
 
 from tfperf.cli.main import EXIT_USAGE, main
 from tfperf.errors import PipelineFileError, PipelineRuntimeError
+from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.knobs import Knobs
-from tfperf.measure import discover_sites
 from tfperf.pipeline import PipelineKind, build, load_pipeline
 from tfperf.pipeline._script import fit_dataset, run_until_fit
 from tfperf.results import TrialStatus

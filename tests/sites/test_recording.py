@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tfperf.errors import KnobError, PipelineRuntimeError
+from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.measure import discover_sites
 from tfperf.pipeline import PipelineKind, load_pipeline
 from tfperf.pipeline._build import build_dataset
 from tfperf.results import ArgumentForm, CallSite, Discovery
@@ -110,7 +110,7 @@ def tfrecords(folder: Path, count: int = 2) -> list[str]:
 
 
 def stage_parameters(dataset) -> list[tuple[str, dict]]:
-    from tfperf.measure._chain import recover_chain
+    from tfperf.frameworks.tensorflow._chain import recover_chain
 
     return [(stage.label, stage.parameters) for stage in recover_chain(dataset).stages]
 

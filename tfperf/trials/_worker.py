@@ -334,16 +334,12 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
 
     # Knobs first: a bad value fails in milliseconds, before TensorFlow is imported.
     knobs = Knobs.from_mapping(request.knobs, source="the trial's knobs")
-    from tfperf._tf import import_tensorflow_quietly
-
-    import_tensorflow_quietly()
-    from tfperf._tf import configure_devices
+    from tfperf import frameworks
     from tfperf.frameworks import StrategyKind
-    from tfperf.measure import probe_training, profile_pipeline
-    from tfperf.pipeline import load_pipeline
 
-    configure_devices(trial_layout(request, knobs))  # before anything touches a device
-    pipeline = load_pipeline(request.pipeline, request.argv)
+    framework = frameworks.detect(request.pipeline)
+    framework.start(trial_layout(request, knobs))  # before anything touches a device
+    pipeline = framework.load(request.pipeline, request.argv)
     throttle = ProgressThrottle()
 
     def report(progress: Progress) -> None:
@@ -353,7 +349,7 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     def discovered(discovery: Discovery) -> None:
         send({"type": "discovery", "discovery": discovery.to_dict()})
 
-    result = profile_pipeline(
+    result = framework.profile(
         pipeline,
         knobs,
         strategy=StrategyKind(request.strategy) if request.strategy is not None else None,
@@ -367,21 +363,23 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         epoch_steps=request.epoch_steps,
     )
     if request.training and result.distribution is None:  # one device: the probe's form
-        result.training_rates = probe_training(pipeline, knobs, request.training)
+        result.training_rates = framework.probe_training(pipeline, knobs, request.training)
     return result
 
 
 def _discover(request: WorkRequest) -> Discovery:
-    from tfperf._tf import import_tensorflow_quietly
+    from tfperf import frameworks
 
-    import_tensorflow_quietly()
-    from tfperf._tf import enable_gpu_memory_growth
-    from tfperf.measure import discover_sites
-    from tfperf.pipeline import load_pipeline
-
-    enable_gpu_memory_growth()  # a script builds its model: take only the memory it needs
-    pipeline = load_pipeline(request.pipeline, request.argv)
-    return discover_sites(pipeline, measure_stages=request.stages)
+    framework = frameworks.detect(request.pipeline)
+    framework.start(owns_process=True)  # a script builds its model: take only what it needs
+    pipeline = framework.load(request.pipeline, request.argv)
+    sites = framework.sites()
+    if sites is None:
+        raise PipelineFileError(
+            f"{Path(request.pipeline).name}: tfperf cannot find the input calls of a "
+            f"{framework.name} file; write a pipeline file that reads its knobs instead."
+        )
+    return sites.find(pipeline, measure_stages=request.stages)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -26,7 +26,11 @@ from tfperf.frameworks import (
     StrategyKind,
     Workers,
 )
-from tfperf.measure import discover_sites, probe_training, profile_pipeline, recover_stages
+from tfperf.frameworks.tensorflow._chain import recover_stages
+from tfperf.frameworks.tensorflow._discover import discover_sites
+from tfperf.frameworks.tensorflow._runner import profile_pipeline
+from tfperf.frameworks.tensorflow._training import probe_training
+from tfperf.measure import synchronise
 from tfperf.pipeline import PipelineFile, build, load_pipeline
 from tfperf.sites import patch_for
 
@@ -130,26 +134,6 @@ class TensorFlow(Framework):
 
     def sites(self) -> CallSites | None:
         return TensorFlowSites()
-
-
-def synchronise(outputs: Any) -> None:
-    """Blocks until a step's outputs exist: `.numpy()` waits for an eager tensor's value, so
-    queued kernels cannot leak into the next step's wait time."""
-    for leaf in _leaves(outputs):
-        numpy = getattr(leaf, "numpy", None)
-        if callable(numpy):
-            numpy()
-
-
-def _leaves(tree: Any) -> Iterator[Any]:
-    if isinstance(tree, Mapping):
-        for value in tree.values():
-            yield from _leaves(value)
-    elif isinstance(tree, (list, tuple)):
-        for value in tree:
-            yield from _leaves(value)
-    elif tree is not None:
-        yield tree
 
 
 def _passes(data: Iterable[Any]) -> Iterator[Any]:

@@ -26,7 +26,7 @@ import psutil
 
 from tfperf import _tf
 from tfperf.knobs import Knobs
-from tfperf.measure._recorder import batch_examples, synchronise
+from tfperf.measure import batch_examples, synchronise
 from tfperf.pipeline import PipelineFile, build
 from tfperf.results import TrainingRate
 

@@ -21,16 +21,19 @@ from tfperf.errors import (
     TrainStepError,
 )
 from tfperf.frameworks import StageNode
+from tfperf.frameworks.tensorflow import _stages as stages
+from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
+from tfperf.frameworks.tensorflow._chain import recover_stages
+from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
-from tfperf.measure import _stages as stages
-from tfperf.measure._autotune import IteratorRecorder
-from tfperf.measure._chain import recover_stages
-from tfperf.measure._distributed import distribution_of, epoch_of
-from tfperf.measure._model import profile_limit
-from tfperf.measure._profiler import profile
-from tfperf.measure._recorder import ProgressCallback
-from tfperf.measure._restarts import EpochInfo, restart_stage
-from tfperf.measure._window import window_steps
+from tfperf.measure import (
+    EpochInfo,
+    ProgressCallback,
+    profile,
+    profile_limit,
+    restart_stage,
+    window_steps,
+)
 from tfperf.pipeline import PipelineFile, build
 from tfperf.probes import Probe
 from tfperf.results import Discovery, EpochSource, ProfileResult, StageReport
@@ -64,7 +67,7 @@ def profile_pipeline(
 
     The values AUTOTUNE settled on are read at the end of the end-to-end phase
     (`result.autotune`). With `analyse_stages`, every stage is then measured on its own
-    (`result.stages`, see `tfperf.measure._stages`) and the advice names the limiting stage.
+    (`result.stages`, see `_stages`) and the advice names the limiting stage.
 
     Args:
         steps: measured steps per phase; raised to ten times the batches the pipeline's

@@ -3,7 +3,7 @@
 Every tf.data dataset object keeps the datasets it was built from (`_inputs()`), so walking them
 from the output back to the source gives the chain of calls the pipeline file made:
 `from_tensor_slices -> interleave -> shuffle -> map -> batch -> prefetch`. Each object in the chain
-is itself a complete dataset: the pipeline cut after that stage, which `tfperf.measure._stages`
+is itself a complete dataset: the pipeline cut after that stage, which `_stages`
 measures.
 
 What a dataset object keeps (its inputs, its call, its function and arguments) is read through
