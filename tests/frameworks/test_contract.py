@@ -90,6 +90,13 @@ def test_every_registered_framework_has_a_case() -> None:
     assert sorted(CASES) == sorted(frameworks.names())
 
 
+def test_every_implementation_package_is_registered() -> None:
+    """A subpackage of `tfperf/frameworks/` is an implementation only once the registry names it."""
+    folder = Path(frameworks.__file__).parent
+    packages = {path.parent.name for path in folder.glob("*/__init__.py")}
+    assert packages == set(frameworks.names())
+
+
 @pytest.fixture(params=sorted(CASES))
 def name(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -5,11 +5,12 @@ A pipeline file defines `make_dataset(knobs)` and `make_model(knobs)` or `make_t
 `SEARCH_SPACE` (what `tfperf tune` may change). A *plain* file's `make_dataset()` takes no knobs
 (see `tfperf.pipeline._contract`). A file that defines none of these names but calls `fit` or has an
 `if __name__ == "__main__":` block is a training *script*: it is not imported here, but run later by
-`tfperf.pipeline._script` up to its first `model.fit(...)`. The file is imported as a module under a
-unique name, so its `if __name__ == "__main__":` block does not run, while its directory is first on
-`sys.path` and `sys.argv` is `[file, *argv]`, as if run with `python file`. `sys.argv`, `sys.path`
-and the working directory are restored afterwards, also when loading fails. Every problem raises
-`PipelineFileError` with a message that names the file and the fix.
+its framework (`tfperf.frameworks.tensorflow._script`) up to its first `model.fit(...)`. The file
+is imported as a module under a unique name, so its `if __name__ == "__main__":` block does not
+run, while its directory is first on `sys.path` and `sys.argv` is `[file, *argv]`, as if run
+with `python file`. `sys.argv`, `sys.path` and the working directory are restored afterwards,
+also when loading fails. Every problem raises `PipelineFileError` with a message that names the
+file and the fix.
 
 Modules a pipeline file imports from its own directory (a `helper.py`) are dropped from
 `sys.modules` when a pipeline from another directory is loaded or called, so each file imports

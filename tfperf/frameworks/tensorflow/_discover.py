@@ -10,9 +10,10 @@ import dataclasses
 from typing import Any
 
 from tfperf._tf import apply_options
+from tfperf.frameworks.tensorflow._build import build_parts, found_sites, raw_dataset
 from tfperf.frameworks.tensorflow._chain import recover_chain
 from tfperf.frameworks.tensorflow._stages import analyse_stages
-from tfperf.pipeline import PipelineFile, PipelineKind, build_parts, found_sites, raw_dataset
+from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results import Discovery, SlowStage
 from tfperf.sites import Recorder
 

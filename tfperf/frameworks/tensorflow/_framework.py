@@ -26,12 +26,13 @@ from tfperf.frameworks import (
     StrategyKind,
     Workers,
 )
+from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._discover import discover_sites
 from tfperf.frameworks.tensorflow._runner import profile_pipeline
 from tfperf.frameworks.tensorflow._training import probe_training
 from tfperf.measure import synchronise
-from tfperf.pipeline import PipelineFile, build, load_pipeline
+from tfperf.pipeline import PipelineFile, load_pipeline
 from tfperf.sites import patch_for
 
 if TYPE_CHECKING:

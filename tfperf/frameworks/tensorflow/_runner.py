@@ -1,7 +1,7 @@
 """Profiles a pipeline file: builds its dataset and train step for given knobs, then measures.
 
 This is where the pipeline-file contract meets the profiler: the precision policy is set before the
-model is built (`tfperf.pipeline._build` builds it, for a knobs file, a plain file or a script), and
+model is built (`_build` builds it, for a knobs file, a plain file or a script), and
 failures inside the user's code are turned into messages that point at the user's own line.
 """
 
@@ -23,6 +23,7 @@ from tfperf.errors import (
 from tfperf.frameworks import StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
+from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
@@ -34,7 +35,7 @@ from tfperf.measure import (
     restart_stage,
     window_steps,
 )
-from tfperf.pipeline import PipelineFile, build
+from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import Discovery, EpochSource, ProfileResult, StageReport
 
