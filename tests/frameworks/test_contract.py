@@ -2,7 +2,9 @@
 `tfperf/frameworks/_base.py`, checked on a small real pipeline built from data the test makes.
 
 A new framework adds its `Case` (its pipeline files, in its own idiom) to `CASES`; the test
-fails until it does, so no implementation goes unchecked.
+fails until it does, so no implementation goes unchecked. `tests/frameworks/fake_python.py`, a
+framework shaped like the PyTorch DataLoader (process workers, no stage graph, no call sites),
+is registered for these tests too, to keep the interface honest about that shape.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.frameworks.fake_python import MARKER
 from tfperf import frameworks
-from tfperf.frameworks import CallSites, Framework, Input, StageNode, Workers
+from tfperf.frameworks import CallSites, Framework, Input, StageNode, Workers, _registry
 from tfperf.knobs import Knobs
 from tfperf.results import Discovery, ProfileResult, StageKind
 
@@ -81,7 +84,36 @@ TENSORFLOW = Case(
     has_stages=True,
 )
 
+FAKE_PYTHON = Case(
+    modules=(),
+    pipeline=f"""
+        {MARKER}
+        BASELINE = {{"batch_size": 4}}
+
+        def make_dataset(knobs):
+            values = list(range(24))
+            return [values[i : i + knobs.batch_size] for i in range(0, 24, knobs.batch_size)]
+
+        def make_train_step(knobs):
+            return lambda batch: sum(batch)
+    """,
+    plain=f"""
+        {MARKER}
+        def make_dataset():
+            return [[1, 2], [3, 4]]
+
+        def make_train_step():
+            return sum
+    """,
+    options={"deterministic": False},
+    has_stages=False,
+)
+
+#: The registered frameworks' cases.
 CASES = {"tensorflow": TENSORFLOW}
+#: Frameworks registered for this test only, with the module that defines each.
+TEST_ONLY = {"fake-python": ("tests.frameworks.fake_python", FAKE_PYTHON)}
+ALL_CASES = {**CASES, **{name: case for name, (_, case) in TEST_ONLY.items()}}
 #: A file written for no framework: nobody claims it.
 FOREIGN = "import json\n\ndef make_dataset():\n    return json.loads('[1, 2]')\n"
 
@@ -97,8 +129,10 @@ def test_every_implementation_package_is_registered() -> None:
     assert packages == set(frameworks.names())
 
 
-@pytest.fixture(params=sorted(CASES))
-def name(request: pytest.FixtureRequest) -> str:
+@pytest.fixture(params=sorted(ALL_CASES))
+def name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    modules = {name: module for name, (module, _) in TEST_ONLY.items()}
+    monkeypatch.setattr(_registry, "IMPLEMENTATIONS", {**_registry.IMPLEMENTATIONS, **modules})
     return str(request.param)
 
 
@@ -117,10 +151,13 @@ def _write(folder: Path, source: str, file: str) -> Path:
 
 def test_the_registry_loads_no_framework(name: str) -> None:
     """Invariant 1: `get` and `claims` import no framework."""
-    modules = CASES[name].modules
+    modules = ALL_CASES[name].modules
+    registered = {name: module for name, (module, _) in TEST_ONLY.items()}
     code = (
         "import sys\n"
         "from tfperf import frameworks\n"
+        "from tfperf.frameworks import _registry\n"
+        f"_registry.IMPLEMENTATIONS.update({registered!r})\n"
         f"framework = frameworks.get({name!r})\n"
         "framework.claims('import os')\n"
         f"print(sorted(m for m in {modules!r} if m in sys.modules))\n"
@@ -146,7 +183,7 @@ def test_an_unknown_name_says_which_exist() -> None:
 def test_claims_its_own_files_from_source_alone(name: str, tmp_path: Path) -> None:
     """Invariant 2: claiming reads text; a file that does not parse is not claimed."""
     framework = frameworks.get(name)
-    case = CASES[name]
+    case = ALL_CASES[name]
     assert framework.claims(textwrap.dedent(case.pipeline))
     assert framework.claims(textwrap.dedent(case.plain))
     assert not framework.claims(FOREIGN)
@@ -158,7 +195,7 @@ def test_build_gives_fresh_passes_a_step_and_a_clock(
     name: str, framework: Framework, tmp_path: Path
 ) -> None:
     """Invariant 3: each `batches()` is a new pass; `sync` finishes the step's work."""
-    pipeline = framework.load(_write(tmp_path, CASES[name].pipeline, "pipeline.py"))
+    pipeline = framework.load(_write(tmp_path, ALL_CASES[name].pipeline, "pipeline.py"))
     built = framework.build(pipeline, pipeline.baseline)
 
     assert isinstance(built, Input)
@@ -173,10 +210,10 @@ def test_build_gives_fresh_passes_a_step_and_a_clock(
 
 def test_stages_run_source_to_output(name: str, framework: Framework, tmp_path: Path) -> None:
     """Invariant 4: a list from source to output, or None without a stage graph."""
-    pipeline = framework.load(_write(tmp_path, CASES[name].pipeline, "pipeline.py"))
+    pipeline = framework.load(_write(tmp_path, ALL_CASES[name].pipeline, "pipeline.py"))
     stages = framework.stages(framework.build(pipeline, pipeline.baseline))
 
-    if not CASES[name].has_stages:
+    if not ALL_CASES[name].has_stages:
         assert stages is None
         return
     assert stages is not None and stages
@@ -188,7 +225,7 @@ def test_stages_run_source_to_output(name: str, framework: Framework, tmp_path: 
 
 def test_options_read_back_as_applied(name: str, framework: Framework, tmp_path: Path) -> None:
     """Invariant 5: what `apply_options` sets, `read_options` reads; applying twice is stable."""
-    case = CASES[name]
+    case = ALL_CASES[name]
     pipeline = framework.load(_write(tmp_path, case.pipeline, "pipeline.py"))
     knobs = pipeline.baseline.replace(**case.options)
     built = framework.build(pipeline, knobs)
@@ -206,7 +243,7 @@ def test_call_sites_are_found_and_patched(name: str, framework: Framework, tmp_p
     if sites is None:
         return
     assert isinstance(sites, CallSites)
-    path = _write(tmp_path, CASES[name].plain, "plain.py")
+    path = _write(tmp_path, ALL_CASES[name].plain, "plain.py")
     pipeline = framework.load(path)
     discovery = sites.find(pipeline)
 
@@ -218,13 +255,13 @@ def test_call_sites_are_found_and_patched(name: str, framework: Framework, tmp_p
         tmp_path, discovery, before, {**before, "sites": {chosen.name: value}}, script=False
     )
     assert patch.diff
-    assert path.read_text(encoding="utf-8") == textwrap.dedent(CASES[name].plain).lstrip()
+    assert path.read_text(encoding="utf-8") == textwrap.dedent(ALL_CASES[name].plain).lstrip()
 
 
 def test_profile_measures_the_built_pipeline(
     name: str, framework: Framework, tmp_path: Path
 ) -> None:
-    pipeline = framework.load(_write(tmp_path, CASES[name].pipeline, "pipeline.py"))
+    pipeline = framework.load(_write(tmp_path, ALL_CASES[name].pipeline, "pipeline.py"))
     knobs: Knobs = pipeline.baseline
     result = framework.profile(pipeline, knobs, steps=3)
 
