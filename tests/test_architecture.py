@@ -145,7 +145,8 @@ def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
 #: framework implementation, at module level, inside functions or under `TYPE_CHECKING`. They
 #: reach a framework only through a `tfperf.frameworks.Framework` object.
 NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "frameworks")
-NEUTRAL += ("probes", "hardware", "measure", "trials", "study", "tuner", "report", "cli")
+NEUTRAL += ("probes", "hardware", "pipeline", "measure", "trials", "study", "tuner", "report")
+NEUTRAL += ("cli",)
 #: Top-level modules that are a framework.
 FRAMEWORK_MODULES = frozenset({"tensorflow", "keras"})
 

@@ -9,6 +9,7 @@ is registered for these tests too, to keep the interface honest about that shape
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import subprocess
 import sys
@@ -256,6 +257,17 @@ def test_call_sites_are_found_and_patched(name: str, framework: Framework, tmp_p
     )
     assert patch.diff
     assert path.read_text(encoding="utf-8") == textwrap.dedent(ALL_CASES[name].plain).lstrip()
+
+
+def test_the_import_guard_lets_a_quiet_file_load(
+    name: str, framework: Framework, tmp_path: Path
+) -> None:
+    """Invariant 7, its quiet half: a file that does not train loads the same under the guard."""
+    path = _write(tmp_path, ALL_CASES[name].pipeline, "pipeline.py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    with framework.import_guard(tree, path, path.name):
+        pipeline = framework.load(path)
+    assert pipeline.path == path
 
 
 def test_profile_measures_the_built_pipeline(

@@ -26,6 +26,7 @@ from tfperf.frameworks._devices import (
 )
 from tfperf.frameworks._registry import (
     detect,
+    detect_source,
     get,
     names,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "StrategyKind",
     "Workers",
     "detect",
+    "detect_source",
     "get",
     "names",
 ]

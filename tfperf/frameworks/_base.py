@@ -20,11 +20,15 @@ Invariants every implementation keeps (the contract test checks each):
 5. `read_options(input.native)` reads back what `apply_options` set: applying the same knobs
    twice reads back the same options.
 6. `sites()` is None where the framework cannot find and patch call sites in user code.
+7. Inside `import_guard(...)`, importing a file that trains on import raises
+   `PipelineFileError`; a file that does not train imports as it would without it.
 """
 
 from __future__ import annotations
 
 import abc
+import ast
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
@@ -143,6 +147,18 @@ class Framework(abc.ABC):
         Call it before anything builds an input; `owns_process` lets it set process-wide
         state (GPU memory growth) in a process tfperf runs.
         """
+
+    def import_guard(
+        self, tree: ast.Module, file: Path, shown: str
+    ) -> contextlib.AbstractContextManager[None]:
+        """A block in which importing the pipeline file `file` (parsed: `tree`) cannot train.
+
+        The loader imports a pipeline file to read its functions; a call of the framework's
+        training entry point reached on import (a `main()` at the top of the file) must stop
+        the import with a `PipelineFileError` naming the line, not train. The default guards
+        nothing.
+        """
+        return contextlib.nullcontext()
 
     @abc.abstractmethod
     def load(self, path: str | Path, argv: Sequence[str] = ()) -> Pipeline:

@@ -50,6 +50,11 @@ def detect(path: str | Path) -> Framework:
         source = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as error:
         raise PipelineFileError(f"cannot read {path}: {error.strerror}") from None
+    return detect_source(source)
+
+
+def detect_source(source: str) -> Framework:
+    """The first framework that claims a file with this source text, else the default one."""
     for name in IMPLEMENTATIONS:
         framework = get(name)
         if framework.claims(source):

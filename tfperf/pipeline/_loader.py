@@ -39,10 +39,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
+from tfperf import frameworks
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Domain, Knobs
 from tfperf.pipeline._contract import check_contract, fixed_code_knobs, is_script
-from tfperf.pipeline._guard import fit_refused
 from tfperf.results import Discovery
 from tfperf.tracebacks import (
     exception_user_frames,
@@ -162,11 +162,13 @@ def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
     """
     shown = str(path)
     file = _check_file(Path(path))
-    tree = _parse(_read_source(file, shown), file, shown)
+    source = _read_source(file, shown)
+    tree = _parse(source, file, shown)
     if is_script(tree):
         logger.debug("%s is a training script: it runs when the pipeline is built", file)
         return _script(file, tuple(argv))
-    with fit_refused(tree, file, shown):  # a `fit` reached on import stops it
+    framework = frameworks.detect_source(source)
+    with framework.import_guard(tree, file, shown):  # training reached on import stops it
         module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
         checked = check_contract(module, shown)

@@ -9,6 +9,7 @@ mode intercepts `keras.Model.fit` and finds and patches the tf.data calls that b
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -29,6 +30,7 @@ from tfperf.frameworks import (
 from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._discover import discover_sites
+from tfperf.frameworks.tensorflow._guard import fit_refused
 from tfperf.frameworks.tensorflow._runner import profile_pipeline
 from tfperf.frameworks.tensorflow._training import probe_training
 from tfperf.measure import synchronise
@@ -92,6 +94,11 @@ class TensorFlow(Framework):
             _tf.configure_devices(layout)  # before anything touches a device
         if owns_process:
             _tf.enable_gpu_memory_growth()
+
+    def import_guard(
+        self, tree: ast.Module, file: Path, shown: str
+    ) -> contextlib.AbstractContextManager[None]:
+        return fit_refused(tree, file, shown)  # `keras.Model.fit` raises while it imports
 
     def load(self, path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
         return load_pipeline(path, argv)
