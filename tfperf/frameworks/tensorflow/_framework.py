@@ -12,7 +12,7 @@ import ast
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -110,7 +110,7 @@ class TensorFlow(Framework):
             built = build(_file(pipeline), knobs, strategy)
         data, dataset = built.data, built.dataset
         return Input(
-            batches=lambda: _passes(data),
+            batches=lambda: iter(data),  # a tf.data iterator per pass
             step=built.train_step,
             sync=synchronise,
             element=_tf.describe_structure(dataset.element_spec),
@@ -142,10 +142,6 @@ class TensorFlow(Framework):
 
     def sites(self) -> CallSites | None:
         return TensorFlowSites()
-
-
-def _passes(data: Iterable[Any]) -> Iterator[Any]:
-    return iter(data)
 
 
 def _file(pipeline: Pipeline) -> PipelineFile:
