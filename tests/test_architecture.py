@@ -22,11 +22,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("outputs",),  # writes files; imports errors
     ("knobs",),
     ("results",),
+    ("frameworks",),  # the framework interface and registry: neutral
     ("probes", "_tf"),
     ("hardware",),
     ("sites",),
     ("pipeline",),
     ("measure",),
+    ("frameworks.tensorflow",),  # the TensorFlow implementation of `tfperf.frameworks`
     ("trials", "study"),
     ("tuner", "report"),
     ("cli",),
@@ -35,7 +37,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 #: Subpackages whose insides are private: outsiders import their face only.
 FACED = {"knobs", "results", "probes", "_tf", "sites", "pipeline", "measure", "trials", "study"}
-FACED |= {"tuner", "report"}
+FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow"}
+#: Framework implementations: each subpackage of `tfperf/frameworks/` is a unit of its own.
+IMPLEMENTATIONS = frozenset(
+    path.parent.name for path in (PACKAGE / "frameworks").glob("*/__init__.py")
+)
 
 
 def _modules() -> list[Path]:
@@ -43,9 +49,12 @@ def _modules() -> list[Path]:
 
 
 def _unit(parts: tuple[str, ...]) -> str:
-    """`("tfperf", "measure", "_runner")` -> "measure"; the package's own files -> "tfperf"."""
+    """`("tfperf", "measure", "_runner")` -> "measure"; the package's own files -> "tfperf";
+    `("tfperf", "frameworks", "tensorflow", "_build")` -> "frameworks.tensorflow"."""
     if len(parts) < 2 or parts[1] in ("__init__", "__main__"):
         return "tfperf"
+    if parts[1] == "frameworks" and len(parts) > 2 and parts[2] in IMPLEMENTATIONS:
+        return f"frameworks.{parts[2]}"
     return parts[1]
 
 
@@ -66,9 +75,11 @@ def _imports(path: Path) -> list[tuple[int, tuple[str, ...]]]:
     return [(line, parts) for line, parts in found if parts[0] == "tfperf"]
 
 
-def _through_face(target: tuple[str, ...]) -> bool:
-    """`tfperf.measure.profile` is; `tfperf.measure._runner.x`, `tfperf.probes.host.x` are not."""
-    return len(target) == 2 or (len(target) == 3 and not target[2].startswith("_"))
+def _through_face(target: tuple[str, ...], unit: str) -> bool:
+    """`tfperf.measure.profile` is; `tfperf.measure._profiler.x`, `tfperf.probes.host.x` are not."""
+    face = 1 + len(unit.split("."))  # `tfperf.<unit>`'s length
+    names = target[face:]
+    return names == () or (len(names) == 1 and not names[0].startswith("_"))
 
 
 def _problems(path: Path) -> list[str]:
@@ -82,7 +93,7 @@ def _problems(path: Path) -> list[str]:
         where = f"{'/'.join(here)}.py:{line} imports {'.'.join(target)}"
         if RANK[other] >= RANK[unit]:
             problems.append(f"{where}: {unit} may not depend on {other} (see LAYERS)")
-        elif other in FACED and not _through_face(target):
+        elif other in FACED and not _through_face(target, other):
             problems.append(f"{where}: import it from the face `tfperf.{other}`")
     return problems
 
@@ -99,7 +110,7 @@ def test_imports_run_one_way_through_faces() -> None:
 
 @pytest.mark.parametrize("package", sorted(FACED))
 def test_faces_declare_what_they_export(package: str) -> None:
-    face = PACKAGE / package / "__init__.py"
+    face = PACKAGE.joinpath(*package.split("."), "__init__.py")
     tree = ast.parse(face.read_text(encoding="utf-8"))
     exported = next(
         node.value
@@ -120,7 +131,7 @@ def test_faces_declare_what_they_export(package: str) -> None:
 def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
     """The check itself can fail: a core module importing the tuner is reported."""
     bad = PACKAGE / "knobs" / "_wrong_way_probe.py"
-    bad.write_text("from tfperf.tuner import Tuner\nfrom tfperf.measure._runner import x\n")
+    bad.write_text("from tfperf.tuner import Tuner\nfrom tfperf.measure._profiler import x\n")
     try:
         problems = _problems(bad)
     finally:
@@ -128,6 +139,79 @@ def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
     assert len(problems) == 2
     assert "knobs may not depend on tuner" in problems[0]
     assert "knobs may not depend on measure" in problems[1]
+
+
+#: The units that import no framework: no TensorFlow, no Keras, no `tfperf._tf` and no
+#: framework implementation, at module level, inside functions or under `TYPE_CHECKING`. They
+#: reach a framework only through a `tfperf.frameworks.Framework` object.
+NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "frameworks")
+NEUTRAL += ("probes", "hardware", "pipeline", "measure", "trials", "study", "tuner", "report")
+NEUTRAL += ("cli",)
+#: Top-level modules that are a framework.
+FRAMEWORK_MODULES = frozenset({"tensorflow", "keras"})
+
+
+def _is_framework(dotted: str) -> bool:
+    parts = tuple(dotted.split("."))
+    return (
+        parts[0] in FRAMEWORK_MODULES
+        or parts[:2] == ("tfperf", "_tf")
+        or (
+            parts[:2] == ("tfperf", "frameworks") and len(parts) > 2 and parts[2] in IMPLEMENTATIONS
+        )
+    )
+
+
+def _framework_imports(path: Path) -> list[str]:
+    """Each import in `path` of TensorFlow, Keras, `tfperf._tf` or a framework implementation."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        used: list[str] = []
+        if isinstance(node, ast.Import):
+            used = [alias.name for alias in node.names if _is_framework(alias.name)]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            dotted = [f"{node.module}.{alias.name}" for alias in node.names]
+            whole = _is_framework(node.module)
+            used = [node.module] if whole else [name for name in dotted if _is_framework(name)]
+        found += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {u}" for u in used]  # type: ignore[attr-defined]
+    return found
+
+
+def test_every_neutral_unit_exists() -> None:
+    assert set(NEUTRAL) <= set(RANK)
+
+
+def test_neutral_units_import_no_framework() -> None:
+    """The measurement core holds a `Framework`; it never imports TensorFlow or `_tf`."""
+    neutral = [path for path in _modules() if _unit(_dotted(path)) in NEUTRAL]
+    assert [use for path in neutral for use in _framework_imports(path)] == []
+
+
+def test_a_framework_import_in_a_neutral_unit_is_caught() -> None:
+    """The check itself can fail: every spelling of a framework import is reported."""
+    bad = PACKAGE / "tuner" / "_framework_probe.py"
+    bad.write_text(
+        "import tensorflow as tf\n"
+        "from keras import layers\n"
+        "from tfperf._tf import METHODS\n"
+        "from tfperf import _tf\n"
+        "from tfperf.frameworks import tensorflow\n"
+        "from tfperf.frameworks import Framework\n"
+        "def later():\n"
+        "    import tensorflow.data\n"
+    )
+    try:
+        found = _framework_imports(bad)
+    finally:
+        bad.unlink()
+    assert [use.split(" imports ")[1] for use in found] == [
+        "tensorflow",
+        "keras",
+        "tfperf._tf",
+        "tfperf._tf",
+        "tfperf.frameworks.tensorflow",
+        "tensorflow.data",
+    ]
 
 
 #: TensorFlow's and Keras's private modules: only `tfperf/_tf/` imports them.

@@ -279,7 +279,7 @@ def test_tensorflow_errors_keep_their_text_and_the_user_s_line_only(
     write_pipeline, source, expected, user_line
 ):
     from tfperf.errors import PipelineRuntimeError
-    from tfperf.measure import profile_pipeline
+    from tfperf.frameworks.tensorflow import profile_pipeline
     from tfperf.pipeline import load_pipeline
 
     pipeline = load_pipeline(write_pipeline(source))

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
         PipelineRuntimeError,
         TfperfError,
     )
+    from tfperf.frameworks.tensorflow import profile_pipeline
     from tfperf.knobs import AUTOTUNE, Knobs, Precision
-    from tfperf.measure import Profiler, Progress, profile, profile_pipeline
+    from tfperf.measure import Profiler, Progress, profile
     from tfperf.pipeline import PipelineFile, load_pipeline
     from tfperf.results import Phase, ProfileResult, TuneResult, Verdict
     from tfperf.study import load_trials_frame as trials_frame
@@ -69,7 +70,7 @@ _HOMES = {
     "Phase": "tfperf.results",
     "ProfileResult": "tfperf.results",
     "Verdict": "tfperf.results",
-    "profile_pipeline": "tfperf.measure",
+    "profile_pipeline": "tfperf.frameworks.tensorflow",
     "TuneOptions": "tfperf.tuner",
     "TuneResult": "tfperf.results",
     "tune": "tfperf.tuner",

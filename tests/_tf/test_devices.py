@@ -11,12 +11,13 @@ import textwrap
 
 import pytest
 
-from tfperf._tf import DeviceLayout
+from tfperf.frameworks import DeviceLayout
 
 _TWO_REPLICAS = textwrap.dedent(
     """
     import tensorflow as tf
-    from tfperf._tf import DeviceLayout, StrategyKind, configure_devices, make_strategy
+    from tfperf._tf import configure_devices, make_strategy
+    from tfperf.frameworks import DeviceLayout, StrategyKind
 
     configure_devices(DeviceLayout(cpu_replicas=2))
     strategy = make_strategy(StrategyKind.MIRRORED)
@@ -37,7 +38,8 @@ _TWO_REPLICAS = textwrap.dedent(
 _TOO_LATE = textwrap.dedent(
     """
     import tensorflow as tf
-    from tfperf._tf import DeviceLayout, configure_devices
+    from tfperf._tf import configure_devices
+    from tfperf.frameworks import DeviceLayout
     from tfperf.errors import PipelineFileError
 
     tf.constant(1.0) + 1.0  # initialises the devices, as a pipeline file might on import

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import tensorflow as tf
 
-from tfperf._tf import DeviceLayout, _devices, configure_devices, enable_gpu_memory_growth
+from tfperf._tf import _devices, configure_devices, enable_gpu_memory_growth
+from tfperf.frameworks import DeviceLayout
 
 
 @pytest.fixture

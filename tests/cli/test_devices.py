@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli._devices import add_device_arguments, device_options
+from tfperf.frameworks import DeviceLayout, StrategyKind
 
 
 def parse(*argv: str) -> argparse.Namespace:

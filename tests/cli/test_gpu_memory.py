@@ -10,11 +10,11 @@ import pytest
 
 from tests import pipelines
 from tests.reports import fake_profile
-from tfperf._tf import DeviceLayout
 from tfperf.cli.main import build_parser
 from tfperf.cli.profile import profile_in_child
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.cli.tune import TuneCommand
+from tfperf.frameworks import DeviceLayout
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.trials import Budgets, TrialRequest

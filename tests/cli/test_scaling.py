@@ -11,7 +11,6 @@ import pytest
 
 from tests import pipelines
 from tests.fakes.trials import FakeRunner, outcome
-from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli._scaling import (
     AUTO,
     ScalingPlan,
@@ -21,6 +20,7 @@ from tfperf.cli._scaling import (
     scaling_plan,
 )
 from tfperf.cli.main import main
+from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.hardware import Machine
 from tfperf.knobs import Knobs
 from tfperf.pipeline import load_pipeline

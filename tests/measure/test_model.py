@@ -407,7 +407,7 @@ def _sleep_2ms(x):
 @pytest.mark.tf
 def test_a_real_sleeping_map_is_recognised_as_blocking():
     tf = pytest.importorskip("tensorflow")
-    from tfperf.measure import analyse_stages
+    from tfperf.frameworks.tensorflow import analyse_stages
 
     def fetch(x):
         return tf.numpy_function(_sleep_2ms, [x], tf.int64, stateful=False)

@@ -45,6 +45,31 @@ def test_end_to_end_figures_are_exact(clock):
     assert result.speedup_if_input_free is None
 
 
+def test_the_step_clock_stops_after_the_given_sync(clock):
+    """A framework's `sync` finishes each step's asynchronous work: its time counts as compute."""
+    data = TimedData(clock, [0.01] * 10, batch=4)
+    synced: list[object] = []
+
+    def sync(outputs: object) -> None:
+        synced.append(outputs)
+        clock.advance(0.03)  # the step's queued work finishing
+
+    result = profile(
+        data,
+        lambda batch: "outputs",
+        steps=3,
+        warmup=0,
+        clock=clock,
+        probes=[],
+        measure_pipeline=False,
+        measure_compute=False,
+        sync=sync,
+    )
+    assert synced == ["outputs", "outputs", "outputs"]
+    assert result.end_to_end.step_time.p50_s == pytest.approx(0.04)
+    assert result.end_to_end.input_wait_fraction == pytest.approx(0.25)
+
+
 def test_three_phases_and_speedup_if_input_free(clock):
     data = TimedData(clock, [0.02] * 10, batch=4)
     result = profile(data, timed_step(clock, 0.02), steps=5, warmup=0, clock=clock, probes=[])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
-from tfperf.measure import profile_pipeline
+from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.measure._analysis import summarise_phase
 from tfperf.measure._profiler import profile
 from tfperf.measure._restarts import (

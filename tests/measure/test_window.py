@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfperf.measure._chain import recover_chain
+from tfperf.frameworks.tensorflow._chain import recover_chain
 from tfperf.measure._window import BUFFER_MULTIPLE, buffered_batches, window_steps
 
 tf = pytest.importorskip("tensorflow")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tfperf._tf import DeviceLayout, StrategyKind
+from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import Knobs
 from tfperf.results import DistributedInput, ProfileResult, TrialStatus
 from tfperf.trials import Budgets, TrialRequest, run_trial

@@ -11,8 +11,8 @@ import keras
 import pytest
 
 from tfperf.errors import PipelineFileError
+from tfperf.frameworks.tensorflow._guard import may_train
 from tfperf.pipeline import load_pipeline
-from tfperf.pipeline._guard import may_train
 
 pytestmark = pytest.mark.tf
 

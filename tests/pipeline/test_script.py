@@ -11,10 +11,11 @@ import pytest
 
 from tfperf.cli.main import EXIT_USAGE, main
 from tfperf.errors import PipelineFileError, PipelineRuntimeError
+from tfperf.frameworks.tensorflow import discover_sites
+from tfperf.frameworks.tensorflow._build import build
+from tfperf.frameworks.tensorflow._script import fit_dataset, run_until_fit
 from tfperf.knobs import Knobs
-from tfperf.measure import discover_sites
-from tfperf.pipeline import PipelineKind, build, load_pipeline
-from tfperf.pipeline._script import fit_dataset, run_until_fit
+from tfperf.pipeline import PipelineKind, load_pipeline
 from tfperf.results import TrialStatus
 from tfperf.trials import Budgets, TrialRequest, run_trial, with_sites
 

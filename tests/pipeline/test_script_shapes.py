@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.knobs import AUTOTUNE
-from tfperf.measure import discover_sites
 from tfperf.pipeline import PipelineKind, load_pipeline
 from tfperf.results import Discovery
 from tfperf.sites import patch_for, unplaceable

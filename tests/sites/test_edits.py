@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.sites.test_recording import stage_parameters, write
+from tfperf.frameworks.tensorflow import discover_sites
+from tfperf.frameworks.tensorflow._build import build_dataset, raw_dataset
 from tfperf.knobs import Knobs
-from tfperf.measure import discover_sites
 from tfperf.pipeline import load_pipeline
-from tfperf.pipeline._build import build_dataset, raw_dataset
 from tfperf.sites import patch_for, unplaceable
 
 pytestmark = pytest.mark.tf

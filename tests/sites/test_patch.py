@@ -12,9 +12,9 @@ import pytest
 
 from tests.fakes.trials import FakeRunner
 from tfperf.cli.sites import patch_section
+from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Knobs, SiteName
-from tfperf.measure import discover_sites
 from tfperf.pipeline import load_pipeline
 from tfperf.results import ArgumentForm, CallSite
 from tfperf.sites import changes_between, make_patch

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tfperf.errors import KnobError, PipelineRuntimeError
+from tfperf.frameworks.tensorflow import discover_sites
+from tfperf.frameworks.tensorflow._build import build_dataset
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.measure import discover_sites
 from tfperf.pipeline import PipelineKind, load_pipeline
-from tfperf.pipeline._build import build_dataset
 from tfperf.results import ArgumentForm, CallSite, Discovery
 
 pytestmark = pytest.mark.tf
@@ -110,7 +110,7 @@ def tfrecords(folder: Path, count: int = 2) -> list[str]:
 
 
 def stage_parameters(dataset) -> list[tuple[str, dict]]:
-    from tfperf.measure._chain import recover_chain
+    from tfperf.frameworks.tensorflow._chain import recover_chain
 
     return [(stage.label, stage.parameters) for stage in recover_chain(dataset).stages]
 
@@ -367,8 +367,8 @@ def test_a_pipeline_without_a_final_prefetch_gets_a_site_for_one_where_it_is_han
 
 def test_an_override_of_the_added_prefetch_adds_it_at_the_end(tmp_path):
     from tfperf import _tf
+    from tfperf.frameworks.tensorflow._build import build_dataset
     from tfperf.knobs import AUTOTUNE, Knobs
-    from tfperf.pipeline import build_dataset
 
     path = write(
         tmp_path,

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from tests.sites.test_recording import stage_parameters, tfrecords, write, written
+from tfperf.frameworks.tensorflow import discover_sites
+from tfperf.frameworks.tensorflow._build import build_dataset
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.measure import discover_sites
 from tfperf.pipeline import load_pipeline
-from tfperf.pipeline._build import build_dataset
 from tfperf.results import ArgumentForm
 
 pytestmark = pytest.mark.tf

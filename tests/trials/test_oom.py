@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tfperf._tf import DeviceLayout
 from tfperf.errors import PipelineRuntimeError
+from tfperf.frameworks import DeviceLayout
 from tfperf.knobs import Knobs
 from tfperf.results import TrialStatus
 from tfperf.trials import Budgets, TrialRequest, run_trial

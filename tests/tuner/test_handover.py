@@ -13,9 +13,9 @@ import pytest
 
 from tests.fakes.trials import FakeRunner
 from tfperf.cli.sites import describe_handover, patch_section
+from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Knobs
-from tfperf.measure import discover_sites
 from tfperf.pipeline import PipelineFile, load_pipeline
 from tfperf.results import Measurement, Objective, TuneResult, speedup
 from tfperf.trials import run_trial

@@ -32,8 +32,6 @@ from tfperf._tf._datasets import (
     walk_inputs,
 )
 from tfperf._tf._devices import (
-    DeviceLayout,
-    StrategyKind,
     configure_devices,
     gpu_memory_configured,
     make_strategy,
@@ -112,13 +110,11 @@ __all__ = [
     "PARAMETER_ATTRIBUTES",
     "RESOLVED_AT_START",
     "V1_ADAPTER",
-    "DeviceLayout",
     "DistributedBatch",
     "DistributedInput",
     "Method",
     "ModelNode",
     "ModelParameter",
-    "StrategyKind",
     "added_by_tf_data",
     "apply_options",
     "attach_allocator_peaks",

@@ -8,50 +8,13 @@ machine, which is how multi-device code is profiled and tested without N GPUs.
 
 from __future__ import annotations
 
-import dataclasses
-from enum import Enum
 from typing import TYPE_CHECKING
 
 from tfperf.errors import PipelineFileError
+from tfperf.frameworks import DeviceLayout, StrategyKind
 
 if TYPE_CHECKING:
     import tensorflow as tf
-
-
-class StrategyKind(str, Enum):
-    """A `tf.distribute.Strategy` tfperf can build from the command line."""
-
-    DEFAULT = "default"  # no distribution: TensorFlow's default strategy
-    ONE_DEVICE = "one-device"  # everything on the first GPU, else the CPU
-    MIRRORED = "mirrored"  # one replica per GPU, else per logical CPU device
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceLayout:
-    """The logical devices a process starts with; `None` leaves TensorFlow's default.
-
-    Attributes:
-        cpu_replicas: split the CPU into this many logical devices (>= 1).
-        gpu_memory_limit_mib: give each visible GPU one logical device of this many MiB.
-        gpu_memory_growth: allocate GPU memory as needed (True) or up front (False).
-    """
-
-    cpu_replicas: int | None = None
-    gpu_memory_limit_mib: int | None = None
-    gpu_memory_growth: bool | None = None
-
-    def __post_init__(self) -> None:
-        if self.cpu_replicas is not None and self.cpu_replicas < 1:
-            raise ValueError(f"`cpu_replicas >= 1` must hold, but got {self.cpu_replicas}")
-        if self.gpu_memory_limit_mib is not None and self.gpu_memory_limit_mib < 1:
-            raise ValueError(
-                f"`gpu_memory_limit_mib >= 1` must hold, but got {self.gpu_memory_limit_mib}"
-            )
-        if self.gpu_memory_limit_mib is not None and self.gpu_memory_growth:
-            raise ValueError(
-                "a GPU memory limit and memory growth exclude each other in TensorFlow: "
-                "choose one of --gpu-memory-limit and --gpu-memory-growth on"
-            )
 
 
 #: The layout `configure_devices` last applied in this process; empty until it runs.

@@ -12,9 +12,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli.base import positive_int
 from tfperf.errors import KnobError
+from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import KNOBS
 
 if TYPE_CHECKING:

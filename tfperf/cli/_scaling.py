@@ -23,8 +23,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.cli._stall import stall_limit
+from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.results import (
     BatchScaling,
     ProfileResult,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfperf._tf import import_tensorflow_quietly
+from tfperf import frameworks
 from tfperf.cli._common_args import (
     add_measurement_arguments,
     add_output_arguments,
@@ -110,12 +110,10 @@ class ProfileCommand(Command):
         outputs = _check_outputs(args)
         (_, json_path), (_, html_path) = outputs
         check_source(args.pipeline)  # a broken file fails before TensorFlow loads
-        if not args.debug:
-            import_tensorflow_quietly()
-        else:  # measured in this process: its devices are laid out before anything touches one
-            from tfperf._tf import configure_devices
-
-            configure_devices(device_options(args)[0])
+        framework = frameworks.detect(args.pipeline)
+        # Measured in this process (--debug), its devices are laid out before anything
+        # touches one; else the child lays them out.
+        framework.start(device_options(args)[0] if args.debug else None)
         # Loaded here too, not only in the child: a broken file fails in a second, with the
         # same message, before a measurement starts.
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
@@ -174,9 +172,7 @@ def _profile_here(
     progress: ProgressDisplay,
     found: list[Discovery],
 ) -> ProfileResult:
-    from tfperf.measure import profile_pipeline
-
-    return profile_pipeline(
+    return frameworks.detect(pipeline.path).profile(
         pipeline,
         knobs,
         strategy=device_options(args, pipeline)[1],

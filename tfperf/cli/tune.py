@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfperf._tf import import_tensorflow_quietly
+from tfperf import frameworks
 from tfperf.cli._common_args import (
     add_measurement_arguments,
     add_output_arguments,
@@ -223,7 +223,7 @@ class TuneCommand(Command):
         warn_other_tuners()
         check_source(args.pipeline)  # a broken file fails before TensorFlow loads
         if not args.debug:
-            import_tensorflow_quietly()
+            frameworks.detect(args.pipeline).start()  # the framework's import, quietly
             import optuna
 
             optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -1,17 +1,17 @@
-"""Measuring a pipeline: the step profiler, the analysis of its figures, and each stage alone.
+"""Measuring a pipeline, whatever its framework: the step timing loop, the analysis of its
+figures, and the pipeline model that states its limit.
 
-`profile_pipeline` builds a pipeline file for given knobs and measures it end to end, the
-pipeline alone and the model alone; `discover_sites` reports the call sites of a plain file or
-script with the stage that limits it.
+`profile` runs the three measurements of one configuration on any iterable input and step;
+a framework (`tfperf.frameworks`) builds them, recovers its stages and calls it. Nothing here
+imports a framework.
 """
 
 from __future__ import annotations
 
 from tfperf.measure._analysis import (
     CONTENTION_AT,
-)
-from tfperf.measure._discover import (
-    discover_sites,
+    stage_report,
+    with_added_costs,
 )
 from tfperf.measure._model import (
     THREAD_CAP,
@@ -35,25 +35,26 @@ from tfperf.measure._profiler import (
 from tfperf.measure._recorder import (
     Progress,
     ProgressCallback,
+    batch_examples,
+    synchronise,
 )
-from tfperf.measure._runner import (
-    profile_pipeline,
+from tfperf.measure._restarts import (
+    EpochInfo,
+    restart_stage,
 )
 from tfperf.measure._scaling import (
     replica_counts,
     scaling_curve,
     scaling_point,
 )
-from tfperf.measure._stages import (
-    analyse_stages,
-)
-from tfperf.measure._training import (
-    probe_training,
+from tfperf.measure._window import (
+    window_steps,
 )
 
 __all__ = [
     "CONTENTION_AT",
     "THREAD_CAP",
+    "EpochInfo",
     "InputCpu",
     "PipelineModel",
     "Profiler",
@@ -61,20 +62,22 @@ __all__ = [
     "ProgressCallback",
     "Restarts",
     "StageCost",
-    "analyse_stages",
-    "discover_sites",
+    "batch_examples",
     "input_cpu_s_per_example",
     "model_from_profile",
     "nearest_limit_input_cpu",
     "pipeline_limit",
     "pipeline_model",
-    "probe_training",
     "profile",
     "profile_limit",
-    "profile_pipeline",
     "profile_restarts",
     "replica_counts",
+    "restart_stage",
     "scaling_curve",
     "scaling_point",
     "stage_costs",
+    "stage_report",
+    "synchronise",
+    "window_steps",
+    "with_added_costs",
 ]

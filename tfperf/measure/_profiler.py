@@ -3,8 +3,9 @@
 `Profiler` instruments a loop the user writes; `profile()` runs the three measurements tfperf
 makes of one configuration (end to end, pipeline only, compute only on cached batches replayed
 in the shapes and proportions end to end saw). Neither
-imports TensorFlow: a step's outputs are synchronised through their `.numpy()` method, so any
-asynchronously dispatched work is finished before the step's clock stops.
+imports a framework: a step's outputs are synchronised by the `sync` each is given (a
+framework's `Input.sync`; by default their `.numpy()` method), so any asynchronously dispatched
+work is finished before the step's clock stops.
 
 Example:
     >>> with tfperf.Profiler() as profiler:  # doctest: +SKIP
@@ -75,6 +76,7 @@ class Profiler:
         progress: called after every step with a `Progress`.
         epoch: a real epoch's length and the stage a restart refills, to weigh the cost of
             the dataset's restarts by (see `tfperf.measure._restarts`); None: one pass.
+        sync: blocks until a step's outputs exist; the default calls `.numpy()` on each leaf.
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class Profiler:
         sample_interval_s: float = 0.05,
         progress: ProgressCallback | None = None,
         epoch: restarts.EpochInfo | None = None,
+        sync: Callable[[Any], None] = synchronise,
     ) -> None:
         if warmup is not None and warmup < 0:
             raise ValueError(f"`warmup >= 0` must hold, but got warmup={warmup}")
@@ -100,6 +103,7 @@ class Profiler:
         self.probes = list(probes) if probes is not None else [HostProbe(), NvmlProbe()]
         self.progress = progress
         self.epoch = epoch
+        self.sync = sync
         #: Batch shapes seen end to end; `profile()` fills it and replays it compute-only.
         self.shapes = ShapeSampler()
         self._sampler = Sampler(self.probes, self._elapsed, sample_interval_s)
@@ -159,7 +163,8 @@ class Profiler:
 
     def mark_step(self, outputs: Any = None) -> None:
         """Ends the current step once `outputs` (tensors, numbers, nested) are computed."""
-        synchronise(outputs)
+        if outputs is not None:  # nothing to wait for: a sync sees only real outputs
+            self.sync(outputs)
         self._close_step()
 
     def result(self) -> ProfileResult:
@@ -309,6 +314,7 @@ def profile(
     probes: Sequence[Probe] | None = None,
     progress: ProgressCallback | None = None,
     epoch: restarts.EpochInfo | None = None,
+    sync: Callable[[Any], None] = synchronise,
 ) -> ProfileResult:
     """Measures one configuration three ways: end to end, pipeline only, compute only.
 
@@ -324,6 +330,8 @@ def profile(
         warmup: warm-up steps per phase; None detects the end of warm-up automatically.
         epoch: a real epoch's length (and the stage a restart refills), by which the cost of
             the dataset's restarts is weighed; None counts one pass of `dataset`.
+        sync: blocks until a step's outputs exist (a framework's `Input.sync`); the default
+            calls `.numpy()` on every leaf that has one.
 
     Returns:
         A `ProfileResult` with the verdict, the three throughputs and memory figures.
@@ -341,6 +349,7 @@ def profile(
         probes=probes,
         progress=progress,
         epoch=epoch,
+        sync=sync,
     )
     with profiler:
         batches = profiler.iterate(dataset, steps=steps, min_seconds=min_seconds)
@@ -372,7 +381,7 @@ def _run_steps(
     for number, batch in enumerate(batches):
         try:
             outputs = train_step(batch)
-            synchronise(outputs)
+            profiler.sync(outputs)
         except Exception as error:
             raise TrainStepError(
                 f"the train step raised {type(error).__name__} on step {number + 1}: {error}",

@@ -16,7 +16,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from tfperf.measure._chain import StageNode
+from tfperf.frameworks import StageNode
 from tfperf.results import EpochSource, PhaseResult, RestartCost, StageKind, StepRecord
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tfperf.measure._chain import StageNode
+from tfperf.frameworks import StageNode
 from tfperf.results import StageKind, StageUnit
 
 #: Measured steps per buffered batch: the buffer's content is at most a tenth of the window.

@@ -1,16 +1,10 @@
-"""A user's pipeline file or training script: loaded hygienically, checked, built for knobs."""
+"""A user's pipeline file or training script: loaded hygienically and checked against the
+contract; a framework (`tfperf.frameworks`) builds it for knobs."""
 
 from __future__ import annotations
 
-from tfperf.pipeline._build import (
-    Built,
-    build,
-    build_dataset,
-    build_parts,
-    found_sites,
-    raw_dataset,
-)
 from tfperf.pipeline._contract import (
+    function_place,
     strategy_function,
     takes_input_context,
 )
@@ -22,16 +16,11 @@ from tfperf.pipeline._loader import (
 )
 
 __all__ = [
-    "Built",
     "PipelineFile",
     "PipelineKind",
-    "build",
-    "build_dataset",
-    "build_parts",
     "check_source",
-    "found_sites",
+    "function_place",
     "load_pipeline",
-    "raw_dataset",
     "strategy_function",
     "takes_input_context",
 ]

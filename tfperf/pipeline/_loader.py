@@ -5,11 +5,12 @@ A pipeline file defines `make_dataset(knobs)` and `make_model(knobs)` or `make_t
 `SEARCH_SPACE` (what `tfperf tune` may change). A *plain* file's `make_dataset()` takes no knobs
 (see `tfperf.pipeline._contract`). A file that defines none of these names but calls `fit` or has an
 `if __name__ == "__main__":` block is a training *script*: it is not imported here, but run later by
-`tfperf.pipeline._script` up to its first `model.fit(...)`. The file is imported as a module under a
-unique name, so its `if __name__ == "__main__":` block does not run, while its directory is first on
-`sys.path` and `sys.argv` is `[file, *argv]`, as if run with `python file`. `sys.argv`, `sys.path`
-and the working directory are restored afterwards, also when loading fails. Every problem raises
-`PipelineFileError` with a message that names the file and the fix.
+its framework (`tfperf.frameworks.tensorflow._script`) up to its first `model.fit(...)`. The file
+is imported as a module under a unique name, so its `if __name__ == "__main__":` block does not
+run, while its directory is first on `sys.path` and `sys.argv` is `[file, *argv]`, as if run
+with `python file`. `sys.argv`, `sys.path` and the working directory are restored afterwards,
+also when loading fails. Every problem raises `PipelineFileError` with a message that names the
+file and the fix.
 
 Modules a pipeline file imports from its own directory (a `helper.py`) are dropped from
 `sys.modules` when a pipeline from another directory is loaded or called, so each file imports
@@ -38,10 +39,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
+from tfperf import frameworks
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Domain, Knobs
 from tfperf.pipeline._contract import check_contract, fixed_code_knobs, is_script
-from tfperf.pipeline._guard import fit_refused
 from tfperf.results import Discovery
 from tfperf.tracebacks import (
     exception_user_frames,
@@ -161,11 +162,13 @@ def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
     """
     shown = str(path)
     file = _check_file(Path(path))
-    tree = _parse(_read_source(file, shown), file, shown)
+    source = _read_source(file, shown)
+    tree = _parse(source, file, shown)
     if is_script(tree):
         logger.debug("%s is a training script: it runs when the pipeline is built", file)
         return _script(file, tuple(argv))
-    with fit_refused(tree, file, shown):  # a `fit` reached on import stops it
+    framework = frameworks.detect_source(source)
+    with framework.import_guard(tree, file, shown):  # training reached on import stops it
         module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
         checked = check_contract(module, shown)

@@ -93,8 +93,8 @@ class Untunable:
 
 @dataclasses.dataclass(frozen=True)
 class SlowStage:
-    """The stage that limits the pipeline as written (`tfperf.measure._stages`), and the sites in
-    it.
+    """The stage that limits the pipeline as written (a framework's stage analysis), and the
+    sites in it.
 
     `location` is where the stage's function is defined, when it has one; `sites` are the
     call sites whose call made this stage (empty for a stage tfperf cannot tune here).

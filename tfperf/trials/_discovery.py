@@ -64,7 +64,7 @@ def with_sites(
 def discover_in_child(
     pipeline: PipelineFile, stages: bool, timeout_s: float, python: str
 ) -> Discovery:
-    """Runs `tfperf.pipeline._build.discover_sites` on `pipeline` in a fresh interpreter."""
+    """Runs the framework's call-site discovery on `pipeline` in a fresh interpreter."""
     with tempfile.TemporaryDirectory(prefix="tfperf-discover-") as folder:
         request_path, result_path = Path(folder, "request.json"), Path(folder, "result.json")
         log_path = Path(folder, "worker.log")

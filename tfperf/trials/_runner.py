@@ -37,8 +37,8 @@ from typing import IO, Any
 
 import psutil
 
-from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.errors import ResultFileError
+from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.probes import NvmlProbe, read_tree

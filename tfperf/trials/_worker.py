@@ -49,7 +49,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Literal
 from tfperf.errors import KnobError, PipelineFileError, TfperfError
 
 if TYPE_CHECKING:
-    from tfperf._tf import DeviceLayout
+    from tfperf.frameworks import DeviceLayout
     from tfperf.knobs import Knobs
     from tfperf.measure import Progress
     from tfperf.results import Discovery, ProfileResult
@@ -114,11 +114,11 @@ class WorkRequest:
     mode: Literal["profile", "discover"] = PROFILE
     stages: bool = False
     epoch_steps: int | None = None
-    #: The child's logical devices (`tfperf._tf.DeviceLayout`), set before TensorFlow starts.
+    #: The child's logical devices (`tfperf.frameworks.DeviceLayout`), set before TensorFlow starts.
     cpu_replicas: int | None = None
     gpu_memory_limit_mib: int | None = None
     gpu_memory_growth: bool | None = None
-    #: A `tfperf._tf.StrategyKind` value, or None for the pipeline file's own (or none).
+    #: A `tfperf.frameworks.StrategyKind` value, or None for the pipeline file's own (or none).
     strategy: str | None = None
     #: Training settings (`batch_size`, `mixed_precision` overrides) whose model-alone rate the
     #: profile also measures (`ProfileResult.training_rates`); empty: none.
@@ -126,7 +126,7 @@ class WorkRequest:
 
     def layout(self) -> DeviceLayout:
         """The device layout this request asks for."""
-        from tfperf._tf import DeviceLayout
+        from tfperf.frameworks import DeviceLayout
 
         return DeviceLayout(self.cpu_replicas, self.gpu_memory_limit_mib, self.gpu_memory_growth)
 
@@ -334,15 +334,12 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
 
     # Knobs first: a bad value fails in milliseconds, before TensorFlow is imported.
     knobs = Knobs.from_mapping(request.knobs, source="the trial's knobs")
-    from tfperf._tf import import_tensorflow_quietly
+    from tfperf import frameworks
+    from tfperf.frameworks import StrategyKind
 
-    import_tensorflow_quietly()
-    from tfperf._tf import StrategyKind, configure_devices
-    from tfperf.measure import probe_training, profile_pipeline
-    from tfperf.pipeline import load_pipeline
-
-    configure_devices(trial_layout(request, knobs))  # before anything touches a device
-    pipeline = load_pipeline(request.pipeline, request.argv)
+    framework = frameworks.detect(request.pipeline)
+    framework.start(trial_layout(request, knobs))  # before anything touches a device
+    pipeline = framework.load(request.pipeline, request.argv)
     throttle = ProgressThrottle()
 
     def report(progress: Progress) -> None:
@@ -352,7 +349,7 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     def discovered(discovery: Discovery) -> None:
         send({"type": "discovery", "discovery": discovery.to_dict()})
 
-    result = profile_pipeline(
+    result = framework.profile(
         pipeline,
         knobs,
         strategy=StrategyKind(request.strategy) if request.strategy is not None else None,
@@ -366,21 +363,23 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         epoch_steps=request.epoch_steps,
     )
     if request.training and result.distribution is None:  # one device: the probe's form
-        result.training_rates = probe_training(pipeline, knobs, request.training)
+        result.training_rates = framework.probe_training(pipeline, knobs, request.training)
     return result
 
 
 def _discover(request: WorkRequest) -> Discovery:
-    from tfperf._tf import import_tensorflow_quietly
+    from tfperf import frameworks
 
-    import_tensorflow_quietly()
-    from tfperf._tf import enable_gpu_memory_growth
-    from tfperf.measure import discover_sites
-    from tfperf.pipeline import load_pipeline
-
-    enable_gpu_memory_growth()  # a script builds its model: take only the memory it needs
-    pipeline = load_pipeline(request.pipeline, request.argv)
-    return discover_sites(pipeline, measure_stages=request.stages)
+    framework = frameworks.detect(request.pipeline)
+    framework.start(owns_process=True)  # a script builds its model: take only what it needs
+    pipeline = framework.load(request.pipeline, request.argv)
+    sites = framework.sites()
+    if sites is None:
+        raise PipelineFileError(
+            f"{Path(request.pipeline).name}: tfperf cannot find the input calls of a "
+            f"{framework.name} file; write a pipeline file that reads its knobs instead."
+        )
+    return sites.find(pipeline, measure_stages=request.stages)
 
 
 def _write_atomically(path: Path, text: str) -> None:

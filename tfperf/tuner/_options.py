@@ -11,8 +11,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tfperf._tf import DeviceLayout, StrategyKind
 from tfperf.errors import PipelineFileError, TfperfError
+from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, strategy_function

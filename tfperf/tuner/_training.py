@@ -5,7 +5,7 @@ The estimate changes input only. A larger batch or bf16 often lifts the limit it
 (the model's step gets cheaper per example), and a finite dataset's shuffle buffer costs a
 refill every epoch; TPE finds such winners late when nothing aims it there. So the baseline
 trial also times the model alone under the settings the search can reach
-(`training_settings`, measured by `tfperf.measure.probe_training`), and `training_estimate`
+(`training_settings`, measured by the framework's `probe_training`), and `training_estimate`
 restates the model under each: the limit per setting (`SettingLimit`, by which a tuned
 configuration that changes training is compared) and, when a setting's predicted rate beats
 the input-only estimate beyond the noise, the training estimate

@@ -1,4 +1,4 @@
-"""Builds a pipeline to train under a `tf.distribute` strategy (see `tfperf.pipeline._build`).
+"""Builds a pipeline to train under a `tf.distribute` strategy (see `_build`).
 
 - a pipeline file: its model or train step is built inside `strategy.scope()`; its dataset is
   distributed with `experimental_distribute_dataset` (global batches, split across replicas),
@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfperf import _tf
-from tfperf.knobs import Knobs
-from tfperf.pipeline._build import (
+from tfperf.frameworks.tensorflow._build import (
     Built,
     build_parts,
     build_train_step,
@@ -23,8 +22,8 @@ from tfperf.pipeline._build import (
     raw_dataset,
     with_context,
 )
-from tfperf.pipeline._contract import takes_input_context
-from tfperf.pipeline._loader import PipelineFile, PipelineKind
+from tfperf.knobs import Knobs
+from tfperf.pipeline import PipelineFile, PipelineKind, takes_input_context
 
 __all__ = ["build_distributed"]
 

@@ -1,7 +1,7 @@
 """Profiles a pipeline file: builds its dataset and train step for given knobs, then measures.
 
 This is where the pipeline-file contract meets the profiler: the precision policy is set before the
-model is built (`tfperf.pipeline._build` builds it, for a knobs file, a plain file or a script), and
+model is built (`_build` builds it, for a knobs file, a plain file or a script), and
 failures inside the user's code are turned into messages that point at the user's own line.
 """
 
@@ -20,22 +20,27 @@ from tfperf.errors import (
     PipelineRuntimeError,
     TrainStepError,
 )
+from tfperf.frameworks import StageNode
+from tfperf.frameworks.tensorflow import _stages as stages
+from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
+from tfperf.frameworks.tensorflow._build import build
+from tfperf.frameworks.tensorflow._chain import recover_stages
+from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
-from tfperf.measure import _stages as stages
-from tfperf.measure._autotune import IteratorRecorder
-from tfperf.measure._chain import StageNode, recover_chain
-from tfperf.measure._distributed import distribution_of, epoch_of
-from tfperf.measure._model import profile_limit
-from tfperf.measure._profiler import profile
-from tfperf.measure._recorder import ProgressCallback
-from tfperf.measure._restarts import EpochInfo, restart_stage
-from tfperf.measure._window import window_steps
-from tfperf.pipeline import PipelineFile, build
+from tfperf.measure import (
+    EpochInfo,
+    ProgressCallback,
+    profile,
+    profile_limit,
+    restart_stage,
+    window_steps,
+)
+from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import Discovery, EpochSource, ProfileResult, StageReport
 
 if TYPE_CHECKING:
-    from tfperf._tf import StrategyKind
+    from tfperf.frameworks import StrategyKind
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +68,7 @@ def profile_pipeline(
 
     The values AUTOTUNE settled on are read at the end of the end-to-end phase
     (`result.autotune`). With `analyse_stages`, every stage is then measured on its own
-    (`result.stages`, see `tfperf.measure._stages`) and the advice names the limiting stage.
+    (`result.stages`, see `_stages`) and the advice names the limiting stage.
 
     Args:
         steps: measured steps per phase; raised to ten times the batches the pipeline's
@@ -97,7 +102,7 @@ def profile_pipeline(
             measured = measured_knobs(knobs, built.discovery)
             if on_discovery is not None:
                 on_discovery(built.discovery)
-        chain = _stage_chain(dataset)
+        chain = recover_stages(dataset)
         recorder = IteratorRecorder(built.data, chain)
         _tf.reset_allocator_peaks()
         try:
@@ -158,14 +163,6 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
     except ValueError:
         return str(path)
-
-
-def _stage_chain(dataset: Any) -> list[StageNode]:
-    try:
-        return recover_chain(dataset).stages
-    except Exception:  # unexpected dataset internals: AUTOTUNE's choices go unattributed
-        logger.warning("could not recover the stages of the dataset", exc_info=True)
-        return []
 
 
 def _stage_report(dataset: Any, result: ProfileResult, seconds: float) -> StageReport:

@@ -10,9 +10,10 @@ import dataclasses
 from typing import Any
 
 from tfperf._tf import apply_options
-from tfperf.measure._chain import recover_chain
-from tfperf.measure._stages import analyse_stages
-from tfperf.pipeline import PipelineFile, PipelineKind, build_parts, found_sites, raw_dataset
+from tfperf.frameworks.tensorflow._build import build_parts, found_sites, raw_dataset
+from tfperf.frameworks.tensorflow._chain import recover_chain
+from tfperf.frameworks.tensorflow._stages import analyse_stages
+from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results import Discovery, SlowStage
 from tfperf.sites import Recorder
 
@@ -25,7 +26,7 @@ def discover_sites(pipeline: PipelineFile, *, measure_stages: bool = False) -> D
     A plain file's `make_dataset()` runs; a script runs up to `fit` (its model is built too). Only
     calls that build the measured dataset count: a validation set built beside it has nothing to
     tune. A file that reads its knobs has no sites. With `measure_stages`, each stage is measured
-    alone (`tfperf.measure._stages`, a few seconds) to name the one that limits the pipeline as
+    alone (`_stages`, a few seconds) to name the one that limits the pipeline as
     written, and the sites in it.
     """
     if pipeline.kind is PipelineKind.KNOBS:

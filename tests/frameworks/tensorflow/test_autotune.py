@@ -7,12 +7,12 @@ import dataclasses
 import pytest
 
 from tfperf._tf import ModelNode, ModelParameter
-from tfperf.measure import Progress
-from tfperf.measure._autotune import (
+from tfperf.frameworks.tensorflow._autotune import (
     IteratorRecorder,
     match_choices,
     read_choices,
 )
+from tfperf.measure import Progress
 from tfperf.results import AutotuneChoice, Phase, StageKind
 
 
@@ -92,7 +92,7 @@ def test_reading_without_an_iterator_says_why():
 @pytest.mark.tf
 def test_a_map_with_autotune_reports_the_parallelism_in_use():
     tf = pytest.importorskip("tensorflow")
-    from tfperf.measure._chain import recover_chain
+    from tfperf.frameworks.tensorflow._chain import recover_chain
 
     def parse(x):
         return x * 2
@@ -159,7 +159,7 @@ def test_the_recorder_reads_the_iterator_of_the_end_to_end_phase_only():
 
 
 def test_a_distributed_iterator_gets_a_reason_not_tensorflows_error():
-    from tfperf.measure._autotune import read_choices
+    from tfperf.frameworks.tensorflow._autotune import read_choices
 
     class DistributedIterator:  # the class tf.distribute hands out, by name
         pass

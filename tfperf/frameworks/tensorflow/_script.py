@@ -35,7 +35,7 @@ from typing import Any
 
 from tfperf._tf import patched
 from tfperf.errors import PipelineFileError, PipelineRuntimeError
-from tfperf.pipeline._loader import PipelineFile
+from tfperf.pipeline import PipelineFile
 from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
 
 __all__ = ["FitCall", "fit_dataset", "run_until_fit"]

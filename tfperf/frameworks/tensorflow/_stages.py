@@ -1,6 +1,6 @@
 """Which stage limits a pipeline: each stage measured by running the pipeline cut after it.
 
-`analyse_stages(dataset)` recovers the chain of stages (`tfperf.measure._chain`), then runs every
+`analyse_stages(dataset)` recovers the chain of stages (`_chain`), then runs every
 prefix of it, from the full pipeline down to the source, for a short warm-up and a measured window,
 counting examples and process CPU time. `tfperf.measure._bottleneck` turns the figures into what
 each stage adds per example, names the stage that adds the most, and writes the advice.
@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfperf._tf import short_tf_message
-from tfperf.measure import _bottleneck as bottleneck
-from tfperf.measure._chain import StageNode, recover_chain
-from tfperf.measure._recorder import batch_examples
+from tfperf.frameworks import StageNode
+from tfperf.frameworks.tensorflow._chain import recover_chain
+from tfperf.measure import batch_examples, stage_report, with_added_costs
 from tfperf.results import StageKind, StageReport, StageStat, StageUnit
 
 logger = logging.getLogger(__name__)
@@ -108,8 +108,8 @@ def analyse_stages(
         measurements[node.index] = measured
         rate_above = _rate_for_next(node, measured)
     stats = [_stat(node, measurements[node.index]) for node in chain.stages]
-    return bottleneck.stage_report(
-        bottleneck.with_added_costs(stats),
+    return stage_report(
+        with_added_costs(stats),
         consumption_examples_per_sec,
         seconds_per_stage=seconds_per_stage,
         warmup_s=warmup_s,

@@ -6,7 +6,7 @@ import collections
 from typing import Any
 
 from tfperf import _tf
-from tfperf.pipeline import Built
+from tfperf.frameworks.tensorflow._build import Built
 from tfperf.results import DistributedInput, Distribution, ProfileResult
 
 __all__ = ["distribution_of", "epoch_of"]

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.fakes.clock import FakeClock
-from tfperf.measure._stages import analyse_stages, measure_pulls
+from tfperf.frameworks.tensorflow._stages import analyse_stages, measure_pulls
 from tfperf.results import StageKind, StageUnit
 
 #: Short windows keep the file fast. A scheduling stall on a loaded machine adds its length to

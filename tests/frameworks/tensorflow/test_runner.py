@@ -6,7 +6,7 @@ import pytest
 
 from tests import pipelines
 from tfperf.errors import EmptyDatasetError, PipelineFileError, PipelineRuntimeError
-from tfperf.measure import profile_pipeline
+from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.pipeline import load_pipeline
 from tfperf.results import Verdict
 

@@ -24,9 +24,10 @@ from typing import Any, NamedTuple
 import psutil
 
 from tfperf import _tf
+from tfperf.frameworks.tensorflow._build import build
 from tfperf.knobs import Knobs
-from tfperf.measure._recorder import batch_examples, synchronise
-from tfperf.pipeline import PipelineFile, build
+from tfperf.measure import batch_examples, synchronise
+from tfperf.pipeline import PipelineFile
 from tfperf.results import TrainingRate
 
 __all__ = ["PROBE_SECONDS", "probe_training"]

@@ -3,7 +3,7 @@
 Every tf.data dataset object keeps the datasets it was built from (`_inputs()`), so walking them
 from the output back to the source gives the chain of calls the pipeline file made:
 `from_tensor_slices -> interleave -> shuffle -> map -> batch -> prefetch`. Each object in the chain
-is itself a complete dataset: the pipeline cut after that stage, which `tfperf.measure._stages`
+is itself a complete dataset: the pipeline cut after that stage, which `_stages`
 measures.
 
 What a dataset object keeps (its inputs, its call, its function and arguments) is read through
@@ -15,11 +15,13 @@ only inside functions.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from pathlib import Path
 from typing import Any
 
 from tfperf import _tf
+from tfperf.frameworks import StageNode
 from tfperf.results import StageKind, StageUnit
 
 #: How many datasets a chain may hold before tfperf stops walking it (a cycle would be a bug).
@@ -32,24 +34,7 @@ _EXPANDING = frozenset({StageKind.READ, StageKind.INTERLEAVE})
 #: function (bucket_by_sequence_length), labelled with the calls inside it.
 _CONTAINERS = frozenset({"group_by_window", "flat_map", "scan", "window"})
 
-
-@dataclasses.dataclass
-class StageNode:
-    """One stage found in a dataset: what it is, and the dataset that ends with it.
-
-    `dataset` is the pipeline cut right after this stage (the tf.data object itself);
-    `calls_python`, whether its function runs Python per element (`_tf.calls_python`).
-    """
-
-    index: int
-    kind: StageKind
-    label: str
-    location: str | None
-    parameters: dict[str, int | bool]
-    unit: StageUnit
-    class_name: str
-    dataset: Any
-    calls_python: bool = False
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -58,6 +43,16 @@ class StageChain:
 
     stages: list[StageNode]
     note: str | None
+
+
+def recover_stages(dataset: Any) -> list[StageNode]:
+    """The stages of `dataset`, source first; empty (with a warning logged) when its internals
+    cannot be read, so a profile stands without them and AUTOTUNE's choices go unattributed."""
+    try:
+        return recover_chain(dataset).stages
+    except Exception:  # unexpected dataset internals
+        logger.warning("could not recover the stages of the dataset", exc_info=True)
+        return []
 
 
 def recover_chain(dataset: Any) -> StageChain:

@@ -5,7 +5,7 @@ Three kinds of file (`PipelineKind`) come to the same `Built`:
 - a knobs file: `make_dataset(knobs)`, `make_model(knobs)` or `make_train_step(knobs)`;
 - a plain file: `make_dataset()` runs while `tfperf.sites._recording` records its tf.data calls and
   passes the knobs' site values instead of the written ones;
-- a script: it runs up to its first `model.fit` (`tfperf.pipeline._script`), recorded the same way,
+- a script: it runs up to its first `model.fit` (`_script`), recorded the same way,
   and
   the model and input given to `fit` are what is measured.
 
@@ -29,12 +29,18 @@ from typing import TYPE_CHECKING, Any
 from tfperf import _tf
 from tfperf.errors import KnobError, PipelineFileError, PipelineRuntimeError
 from tfperf.knobs import Knobs
-from tfperf.pipeline._contract import function_place, strategy_function, takes_input_context
-from tfperf.pipeline._loader import PipelineFile, PipelineKind
+from tfperf.pipeline import (
+    PipelineFile,
+    PipelineKind,
+    function_place,
+    strategy_function,
+    takes_input_context,
+)
 from tfperf.results import Discovery
 
 if TYPE_CHECKING:
-    from tfperf._tf import DistributedInput, StrategyKind
+    from tfperf._tf import DistributedInput
+    from tfperf.frameworks import StrategyKind
     from tfperf.sites import Recorder
 
 __all__ = ["Built", "build", "build_dataset", "build_parts", "found_sites", "raw_dataset"]
@@ -80,7 +86,7 @@ def build(pipeline: PipelineFile, knobs: Knobs, strategy: StrategyKind | None = 
         dataset, model, train_step, recorder = build_parts(pipeline, knobs)
         discovery = found_sites(recorder, dataset, pipeline)
         return Built(_tf.apply_options(dataset, knobs), model, train_step, discovery)
-    from tfperf.pipeline._distributed import build_distributed
+    from tfperf.frameworks.tensorflow._build_distributed import build_distributed
 
     return build_distributed(pipeline, knobs, live)
 
@@ -115,7 +121,7 @@ def build_parts(
         dataset, recorder = raw_dataset(pipeline, knobs)
         model, train_step = build_train_step(pipeline, knobs)
         return dataset, model, train_step, recorder
-    from tfperf.pipeline._script import fit_dataset, run_until_fit
+    from tfperf.frameworks.tensorflow._script import fit_dataset, run_until_fit
 
     with _sites(pipeline, knobs) as recorder, _tf.in_scope(scope):
         call = run_until_fit(pipeline)

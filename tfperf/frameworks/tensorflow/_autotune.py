@@ -8,7 +8,7 @@ it, with both the optimizer's current guess (`value`) and the value the running 
 `IteratorRecorder` stands in for the dataset during a profile: it hands the profiler real
 iterators and, when the end-to-end phase's last measured step is reported, reads the model of
 the iterator in use. The model's nodes are then matched to the stages of
-`tfperf.measure._chain` through the table of tf.data calls (`tfperf._tf.METHODS`: which
+`_chain` through the table of tf.data calls (`tfperf._tf.METHODS`: which
 nodes stand for which call, which parameter for which argument), so each value is reported
 against the call the user wrote.
 """
@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from tfperf import _tf
 from tfperf._tf import ModelNode, ModelParameter
-from tfperf.measure._recorder import Progress, ProgressCallback
+from tfperf.measure import Progress, ProgressCallback
 from tfperf.results import AutotuneChoice, AutotuneReadout, Phase, StageKind
 
 logger = logging.getLogger(__name__)

@@ -1,0 +1,47 @@
+"""The seam between tfperf and an input framework: one interface, one implementation each.
+
+`Framework` (see `tfperf.frameworks._base` for its invariants) is what the measurement core
+holds; `get("tensorflow")` returns the TensorFlow implementation, imported on first use, and
+`detect(path)` the framework a pipeline file is written for.
+
+Example:
+    >>> from tfperf import frameworks
+    >>> frameworks.names()
+    ['tensorflow']
+"""
+
+from __future__ import annotations
+
+from tfperf.frameworks._base import (
+    CallSites,
+    Framework,
+    Input,
+    Pipeline,
+    StageNode,
+    Workers,
+)
+from tfperf.frameworks._devices import (
+    DeviceLayout,
+    StrategyKind,
+)
+from tfperf.frameworks._registry import (
+    detect,
+    detect_source,
+    get,
+    names,
+)
+
+__all__ = [
+    "CallSites",
+    "DeviceLayout",
+    "Framework",
+    "Input",
+    "Pipeline",
+    "StageNode",
+    "StrategyKind",
+    "Workers",
+    "detect",
+    "detect_source",
+    "get",
+    "names",
+]

@@ -1,0 +1,199 @@
+"""The interface every input framework implements, and the invariants each must keep.
+
+What differs between input frameworks (tf.data, a PyTorch `DataLoader`, tf.data service) sits
+behind `Framework`; the measurement core (the step timing loop, probes, analysis, the limit,
+the tuner, the study, results and reports) holds a `Framework` and the neutral records here,
+and imports no framework. A new framework is a new implementation (a subpackage registered in
+`tfperf.frameworks._registry`) that passes `tests/frameworks/test_contract.py`, never a
+conditional in the core.
+
+Invariants every implementation keeps (the contract test checks each):
+
+1. Importing the implementation's module imports no framework: the framework itself is
+   imported inside its methods, so `frameworks.get(name)` and `claims` are cheap.
+2. `claims(source)` reads source text only; it never imports or runs the file.
+3. `build(pipeline, knobs)` returns an `Input` whose `batches()` starts a fresh pass each call,
+   whose `step(batch)` consumes one batch, and whose `sync(outputs)` returns only once the
+   step's asynchronous work is finished, so the step clock stops when the work has.
+4. `stages(input)` lists the input's stages from source to output, or returns None where the
+   framework has no stage graph (a `DataLoader`); it never raises for an input `build` made.
+5. `read_options(input.native)` reads back what `apply_options` set: applying the same knobs
+   twice reads back the same options.
+6. `sites()` is None where the framework cannot find and patch call sites in user code.
+7. Inside `import_guard(...)`, importing a file that trains on import raises
+   `PipelineFileError`; a file that does not train imports as it would without it.
+"""
+
+from __future__ import annotations
+
+import abc
+import ast
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from tfperf.results import StageKind, StageUnit
+
+if TYPE_CHECKING:
+    from tfperf.frameworks._devices import DeviceLayout, StrategyKind
+    from tfperf.knobs import Knobs
+    from tfperf.results import Discovery, ProfileResult, TrainingRate
+
+
+class Workers(str, Enum):
+    """Where an input's parallel work runs, which decides how its CPU cost is counted."""
+
+    THREADS = "threads"  # on threads of the training process (tf.data)
+    PROCESSES = "processes"  # in worker processes (a DataLoader's `num_workers`)
+
+
+class Pipeline(Protocol):
+    """A loaded pipeline file or training script, as a framework's `load` returns it."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def baseline(self) -> Knobs: ...
+
+
+@dataclasses.dataclass
+class StageNode:
+    """One stage found in an input: what it is, and the input that ends with it.
+
+    `dataset` is the input cut right after this stage (the framework's own object);
+    `calls_python`, whether its function runs Python per element.
+    """
+
+    index: int
+    kind: StageKind
+    label: str
+    location: str | None
+    parameters: dict[str, int | bool]
+    unit: StageUnit
+    class_name: str
+    dataset: Any
+    calls_python: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Input:
+    """An input built for one set of knobs, and the step that consumes it.
+
+    Attributes:
+        batches: starts a fresh pass over the input; the step timing loop iterates it.
+        step: runs one training step on a batch and returns its outputs.
+        sync: blocks until `outputs` of a step exist (forces asynchronous work).
+        element: the structure of one batch, in words ("(float32[32, 8], int32[32])").
+        epoch_steps: batches in one pass, where the framework knows it; else None.
+        options: the input's options as read back from it, by knob name.
+        native: the framework's own input object (a `tf.data.Dataset`, a `DataLoader`).
+        discovery: the call sites found while building a plain file or script; else None.
+    """
+
+    batches: Callable[[], Iterable[Any]]
+    step: Callable[[Any], Any]
+    sync: Callable[[Any], None]
+    element: str
+    epoch_steps: int | None
+    options: Mapping[str, Any]
+    native: Any
+    discovery: Discovery | None = None
+
+
+@runtime_checkable
+class CallSites(Protocol):
+    """Finding and patching the input calls in a user's own files (zero-change mode)."""
+
+    def find(self, pipeline: Any, *, measure_stages: bool = False) -> Discovery:
+        """The tunable calls the build of `pipeline` makes, where each is written."""
+        ...
+
+    def patch(
+        self,
+        root: Path,
+        discovery: Discovery,
+        before: Mapping[str, Any],
+        after: Mapping[str, Any],
+        *,
+        script: bool,
+    ) -> Any:
+        """The patch of the files under `root` that runs `after`, as measured, instead of
+        `before`."""
+        ...
+
+
+class Framework(abc.ABC):
+    """One input framework: how tfperf loads, builds, measures and patches its pipelines."""
+
+    #: The registry's name for it ("tensorflow").
+    name: ClassVar[str]
+    #: Where its input's parallel work runs.
+    workers: ClassVar[Workers]
+    #: What zero-change mode intercepts in a script ("keras.Model.fit", "DataLoader.__iter__").
+    hook: ClassVar[str]
+
+    @abc.abstractmethod
+    def claims(self, source: str) -> bool:
+        """Whether a file with this source text is written for this framework."""
+
+    @abc.abstractmethod
+    def start(self, layout: DeviceLayout | None = None, *, owns_process: bool = False) -> None:
+        """Readies this process: imports the framework quietly and lays out its devices.
+
+        Call it before anything builds an input; `owns_process` lets it set process-wide
+        state (GPU memory growth) in a process tfperf runs.
+        """
+
+    def import_guard(
+        self, tree: ast.Module, file: Path, shown: str
+    ) -> contextlib.AbstractContextManager[None]:
+        """A block in which importing the pipeline file `file` (parsed: `tree`) cannot train.
+
+        The loader imports a pipeline file to read its functions; a call of the framework's
+        training entry point reached on import (a `main()` at the top of the file) must stop
+        the import with a `PipelineFileError` naming the line, not train. The default guards
+        nothing.
+        """
+        return contextlib.nullcontext()
+
+    @abc.abstractmethod
+    def load(self, path: str | Path, argv: Sequence[str] = ()) -> Pipeline:
+        """Loads a pipeline file or training script, checked against the contract."""
+
+    @abc.abstractmethod
+    def build(
+        self, pipeline: Pipeline, knobs: Knobs, *, strategy: StrategyKind | None = None
+    ) -> Input:
+        """Builds the input (options applied) and the step of `pipeline` under `knobs`."""
+
+    @abc.abstractmethod
+    def stages(self, built: Input) -> list[StageNode] | None:
+        """The stages of `built`'s input from source to output; None: no stage graph."""
+
+    @abc.abstractmethod
+    def apply_options(self, native: Any, knobs: Knobs) -> Any:
+        """`native` with the knobs that are the framework's input options applied."""
+
+    @abc.abstractmethod
+    def read_options(self, native: Any) -> dict[str, Any]:
+        """The input options `native` carries, by knob name."""
+
+    @abc.abstractmethod
+    def profile(
+        self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
+    ) -> ProfileResult:
+        """Measures `pipeline` under `knobs` end to end, the input alone and the step alone."""
+
+    @abc.abstractmethod
+    def probe_training(
+        self, pipeline: Pipeline, knobs: Knobs, settings: Sequence[Mapping[str, Any]]
+    ) -> list[TrainingRate]:
+        """The step's rate alone under each of the training `settings`."""
+
+    @abc.abstractmethod
+    def sites(self) -> CallSites | None:
+        """Call-site finding and patching; None where the framework has none."""

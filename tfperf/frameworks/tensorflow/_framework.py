@@ -1,0 +1,156 @@
+"""tf.data and Keras behind `tfperf.frameworks.Framework`.
+
+Pipelines are pipeline files (`make_dataset(knobs)` with `make_model` or `make_train_step`),
+plain files and training scripts; the input is a `tf.data.Dataset` whose parallel work runs on
+threads of the training process; stages are recovered from the dataset's graph; zero-change
+mode intercepts `keras.Model.fit` and finds and patches the tf.data calls that built the input.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tfperf import _tf
+from tfperf.frameworks import (
+    CallSites,
+    DeviceLayout,
+    Framework,
+    Input,
+    Pipeline,
+    StageNode,
+    StrategyKind,
+    Workers,
+)
+from tfperf.frameworks.tensorflow._build import build
+from tfperf.frameworks.tensorflow._chain import recover_stages
+from tfperf.frameworks.tensorflow._discover import discover_sites
+from tfperf.frameworks.tensorflow._guard import fit_refused
+from tfperf.frameworks.tensorflow._runner import profile_pipeline
+from tfperf.frameworks.tensorflow._training import probe_training
+from tfperf.measure import synchronise
+from tfperf.pipeline import PipelineFile, load_pipeline
+from tfperf.sites import patch_for
+
+if TYPE_CHECKING:
+    from tfperf.knobs import Knobs
+    from tfperf.results import Discovery, ProfileResult, TrainingRate
+
+logger = logging.getLogger(__name__)
+
+#: Top-level modules whose import marks a file as written for TensorFlow.
+_MODULES = frozenset({"tensorflow", "keras", "tf_keras"})
+
+
+class TensorFlowSites:
+    """The tf.data calls in a user's plain file or script: found by recording, patched by AST."""
+
+    def find(self, pipeline: Any, *, measure_stages: bool = False) -> Discovery:
+        return discover_sites(_file(pipeline), measure_stages=measure_stages)
+
+    def patch(
+        self,
+        root: Path,
+        discovery: Discovery,
+        before: Mapping[str, Any],
+        after: Mapping[str, Any],
+        *,
+        script: bool,
+    ) -> Any:
+        return patch_for(root, discovery, before, after, script=script)
+
+
+class TensorFlow(Framework):
+    """tf.data input, Keras (or the file's own) train step, `tf.distribute` strategies."""
+
+    name: ClassVar[str] = "tensorflow"
+    workers: ClassVar[Workers] = Workers.THREADS
+    hook: ClassVar[str] = "keras.Model.fit"
+
+    def claims(self, source: str) -> bool:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            if any(name.split(".")[0] in _MODULES for name in names):
+                return True
+        return False
+
+    def start(self, layout: DeviceLayout | None = None, *, owns_process: bool = False) -> None:
+        _tf.import_tensorflow_quietly()
+        if layout is not None:
+            _tf.configure_devices(layout)  # before anything touches a device
+        if owns_process:
+            _tf.enable_gpu_memory_growth()
+
+    def import_guard(
+        self, tree: ast.Module, file: Path, shown: str
+    ) -> contextlib.AbstractContextManager[None]:
+        return fit_refused(tree, file, shown)  # `keras.Model.fit` raises while it imports
+
+    def load(self, path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
+        return load_pipeline(path, argv)
+
+    def build(
+        self, pipeline: Pipeline, knobs: Knobs, *, strategy: StrategyKind | None = None
+    ) -> Input:
+        with _tf.precision_policy(knobs.mixed_precision):
+            built = build(_file(pipeline), knobs, strategy)
+        data, dataset = built.data, built.dataset
+        return Input(
+            batches=lambda: iter(data),  # a tf.data iterator per pass
+            step=built.train_step,
+            sync=synchronise,
+            element=_tf.describe_structure(dataset.element_spec),
+            epoch_steps=_tf.cardinality(dataset),
+            options=self.read_options(dataset),
+            native=dataset,
+            discovery=built.discovery,
+        )
+
+    def stages(self, built: Input) -> list[StageNode] | None:
+        return recover_stages(built.native)
+
+    def apply_options(self, native: Any, knobs: Knobs) -> Any:
+        return _tf.apply_options(native, knobs)
+
+    def read_options(self, native: Any) -> dict[str, Any]:
+        options = _tf.dataset_options(native)
+        return dataclasses.asdict(options) if options is not None else {}
+
+    def profile(
+        self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
+    ) -> ProfileResult:
+        return profile_pipeline(_file(pipeline), knobs, **options)
+
+    def probe_training(
+        self, pipeline: Pipeline, knobs: Knobs, settings: Sequence[Mapping[str, Any]]
+    ) -> list[TrainingRate]:
+        return probe_training(_file(pipeline), knobs, settings)
+
+    def sites(self) -> CallSites | None:
+        return TensorFlowSites()
+
+
+def _file(pipeline: Pipeline) -> PipelineFile:
+    if not isinstance(pipeline, PipelineFile):
+        raise TypeError(
+            f"the tensorflow framework measures a PipelineFile (from its `load`), but got "
+            f"{type(pipeline).__name__}"
+        )
+    return pipeline
+
+
+FRAMEWORK = TensorFlow()
