@@ -32,7 +32,8 @@ from benchmarks.record import (
 )
 from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Reference, TrialOutcome, TrialStatus, speedup
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results.tune import Measurement, Reference, speedup
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
 from tfperf.tuner._remeasure import remeasure
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     import optuna
 
     from tfperf.pipeline import PipelineFile
-    from tfperf.results import TuneResult
+    from tfperf.results.tune import TuneResult
 
 Log = Callable[[str], None]
 

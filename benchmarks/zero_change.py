@@ -25,7 +25,8 @@ from benchmarks.suite import BENCHMARKS_DIR, Settings, Spec
 from benchmarks.zero_change_record import RatioFigure, ZeroChange
 from tfperf.errors import TfperfError
 from tfperf.knobs import Knobs
-from tfperf.results import TrialOutcome, TrialStatus, TuneResult
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results.tune import TuneResult
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
 from tfperf.tuner._remeasure import remeasure

@@ -16,19 +16,16 @@ from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
-from tfperf.results import (
+from tfperf.results import GpuStats, ProfileResult, TimedValue
+from tfperf.results.stages import (
     AutotuneChoice,
     AutotuneReadout,
-    GpuStats,
-    Measurement,
-    Objective,
-    ProfileResult,
     StageKind,
     StageReport,
     StageStat,
     StageUnit,
-    TimedValue,
 )
+from tfperf.results.tune import Measurement, Objective
 from tfperf.study import StudyRecord, write_study
 
 MIB = 1024**2

@@ -38,6 +38,15 @@ RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 #: Subpackages whose insides are private: outsiders import their face only.
 FACED = {"knobs", "results", "probes", "_tf", "sites", "pipeline", "measure", "trials", "study"}
 FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow"}
+#: Public modules of a faced package that are faces of their own, one concept each (as
+#: `optuna.visualization.matplotlib` is): outsiders may import `tfperf.<package>.<sub-face>`.
+SUB_FACES: dict[str, frozenset[str]] = {
+    "results": frozenset({"stages", "scaling", "discovery", "tune"}),
+    "study": frozenset({"storage", "cluster", "ledger"}),
+    "knobs": frozenset({"declare"}),
+}
+#: The most names one face exports: past it, the face holds more than one concept.
+FACE_LIMIT = 30
 #: Framework implementations: each subpackage of `tfperf/frameworks/` is a unit of its own.
 IMPLEMENTATIONS = frozenset(
     path.parent.name for path in (PACKAGE / "frameworks").glob("*/__init__.py")
@@ -79,6 +88,8 @@ def _through_face(target: tuple[str, ...], unit: str) -> bool:
     """`tfperf.measure.profile` is; `tfperf.measure._profiler.x`, `tfperf.probes.host.x` are not."""
     face = 1 + len(unit.split("."))  # `tfperf.<unit>`'s length
     names = target[face:]
+    if names and names[0] in SUB_FACES.get(unit, frozenset()):
+        names = names[1:]  # `tfperf.results.tune.TuneResult` is through the sub-face `tune`
     return names == () or (len(names) == 1 and not names[0].startswith("_"))
 
 
@@ -108,9 +119,14 @@ def test_imports_run_one_way_through_faces() -> None:
     assert problems == []
 
 
-@pytest.mark.parametrize("package", sorted(FACED))
-def test_faces_declare_what_they_export(package: str) -> None:
-    face = PACKAGE.joinpath(*package.split("."), "__init__.py")
+def _face_files() -> list[Path]:
+    packages = [PACKAGE.joinpath(*package.split("."), "__init__.py") for package in FACED]
+    subs = [PACKAGE / unit / f"{sub}.py" for unit, names in SUB_FACES.items() for sub in names]
+    return sorted(packages + subs)
+
+
+def _exported(face: Path) -> tuple[list[str], set[str]]:
+    """What a face lists in `__all__`, and the names it imports."""
     tree = ast.parse(face.read_text(encoding="utf-8"))
     exported = next(
         node.value
@@ -125,7 +141,28 @@ def test_faces_declare_what_they_export(package: str) -> None:
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
     }
+    return names, imported
+
+
+@pytest.mark.parametrize("face", _face_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_faces_declare_what_they_export(face: Path) -> None:
+    names, imported = _exported(face)
     assert set(names) <= imported
+
+
+@pytest.mark.parametrize("face", _face_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_face_holds_more_than_one_concept(face: Path) -> None:
+    names, _ = _exported(face)
+    assert len(names) <= FACE_LIMIT, (
+        f"{face.relative_to(PACKAGE)} exports {len(names)} names: give a further concept a "
+        "sub-face of its own (SUB_FACES)"
+    )
+
+
+def test_a_sub_face_counts_as_the_face_and_a_private_module_does_not() -> None:
+    assert _through_face(("tfperf", "results", "tune", "TuneResult"), "results")
+    assert not _through_face(("tfperf", "results", "_tune", "TuneResult"), "results")
+    assert not _through_face(("tfperf", "probes", "host", "HostProbe"), "probes")
 
 
 def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ from benchmarks.record import (
 )
 from benchmarks.render import render
 from benchmarks.suite import SUITE, Settings, SuiteError, select
-from tfperf.results import Measurement
+from tfperf.results.tune import Measurement
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = {"batch_size": 32, "num_parallel_calls": 1, "prefetch": 0}
@@ -1017,7 +1017,7 @@ def test_a_record_with_the_zero_change_row_round_trips_through_json(tmp_path):
 def test_the_bench_records_the_recommended_change_and_the_one_passed_over():
     from benchmarks.measure import training_choice
     from tests.report.helpers import measured, tune_result
-    from tfperf.results import Speedup
+    from tfperf.results.tune import Speedup
 
     parallel = measured("estimate", [2000.0, 2000.0], batch_size=32, num_parallel_calls=8)
     smaller = measured("estimate-training", [4000.0, 4000.0], batch_size=128)

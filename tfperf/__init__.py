@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from tfperf.knobs import AUTOTUNE, Knobs, Precision
     from tfperf.measure import Profiler, Progress, profile
     from tfperf.pipeline import PipelineFile, load_pipeline
-    from tfperf.results import Phase, ProfileResult, TuneResult, Verdict
+    from tfperf.results import Phase, ProfileResult, Verdict
+    from tfperf.results.tune import TuneResult
     from tfperf.study import load_trials_frame as trials_frame
     from tfperf.tuner import TuneOptions, tune
 
@@ -72,7 +73,7 @@ _HOMES = {
     "Verdict": "tfperf.results",
     "profile_pipeline": "tfperf.frameworks.tensorflow",
     "TuneOptions": "tfperf.tuner",
-    "TuneResult": "tfperf.results",
+    "TuneResult": "tfperf.results.tune",
     "tune": "tfperf.tuner",
     "trials_frame": "tfperf.study",
 }

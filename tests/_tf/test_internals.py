@@ -17,7 +17,7 @@ import pytest
 from tfperf import _tf
 from tfperf._tf import _intercept, patched
 from tfperf.knobs import TUNABLE
-from tfperf.results import StageKind
+from tfperf.results.stages import StageKind
 
 tf = pytest.importorskip("tensorflow")
 

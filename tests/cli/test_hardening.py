@@ -176,7 +176,8 @@ def test_a_result_whose_path_fails_at_the_end_is_kept_and_said_where(capsys, sma
 
 def test_a_study_of_a_file_named_with_parentheses_and_unicode_is_found(tmp_path):
     from tfperf.report import load_snapshot
-    from tfperf.study import StudyMismatchError, default_storage_url
+    from tfperf.study import StudyMismatchError
+    from tfperf.study.storage import default_storage_url
 
     url = default_storage_url(Path('train(v2) é "x" <a>=b.py'), tmp_path / "studies")
     optuna.create_study(study_name="s", storage=url)

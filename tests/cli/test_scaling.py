@@ -24,7 +24,8 @@ from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.hardware import Machine
 from tfperf.knobs import Knobs
 from tfperf.pipeline import load_pipeline
-from tfperf.results import BatchScaling, ReplicaDevice, TrialStatus
+from tfperf.results import TrialStatus
+from tfperf.results.scaling import BatchScaling, ReplicaDevice
 
 # Per-replica batch 8 through the batch_size knob; a single Dense layer, so each point is cheap.
 SCALING = """

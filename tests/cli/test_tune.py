@@ -156,7 +156,7 @@ def test_the_cli_takes_its_defaults_from_tune_options():
     import dataclasses
 
     from tfperf.cli.main import build_parser
-    from tfperf.results import Objective
+    from tfperf.results.tune import Objective
     from tfperf.tuner import TuneOptions
 
     args = build_parser().parse_args(["tune", "pipeline.py"])

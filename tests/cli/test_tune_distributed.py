@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_tune import trials, tune
-from tfperf.results import TuneResult
+from tfperf.results.tune import TuneResult
 from tfperf.study import stored_result
 
 pytestmark = pytest.mark.tf

@@ -22,7 +22,9 @@ from tests.frameworks.fake_python import MARKER
 from tfperf import frameworks
 from tfperf.frameworks import CallSites, Framework, Input, StageNode, Workers, _registry
 from tfperf.knobs import Knobs
-from tfperf.results import Discovery, ProfileResult, StageKind
+from tfperf.results import ProfileResult
+from tfperf.results.discovery import Discovery
+from tfperf.results.stages import StageKind
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,13 +15,16 @@ import pytest
 from tests.reports import MIB, fake_profile
 from tfperf.errors import KnobError
 from tfperf.hardware import Machine
-from tfperf.knobs import KNOBS, Applier, Fixed, Knobs
+from tfperf.knobs import KNOBS, Fixed, Knobs
 from tfperf.knobs._declare import Kind, choices, knob
+from tfperf.knobs.declare import Applier
 from tfperf.report import _study_summary as ss
 from tfperf.report import render_summary
 from tfperf.report._snippets import tf_data_snippet
 from tfperf.report._words import knob_value
-from tfperf.results import DatasetOptions, Discovery, Measurement
+from tfperf.results.discovery import Discovery
+from tfperf.results.stages import DatasetOptions
+from tfperf.results.tune import Measurement
 from tfperf.sites import patch_for, unplaceable
 from tfperf.tuner._search import build_space, default_space, reference_params, suggest_knobs
 

@@ -10,7 +10,7 @@ import pytest
 from tests.fakes.clock import Batch, FakeClock
 from tfperf.measure._batches import ShapeSampler, schedule, shape_of
 from tfperf.measure._profiler import profile
-from tfperf.results import BatchShape
+from tfperf.results.stages import BatchShape
 
 
 def test_schedule_keeps_the_proportions_in_every_cycle():

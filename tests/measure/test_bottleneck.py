@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from tfperf.measure import _bottleneck as bottleneck
-from tfperf.results import StageKind, StageStat, StageUnit
+from tfperf.results.stages import StageKind, StageStat, StageUnit
 
 
 def _stage(index, kind, label, rate, cpu=None, parameters=None, unit=StageUnit.EXAMPLE):

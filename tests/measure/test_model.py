@@ -28,7 +28,8 @@ from tfperf.measure._model import (
     pipeline_model,
     stage_costs,
 )
-from tfperf.results import CpuUsage, LimitBound, StageKind, StageStat, StageUnit, TimedValue
+from tfperf.results import CpuUsage, LimitBound, TimedValue
+from tfperf.results.stages import StageKind, StageStat, StageUnit
 
 
 def _stat(index, kind, label, rate, cpu, parameters=None, unit=StageUnit.EXAMPLE):

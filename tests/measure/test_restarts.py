@@ -15,7 +15,8 @@ from tfperf.measure._restarts import (
     restart_indices,
 )
 from tfperf.pipeline import load_pipeline
-from tfperf.results import EpochSource, Phase, StageKind, StepRecord, Verdict
+from tfperf.results import Phase, StepRecord, Verdict
+from tfperf.results.stages import EpochSource, StageKind
 
 # 4 steps an epoch; the first step of each later epoch waits 1 s for a shuffle buffer.
 WAITS = [1.0, 0.001, 0.001, 0.001]

@@ -7,7 +7,7 @@ import pytest
 from tests.fakes.trials import fake_result
 from tfperf.knobs import Knobs
 from tfperf.measure import replica_counts, scaling_curve, scaling_point
-from tfperf.results import BatchScaling, ReplicaDevice, ScalingFailure, ScalingPoint
+from tfperf.results.scaling import BatchScaling, ReplicaDevice, ScalingFailure, ScalingPoint
 
 
 def point(replicas: int, wait: float, rate: float = 1000.0) -> ScalingPoint:

@@ -15,7 +15,8 @@ import pytest
 
 from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import Knobs
-from tfperf.results import DistributedInput, ProfileResult, TrialStatus
+from tfperf.results import ProfileResult, TrialStatus
+from tfperf.results.scaling import DistributedInput
 from tfperf.trials import Budgets, TrialRequest, run_trial
 
 _MODEL = """

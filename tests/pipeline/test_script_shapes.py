@@ -31,7 +31,7 @@ import pytest
 from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.knobs import AUTOTUNE
 from tfperf.pipeline import PipelineKind, load_pipeline
-from tfperf.results import Discovery
+from tfperf.results.discovery import Discovery
 from tfperf.sites import patch_for, unplaceable
 
 pytestmark = pytest.mark.tf

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.reports import MIB
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, Speedup, TuneResult
+from tfperf.results.tune import Measurement, Objective, Speedup, TuneResult
 
 
 def measured(label: str, values: list[float], **knobs: object) -> Measurement:

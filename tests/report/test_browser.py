@@ -170,7 +170,7 @@ def test_a_study_of_hundreds_of_trials_still_draws(browser, tmp_path):
 
 def test_the_patch_block_carries_the_diff_and_every_manual_edit(browser, tmp_path):
     from tests.report.helpers import tune_result
-    from tfperf.results import HandOver
+    from tfperf.results.tune import HandOver
 
     edit = 'Add keras.mixed_precision.set_global_policy("mixed_bfloat16") before the model.'
     handover = HandOver(root=str(tmp_path), diff="--- a.py\n+++ a.py\n", manual_edits=[edit])

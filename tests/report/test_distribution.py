@@ -5,7 +5,8 @@ from __future__ import annotations
 from tests.reports import fake_profile
 from tfperf.report import render_profile_html, render_summary
 from tfperf.report._distribution import distribution_rows, distribution_text
-from tfperf.results import DistributedInput, Distribution, ProfileResult
+from tfperf.results import ProfileResult
+from tfperf.results.scaling import DistributedInput, Distribution
 
 DEVICES = [
     "/job:localhost/replica:0/task:0/device:CPU:0",

@@ -19,7 +19,7 @@ from tfperf.report._scaling import (
     scaling_figure,
     scaling_notes,
 )
-from tfperf.results import (
+from tfperf.results.scaling import (
     BatchScaling,
     ReplicaDevice,
     ScalingCurve,

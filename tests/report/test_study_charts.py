@@ -12,7 +12,8 @@ from tfperf.report import _study_charts as sc
 from tfperf.report import _study_summary as ss
 from tfperf.report import load_snapshot, render_study_html
 from tfperf.report._study_data import StudySnapshot, snapshot_study
-from tfperf.study import StorageError, StudyMismatchError
+from tfperf.study import StudyMismatchError
+from tfperf.study.storage import StorageError
 
 
 @pytest.fixture(scope="module")
@@ -234,8 +235,8 @@ def test_a_study_of_call_sites_shows_each_site_as_a_knob():
 
 
 def test_a_study_of_a_plain_file_carries_its_sites_slow_stage_and_patch(tmp_path):
-    from tfperf.results import ArgumentForm, CallSite, Discovery
     from tfperf.results._discovery import SlowStage
+    from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
     from tfperf.study import StudyRecord, write_study
 
     (tmp_path / "train.py").write_text(

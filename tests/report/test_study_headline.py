@@ -11,7 +11,8 @@ from tests.reports import fake_profile, make_study
 from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._study_data import StudySnapshot, snapshot_study
-from tfperf.results import Estimate, Limit, LimitBound, LimitTerm, Reference, SearchGain, Speedup
+from tfperf.results import Limit, LimitBound, LimitTerm
+from tfperf.results.tune import Estimate, Reference, SearchGain, Speedup
 
 
 @pytest.fixture(scope="module")

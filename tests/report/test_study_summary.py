@@ -13,7 +13,7 @@ from tfperf.knobs import Knobs
 from tfperf.report import _study_summary as ss
 from tfperf.report import render_study_html
 from tfperf.report._study_data import StudySnapshot, snapshot_study
-from tfperf.results import HandOver, Measurement, Speedup
+from tfperf.results.tune import HandOver, Measurement, Speedup
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ from tfperf.measure import _bottleneck as bottleneck
 from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
 from tfperf.report import render_summary
-from tfperf.results import (
+from tfperf.results import ProfileResult
+from tfperf.results.stages import (
     AutotuneChoice,
     AutotuneReadout,
     BatchShape,
     DatasetOptions,
     EpochSource,
-    ProfileResult,
     RestartCost,
     StageKind,
     StageStat,
@@ -119,7 +119,7 @@ def test_a_result_without_stages_or_autotune_shows_neither():
 def test_the_tune_summary_warns_of_every_change_to_training():
     """Global knobs and written call sites alike, by `training_changes`, as the HTML does."""
     from tfperf.report._tune_text import training_warnings
-    from tfperf.results import Measurement, training_changes
+    from tfperf.results.tune import Measurement, training_changes
 
     site = "batch@data/input.py:7.batch_size"
     best = Measurement("trial 4", 4, {"batch_size": 64, "sites": {site: 128}}, [300.0], 1, None)
@@ -204,7 +204,7 @@ def test_batches_of_several_shapes_are_listed_with_their_retracing():
 
 def test_a_baseline_winner_is_not_listed_twice_in_the_tune_summary():
     from tfperf.report._tune_text import _headline
-    from tfperf.results import Measurement, Objective, TuneResult, speedup
+    from tfperf.results.tune import Measurement, Objective, TuneResult, speedup
 
     base = Measurement("baseline", 0, {"batch_size": 32}, [100.0, 101.0], 1, None)
     tuned = Measurement("autotune", 1, {"batch_size": 32}, [99.0, 100.0], 1, None)
@@ -248,7 +248,7 @@ def test_a_disturbed_compute_only_phase_is_named_not_read_as_a_speed():
 def test_keeping_the_baseline_hands_over_no_snippet_of_the_fastest_run():
     from tfperf.knobs import Knobs
     from tfperf.report._tune_text import _apply
-    from tfperf.results import Measurement, Objective, TuneResult, speedup
+    from tfperf.results.tune import Measurement, Objective, TuneResult, speedup
 
     base = Measurement("baseline", 0, Knobs(prefetch=0).to_dict(), [100.0, 140.0], 1, None)
     tuned = Measurement("autotune", 1, Knobs(prefetch=-1).to_dict(), [125.0, 130.0], 1, None)
@@ -284,7 +284,7 @@ def test_keeping_the_baseline_hands_over_no_snippet_of_the_fastest_run():
 def test_the_fastest_passed_over_says_why_it_is_not_the_recommendation():
     from tests.report.helpers import measured, tune_result
     from tfperf.report._tune_text import _passed_over
-    from tfperf.results import Speedup
+    from tfperf.results.tune import Speedup
 
     parallel = measured("trial 3", [2000.0, 2000.0], batch_size=32, num_parallel_calls=8)
     smaller = measured("trial 4", [4000.0, 4100.0], batch_size=128)

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from tfperf.errors import ResultFileError, TfperfError
-from tfperf.results import ArgumentForm, CallSite, Discovery, SlowStage, Untunable, validated
+from tfperf.results import validated
+from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, SlowStage, Untunable
 
 SITE = CallSite(
     name="map_parse",

@@ -11,19 +11,18 @@ from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.errors import ResultFileError
 from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
-from tfperf.results import (
+from tfperf.results import ProfileResult, Verdict
+from tfperf.results.stages import (
     AutotuneChoice,
     AutotuneReadout,
     BatchShape,
     DatasetOptions,
     EpochSource,
-    ProfileResult,
     RestartCost,
     StageKind,
     StageReport,
     StageStat,
     StageUnit,
-    Verdict,
 )
 
 

@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tfperf.results import (
-    Estimate,
-    Reference,
-    TuneResult,
-    folded_estimates,
-    validated,
-)
+from tfperf.results import validated
 from tfperf.results._references import REFERENCE_WORDS, reference_name
 from tfperf.results._tune import recommend
+from tfperf.results.tune import Estimate, Reference, TuneResult, folded_estimates
 
 STORED = Path(__file__).parent.parent / "stored"
 
@@ -94,7 +89,7 @@ def test_folding_leaves_a_record_that_has_the_list_as_it_is():
 
 
 def test_the_recommendation_of_a_proposal_names_what_it_proposes():
-    from tfperf.results import Measurement, speedup
+    from tfperf.results.tune import Measurement, speedup
 
     base = Measurement("baseline", 0, {"batch_size": 32}, [100.0, 100.0], 0, None)
     pooled = Measurement("estimate-pool", 3, {"batch_size": 32}, [200.0, 200.0], 0, None)

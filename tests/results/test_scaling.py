@@ -9,9 +9,9 @@ import pytest
 
 from tests.reports import fake_profile
 from tfperf.errors import ResultFileError
-from tfperf.results import (
+from tfperf.results import ProfileResult
+from tfperf.results.scaling import (
     BatchScaling,
-    ProfileResult,
     ReplicaDevice,
     ScalingCurve,
     ScalingFailure,

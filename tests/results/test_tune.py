@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfperf.results import Measurement, Objective, Speedup, TuneResult, speedup
+from tfperf.results.tune import Measurement, Objective, Speedup, TuneResult, speedup
 
 
 def measured(label, values, knobs=None):
@@ -65,7 +65,7 @@ def _measured(label, knobs, values):
 
 
 def test_input_only_rule_keeps_training_when_the_change_gains_within_noise():
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 102.0])
     parallel = _measured("trial 3", {"batch_size": 32, "num_parallel_calls": 8}, [200.0, 210.0])
@@ -79,7 +79,7 @@ def test_input_only_rule_keeps_training_when_the_change_gains_within_noise():
 
 
 def test_input_only_rule_recommends_a_change_to_training_beyond_noise_and_names_both():
-    from tfperf.results import input_only_choice, recommend, speedup, training_changes
+    from tfperf.results.tune import input_only_choice, recommend, speedup, training_changes
 
     baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 101.0])
     parallel = _measured("trial 3", {"batch_size": 32, "num_parallel_calls": 8}, [200.0, 201.0])
@@ -95,7 +95,7 @@ def test_input_only_rule_recommends_a_change_to_training_beyond_noise_and_names_
 
 
 def test_when_the_baseline_is_the_best_input_only_the_recommendation_names_it_plainly():
-    from tfperf.results import input_only_choice, recommend, speedup, training_changes
+    from tfperf.results.tune import input_only_choice, recommend, speedup, training_changes
 
     baseline = _measured("baseline", {"batch_size": 32}, [100.0, 101.0])
     bigger = _measured("trial 5", {"batch_size": 64}, [400.0, 401.0])
@@ -110,7 +110,7 @@ def test_when_the_baseline_is_the_best_input_only_the_recommendation_names_it_pl
 def test_a_configuration_stopped_over_a_memory_budget_is_never_recommended():
     import dataclasses
 
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline = _measured("baseline", {"batch_size": 32, "shuffle_buffer": 64}, [100.0, 101.0])
     least = _measured("estimate-pool", {"batch_size": 64, "shuffle_buffer": 64}, [300.0, 302.0])
@@ -128,7 +128,7 @@ def test_a_configuration_stopped_over_a_memory_budget_is_never_recommended():
 def test_the_baseline_stays_the_reference_when_a_memory_budget_stopped_one_of_its_repeats():
     import dataclasses
 
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline = dataclasses.replace(
         _measured("baseline", {"batch_size": 32}, [100.0, 101.0]), over_budget=1
@@ -142,7 +142,7 @@ def test_the_baseline_stays_the_reference_when_a_memory_budget_stopped_one_of_it
 
 
 def test_input_only_rule_when_the_fastest_keeps_training():
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline = _measured("baseline", {"batch_size": 32}, [100.0])
     choice = input_only_choice([baseline], baseline)
@@ -150,7 +150,7 @@ def test_input_only_rule_when_the_fastest_keeps_training():
 
 
 def test_confirmed_windows_are_the_reported_figure_and_the_choice_keeps_its_own():
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 100.0])
     lucky = Measurement(
@@ -168,7 +168,7 @@ def test_confirmed_windows_are_the_reported_figure_and_the_choice_keeps_its_own(
 
 
 def test_a_change_to_training_is_weighed_on_both_sides_confirmed_windows():
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline = _measured("baseline", {"batch_size": 32, "num_parallel_calls": 1}, [100.0, 100.0])
     parallel = _measured("trial 3", {"batch_size": 32, "num_parallel_calls": 8}, [200.0, 200.0])
@@ -195,7 +195,7 @@ def _changers():
 
 
 def test_of_two_changes_to_training_within_noise_the_smaller_is_recommended():
-    from tfperf.results import input_only_choice, recommend, speedup, training_changes
+    from tfperf.results.tune import input_only_choice, recommend, speedup, training_changes
 
     baseline, parallel, estimate, more = _changers()
 
@@ -214,7 +214,7 @@ def test_of_two_changes_to_training_within_noise_the_smaller_is_recommended():
 
 
 def test_a_larger_change_to_training_beyond_noise_of_the_smaller_is_recommended():
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline, parallel, estimate, more = _changers()
     more.examples_per_sec = [300.0, 306.0]
@@ -225,7 +225,7 @@ def test_a_larger_change_to_training_beyond_noise_of_the_smaller_is_recommended(
 
 
 def test_a_smaller_change_that_does_not_beat_the_input_only_best_is_not_recommended():
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline, parallel, estimate, more = _changers()
     estimate.examples_per_sec = [100.0, 130.0]  # within noise of the input-only best
@@ -237,7 +237,7 @@ def test_a_smaller_change_that_does_not_beat_the_input_only_best_is_not_recommen
 
 
 def test_the_smaller_change_is_chosen_on_selection_windows_not_confirmed_ones():
-    from tfperf.results import input_only_choice
+    from tfperf.results.tune import input_only_choice
 
     baseline, parallel, estimate, more = _changers()
     # Confirmation moves the fastest's reported figure; which one is smaller stays decided.
@@ -249,7 +249,7 @@ def test_the_smaller_change_is_chosen_on_selection_windows_not_confirmed_ones():
 
 
 def test_training_distance_counts_doublings_and_a_change_of_precision():
-    from tfperf.results import training_distance
+    from tfperf.results.tune import training_distance
 
     written = {"batch_size": 32, "shuffle_buffer": 1024, "mixed_precision": "float32"}
     assert training_distance(written, written) == 0.0

@@ -16,7 +16,7 @@ from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Knobs, SiteName
 from tfperf.pipeline import load_pipeline
-from tfperf.results import ArgumentForm, CallSite
+from tfperf.results.discovery import ArgumentForm, CallSite
 from tfperf.sites import changes_between, make_patch
 from tfperf.sites._patch import Change
 from tfperf.trials import with_sites

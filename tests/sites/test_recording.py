@@ -12,7 +12,7 @@ from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.frameworks.tensorflow._build import build_dataset
 from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.pipeline import PipelineKind, load_pipeline
-from tfperf.results import ArgumentForm, CallSite, Discovery
+from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
 
 pytestmark = pytest.mark.tf
 

@@ -11,7 +11,7 @@ from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.frameworks.tensorflow._build import build_dataset
 from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.pipeline import load_pipeline
-from tfperf.results import ArgumentForm
+from tfperf.results.discovery import ArgumentForm
 
 pytestmark = pytest.mark.tf
 

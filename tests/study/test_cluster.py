@@ -16,23 +16,22 @@ import pytest
 
 from tfperf.hardware import HARDWARE_FIELDS, Machine
 from tfperf.knobs import Knobs
-from tfperf.study import (
-    LOCK_ROLE,
+from tfperf.study import LOCK_ROLE
+from tfperf.study._cluster import counted, pid_scope, tuner_gone
+from tfperf.study.cluster import (
     Heartbeats,
     Liveness,
     Step,
-    StorageError,
     duplicate_reference,
     finished_count,
     in_budget,
     next_step,
-    open_storage,
     recover_lost,
     release_lock,
     take_lock,
     worker_record,
 )
-from tfperf.study._cluster import counted, pid_scope, tuner_gone
+from tfperf.study.storage import StorageError, open_storage
 
 State = optuna.trial.TrialState
 START = datetime.datetime(2026, 1, 1)

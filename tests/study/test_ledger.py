@@ -13,23 +13,11 @@ import pytest
 from tests.fakes.trials import fake_result, outcome
 from tfperf.hardware import Machine
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus
-from tfperf.study import (
-    DONE,
-    Claim,
-    Ledger,
-    Liveness,
-    Lock,
-    Remeasurement,
-    TrialRecord,
-    TrialRole,
-    Wait,
-    Waiting,
-    enqueue_references,
-    open_study,
-    quiet_optuna,
-    worker_record,
-)
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results.tune import Measurement, Objective
+from tfperf.study import Remeasurement, TrialRecord, TrialRole, enqueue_references
+from tfperf.study.cluster import Liveness, worker_record
+from tfperf.study.ledger import DONE, Claim, Ledger, Lock, Wait, Waiting, open_study, quiet_optuna
 
 State = optuna.trial.TrialState
 WORKER = worker_record(Machine(1, 2**30, 2**30, (), False))  # this process: a live tuner

@@ -15,8 +15,8 @@ import sqlalchemy.exc
 
 from tests.postgres_server import require_psycopg2
 from tfperf.errors import TfperfError
-from tfperf.study import StorageError, default_storage_url, mask_url, open_storage
 from tfperf.study._storage import study_name_for
+from tfperf.study.storage import StorageError, default_storage_url, mask_url, open_storage
 
 
 def storage_error(url: str, **kwargs) -> str:
@@ -364,7 +364,7 @@ def test_journal_on_a_read_only_file_system_says_so(read_only_dir):
 
 def test_a_full_disk_during_a_study_is_named_not_an_internal_error(small_tmpfs):
     from tests.mounts import fill
-    from tfperf.study import explain_storage_failure
+    from tfperf.study.storage import explain_storage_failure
 
     url = f"sqlite:///{small_tmpfs}/s.db"
     study = optuna.create_study(study_name="s", storage=url)
@@ -380,7 +380,7 @@ def test_a_full_disk_during_a_study_is_named_not_an_internal_error(small_tmpfs):
 def test_a_damaged_study_file_names_the_recovery(tmp_path):
     import sqlite3
 
-    from tfperf.study import explain_storage_failure
+    from tfperf.study.storage import explain_storage_failure
 
     error = sqlite3.DatabaseError("database disk image is malformed")
     explained = explain_storage_failure(f"sqlite:///{tmp_path}/s.db", error)

@@ -8,7 +8,7 @@ import optuna
 import pytest
 
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement
+from tfperf.results.tune import Measurement
 from tfperf.study import (
     Remeasurement,
     StudyRecord,

@@ -11,17 +11,9 @@ import pytest
 import tfperf.study
 from tfperf.hardware import Machine
 from tfperf.knobs import Knobs
-from tfperf.results import (
-    ArgumentForm,
-    CallSite,
-    Discovery,
-    Measurement,
-    Objective,
-    Reference,
-)
+from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
+from tfperf.results.tune import Measurement, Objective, Reference
 from tfperf.study import (
-    Ledger,
-    Liveness,
     RemeasureCover,
     StudyRecord,
     TrialRecord,
@@ -29,6 +21,8 @@ from tfperf.study import (
     stored_remeasurement,
     write_study,
 )
+from tfperf.study.cluster import Liveness
+from tfperf.study.ledger import Ledger
 
 STORED = Path(__file__).parent.parent / "stored"
 MEASURED = Measurement("baseline", 0, {"batch_size": 8}, [10.0, 11.0], 100, None)

@@ -15,15 +15,8 @@ from tfperf.cli.sites import patch_section
 from tfperf.hardware import Machine
 from tfperf.knobs import Choices, Fixed, Knobs
 from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
-from tfperf.results import (
-    ArgumentForm,
-    CallSite,
-    Discovery,
-    EditGain,
-    HandOver,
-    Speedup,
-    TuneResult,
-)
+from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
+from tfperf.results.tune import EditGain, HandOver, Speedup, TuneResult
 from tfperf.sites import Change, Patch
 from tfperf.trials import with_sites
 from tfperf.tuner import TuneOptions, Tuner, hand_over

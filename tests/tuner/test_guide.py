@@ -15,15 +15,9 @@ from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
-from tfperf.results import (
-    Estimate,
-    LimitBound,
-    Reference,
-    StageKind,
-    StageStat,
-    StageUnit,
-    TuneResult,
-)
+from tfperf.results import LimitBound
+from tfperf.results.stages import StageKind, StageStat, StageUnit
+from tfperf.results.tune import Estimate, Reference, TuneResult
 from tfperf.tuner import TuneOptions, Tuner
 from tfperf.tuner._guide import (
     Guide,

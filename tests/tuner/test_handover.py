@@ -17,7 +17,7 @@ from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.pipeline import PipelineFile, load_pipeline
-from tfperf.results import Measurement, Objective, TuneResult, speedup
+from tfperf.results.tune import Measurement, Objective, TuneResult, speedup
 from tfperf.trials import run_trial
 from tfperf.tuner import TuneOptions, Tuner, hand_over
 

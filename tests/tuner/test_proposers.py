@@ -17,8 +17,8 @@ from tfperf.pipeline import load_pipeline
 from tfperf.report import render_tune_summary
 from tfperf.report._study_data import snapshot_study
 from tfperf.report._study_headline import headline
-from tfperf.results import Estimate, Reference, TuneResult
 from tfperf.results._references import REFERENCE_WORDS, ReferenceWords
+from tfperf.results.tune import Estimate, Reference, TuneResult
 from tfperf.study import TrialRecord
 from tfperf.tuner import TuneOptions, Tuner, _proposers
 from tfperf.tuner._guide import make_guide

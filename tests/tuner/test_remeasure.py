@@ -10,7 +10,8 @@ import pytest
 
 from tests.fakes.trials import fake_result, outcome
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, TrialOutcome, TrialStatus
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results.tune import Measurement
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._remeasure import (
     Finalist,

@@ -15,17 +15,9 @@ from tfperf.knobs import Choices, Fixed, Knobs
 from tfperf.measure import InputCpu
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
-from tfperf.results import (
-    CpuUsage,
-    EpochSource,
-    LimitBound,
-    Reference,
-    RestartCost,
-    StageKind,
-    TimedValue,
-    TrainingRate,
-    TuneResult,
-)
+from tfperf.results import CpuUsage, LimitBound, TimedValue, TrainingRate
+from tfperf.results.stages import EpochSource, RestartCost, StageKind
+from tfperf.results.tune import Reference, TuneResult
 from tfperf.tuner import TuneInterrupted, TuneOptions, Tuner
 from tfperf.tuner._guide import Guide, make_guide
 from tfperf.tuner._training import limit_for, training_settings

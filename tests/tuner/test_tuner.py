@@ -16,7 +16,8 @@ from tfperf.errors import PipelineFileError
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE
 from tfperf.pipeline import load_pipeline
-from tfperf.results import Objective, TrialStatus
+from tfperf.results import TrialStatus
+from tfperf.results.tune import Objective
 from tfperf.study import StudyMismatchError, search_trials
 from tfperf.study._cluster import pid_scope
 from tfperf.study._study import trials_frame

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from tfperf._tf._methods import NOT_STAGES, Method, method_of_class
-from tfperf.knobs import KNOBS, Applier
-from tfperf.results import DatasetOptions
+from tfperf.knobs import KNOBS
+from tfperf.knobs.declare import Applier
+from tfperf.results.stages import DatasetOptions
 
 __all__ = [
     "FUNCTION_ATTRIBUTES",

@@ -19,7 +19,7 @@ import functools
 import re
 
 from tfperf.knobs import TUNABLE, SiteKind
-from tfperf.results import StageKind
+from tfperf.results.stages import StageKind
 
 __all__ = [
     "METHODS",

@@ -17,7 +17,8 @@ from typing import Any
 from tfperf._tf._datasets import set_option, traced_graphs
 from tfperf._tf._devices import gpu_memory_configured
 from tfperf.errors import PipelineFileError
-from tfperf.knobs import KNOBS, Applier, Knobs, Precision
+from tfperf.knobs import KNOBS, Knobs, Precision
+from tfperf.knobs.declare import Applier
 from tfperf.results import GpuStats
 from tfperf.tracebacks import drop_library_frames, format_frames, user_frames
 

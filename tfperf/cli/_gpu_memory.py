@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import optuna
 
-    from tfperf.results import TuneResult
+    from tfperf.results.tune import TuneResult
 
 __all__ = ["recommended_gpu_memory"]
 

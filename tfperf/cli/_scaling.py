@@ -25,14 +25,13 @@ from typing import TYPE_CHECKING
 
 from tfperf.cli._stall import stall_limit
 from tfperf.frameworks import DeviceLayout, StrategyKind
-from tfperf.results import (
+from tfperf.results import ProfileResult, TrialStatus
+from tfperf.results.scaling import (
     BatchScaling,
-    ProfileResult,
     ReplicaDevice,
     ScalingCurve,
     ScalingFailure,
     ScalingPoint,
-    TrialStatus,
 )
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tfperf.knobs import Knobs
     from tfperf.measure import Progress
     from tfperf.results import TrialOutcome
-    from tfperf.study import LostTrial
+    from tfperf.study.cluster import LostTrial
     from tfperf.tuner import Finalist, Wait
 
 __all__ = ["NothingCompleted", "TuneProgress", "check_something_completed"]

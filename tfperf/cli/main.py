@@ -57,7 +57,8 @@ COMMANDS: tuple[Command, ...] = (ProfileCommand(), TuneCommand(), ReportCommand(
 def _usage_errors() -> tuple[type[TfperfError], ...]:
     # Imported here, not at the top: storage and study pull in nothing heavy until used, but
     # keep `tfperf --help` independent of them.
-    from tfperf.study import StorageError, StudyMismatchError
+    from tfperf.study import StudyMismatchError
+    from tfperf.study.storage import StorageError
 
     return (
         PipelineFileError,

@@ -38,7 +38,8 @@ from tfperf.cli.base import (
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
 from tfperf.outputs import check_separate
-from tfperf.results import Discovery, TrialStatus, describe_discovery
+from tfperf.results import TrialStatus
+from tfperf.results.discovery import Discovery, describe_discovery
 
 if TYPE_CHECKING:
     from tfperf.knobs import Knobs

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from tfperf.knobs import Fixed
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.results import HandOver, TuneResult, describe_discovery, keeps_baseline
+from tfperf.results.discovery import describe_discovery
+from tfperf.results.tune import HandOver, TuneResult, keeps_baseline
 from tfperf.sites import Patch, patch_for, unplaceable
 
 if TYPE_CHECKING:

@@ -35,14 +35,14 @@ from tfperf.cli.base import (
 from tfperf.cli.lifecycle import interrupted_status
 from tfperf.errors import OutputPathError, TfperfError
 from tfperf.outputs import check_separate, safe_stem
-from tfperf.results import Objective
+from tfperf.results.tune import Objective
 from tfperf.tuner import TuneOptions
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from tfperf.pipeline import PipelineFile
-    from tfperf.results import TuneResult
+    from tfperf.results.tune import TuneResult
     from tfperf.tuner import Tuner
 
 DEFAULT_REPORTS_DIR = Path("reports")
@@ -296,7 +296,7 @@ def _check_outputs(args: argparse.Namespace) -> _Outputs:
     """Every output path, refused now if it cannot be written or would replace an input or
     another output (not after an hour of tuning)."""
     from tfperf.report import default_study_path
-    from tfperf.study import storage_file, study_name_for
+    from tfperf.study.storage import storage_file, study_name_for
 
     name = safe_stem(args.study or Path(args.pipeline).stem)  # the study's default name
     json_path = args.json or DEFAULT_REPORTS_DIR / f"{name}-tune.json"
@@ -315,7 +315,7 @@ def _check_outputs(args: argparse.Namespace) -> _Outputs:
 
 def _search(tuner: Tuner, listener: TuneProgress, outputs: _Outputs) -> TuneResult | int:
     """Runs the search; an exit status when it stopped early (the report is written then)."""
-    from tfperf.study import explain_storage_failure
+    from tfperf.study.storage import explain_storage_failure
     from tfperf.tuner import TooManyFailures, TuneInterrupted
 
     try:

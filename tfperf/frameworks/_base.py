@@ -35,12 +35,13 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
-from tfperf.results import StageKind, StageUnit
+from tfperf.results.stages import StageKind, StageUnit
 
 if TYPE_CHECKING:
     from tfperf.frameworks._devices import DeviceLayout, StrategyKind
     from tfperf.knobs import Knobs
-    from tfperf.results import Discovery, ProfileResult, TrainingRate
+    from tfperf.results import ProfileResult, TrainingRate
+    from tfperf.results.discovery import Discovery
 
 
 class Workers(str, Enum):

@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-from tfperf.knobs._declare import Applier, Knob, SearchContext
 from tfperf.knobs._knobs import (
     CODE_KNOBS,
     KNOBS,
@@ -56,15 +55,12 @@ __all__ = [
     "SITES",
     "STRATEGY_KNOBS",
     "TUNABLE",
-    "Applier",
     "Choices",
     "Domain",
     "Fixed",
     "IntRange",
-    "Knob",
     "Knobs",
     "Precision",
-    "SearchContext",
     "ShardPolicy",
     "SiteKind",
     "SiteName",

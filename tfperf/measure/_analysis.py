@@ -20,15 +20,8 @@ from tfperf.measure import _restarts as restarts
 # The stage figures moved to `_bottleneck`; re-exported for callers that import them from here.
 from tfperf.measure._bottleneck import stage_report as stage_report
 from tfperf.measure._bottleneck import with_added_costs as with_added_costs
-from tfperf.results import (
-    Phase,
-    PhaseResult,
-    RestartCost,
-    StepRecord,
-    StepTimeStats,
-    Verdict,
-    Warmup,
-)
+from tfperf.results import Phase, PhaseResult, StepRecord, StepTimeStats, Verdict, Warmup
+from tfperf.results.stages import RestartCost
 
 #: Wait share of step time at or above which input is the main problem (TensorBoard: 20%).
 HIGHLY_INPUT_BOUND_AT = 0.20

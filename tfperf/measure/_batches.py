@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfperf.measure._recorder import leaves
-from tfperf.results import BatchShape
+from tfperf.results.stages import BatchShape
 
 #: Shapes kept for replay; steps with further shapes are counted but not replayed.
 MAX_SHAPES = 16

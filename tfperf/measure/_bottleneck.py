@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from tfperf.results import StageKind, StageReport, StageStat
+from tfperf.results.stages import StageKind, StageReport, StageStat
 
 #: Stages that pass elements on without per-example work: any time they seem to add is noise
 #: (or overlap), so they are never named as the limiting stage.

@@ -40,18 +40,8 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from tfperf.results import (
-    AutotuneReadout,
-    Limit,
-    LimitBound,
-    LimitTerm,
-    PhaseResult,
-    ProfileResult,
-    StageKind,
-    StageReport,
-    StageStat,
-    TrainingRate,
-)
+from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult, TrainingRate
+from tfperf.results.stages import AutotuneReadout, StageKind, StageReport, StageStat
 
 __all__ = [
     "BLOCKING_HEADROOM",

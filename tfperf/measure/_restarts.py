@@ -17,7 +17,8 @@ import statistics
 from collections.abc import Sequence
 
 from tfperf.frameworks import StageNode
-from tfperf.results import EpochSource, PhaseResult, RestartCost, StageKind, StepRecord
+from tfperf.results import PhaseResult, StepRecord
+from tfperf.results.stages import EpochSource, RestartCost, StageKind
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tfperf.measure._analysis import MODERATELY_INPUT_BOUND_AT, classify
-from tfperf.results import (
+from tfperf.results import PhaseResult, ProfileResult, Verdict
+from tfperf.results.scaling import (
     BatchScaling,
-    PhaseResult,
-    ProfileResult,
     ReplicaDevice,
     ScalingCurve,
     ScalingFailure,
     ScalingPoint,
-    Verdict,
 )
 
 __all__ = ["replica_counts", "scaling_curve", "scaling_point"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tfperf.frameworks import StageNode
-from tfperf.results import StageKind, StageUnit
+from tfperf.results.stages import StageKind, StageUnit
 
 #: Measured steps per buffered batch: the buffer's content is at most a tenth of the window.
 BUFFER_MULTIPLE = 10

@@ -43,7 +43,7 @@ from tfperf import frameworks
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Domain, Knobs
 from tfperf.pipeline._contract import check_contract, fixed_code_knobs, is_script
-from tfperf.results import Discovery
+from tfperf.results.discovery import Discovery
 from tfperf.tracebacks import (
     exception_user_frames,
     format_frames,

@@ -6,7 +6,8 @@ and the HTML table both draw from it.
 
 from __future__ import annotations
 
-from tfperf.results import DistributedInput, Distribution, ProfileResult
+from tfperf.results import ProfileResult
+from tfperf.results.scaling import DistributedInput, Distribution
 
 __all__ = ["distribution_rows", "distribution_text"]
 

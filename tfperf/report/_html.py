@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from tfperf.report._study_data import StudySnapshot
-    from tfperf.results import ProfileResult, TuneResult
+    from tfperf.results import ProfileResult
+    from tfperf.results.tune import TuneResult
 
 _TEMPLATES = Path(__file__).parent / "templates"
 MISSING = "\u2013"  # an en dash marks a figure a trial did not produce

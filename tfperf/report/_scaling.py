@@ -13,7 +13,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from tfperf.report import _theme as theme
-from tfperf.results import BatchScaling, ReplicaDevice, ScalingCurve, ScalingPoint
+from tfperf.results.scaling import BatchScaling, ReplicaDevice, ScalingCurve, ScalingPoint
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tfperf.knobs import AUTOTUNE, KNOBS, Applier, Knob
+from tfperf.knobs import AUTOTUNE, KNOBS
+from tfperf.knobs.declare import Applier, Knob
 
 
 def baseline_snippet(knobs: Mapping[str, Any]) -> str:

@@ -14,7 +14,7 @@ from tfperf.report import _theme as theme
 from tfperf.report._study_data import StudySnapshot, TrialRow
 from tfperf.report._study_summary import TrialFigure, trial_figures
 from tfperf.report._words import knob_value
-from tfperf.results import Reference
+from tfperf.results.tune import Reference
 from tfperf.study import pareto
 
 if TYPE_CHECKING:

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfperf.knobs import KNOBS, Applier
-from tfperf.results import (
-    Discovery,
+from tfperf.knobs import KNOBS
+from tfperf.knobs.declare import Applier
+from tfperf.results import ProfileResult, TrialStatus
+from tfperf.results.discovery import Discovery
+from tfperf.results.tune import (
     InputOnlyChoice,
     Measurement,
     Objective,
-    ProfileResult,
     Reference,
-    TrialStatus,
     input_only_choice,
 )
 from tfperf.study import (
@@ -129,7 +129,7 @@ def load_snapshot(storage_url: str, study_name: str | None) -> StudySnapshot:
     """
     import optuna
 
-    from tfperf.study import mask_url, open_storage
+    from tfperf.study.storage import mask_url, open_storage
 
     shown = mask_url(storage_url)
     _require_file(storage_url, shown)
@@ -164,7 +164,7 @@ def _require_file(url: str, shown: str) -> None:
     """
     from urllib.parse import unquote
 
-    from tfperf.study import StorageError
+    from tfperf.study.storage import StorageError
 
     forms = {
         "sqlite:///": "sqlite:///relative/path.db or sqlite:////absolute/path.db",

@@ -11,7 +11,8 @@ import re
 
 from tfperf.report._study_data import StudySnapshot
 from tfperf.report._study_summary import Summary, TrialFigure, trial_figures
-from tfperf.results import Estimate, Limit, ProfileResult, TuneResult, Verdict
+from tfperf.results import Limit, ProfileResult, Verdict
+from tfperf.results.tune import Estimate, TuneResult
 
 _VERDICT_WORDS = {
     Verdict.HIGHLY_INPUT_BOUND: "highly input-bound",

@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfperf.knobs import KNOBS, Applier, Knobs
+from tfperf.knobs import KNOBS, Knobs
+from tfperf.knobs.declare import Applier
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import StudySnapshot, TrialRow, choose, flat_knobs
 from tfperf.report._tune_text import training_warnings
 from tfperf.report._words import knob_value
-from tfperf.results import (
+from tfperf.results.tune import (
     EditGain,
     InputOnlyChoice,
     Measurement,

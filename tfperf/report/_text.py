@@ -6,18 +6,16 @@ from tfperf.knobs import format_value
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._scaling import render_scaling
-from tfperf.results import (
+from tfperf.results import PhaseResult, ProfileResult, Verdict
+from tfperf.results.stages import (
     AutotuneReadout,
     BatchShape,
     DatasetOptions,
     EpochSource,
-    PhaseResult,
-    ProfileResult,
     RestartCost,
     StageReport,
     StageStat,
     StageUnit,
-    Verdict,
 )
 from tfperf.units import format_bytes, format_seconds
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tfperf.knobs import KNOBS, format_value
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import flat_knobs
-from tfperf.results import Estimate, Measurement, TuneResult, keeps_baseline, speedup
+from tfperf.results.tune import Estimate, Measurement, TuneResult, keeps_baseline, speedup
 from tfperf.units import format_bytes
 
 

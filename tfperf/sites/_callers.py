@@ -24,7 +24,7 @@ from typing import Any
 
 from tfperf import _tf
 from tfperf.knobs import format_site_value
-from tfperf.results import ArgumentForm
+from tfperf.results.discovery import ArgumentForm
 from tfperf.tracebacks import is_user_file
 
 __all__ = [

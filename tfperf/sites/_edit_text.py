@@ -26,7 +26,7 @@ import ast
 import dataclasses
 from collections.abc import Sequence
 
-from tfperf.results import CallSite
+from tfperf.results.discovery import CallSite
 from tfperf.sites._callers import callee
 
 __all__ = ["TextEdit", "carried", "describe_edit", "structure_edits"]

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tfperf import _tf
-from tfperf.results import ArgumentForm, CallSite
+from tfperf.results.discovery import ArgumentForm, CallSite
 from tfperf.sites._edit_checks import batched_problem, cache_problem, decode_problem
 from tfperf.sites._seen import Place, Run
 

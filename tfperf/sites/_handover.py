@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tfperf.knobs import KNOBS, Applier, SiteKind
-from tfperf.results import CallSite, Discovery
+from tfperf.knobs import KNOBS, SiteKind
+from tfperf.knobs.declare import Applier
+from tfperf.results.discovery import CallSite, Discovery
 from tfperf.sites._edit_text import structure_edits
 from tfperf.sites._insert import Additions, Anchor, placement_problem
 from tfperf.sites._patch import Change, Patch, changes_between, inserted_prefetch, make_patch

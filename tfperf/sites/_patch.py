@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from tfperf.knobs import AUTOTUNE, SiteKind, format_site_value
-from tfperf.results import ArgumentForm, CallSite
+from tfperf.results.discovery import ArgumentForm, CallSite
 from tfperf.sites._callers import callee, name_line
 from tfperf.sites._edit_text import TextEdit, carried, describe_edit, structure_edits
 from tfperf.sites._insert import NOTHING_ADDED, Additions, Anchor, insert_edits

@@ -41,7 +41,7 @@ from typing import Any
 from tfperf import _tf
 from tfperf.errors import KnobError
 from tfperf.knobs import AUTOTUNE, TUNABLE
-from tfperf.results import CallSite, Discovery, Untunable
+from tfperf.results.discovery import CallSite, Discovery, Untunable
 from tfperf.sites._callers import (
     Caller,
     argument_form,

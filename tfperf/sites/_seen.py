@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from tfperf.knobs import SiteName, format_site_value
-from tfperf.results import ArgumentForm, CallSite
+from tfperf.results.discovery import ArgumentForm, CallSite
 
 __all__ = [
     "Place",

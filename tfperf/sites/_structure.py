@@ -19,7 +19,7 @@ from typing import Any
 
 from tfperf import _tf
 from tfperf.knobs import AUTOTUNE, SiteName
-from tfperf.results import ArgumentForm, CallSite
+from tfperf.results.discovery import ArgumentForm, CallSite
 
 __all__ = ["AfterInterleave", "added_prefetch", "feeds_a_map"]
 

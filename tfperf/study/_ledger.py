@@ -24,7 +24,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, TrialOutcome, TrialStatus
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results.tune import Measurement, Objective
 from tfperf.study._cluster import (
     Heartbeats,
     Liveness,

@@ -19,13 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from tfperf.errors import TfperfError
 from tfperf.hardware import describe_hardware
 from tfperf.knobs import Knobs
-from tfperf.results import (
-    Measurement,
-    Objective,
-    ProfileResult,
-    TrialOutcome,
-    TrialStatus,
-)
+from tfperf.results import ProfileResult, TrialOutcome, TrialStatus
+from tfperf.results.tune import Measurement, Objective
 from tfperf.study._cluster import counted
 from tfperf.study._records import TrialRecord
 from tfperf.study._study_record import RemeasureCover, StudyRecord, read_study, write_study

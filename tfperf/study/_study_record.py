@@ -21,7 +21,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tfperf.results import Discovery, Measurement, Objective, validated
+from tfperf.results import validated
+from tfperf.results.discovery import Discovery
+from tfperf.results.tune import Measurement, Objective
 
 if TYPE_CHECKING:
     import optuna

@@ -27,7 +27,8 @@ from typing import IO
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.results import Discovery, TrialStatus
+from tfperf.results import TrialStatus
+from tfperf.results.discovery import Discovery
 from tfperf.trials._runner import classify_exit
 from tfperf.trials._worker import DISCOVER, WorkRequest, decode_message
 

@@ -42,7 +42,8 @@ from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.probes import NvmlProbe, read_tree
-from tfperf.results import Discovery, ProfileResult, TrialOutcome, TrialStatus
+from tfperf.results import ProfileResult, TrialOutcome, TrialStatus
+from tfperf.results.discovery import Discovery
 from tfperf.trials._evidence import (
     FOLDER_PREFIX,
     oom_kill_count,

@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     from tfperf.frameworks import DeviceLayout
     from tfperf.knobs import Knobs
     from tfperf.measure import Progress
-    from tfperf.results import Discovery, ProfileResult
+    from tfperf.results import ProfileResult
+    from tfperf.results.discovery import Discovery
 
 __all__ = [
     "DISCOVER",

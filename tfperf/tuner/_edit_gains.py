@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tfperf.results import Discovery, EditGain
+from tfperf.results.discovery import Discovery
+from tfperf.results.tune import EditGain
 from tfperf.sites import Patch, describe_edit, edit_sites
 
 __all__ = ["edit_gains"]

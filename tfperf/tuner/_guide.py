@@ -30,17 +30,9 @@ from typing import Any
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
 from tfperf.measure import THREAD_CAP, InputCpu, PipelineModel, model_from_profile
-from tfperf.results import (
-    TRAINING_KNOBS,
-    Estimate,
-    Limit,
-    ProfileResult,
-    Reference,
-    StageKind,
-    StageStat,
-    folded_estimates,
-    validated,
-)
+from tfperf.results import Limit, ProfileResult, validated
+from tfperf.results.stages import StageKind, StageStat
+from tfperf.results.tune import TRAINING_KNOBS, Estimate, Reference, folded_estimates
 from tfperf.tuner._proposers import Fit, Proposer, propose, sized_threads
 from tfperf.tuner._search import GUIDED_SUFFIX
 from tfperf.tuner._training import SettingLimit, training_estimate

@@ -18,15 +18,8 @@ from pathlib import Path
 
 from tfperf.knobs import Knobs
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.results import (
-    HandOver,
-    Measurement,
-    Speedup,
-    TrialOutcome,
-    TuneResult,
-    keeps_baseline,
-    speedup,
-)
+from tfperf.results import TrialOutcome
+from tfperf.results.tune import HandOver, Measurement, Speedup, TuneResult, keeps_baseline, speedup
 from tfperf.sites import Patch, patch_for
 from tfperf.study import TrialRecord, feasible_complete
 from tfperf.trials import TrialRequest

@@ -16,8 +16,10 @@ from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, strategy_function
-from tfperf.results import Objective, TrialOutcome, TrialStatus
-from tfperf.study import Liveness, LostTrial, Wait
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results.tune import Objective
+from tfperf.study.cluster import Liveness, LostTrial
+from tfperf.study.ledger import Wait
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._remeasure import Finalist
 

@@ -30,7 +30,8 @@ from tfperf.knobs import (
     is_site_name,
 )
 from tfperf.measure import THREAD_CAP, PipelineModel
-from tfperf.results import Estimate, Reference, StageKind
+from tfperf.results.stages import StageKind
+from tfperf.results.tune import Estimate, Reference
 from tfperf.tuner._search import _PREFETCH_DEPTHS
 from tfperf.tuner._training import TrainingChoice
 

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tfperf.knobs import Knobs
-from tfperf.results import Measurement, Objective, Reference, TrialOutcome, TrialStatus
+from tfperf.results import TrialOutcome, TrialStatus
+from tfperf.results.tune import Measurement, Objective, Reference
 from tfperf.study import (
     TrialRecord,
     feasible_complete,

@@ -12,7 +12,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from tfperf.errors import TfperfError
-from tfperf.results import (
+from tfperf.results.tune import (
     Measurement,
     Reference,
     SearchGain,

@@ -39,7 +39,6 @@ from tfperf.knobs import (
     Fixed,
     IntRange,
     Knobs,
-    SearchContext,
     SiteKind,
     SiteName,
     check_names,
@@ -47,6 +46,7 @@ from tfperf.knobs import (
     format_value,
     is_site_name,
 )
+from tfperf.knobs.declare import SearchContext
 
 if TYPE_CHECKING:
     import optuna

@@ -31,7 +31,8 @@ from typing import Any
 from tfperf.hardware import Machine
 from tfperf.knobs import KNOBS, Choices, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
 from tfperf.measure import InputCpu, PipelineModel, model_from_profile
-from tfperf.results import Limit, ProfileResult, TrainingRate, training_distance
+from tfperf.results import Limit, ProfileResult, TrainingRate
+from tfperf.results.tune import training_distance
 
 __all__ = [
     "SettingLimit",

@@ -27,36 +27,22 @@ from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile
-from tfperf.results import (
-    Measurement,
-    Objective,
-    Phase,
-    Reference,
-    TrialOutcome,
-    TuneResult,
-    input_only_choice,
-)
+from tfperf.results import Phase, TrialOutcome
+from tfperf.results.tune import Measurement, Objective, Reference, TuneResult, input_only_choice
 from tfperf.study import (
-    Claim,
-    Done,
-    Ledger,
-    Lock,
     StudyRecord,
     TrialRecord,
-    Waiting,
     await_references,
     claim_study,
-    default_storage_url,
     directions,
     enqueue_references,
     feasible_complete,
     hardware_groups,
-    mask_url,
-    open_study,
-    quiet_optuna,
-    worker_record,
     write_study,
 )
+from tfperf.study.cluster import worker_record
+from tfperf.study.ledger import Claim, Done, Ledger, Lock, Waiting, open_study, quiet_optuna
+from tfperf.study.storage import default_storage_url, mask_url
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (

@@ -13,7 +13,8 @@ from tfperf.frameworks.tensorflow._autotune import (
     read_choices,
 )
 from tfperf.measure import Progress
-from tfperf.results import AutotuneChoice, Phase, StageKind
+from tfperf.results import Phase
+from tfperf.results.stages import AutotuneChoice, StageKind
 
 
 @dataclasses.dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tfperf.frameworks.tensorflow._chain import recover_chain
-from tfperf.results import StageKind
+from tfperf.results.stages import StageKind
 
 tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.tf

@@ -8,7 +8,7 @@ import pytest
 
 from tests.fakes.clock import FakeClock
 from tfperf.frameworks.tensorflow._stages import analyse_stages, measure_pulls
-from tfperf.results import StageKind, StageUnit
+from tfperf.results.stages import StageKind, StageUnit
 
 #: Short windows keep the file fast. A scheduling stall on a loaded machine adds its length to
 #: one stage's window; the slow stages below cost more per example than a stall as long as the

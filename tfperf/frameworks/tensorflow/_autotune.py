@@ -22,7 +22,8 @@ from typing import Any, Protocol
 from tfperf import _tf
 from tfperf._tf import ModelNode, ModelParameter
 from tfperf.measure import Progress, ProgressCallback
-from tfperf.results import AutotuneChoice, AutotuneReadout, Phase, StageKind
+from tfperf.results import Phase
+from tfperf.results.stages import AutotuneChoice, AutotuneReadout, StageKind
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from tfperf.pipeline import (
     strategy_function,
     takes_input_context,
 )
-from tfperf.results import Discovery
+from tfperf.results.discovery import Discovery
 
 if TYPE_CHECKING:
     from tfperf._tf import DistributedInput

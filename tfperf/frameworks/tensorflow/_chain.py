@@ -22,7 +22,7 @@ from typing import Any
 
 from tfperf import _tf
 from tfperf.frameworks import StageNode
-from tfperf.results import StageKind, StageUnit
+from tfperf.results.stages import StageKind, StageUnit
 
 #: How many datasets a chain may hold before tfperf stops walking it (a cycle would be a bug).
 _MAX_DEPTH = 1000

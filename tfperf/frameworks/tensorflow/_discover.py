@@ -14,7 +14,7 @@ from tfperf.frameworks.tensorflow._build import build_parts, found_sites, raw_da
 from tfperf.frameworks.tensorflow._chain import recover_chain
 from tfperf.frameworks.tensorflow._stages import analyse_stages
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.results import Discovery, SlowStage
+from tfperf.results.discovery import Discovery, SlowStage
 from tfperf.sites import Recorder
 
 __all__ = ["discover_sites"]

@@ -7,7 +7,8 @@ from typing import Any
 
 from tfperf import _tf
 from tfperf.frameworks.tensorflow._build import Built
-from tfperf.results import DistributedInput, Distribution, ProfileResult
+from tfperf.results import ProfileResult
+from tfperf.results.scaling import DistributedInput, Distribution
 
 __all__ = ["distribution_of", "epoch_of"]
 

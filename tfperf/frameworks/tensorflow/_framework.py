@@ -39,7 +39,8 @@ from tfperf.sites import patch_for
 
 if TYPE_CHECKING:
     from tfperf.knobs import Knobs
-    from tfperf.results import Discovery, ProfileResult, TrainingRate
+    from tfperf.results import ProfileResult, TrainingRate
+    from tfperf.results.discovery import Discovery
 
 logger = logging.getLogger(__name__)
 

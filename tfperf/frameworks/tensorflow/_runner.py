@@ -37,7 +37,9 @@ from tfperf.measure import (
 )
 from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
-from tfperf.results import Discovery, EpochSource, ProfileResult, StageReport
+from tfperf.results import ProfileResult
+from tfperf.results.discovery import Discovery
+from tfperf.results.stages import EpochSource, StageReport
 
 if TYPE_CHECKING:
     from tfperf.frameworks import StrategyKind

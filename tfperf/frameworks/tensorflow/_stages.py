@@ -28,7 +28,7 @@ from tfperf._tf import short_tf_message
 from tfperf.frameworks import StageNode
 from tfperf.frameworks.tensorflow._chain import recover_chain
 from tfperf.measure import batch_examples, stage_report, with_added_costs
-from tfperf.results import StageKind, StageReport, StageStat, StageUnit
+from tfperf.results.stages import StageKind, StageReport, StageStat, StageUnit
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,38 @@
+"""The stage analysis of a profile: each stage's rate and cost, and which one limits.
+
+Also AUTOTUNE's choices, the tf.data options the dataset carried, the batch shapes and what
+restarting a finite dataset cost.
+
+Example:
+    >>> from tfperf.results.stages import StageKind
+    >>> StageKind("map").value
+    'map'
+"""
+
+from __future__ import annotations
+
+from tfperf.results._profile import (
+    AutotuneChoice,
+    AutotuneReadout,
+    BatchShape,
+    DatasetOptions,
+    EpochSource,
+    RestartCost,
+    StageKind,
+    StageReport,
+    StageStat,
+    StageUnit,
+)
+
+__all__ = [
+    "AutotuneChoice",
+    "AutotuneReadout",
+    "BatchShape",
+    "DatasetOptions",
+    "EpochSource",
+    "RestartCost",
+    "StageKind",
+    "StageReport",
+    "StageStat",
+    "StageUnit",
+]
