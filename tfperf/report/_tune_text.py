@@ -26,10 +26,16 @@ def format_measurement(measurement: Measurement) -> str:
     after = " measured after it was chosen" if measurement.confirmed else ""
     return (
         f"{measurement.median:,.1f} examples/s (median of {len(measurement.windows)}{after}, "
-        f"±{measurement.spread:.1%}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
+        f"{_spread(measurement)}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
         + (f", peak GPU memory {format_bytes(gpu)}" if gpu is not None else "")
         + _over_budget(measurement)
     )
+
+
+def _spread(measurement: Measurement) -> str:
+    if not measurement.spread_known:
+        return "spread unknown: one run"
+    return f"±{measurement.spread:.1%}"
 
 
 def _over_budget(measurement: Measurement) -> str:
