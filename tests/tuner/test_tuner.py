@@ -334,3 +334,37 @@ def test_a_study_that_mixes_hardware_is_reported(pipeline, tmp_path):
 def test_options_refuse_a_window_floor_that_is_negative_or_endless(seconds):
     with pytest.raises(ValueError, match="min_seconds"):
         TuneOptions(min_seconds=seconds)
+
+
+def test_every_trial_over_the_ram_budget_names_the_budget_not_the_baseline(pipeline, tmp_path):
+    from tfperf.tuner import OverBudget
+
+    def always_over(index, request):
+        return outcome(TrialStatus.RAM_BUDGET, f"over budget {index}", (3 << 30) + index)
+
+    runner = FakeRunner(outcome=always_over)
+    with pytest.raises(OverBudget) as caught:
+        tuner(pipeline, tmp_path, runner, trials=2, ram_budget_bytes=2 << 30).run()
+    message = str(caught.value)
+    assert "every trial of study 'pipeline' that ran went over a memory budget" in message
+    assert "--ram-budget 2 GiB, the smallest peak RAM measured 3 GiB" in message
+    assert "re-measurement" not in message.split("nothing to")[0]
+    assert len(runner.requests) == 2  # nothing re-measured over the same budget
+
+
+def test_a_baseline_over_the_budget_in_every_run_names_the_budget(pipeline, tmp_path):
+    from tfperf.tuner import OverBudget
+
+    def baseline_over(index, request):
+        if request.knobs == pipeline.baseline:
+            return outcome(TrialStatus.RAM_BUDGET, "over budget", 3 << 30)
+        return None
+
+    with pytest.raises(OverBudget, match="baseline configuration went over a memory budget"):
+        tuner(
+            pipeline,
+            tmp_path,
+            FakeRunner(outcome=baseline_over),
+            trials=3,
+            ram_budget_bytes=2 << 30,
+        ).run()

@@ -60,12 +60,14 @@ from tfperf.study import (
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (
+    OverBudget,
     TooManyFailures,
     TrialRunner,
     TuneInterrupted,
     TuneListener,
     TuneOptions,
     Wait,
+    check_some_fit,
     distributed,
     tally,
 )
@@ -75,6 +77,7 @@ from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
 
 __all__ = [
+    "OverBudget",
     "TooManyFailures",
     "TrialRunner",
     "TuneInterrupted",
@@ -337,7 +340,12 @@ class Tuner:
         return outcome
 
     def _final(self) -> list[Measurement]:
-        """The finalists' re-measurement: made here under the lock, or read once stored."""
+        """The finalists' re-measurement: made here under the lock, or read once stored.
+
+        Raises:
+            OverBudget: trials ran only over a memory budget; nothing fits to re-measure.
+        """
+        check_some_fit(self.ledger.study, self.budgets)
         while True:
             step = self.ledger.final()
             if isinstance(step, Waiting):
