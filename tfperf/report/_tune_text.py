@@ -107,14 +107,17 @@ def _passed_over(result: TuneResult, fastest: Measurement) -> str:
 
 def _estimate_figures(estimate: Estimate) -> str:
     measured = estimate.measured_examples_per_sec
-    shown = f"{measured:,.0f}" if measured is not None else "not measured"
     trial = f" (trial {estimate.trial_number})" if estimate.trial_number is not None else ""
+    predicted = f"predicted {estimate.predicted_examples_per_sec:,.0f}"
+    if measured is not None:
+        shown = f"{predicted}, measured {measured:,.0f} examples/s"
+    elif estimate.trial_number is None:
+        shown = f"{predicted} examples/s, not run: queued beyond the --trials budget"
+    else:
+        shown = f"{predicted} examples/s, not measured: its trial ended without a figure"
     changed = ", ".join(estimate.changes_training)
     changes = f", changes {changed}" if changed else ""
-    return (
-        f"{trial}: predicted {estimate.predicted_examples_per_sec:,.0f}, measured {shown} "
-        f"examples/s{changes}"
-    )
+    return f"{trial}: {shown}{changes}"
 
 
 def _changes(result: TuneResult) -> str:

@@ -166,6 +166,9 @@ class Tuner:
             self._ran,
             time.monotonic() - started,
         )
+        # The study's guide, as every tuner on it reads it: another may have refit it since
+        # this one last looked, and each would otherwise describe its own copy.
+        self.references.load(self.ledger)
         return tune_result(self.ledger.study, measurements, self.references, facts)
 
     def open_study(self) -> optuna.Study:
@@ -414,7 +417,7 @@ class Tuner:
             self.ledger.study,
             self.options.objective,
             self.options.finalists,
-            self.references.knobs,
+            self.references.finalists(self.ledger),
         )
         self.listener.remeasure_started(finalists, self.options.rounds)
         measurements = remeasure(
