@@ -368,3 +368,46 @@ def test_a_baseline_over_the_budget_in_every_run_names_the_budget(pipeline, tmp_
             trials=3,
             ram_budget_bytes=2 << 30,
         ).run()
+
+
+def test_a_pipeline_edited_during_the_search_stops_it_and_the_study_refuses_it(pipeline, tmp_path):
+    from tfperf.study import SourceChangedError
+
+    def edits_the_file(index, request):
+        if index == 2:  # while the third trial runs, the user saves an edit
+            pipeline.path.write_text(pipeline.path.read_text() + "\n# tuned by hand\n")
+        return None
+
+    runner = FakeRunner(outcome=edits_the_file)
+    with pytest.raises(SourceChangedError) as caught:
+        tuner(pipeline, tmp_path, runner, trials=6).run()
+    message = str(caught.value)
+    assert "pipeline.py (or a file of its own it reads) changed since study 'pipeline'" in message
+    assert "while trial 2 ran, now recorded as interrupted" in message
+    assert "Start a new study with --study NAME" in message
+    assert len(runner.requests) == 3  # nothing ran after the edit
+    trials = load(tmp_path).trials
+    assert [t.user_attrs.get("status") for t in trials[:3]] == [
+        "complete",
+        "complete",
+        "interrupted",
+    ]
+    assert trials[2].user_attrs["reason"] == "pipeline.py changed while it ran"
+
+    edited = load_pipeline(pipeline.path)  # the next run, with the file as it is now
+    with pytest.raises(SourceChangedError, match="its 3 finished trials measured the code"):
+        tuner(edited, tmp_path, FakeRunner(), trials=6).run()
+    result = tuner(edited, tmp_path, FakeRunner(), trials=3, study_name="edited").run()
+    assert result.study_name == "edited"
+
+
+def test_a_sibling_module_edited_between_runs_is_a_changed_pipeline(write_pipeline, tmp_path):
+    from tfperf.study import SourceChangedError
+
+    helper = write_pipeline("ROWS = 64\n", name="shapes.py")
+    source = "from shapes import ROWS\n" + TUNER_SOURCE.lstrip()
+    first = load_pipeline(write_pipeline(source))
+    tuner(first, tmp_path, FakeRunner(), trials=2, rounds=1).run()
+    helper.write_text("ROWS = 128\n")
+    with pytest.raises(SourceChangedError):
+        tuner(load_pipeline(first.path), tmp_path, FakeRunner(), trials=3, rounds=1).run()

@@ -20,6 +20,7 @@ from tfperf.pipeline._loader import (
     check_source,
     load_pipeline,
 )
+from tfperf.pipeline._sources import source_digest, user_sources
 
 __all__ = [
     "Built",
@@ -32,6 +33,8 @@ __all__ = [
     "found_sites",
     "load_pipeline",
     "raw_dataset",
+    "source_digest",
     "strategy_function",
     "takes_input_context",
+    "user_sources",
 ]

@@ -44,6 +44,7 @@ from tfperf.study._storage import (
 )
 from tfperf.study._study import (
     Remeasurement,
+    SourceChangedError,
     StudyMismatchError,
     await_references,
     claim_study,
@@ -60,6 +61,7 @@ from tfperf.study._study import (
     running_twin,
     same_knobs,
     search_trials,
+    source_changed,
     status_counts,
     store_remeasurement,
     stored_remeasurement,
@@ -81,6 +83,7 @@ __all__ = [
     "LostTrial",
     "RemeasureCover",
     "Remeasurement",
+    "SourceChangedError",
     "Step",
     "StorageError",
     "StudyMismatchError",
@@ -117,6 +120,7 @@ __all__ = [
     "running_twin",
     "same_knobs",
     "search_trials",
+    "source_changed",
     "status_counts",
     "storage_file",
     "store_remeasurement",

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
-from tfperf.pipeline import PipelineFile
+from tfperf.pipeline import PipelineFile, source_digest, user_sources
 from tfperf.results import (
     Measurement,
     Objective,
@@ -41,6 +41,7 @@ from tfperf.study import (
     Done,
     Ledger,
     Lock,
+    SourceChangedError,
     StudyRecord,
     TrialRecord,
     Waiting,
@@ -54,6 +55,7 @@ from tfperf.study import (
     mask_url,
     open_study,
     quiet_optuna,
+    source_changed,
     worker_record,
     write_study,
 )
@@ -137,6 +139,10 @@ class Tuner:
         guidable = [n for n in self.space if n not in pipeline.search_space and n not in fixes]
         self.references = References(pipeline.baseline, self.machine, self.space, guidable)
         self.worker = worker_record(self.machine)
+        # The files as loaded: every trial runs them anew in its own process, so an edit
+        # during the study would split it into two pipelines measured as one.
+        self._sources = [path for _, path in user_sources(pipeline)]
+        self.source = self._digest()
         self._ledger: Ledger | None = None
         self._ran = 0  # trials this tuner finished (measured, or copied from a twin)
         self._hardware_seen: set[str] = set()
@@ -188,7 +194,7 @@ class Tuner:
         if not created:
             await_references(study, SETUP_WAIT_S, SETUP_POLL_S)
         shown = f"{self.storage_shown} (study {self.study_name!r})"
-        claim_study(study, self.pipeline.path.name, options.objective, shown)
+        claim_study(study, self.pipeline.path.name, options.objective, shown, self.source)
         if self.pipeline.discovery is not None:
             root = str(self.pipeline.path.parent.resolve())
             write_study(study, StudyRecord(discovery=self.pipeline.discovery, code_root=root))
@@ -212,6 +218,19 @@ class Tuner:
         )
         self._check_hardware()
         return study
+
+    def _digest(self) -> str:
+        return source_digest(self.pipeline.path.parent, self._sources)
+
+    def _check_source(self, when: str) -> None:
+        """Stops the study when the pipeline's files changed since this tuner loaded them.
+
+        Raises:
+            SourceChangedError: they did; `when` places the change in the message.
+        """
+        if self._digest() != self.source:
+            name, study = self.pipeline.path.name, self.ledger.study
+            raise SourceChangedError(source_changed(name, study, self.storage_shown, when))
 
     @property
     def ledger(self) -> Ledger:
@@ -248,6 +267,7 @@ class Tuner:
         deadline = None if timeout is None else time.monotonic() + timeout
         failures: list[str] = []
         while deadline is None or time.monotonic() < deadline:
+            self._check_source("between two trials")
             step = self.ledger.next()
             if isinstance(step, Done):
                 return
@@ -332,6 +352,10 @@ class Tuner:
                 f"{self.ledger.finished() - 1} finished trials are kept in "
                 f"{self.storage_shown}."
             ) from None
+        if self._digest() != self.source:
+            # Which version the trial's process loaded is unknown: its figure is neither's.
+            self.ledger.interrupt(claim, f"{self.pipeline.path.name} changed while it ran")
+            self._check_source(f"while trial {claim.number} ran, now recorded as interrupted")
         self.ledger.finish(claim, outcome)
         if label == Reference.BASELINE and outcome.result is not None:
             self.references.from_baseline(self.ledger, outcome.result)
@@ -349,6 +373,7 @@ class Tuner:
             OverBudget: trials ran only over a memory budget; nothing fits to re-measure.
         """
         check_some_fit(self.ledger.study, self.budgets)
+        self._check_source("before the final re-measurement")
         while True:
             step = self.ledger.final()
             if isinstance(step, Waiting):
@@ -363,6 +388,7 @@ class Tuner:
     def _remeasure_locked(self, lock: Lock) -> list[Measurement]:
         with self.ledger.holding(lock):
             measurements = self._remeasure()
+            self._check_source("during the final re-measurement; none of it is stored")
         self.ledger.store(lock, measurements, self.options.rounds)
         return measurements
 
