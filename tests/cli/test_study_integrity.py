@@ -48,3 +48,24 @@ def test_every_trial_over_the_ram_budget_names_it_and_writes_the_report(
     assert (tmp_path / "out" / "t.html").is_file()
     study = optuna.load_study(study_name="pipeline", storage=f"sqlite:///{tmp_path / 'study.db'}")
     assert [t.user_attrs["status"] for t in study.trials] == ["ram-budget", "ram-budget"]
+
+
+def test_a_knobs_file_edited_since_its_study_began_is_refused_with_the_fix(
+    capsys, monkeypatch, write_pipeline, tmp_path
+):
+    path = write_pipeline(pipelines.TUNER_SOURCE)
+    monkeypatch.setattr("tfperf.tuner._tuner.run_trial", FakeRunner())
+    (tmp_path / "out").mkdir()
+    argv = _tune(path, tmp_path, "--trials", "2", "--rounds", "1")
+    assert main(argv) == 0, capsys.readouterr().err
+    path.write_text(path.read_text() + "\nEXTRA = 1\n", encoding="utf-8")
+    capsys.readouterr()
+    database = tmp_path / "study.db"
+    before = database.read_bytes()
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "pipeline.py (or a file of its own it reads) changed since its study began" in err
+    assert f"the 2 finished trials of sqlite:///{database} (study 'pipeline') measured" in err
+    assert "Start a new study with --study NAME" in err
+    assert database.read_bytes() == before  # nothing was added to the study

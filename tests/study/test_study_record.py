@@ -137,5 +137,5 @@ def test_a_study_begun_before_the_source_digest_reads_without_one_and_takes_the_
     claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "aa" * 32)
     assert read_study(study).source == "aa" * 32
     claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "aa" * 32)
-    with pytest.raises(SourceChangedError, match="changed since study 's'"):
+    with pytest.raises(SourceChangedError, match="changed since its study began"):
         claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "bb" * 32)

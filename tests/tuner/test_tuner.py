@@ -382,7 +382,7 @@ def test_a_pipeline_edited_during_the_search_stops_it_and_the_study_refuses_it(p
     with pytest.raises(SourceChangedError) as caught:
         tuner(pipeline, tmp_path, runner, trials=6).run()
     message = str(caught.value)
-    assert "pipeline.py (or a file of its own it reads) changed since study 'pipeline'" in message
+    assert "pipeline.py (or a file of its own it reads) changed since its study began" in message
     assert "while trial 2 ran, now recorded as interrupted" in message
     assert "Start a new study with --study NAME" in message
     assert len(runner.requests) == 3  # nothing ran after the edit
@@ -395,7 +395,7 @@ def test_a_pipeline_edited_during_the_search_stops_it_and_the_study_refuses_it(p
     assert trials[2].user_attrs["reason"] == "pipeline.py changed while it ran"
 
     edited = load_pipeline(pipeline.path)  # the next run, with the file as it is now
-    with pytest.raises(SourceChangedError, match="its 3 finished trials measured the code"):
+    with pytest.raises(SourceChangedError, match=r"the 3 finished trials of .* measured the code"):
         tuner(edited, tmp_path, FakeRunner(), trials=6).run()
     result = tuner(edited, tmp_path, FakeRunner(), trials=3, study_name="edited").run()
     assert result.study_name == "edited"

@@ -98,16 +98,20 @@ def claim_study(
 
 
 def source_changed(pipeline_name: str, study: optuna.Study, shown: str, when: str = "") -> str:
-    """The message for a pipeline whose files changed since its study began (`when`: words
-    that place the change, such as "while trial 4 ran")."""
-    finished = sum(trial.state.is_finished() for trial in study.get_trials(deepcopy=False))
+    """The message for a pipeline whose files changed since its study began.
+
+    Args:
+        shown: the storage and study as the user may see them (password masked).
+        when: words that place the change, such as "while trial 4 ran".
+    """
+    finished = sum(trial.state.is_finished() for trial in search_trials(study))
     place = f" ({when})" if when else ""
     return (
-        f"{pipeline_name} (or a file of its own it reads) changed since study "
-        f"{study.study_name!r} in {shown} began{place}: its {finished} finished trials measured "
-        "the code as it was, and trials of the edited code would be compared with them as one "
-        "pipeline. Start a new study with --study NAME to tune the file as it is now, or put "
-        "the file back as it was to resume this one."
+        f"{pipeline_name} (or a file of its own it reads) changed since its study began{place}: "
+        f"the {finished} finished trials of {shown} measured the code as it was, and trials of "
+        "the edited code would be compared with them as one pipeline. Start a new study with "
+        "--study NAME to tune the file as it is now, or put the file back as it was to resume "
+        "this one."
     )
 
 

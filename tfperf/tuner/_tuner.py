@@ -230,7 +230,8 @@ class Tuner:
         """
         if self._digest() != self.source:
             name, study = self.pipeline.path.name, self.ledger.study
-            raise SourceChangedError(source_changed(name, study, self.storage_shown, when))
+            shown = f"{self.storage_shown} (study {self.study_name!r})"
+            raise SourceChangedError(source_changed(name, study, shown, when))
 
     @property
     def ledger(self) -> Ledger:
