@@ -75,3 +75,44 @@ def test_a_tune_summary_points_at_its_study(capsys, tmp_path):
     status, _, err = run(capsys, "report", str(summary))
     assert status == 2
     assert "tfperf report --storage sqlite:///studies/p.db --study p" in err
+
+
+def test_a_json_tfperf_did_not_write_is_named_not_a_result(capsys, tmp_path):
+    foreign = tmp_path / "package.json"
+    foreign.write_text('{"name": "web", "version": "1.0.0"}', encoding="utf-8")
+    status, _, err = run(capsys, "report", str(foreign))
+    assert status == 2
+    assert f"{foreign} is not a tfperf result" in err
+    assert "schema_version None" not in err
+
+
+def _damage_one_page(database, page: int) -> None:
+    with database.open("r+b") as stream:
+        stream.seek(page * 4096)
+        stream.write(b"\xff" * 4096)
+
+
+@pytest.mark.parametrize("page", [1, 11, 28])  # studies, trial_user_attributes, a value's overflow
+def test_a_study_with_one_damaged_page_is_named_and_left_byte_identical(capsys, tmp_path, page):
+    database = tmp_path / "demo.db"
+    make_study(storage=f"sqlite:///{database}", name="demo", best_result=fake_profile())
+    _damage_one_page(database, page)
+    before = database.read_bytes()
+    url = f"sqlite:///{database}"
+    status, _, err = run(capsys, "report", "--storage", url, "--study", "demo")
+    assert status == 2, err
+    assert f"{database} is damaged (SQLite: " in err
+    assert "internal error" not in err
+    assert database.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.db"]  # no journal left beside
+
+
+def test_a_report_writes_nothing_to_the_study_it_reads(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    database = tmp_path / "demo.db"
+    make_study(storage=f"sqlite:///{database}", name="demo", best_result=fake_profile())
+    database.chmod(0o444)  # a read-only copy, as on a shared results folder
+    before = database.read_bytes()
+    status, _, err = run(capsys, "report", "--storage", f"sqlite:///{database}")
+    assert status == 0, err
+    assert database.read_bytes() == before

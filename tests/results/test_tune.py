@@ -258,3 +258,15 @@ def test_training_distance_counts_doublings_and_a_change_of_precision():
     assert training_distance({**written, "mixed_precision": "mixed_bfloat16"}, written) == 1.0
     site = "shuffle@train.py:7.buffer_size"
     assert training_distance({"sites": {site: 4096}}, {"sites": {site: 1024}}) == 2.0
+
+
+def test_a_figure_from_one_run_says_its_spread_is_unknown_not_zero():
+    one = measured("new", [200.0])
+    assert not one.spread_known
+    assert measured("old", [100.0, 101.0]).spread_known
+    result = speedup(one, measured("old", [100.0, 100.0]))
+    assert not result.spread_known
+    assert result.describe() == "2.00x (spread unknown: a figure from a single run)"
+    assert "± 0.00" not in result.describe()
+    old = Speedup(ratio=1.5, spread=0.0, significant=True)  # a result saved before the field
+    assert old.spread_known and old.describe() == "1.50x ± 0.00"

@@ -456,3 +456,18 @@ def test_an_sqlite_error_other_than_the_race_is_not_retried(tmp_path, monkeypatc
     with pytest.raises(StorageError, match="disk I/O error"):
         open_storage(f"sqlite:///{tmp_path / 'study.db'}")
     assert len(calls) == 1
+
+
+def test_a_sqlite_url_naming_a_python_file_says_it_is_not_a_database(tmp_path):
+    from tfperf.study.storage import StorageError, open_storage
+
+    pipeline = tmp_path / "pipeline.py"
+    pipeline.write_text("def make_dataset(knobs):\n    return None\n", encoding="utf-8")
+    before = pipeline.read_bytes()
+    with pytest.raises(StorageError) as raised:
+        open_storage(f"sqlite:///{pipeline}")
+    message = str(raised.value)
+    assert f"{str(pipeline)!r} is not an SQLite database" in message
+    assert "sqlite:///studies/pipeline.db" in message
+    assert "damaged" not in message
+    assert pipeline.read_bytes() == before

@@ -76,6 +76,7 @@ def test_a_record_round_trips_and_a_partial_one_writes_only_its_fields(study, tm
         code_root=str(tmp_path),
         remeasured=[MEASURED],
         remeasured_by=RemeasureCover(3, None, {"pid": 7}),
+        source="ab" * 32,
     )
     write_study(study, record)
     assert read_study(study) == record
@@ -119,3 +120,16 @@ def test_an_old_studys_guide_and_reference_trials_load_as_proposals(study):
     [estimate, pooled] = references.estimates(study, {})
     assert (estimate.trial_number, estimate.measured_examples_per_sec) == (1, 101.0)
     assert (pooled.trial_number, pooled.measured_examples_per_sec) == (2, 102.0)
+
+
+def test_a_study_begun_before_the_source_digest_reads_without_one_and_takes_the_first(study):
+    from tfperf.study import SourceChangedError, claim_study
+
+    study.set_user_attr("tfperf_pipeline", "pipeline.py")  # as the release before it wrote
+    study.set_user_attr("tfperf_objective", "throughput")
+    assert read_study(study).source is None
+    claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "aa" * 32)
+    assert read_study(study).source == "aa" * 32
+    claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "aa" * 32)
+    with pytest.raises(SourceChangedError, match="changed since its study began"):
+        claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "bb" * 32)

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 
+import optuna
 import pytest
 
 from tests.fakes.trials import fake_result
@@ -535,3 +536,67 @@ def test_an_interrupted_estimate_still_leaves_the_first_fits_training_estimate_q
     assert (first.batch_size, first.mixed_precision.value) == (16, "mixed_bfloat16")
     assert first.num_parallel_calls == math.ceil(2 * 5000 * 2.0e-3)
     assert result.estimate_of(Reference.TRAINING) is not None
+
+
+class EstimateHoldsRunner(TrainingRunner):
+    """The training runner, which on the estimate's trial (the third) starts the second tuner
+    and returns once it waits for that trial: it then holds the guide as it was before the
+    estimate ran, as a tuner on another machine does."""
+
+    def __init__(self, second, waiting):
+        super().__init__()
+        self.second, self.waiting = second, waiting
+
+    def __call__(self, request, budgets, *, on_progress=None):
+        if len(self.requests) == 2:
+            self.second.start()
+            assert self.waiting.wait(timeout=120), "the second tuner never waited"
+        return super().__call__(request, budgets, on_progress=on_progress)
+
+
+def test_two_tuners_on_one_sqlite_study_give_the_same_answer(write_pipeline, tmp_path):
+    """The estimate is the last trial of the budget: its refit queues the later proposals
+    beyond it, where they wait for a larger --trials. The tuner that did not refit re-measures
+    (it takes the lock first); the other adopts its figures. Both report the study's guide,
+    the proposal that never ran is no finalist, and it is said to be not run."""
+    import threading
+
+    from tfperf.report import render_tune_summary
+    from tfperf.tuner import TuneListener
+
+    pipeline = load_pipeline(write_pipeline(TRAINING_SOURCE))
+    options = TuneOptions(
+        trials=3, storage=f"sqlite:///{tmp_path / 'study.db'}", seed=1, rounds=2, finalists=2
+    )
+    waiting = threading.Event()
+    results = {}
+
+    class Waits(TuneListener):
+        def waiting(self, kind, trials, hosts):
+            waiting.set()
+
+    class LetsTheOtherMeasure(TuneListener):
+        def trial_finished(self, number, outcome, best, baseline):
+            if number == 2:  # refit done: the other tuner takes the lock and re-measures
+                thread.join(timeout=300)
+
+    second = Tuner(pipeline, options, Waits(), runner=TrainingRunner(), machine=MACHINE)
+    thread = threading.Thread(target=lambda: results.setdefault("second", second.run()))
+    runner = EstimateHoldsRunner(thread, waiting)
+    first = Tuner(pipeline, options, LetsTheOtherMeasure(), runner=runner, machine=MACHINE)
+    results["first"] = first.run()
+    assert not thread.is_alive() and "second" in results
+    answers = {name: render_tune_summary(result) for name, result in results.items()}
+    assert results["first"].estimates == results["second"].estimates
+    assert [m.label for m in results["first"].candidates] == [
+        m.label for m in results["second"].candidates
+    ]
+    study = optuna.load_study(study_name="pipeline", storage=options.storage)
+    assert [t.number for t in study.trials if t.state.name == "WAITING"] == [3]
+    for name, text in answers.items():
+        assert "measured not measured" not in text, name
+        assert (
+            "its estimate with training changed: predicted 36,000 examples/s, not run: queued "
+            "beyond the --trials budget"
+        ) in text, name
+    assert "estimate-training" not in [m.label for m in results["first"].candidates]

@@ -335,3 +335,80 @@ def test_a_study_that_mixes_hardware_is_reported(pipeline, tmp_path):
 def test_options_refuse_a_window_floor_that_is_negative_or_endless(seconds):
     with pytest.raises(ValueError, match="min_seconds"):
         TuneOptions(min_seconds=seconds)
+
+
+def test_every_trial_over_the_ram_budget_names_the_budget_not_the_baseline(pipeline, tmp_path):
+    from tfperf.tuner import OverBudget
+
+    def always_over(index, request):
+        return outcome(TrialStatus.RAM_BUDGET, f"over budget {index}", (3 << 30) + index)
+
+    runner = FakeRunner(outcome=always_over)
+    with pytest.raises(OverBudget) as caught:
+        tuner(pipeline, tmp_path, runner, trials=2, ram_budget_bytes=2 << 30).run()
+    message = str(caught.value)
+    assert "every trial of study 'pipeline' that ran went over a memory budget" in message
+    assert "--ram-budget 2 GiB, the smallest peak RAM measured 3 GiB" in message
+    assert "re-measurement" not in message.split("nothing to")[0]
+    assert len(runner.requests) == 2  # nothing re-measured over the same budget
+
+
+def test_a_baseline_over_the_budget_in_every_run_names_the_budget(pipeline, tmp_path):
+    from tfperf.tuner import OverBudget
+
+    def baseline_over(index, request):
+        if request.knobs == pipeline.baseline:
+            return outcome(TrialStatus.RAM_BUDGET, "over budget", 3 << 30)
+        return None
+
+    with pytest.raises(OverBudget, match="baseline configuration went over a memory budget"):
+        tuner(
+            pipeline,
+            tmp_path,
+            FakeRunner(outcome=baseline_over),
+            trials=3,
+            ram_budget_bytes=2 << 30,
+        ).run()
+
+
+def test_a_pipeline_edited_during_the_search_stops_it_and_the_study_refuses_it(pipeline, tmp_path):
+    from tfperf.study import SourceChangedError
+
+    def edits_the_file(index, request):
+        if index == 2:  # while the third trial runs, the user saves an edit
+            pipeline.path.write_text(pipeline.path.read_text() + "\n# tuned by hand\n")
+        return None
+
+    runner = FakeRunner(outcome=edits_the_file)
+    with pytest.raises(SourceChangedError) as caught:
+        tuner(pipeline, tmp_path, runner, trials=6).run()
+    message = str(caught.value)
+    assert "pipeline.py (or a file of its own it reads) changed since its study began" in message
+    assert "while trial 2 ran, now recorded as interrupted" in message
+    assert "Start a new study with --study NAME" in message
+    assert len(runner.requests) == 3  # nothing ran after the edit
+    trials = load(tmp_path).trials
+    assert [t.user_attrs.get("status") for t in trials[:3]] == [
+        "complete",
+        "complete",
+        "interrupted",
+    ]
+    assert trials[2].user_attrs["reason"] == "pipeline.py changed while it ran"
+
+    edited = load_pipeline(pipeline.path)  # the next run, with the file as it is now
+    with pytest.raises(SourceChangedError, match=r"the 3 finished trials of .* measured the code"):
+        tuner(edited, tmp_path, FakeRunner(), trials=6).run()
+    result = tuner(edited, tmp_path, FakeRunner(), trials=3, study_name="edited").run()
+    assert result.study_name == "edited"
+
+
+def test_a_sibling_module_edited_between_runs_is_a_changed_pipeline(write_pipeline, tmp_path):
+    from tfperf.study import SourceChangedError
+
+    helper = write_pipeline("ROWS = 64\n", name="shapes.py")
+    source = "from shapes import ROWS\n" + TUNER_SOURCE.lstrip()
+    first = load_pipeline(write_pipeline(source))
+    tuner(first, tmp_path, FakeRunner(), trials=2, rounds=1).run()
+    helper.write_text("ROWS = 128\n")
+    with pytest.raises(SourceChangedError):
+        tuner(load_pipeline(first.path), tmp_path, FakeRunner(), trials=3, rounds=1).run()

@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tfperf.outputs import check_output_path, check_separate, safe_stem, same_file
-
-if TYPE_CHECKING:
-    from tfperf.pipeline import PipelineFile
+from tfperf.pipeline import user_sources
 
 __all__ = ["Outputs", "check_outputs", "profile_stem", "user_sources"]
 
 #: (option or words, path) of each output a run writes.
 Outputs = Sequence[tuple[str, Path]]
-_INSTALLED = ("site-packages", "dist-packages")
 
 
 def check_outputs(outputs: Outputs, inputs: Sequence[tuple[str, Path]]) -> None:
@@ -36,27 +31,6 @@ def check_outputs(outputs: Outputs, inputs: Sequence[tuple[str, Path]]) -> None:
     for option, path in outputs:
         check_output_path(path, option)
     check_separate(outputs, inputs)
-
-
-def user_sources(pipeline: PipelineFile) -> list[tuple[str, Path]]:
-    """The user's files a loaded pipeline reads: itself, its call sites' files, its own modules.
-
-    A module counts when it was imported from the pipeline's folder (installed packages there,
-    such as a virtual environment inside a project, do not).
-    """
-    folder = pipeline.path.resolve().parent
-    sources = [("the pipeline file", pipeline.path)]
-    if pipeline.discovery is not None:
-        for site in pipeline.discovery.sites:
-            sources.append((f"a file of {pipeline.path.name}'s", folder / site.file))
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not file or not file.endswith(".py") or any(part in file for part in _INSTALLED):
-            continue
-        path = Path(file).resolve()
-        if path.is_relative_to(folder):
-            sources.append((f"a file of {pipeline.path.name}'s", path))
-    return sources
 
 
 def profile_stem(pipeline: Path, reports_dir: Path) -> str:

@@ -74,7 +74,7 @@ def _profile_report(path: Path) -> tuple[str, Path]:
     from tfperf.report import default_profile_path, render_profile_html
     from tfperf.results import ProfileResult
 
-    _refuse_tune_summary(path)
+    _refuse_other_json(path)
     result = ProfileResult.load(path)
     return render_profile_html(result), default_profile_path(Path(result.pipeline).stem)
 
@@ -86,8 +86,9 @@ def _study_report(storage: str, study: str | None) -> tuple[str, Path]:
     return render_study_html(snapshot), default_study_path(snapshot.study_name)
 
 
-def _refuse_tune_summary(path: Path) -> None:
-    """A `tfperf tune` summary JSON holds no trials: point at the study it came from."""
+def _refuse_other_json(path: Path) -> None:
+    """A `tfperf tune` summary JSON holds no trials: point at the study it came from; JSON
+    that tfperf did not write (no `schema_version`) is named as such, not as an old result."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -97,4 +98,10 @@ def _refuse_tune_summary(path: Path) -> None:
             f"{path} is the summary of `tfperf tune`, not a profile; its report is drawn from "
             f"the study itself: tfperf report --storage {data['storage']} "
             f"--study {data['study_name']} (put back the password if the URL needs one)."
+        )
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise ResultFileError(
+            f"{path} is not a tfperf result: it is JSON without the schema_version every "
+            "tfperf profile result has. Give the file `tfperf profile --json` wrote (e.g. "
+            "reports/pipeline-profile.json), or --storage URL for a study."
         )

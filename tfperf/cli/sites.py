@@ -137,7 +137,12 @@ def describe_handover(handover: HandOver, result: TuneResult) -> str:
         return f"Verification: {handover.verify_problem or 'not run'}."
     text = (
         f"Verified: the patched files run at {verified.ratio:.2f}x the original "
-        f"(± {verified.ratio * verified.spread:.2f}), side by side in fresh processes."
+        + (
+            f"(± {verified.ratio * verified.spread:.2f})"
+            if verified.spread_known
+            else "(spread unknown: a single run each)"
+        )
+        + ", side by side in fresh processes."
     )
     claimed = result.speedup_vs_baseline
     gap = verified.spread + claimed.spread

@@ -316,14 +316,14 @@ def _check_outputs(args: argparse.Namespace) -> _Outputs:
 def _search(tuner: Tuner, listener: TuneProgress, outputs: _Outputs) -> TuneResult | int:
     """Runs the search; an exit status when it stopped early (the report is written then)."""
     from tfperf.study.storage import explain_storage_failure
-    from tfperf.tuner import TooManyFailures, TuneInterrupted
+    from tfperf.tuner import OverBudget, TooManyFailures, TuneInterrupted
 
     try:
         return tuner.run()
     except TuneInterrupted as error:
         listener.close()
         return _interrupted(tuner, error, outputs)
-    except (TooManyFailures, NothingCompleted):
+    except (TooManyFailures, NothingCompleted, OverBudget):
         # The report shows every failed trial with its reason.
         listener.close()
         print(f"Report: {_report_or_note(tuner, outputs.html)}", file=sys.stderr)

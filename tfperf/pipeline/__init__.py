@@ -14,6 +14,7 @@ from tfperf.pipeline._loader import (
     check_source,
     load_pipeline,
 )
+from tfperf.pipeline._sources import source_digest, user_sources
 
 __all__ = [
     "PipelineFile",
@@ -21,6 +22,8 @@ __all__ = [
     "check_source",
     "function_place",
     "load_pipeline",
+    "source_digest",
     "strategy_function",
     "takes_input_context",
+    "user_sources",
 ]

@@ -127,13 +127,29 @@ def load_snapshot(storage_url: str, study_name: str | None) -> StudySnapshot:
         StorageError: the storage cannot be opened (see `tfperf.study.open_storage`).
         StudyMismatchError: no such study, or several and none named.
     """
-    import optuna
 
-    from tfperf.study.storage import mask_url, open_storage
+    from tfperf.study.storage import explain_storage_failure, mask_url
 
     shown = mask_url(storage_url)
     _require_file(storage_url, shown)
-    storage = open_storage(storage_url)
+    try:
+        return _snapshot(storage_url, study_name, shown)
+    except Exception as error:
+        # A damaged file fails while it is read; Optuna says "during the commit" of the
+        # read's session, and the driver's error beneath says what happened.
+        explained = explain_storage_failure(storage_url, error)
+        if explained is None:
+            raise
+        raise explained from None
+
+
+def _snapshot(storage_url: str, study_name: str | None, shown: str) -> StudySnapshot:
+    import optuna
+
+    from tfperf.study.storage import open_storage
+
+    # Read-only: a report reads the study and must leave its file as it found it.
+    storage = open_storage(storage_url, read_only=True)
     names = [summary.study_name for summary in optuna.get_all_study_summaries(storage)]
     if study_name is None:
         if len(names) != 1:

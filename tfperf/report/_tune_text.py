@@ -26,10 +26,16 @@ def format_measurement(measurement: Measurement) -> str:
     after = " measured after it was chosen" if measurement.confirmed else ""
     return (
         f"{measurement.median:,.1f} examples/s (median of {len(measurement.windows)}{after}, "
-        f"±{measurement.spread:.1%}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
+        f"{_spread(measurement)}), peak RAM {format_bytes(measurement.peak_rss_bytes)}"
         + (f", peak GPU memory {format_bytes(gpu)}" if gpu is not None else "")
         + _over_budget(measurement)
     )
+
+
+def _spread(measurement: Measurement) -> str:
+    if not measurement.spread_known:
+        return "spread unknown: one run"
+    return f"±{measurement.spread:.1%}"
 
 
 def _over_budget(measurement: Measurement) -> str:
@@ -101,14 +107,17 @@ def _passed_over(result: TuneResult, fastest: Measurement) -> str:
 
 def _estimate_figures(estimate: Estimate) -> str:
     measured = estimate.measured_examples_per_sec
-    shown = f"{measured:,.0f}" if measured is not None else "not measured"
     trial = f" (trial {estimate.trial_number})" if estimate.trial_number is not None else ""
+    predicted = f"predicted {estimate.predicted_examples_per_sec:,.0f}"
+    if measured is not None:
+        shown = f"{predicted}, measured {measured:,.0f} examples/s"
+    elif estimate.trial_number is None:
+        shown = f"{predicted} examples/s, not run: queued beyond the --trials budget"
+    else:
+        shown = f"{predicted} examples/s, not measured: its trial ended without a figure"
     changed = ", ".join(estimate.changes_training)
     changes = f", changes {changed}" if changed else ""
-    return (
-        f"{trial}: predicted {estimate.predicted_examples_per_sec:,.0f}, measured {shown} "
-        f"examples/s{changes}"
-    )
+    return f"{trial}: {shown}{changes}"
 
 
 def _changes(result: TuneResult) -> str:

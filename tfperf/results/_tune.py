@@ -73,6 +73,12 @@ class Measurement:
         return statistics.median(values) if values else 0.0
 
     @property
+    def spread_known(self) -> bool:
+        """Whether `spread` was measured: one window has no range, so its noise is unknown
+        (its `spread` reads 0.0, which is not "no noise")."""
+        return len(self.windows) >= 2
+
+    @property
     def spread(self) -> float:
         """Half the range of `windows`, relative to their median: the noise of this figure."""
         values = self.windows
@@ -88,8 +94,13 @@ class Speedup:
     ratio: float
     spread: float
     significant: bool
+    # False when either figure is a single run: its spread reads 0.0 but was never measured.
+    spread_known: bool = True
 
     def describe(self) -> str:
+        if not self.spread_known:
+            text = f"{self.ratio:.2f}x (spread unknown: a figure from a single run)"
+            return text if self.significant else f"{text} (not a measured gain)"
         text = f"{self.ratio:.2f}x ± {self.ratio * self.spread:.2f}"
         return text if self.significant else f"{text} (within noise: not a measured gain)"
 
@@ -232,7 +243,10 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
         return Speedup(ratio=0.0, spread=0.0, significant=False)
     ratio = new.median / old.median
     spread = new.spread + old.spread
-    return Speedup(ratio=ratio, spread=spread, significant=abs(ratio - 1) > spread)
+    known = new.spread_known and old.spread_known
+    return Speedup(
+        ratio=ratio, spread=spread, significant=abs(ratio - 1) > spread, spread_known=known
+    )
 
 
 #: Knobs that change what the model trains on or how it computes, not only how fast input
@@ -426,9 +440,10 @@ def recommend(
     with `fastest` the faster one it passed over for changing training more.
     """
     if keeps_baseline(best, vs_baseline):
-        return (
-            "Keep your baseline: no configuration beat it by more than the measured noise "
+        return "Keep your baseline: no configuration beat it by more than the measured noise " + (
             f"(±{vs_baseline.spread:.0%})."
+            if vs_baseline.spread_known
+            else "(its spread is unknown: a figure from a single run)."
         )
     text = f"Use {_name(best)}: {vs_baseline.describe()} your baseline's examples/s."
     if changes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tfperf.study._records import DUPLICATE_ROLE, LOCK_ROLE, TrialRecord, TrialRole
 from tfperf.study._study import (
     Remeasurement,
+    SourceChangedError,
     StudyMismatchError,
     await_references,
     claim_study,
@@ -26,6 +27,7 @@ from tfperf.study._study import (
     running_twin,
     same_knobs,
     search_trials,
+    source_changed,
     status_counts,
     store_remeasurement,
     stored_remeasurement,
@@ -39,6 +41,7 @@ __all__ = [
     "LOCK_ROLE",
     "RemeasureCover",
     "Remeasurement",
+    "SourceChangedError",
     "StudyMismatchError",
     "StudyRecord",
     "TrialRecord",
@@ -59,6 +62,7 @@ __all__ = [
     "running_twin",
     "same_knobs",
     "search_trials",
+    "source_changed",
     "status_counts",
     "store_remeasurement",
     "stored_remeasurement",

@@ -146,9 +146,15 @@ def open_study(
     """
     import optuna
 
-    beats = {} if url.startswith("sqlite") else _optuna_heartbeat(liveness)
+    beats: dict[str, int | None] = (
+        {} if url.startswith("sqlite") else dict(_optuna_heartbeat(liveness))
+    )
     with quiet_optuna():
-        storage = open_storage(url, **beats)
+        storage = open_storage(
+            url,
+            heartbeat_interval=beats.get("heartbeat_interval"),
+            grace_period=beats.get("grace_period"),
+        )
         try:
             created = optuna.create_study(
                 storage=storage, study_name=name, sampler=sampler, directions=list(directions)

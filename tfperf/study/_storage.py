@@ -20,6 +20,7 @@ import os
 import random
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -27,6 +28,8 @@ from urllib.parse import unquote
 from tfperf.errors import TfperfError
 
 if TYPE_CHECKING:
+    import sqlite3
+
     import optuna
     from sqlalchemy.engine import URL
 
@@ -176,6 +179,7 @@ def open_storage(
     *,
     heartbeat_interval: int | None = None,
     grace_period: int | None = None,
+    read_only: bool = False,
 ) -> optuna.storages.BaseStorage:
     """Opens (creating if needed) the Optuna storage at `url`.
 
@@ -195,6 +199,9 @@ def open_storage(
             counts as stale (see `tfperf.study._cluster`). Journal storages have no heartbeat table:
             `tfperf.study._cluster` keeps their heartbeats in the trials themselves.
         grace_period: See `heartbeat_interval`.
+        read_only: open a SQLite file so that nothing can be written to it (a reader of a
+            study, `tfperf report`, must leave the file as it found it, damaged or not);
+            other storages open as usual.
 
     Raises:
         StorageError: the URL has no accepted form, its driver is missing, the server is
@@ -216,20 +223,25 @@ def open_storage(
             f"Storage {mask_url(url)}: the URL holds more than one '@' before the database "
             "name. Percent-encode an '@' in the user name or password as %40."
         )
-    return _open_rdb(url, parsed, heartbeat_interval, grace_period)
+    return _open_rdb(url, parsed, heartbeat_interval, grace_period, read_only)
 
 
 def _open_rdb(
-    url: str, parsed: URL, heartbeat_interval: int | None, grace_period: int | None
+    url: str,
+    parsed: URL,
+    heartbeat_interval: int | None,
+    grace_period: int | None,
+    read_only: bool = False,
 ) -> optuna.storages.BaseStorage:
     import sqlalchemy.exc
 
-    if parsed.get_backend_name() == "sqlite":
-        _check_sqlite_file(url, parsed)
+    sqlite = parsed.get_backend_name() == "sqlite"
+    if sqlite:
+        _check_sqlite_file(url, parsed, read_only)
     target = _with_installed_driver(parsed)
     connect = url if target is parsed else target.render_as_string(hide_password=False)
     try:
-        return _rdb_storage(connect, target, heartbeat_interval, grace_period)
+        return _rdb_storage(connect, target, heartbeat_interval, grace_period, read_only and sqlite)
     except ImportError as error:
         raise StorageError(_missing_driver_message(url, parsed, error)) from None
     except sqlalchemy.exc.NoSuchModuleError:
@@ -243,7 +255,11 @@ def _open_rdb(
 
 
 def _rdb_storage(
-    url: str, parsed: URL, heartbeat_interval: int | None, grace_period: int | None
+    url: str,
+    parsed: URL,
+    heartbeat_interval: int | None,
+    grace_period: int | None,
+    read_only: bool = False,
 ) -> optuna.storages.RDBStorage:
     """`RDBStorage(url)`, retried while another tuner creates Optuna's tables at that moment."""
     import optuna
@@ -253,7 +269,7 @@ def _rdb_storage(
         try:
             return optuna.storages.RDBStorage(
                 url,
-                engine_kwargs=_engine_kwargs(parsed),
+                engine_kwargs=_engine_kwargs(parsed, read_only),
                 heartbeat_interval=heartbeat_interval,
                 grace_period=grace_period,
             )
@@ -301,8 +317,11 @@ def _schema_race(error: Exception) -> bool:
     return any(phrase in detail for phrase in _SCHEMA_RACE_PHRASES)
 
 
-def _engine_kwargs(parsed: URL) -> dict[str, Any]:
+def _engine_kwargs(parsed: URL, read_only: bool = False) -> dict[str, Any]:
     if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if read_only and database and database != ":memory:" and not database.startswith("file:"):
+            return {"creator": _read_only_sqlite(database)}
         return {"connect_args": {"timeout": SQLITE_LOCK_TIMEOUT_S}}
     timeout_set = "connect_timeout" in parsed.query
     if parsed.get_driver_name() in ("psycopg2", "psycopg") and not timeout_set:
@@ -310,7 +329,23 @@ def _engine_kwargs(parsed: URL) -> dict[str, Any]:
     return {}
 
 
-def _check_sqlite_file(url: str, parsed: URL) -> None:
+def _read_only_sqlite(database: str) -> Callable[[], sqlite3.Connection]:
+    """Connects to `database` in SQLite's read-only mode: any write fails instead of landing,
+    and no journal file is created beside it."""
+    import sqlite3
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(Path(database).resolve()))}?mode=ro"
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(
+            uri, uri=True, timeout=SQLITE_LOCK_TIMEOUT_S, check_same_thread=False
+        )
+
+    return connect
+
+
+def _check_sqlite_file(url: str, parsed: URL, read_only: bool = False) -> None:
     database = parsed.database
     if not database or database == ":memory:" or database.startswith("file:"):
         return
@@ -323,6 +358,9 @@ def _check_sqlite_file(url: str, parsed: URL) -> None:
             f"Create it (mkdir -p {folder}) or point the URL elsewhere; note that "
             "sqlite:///x.db is relative to the working directory and sqlite:////x.db absolute."
         )
+    _require_sqlite_header(path, shown)
+    if read_only:
+        return
     # SQLite writes a journal file beside the database, so the folder must be writable too.
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         target = folder if not os.access(folder, os.W_OK) else path
@@ -331,6 +369,31 @@ def _check_sqlite_file(url: str, parsed: URL) -> None:
             "write the study file and its journal there. Choose a folder you own, e.g. "
             "sqlite:///studies/NAME.db (relative to the working directory)."
         )
+
+
+#: The first bytes of every SQLite 3 database file (an empty file becomes one when opened).
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _require_sqlite_header(path: Path, shown: str) -> None:
+    """Refuses an existing file that is not a SQLite database before SQLite calls it damaged.
+
+    Reports a SQLite URL that names a pipeline file or a JSON result as what it is, so
+    the fix (point the URL at a `.db` file) is the one suggested, not a recovery.
+    """
+    try:
+        with path.open("rb") as file:
+            head = file.read(len(_SQLITE_HEADER))
+    except OSError:  # missing or unreadable: SQLite creates it, or the next check says why
+        return
+    if not head or head == _SQLITE_HEADER:
+        return
+    raise StorageError(
+        f"Storage {shown}: {str(path)!r} is not an SQLite database (it does not start with "
+        "SQLite's header); a sqlite:/// URL names the study's database file, not the "
+        f"pipeline or another file. Point it at a .db file, e.g. sqlite:///studies/"
+        f"{path.stem}.db (created if missing)."
+    )
 
 
 def _open_journal(url: str) -> optuna.storages.BaseStorage:
@@ -545,6 +608,9 @@ def _explain_one(url: str, error: BaseException) -> StorageError | None:
     lowered = detail.lower()
     if not _is_database_error(error):
         return None
+    if "could not decode to utf-8" in lowered:
+        # A damaged page inside a stored value; the driver quotes the value, which can be long.
+        return StorageError(_damaged_or_full(shown, where, "a stored value is not valid UTF-8"))
     if "disk is full" in lowered or "malformed" in lowered or "not a database" in lowered:
         return StorageError(_damaged_or_full(shown, where, _scrub(detail, url)))
     if "readonly" in lowered or "read-only" in lowered:

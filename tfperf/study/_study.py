@@ -36,17 +36,34 @@ class StudyMismatchError(TfperfError):
     """The study named belongs to another pipeline, another objective, or another tool."""
 
 
+class SourceChangedError(StudyMismatchError):
+    """The pipeline's files changed since the study began: trials before and after the edit
+    would be compared as one pipeline."""
+
+
 def directions(objective: Objective) -> list[Literal["maximize", "minimize"]]:
     if objective is Objective.THROUGHPUT_RAM:
         return ["maximize", "minimize"]
     return ["maximize"]
 
 
-def claim_study(study: optuna.Study, pipeline_name: str, objective: Objective, shown: str) -> None:
+def claim_study(
+    study: optuna.Study,
+    pipeline_name: str,
+    objective: Objective,
+    shown: str,
+    source: str | None = None,
+) -> None:
     """Marks a new study as this pipeline's, or checks an existing one is.
 
     Args:
         shown: the storage and study as the user may see them (password masked).
+        source: the digest of the pipeline's files now (`tfperf.pipeline.source_digest`); a
+            study that began with other files is refused, one without a digest takes this.
+
+    Raises:
+        StudyMismatchError: the study is another pipeline's, objective's or tool's.
+        SourceChangedError: the pipeline's files changed since the study began.
     """
     stored = read_study(study)
     owner = stored.pipeline
@@ -67,8 +84,30 @@ def claim_study(study: optuna.Study, pipeline_name: str, objective: Objective, s
             f"{objective.value}; resume it with --objective {recorded.value} or use another "
             "--study."
         )
+    if source is not None and stored.source is not None and stored.source != source:
+        raise SourceChangedError(source_changed(pipeline_name, study, shown))
     if owner is None:
-        write_study(study, StudyRecord(pipeline=pipeline_name, objective=objective))
+        write_study(study, StudyRecord(pipeline=pipeline_name, objective=objective, source=source))
+    elif stored.source is None and source is not None:
+        write_study(study, StudyRecord(source=source))
+
+
+def source_changed(pipeline_name: str, study: optuna.Study, shown: str, when: str = "") -> str:
+    """The message for a pipeline whose files changed since its study began.
+
+    Args:
+        shown: the storage and study as the user may see them (password masked).
+        when: words that place the change, such as "while trial 4 ran".
+    """
+    finished = sum(trial.state.is_finished() for trial in search_trials(study))
+    place = f" ({when})" if when else ""
+    return (
+        f"{pipeline_name} (or a file of its own it reads) changed since its study began{place}: "
+        f"the {finished} finished trials of {shown} measured the code as it was, and trials of "
+        "the edited code would be compared with them as one pipeline. Start a new study with "
+        "--study NAME to tune the file as it is now, or put the file back as it was to resume "
+        "this one."
+    )
 
 
 def enqueue_references(

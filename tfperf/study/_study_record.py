@@ -6,6 +6,9 @@ private to this module, so a reader outside `tfperf.study` never spells one:
 - `pipeline` (`tfperf_pipeline`): the pipeline file's name; a study without it was not
   created by tfperf.
 - `objective` (`tfperf_objective`): what the study optimises.
+- `source` (`tfperf_source`): the SHA-256 of the pipeline's files when the study began
+  (`tfperf.pipeline.source_digest`); a study written before it has none and takes the first
+  tuner's.
 - `references_enqueued` (`tfperf_references_enqueued`): true once the references are queued.
 - `guide` (`tfperf_guide`): the pipeline model's guide (`tfperf.tuner._guide.Guide.to_dict()`),
   stored with the first proposal and replaced by the refit.
@@ -32,6 +35,7 @@ __all__ = ["RemeasureCover", "StudyRecord", "read_study", "write_study"]
 
 _PIPELINE = "tfperf_pipeline"
 _OBJECTIVE = "tfperf_objective"
+_SOURCE = "tfperf_source"
 _REFERENCES = "tfperf_references_enqueued"
 _GUIDE = "tfperf_guide"
 _DISCOVERY = "tfperf_discovery"
@@ -59,6 +63,7 @@ class StudyRecord:
 
     pipeline: str | None = None
     objective: Objective | None = None
+    source: str | None = None
     references_enqueued: bool = False
     guide: Mapping[str, Any] | None = None
     discovery: Discovery | None = None
@@ -87,6 +92,7 @@ class StudyRecord:
         return cls(
             pipeline=str(attrs[_PIPELINE]) if attrs.get(_PIPELINE) is not None else None,
             objective=Objective(objective) if _known(objective) else None,
+            source=str(attrs[_SOURCE]) if isinstance(attrs.get(_SOURCE), str) else None,
             references_enqueued=bool(attrs.get(_REFERENCES)),
             guide=dict(guide) if isinstance(guide, Mapping) else None,
             discovery=Discovery.from_dict(dict(found)) if found else None,
@@ -110,6 +116,8 @@ class StudyRecord:
             attrs[_PIPELINE] = self.pipeline
         if self.objective is not None:
             attrs[_OBJECTIVE] = self.objective.value
+        if self.source is not None:
+            attrs[_SOURCE] = self.source
         if self.references_enqueued:
             attrs[_REFERENCES] = True
         if self.guide is not None:

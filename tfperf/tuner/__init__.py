@@ -12,6 +12,7 @@ from tfperf.tuner._handover import (
     hand_over,
 )
 from tfperf.tuner._options import (
+    OverBudget,
     TooManyFailures,
     TrialRunner,
     TuneInterrupted,
@@ -33,6 +34,7 @@ from tfperf.tuner._tuner import (
 
 __all__ = [
     "Finalist",
+    "OverBudget",
     "TooManyFailures",
     "TrialRunner",
     "TuneInterrupted",

@@ -18,6 +18,7 @@ from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, strategy_function
 from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Objective
+from tfperf.study import TrialRecord, feasible_complete, search_trials
 from tfperf.study.cluster import Liveness, LostTrial
 from tfperf.study.ledger import Wait
 from tfperf.trials import Budgets, TrialRequest
@@ -191,8 +192,53 @@ class TooManyFailures(TfperfError):
     """Several trials in a row failed: the pipeline or the budgets need attention."""
 
 
+class OverBudget(TfperfError):
+    """Every trial that ran went over a memory budget: no configuration fits, so there is
+    nothing to re-measure or recommend."""
+
+
 #: A trial stopped at a budget: a measured configuration that does not fit, not a failure.
 BUDGET_TRIPS = (TrialStatus.RAM_BUDGET, TrialStatus.GPU_BUDGET)
+
+
+def check_some_fit(study: optuna.Study, budgets: Budgets) -> None:
+    """Raises `OverBudget`, naming the budget and the smallest peak measured, when trials
+    ended over a memory budget and none completed within the budgets.
+
+    Without this the re-measurement runs the baseline over the same budget again and the
+    study ends in "the baseline failed in every re-measurement", which hides the cause.
+    """
+    if feasible_complete(study):
+        return
+    records = [TrialRecord.from_trial(trial) for trial in search_trials(study)]
+    tripped = [r for r in records if r.status in BUDGET_TRIPS]
+    if not tripped:
+        return  # nothing ran to a budget: the failures say why (NothingCompleted, reasons)
+    ram = [r.peak_rss_bytes for r in tripped if r.status is TrialStatus.RAM_BUDGET]
+    gpu = [r.peak_gpu_bytes for r in tripped if r.status is TrialStatus.GPU_BUDGET]
+    named = [
+        _over("--ram-budget", budgets.ram_bytes, "RAM", ram),
+        _over("--gpu-memory-budget", budgets.gpu_memory_bytes, "GPU memory", gpu),
+    ]
+    causes = "; ".join(text for text in named if text)
+    raise OverBudget(
+        f"every trial of study {study.study_name!r} that ran went over a memory budget "
+        f"({len(tripped)} of {len(records)}: {causes}), so no configuration fits and there is "
+        "nothing to re-measure or recommend. Raise the budget above the smallest peak, or make "
+        "the pipeline hold less (a smaller shuffle buffer, prefetch or cache), then run the "
+        "same command again to resume."
+    )
+
+
+def _over(flag: str, budget: int | None, what: str, peaks: list[int | None]) -> str:
+    from tfperf.units import format_bytes
+
+    if not peaks:
+        return ""
+    limit = format_bytes(budget) if budget is not None else "its default"
+    known = [peak for peak in peaks if peak]
+    smallest = f", the smallest peak {what} measured {format_bytes(min(known))}" if known else ""
+    return f"{flag} {limit}{smallest}"
 
 
 def tally(

@@ -204,13 +204,31 @@ class References:
 
     def estimates(self, study: optuna.Study, measured: Mapping[str, Measurement]) -> list[Estimate]:
         """Every proposal, predicted vs measured (its re-measured median in `measured`, by
-        label, else its trial's figure)."""
+        label, else its trial's figure, else the re-measured figure of a reference with the
+        same knobs: a proposal that repeats one is not queued again)."""
         if self.guide is None:
             return []
         return [
-            _measured(estimate, study, measured.get(estimate.kind.value))
+            _measured(
+                estimate, study, measured.get(estimate.kind.value) or _same(estimate, measured)
+            )
             for estimate in self.guide.estimates
         ]
+
+    def finalists(self, ledger: Ledger) -> dict[str, Knobs]:
+        """The references to re-measure: the study's own (its stored guide, not what this tuner
+        last read), less the proposals whose trial never ran.
+
+        A proposal queued after the trial budget was spent waits for a run with a larger
+        `--trials`; it is no candidate of this one. Taking them from the study keeps the
+        answer the same whichever tuner of a shared study re-measures.
+        """
+        self.load(ledger)
+        return {
+            label: knobs
+            for label, knobs in self.knobs.items()
+            if not (Reference.is_proposal(label) and _never_ran(ledger.study, label))
+        }
 
     def limit_for(self, knobs: Mapping[str, Any]) -> Limit | None:
         """The limit under the training setting `knobs` run with (None: not probed)."""
@@ -255,7 +273,21 @@ def _ended_without_refit(study: optuna.Study) -> bool:
     return failed and all(_labelled(study, kind) is None for kind in later)
 
 
+def _never_ran(study: optuna.Study, label: str) -> bool:
+    """Whether the reference `label` was queued and is still waiting (beyond the budget)."""
+    trial = _labelled(study, label)
+    return trial is not None and trial.state.name == "WAITING"
+
+
+def _same(estimate: Estimate, measured: Mapping[str, Measurement]) -> Measurement | None:
+    """The measurement of the configuration `estimate` proposes, under another label."""
+    knobs = Knobs.from_mapping(estimate.knobs, source=estimate.kind.words.name).to_dict()
+    return next((m for m in measured.values() if m.knobs == knobs), None)
+
+
 def _measured(estimate: Estimate, study: optuna.Study, measured: Measurement | None) -> Estimate:
+    if _never_ran(study, estimate.kind.value):
+        return dataclasses.replace(estimate, trial_number=None, measured_examples_per_sec=None)
     number = reference_trial(study, estimate.kind.value)
     rate = measured.median if measured is not None else None
     if rate is None and number is not None:

@@ -23,14 +23,17 @@ from tfperf.results.tune import (
     training_changes,
 )
 from tfperf.study import (
+    TrialRecord,
     feasible_complete,
     pareto_front,
+    reference_trial,
     status_counts,
 )
 from tfperf.trials import Budgets
-from tfperf.tuner._options import TuneOptions
+from tfperf.tuner._options import BUDGET_TRIPS, OverBudget, TuneOptions
 from tfperf.tuner._references import References
 from tfperf.tuner._remeasure import best_estimate
+from tfperf.units import format_bytes
 
 if TYPE_CHECKING:
     import optuna
@@ -57,11 +60,22 @@ def tune_result(
     """The result from the re-measured finalists and references.
 
     Raises:
+        OverBudget: the baseline went over a memory budget in its trial and every
+            re-measurement.
         TfperfError: the baseline failed in every re-measurement.
     """
     by_label = {m.label: m for m in measured}
     baseline = by_label.get(Reference.BASELINE.value)
     if baseline is None:
+        if _baseline_over_budget(study):
+            raise OverBudget(
+                "the baseline configuration went over a memory budget in its trial and in "
+                "every re-measurement (--ram-budget "
+                f"{_shown(facts.budgets.ram_bytes)}, --gpu-memory-budget "
+                f"{_shown(facts.budgets.gpu_memory_bytes)}), so nothing can be compared with "
+                "it. Raise the budget above the baseline's peak (the report shows it), then "
+                "run the same command again to resume."
+            )
         raise TfperfError(
             "the baseline configuration failed in every re-measurement, so nothing can be "
             "compared with it; see the trial reasons with `tfperf report`."
@@ -102,6 +116,18 @@ def tune_result(
         gain_over_input_only=choice.gain,
         search_gain=_search_gain(best, best_estimate(measured)),
     )
+
+
+def _baseline_over_budget(study: optuna.Study) -> bool:
+    """Whether the baseline's trial ended over a memory budget."""
+    number = reference_trial(study, Reference.BASELINE.value)
+    if number is None:
+        return False
+    return TrialRecord.from_trial(study.trials[number]).status in BUDGET_TRIPS
+
+
+def _shown(budget: int | None) -> str:
+    return format_bytes(budget) if budget is not None else "not set"
 
 
 def _search_gain(best: Measurement, estimate: Measurement | None) -> SearchGain | None:

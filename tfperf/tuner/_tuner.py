@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
-from tfperf.pipeline import PipelineFile
+from tfperf.pipeline import PipelineFile, source_digest, user_sources
 from tfperf.results import Phase, TrialOutcome
 from tfperf.results.tune import Measurement, Objective, Reference, TuneResult, input_only_choice
 from tfperf.study import (
+    SourceChangedError,
     StudyRecord,
     TrialRecord,
     await_references,
@@ -38,6 +39,7 @@ from tfperf.study import (
     enqueue_references,
     feasible_complete,
     hardware_groups,
+    source_changed,
     write_study,
 )
 from tfperf.study.cluster import worker_record
@@ -46,12 +48,14 @@ from tfperf.study.storage import default_storage_url, mask_url
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (
+    OverBudget,
     TooManyFailures,
     TrialRunner,
     TuneInterrupted,
     TuneListener,
     TuneOptions,
     Wait,
+    check_some_fit,
     distributed,
     tally,
 )
@@ -61,6 +65,7 @@ from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
 
 __all__ = [
+    "OverBudget",
     "TooManyFailures",
     "TrialRunner",
     "TuneInterrupted",
@@ -120,6 +125,10 @@ class Tuner:
         guidable = [n for n in self.space if n not in pipeline.search_space and n not in fixes]
         self.references = References(pipeline.baseline, self.machine, self.space, guidable)
         self.worker = worker_record(self.machine)
+        # The files as loaded: every trial runs them anew in its own process, so an edit
+        # during the study would split it into two pipelines measured as one.
+        self._sources = [path for _, path in user_sources(pipeline)]
+        self.source = self._digest()
         self._ledger: Ledger | None = None
         self._ran = 0  # trials this tuner finished (measured, or copied from a twin)
         self._hardware_seen: set[str] = set()
@@ -149,6 +158,9 @@ class Tuner:
             self._ran,
             time.monotonic() - started,
         )
+        # The study's guide, as every tuner on it reads it: another may have refit it since
+        # this one last looked, and each would otherwise describe its own copy.
+        self.references.load(self.ledger)
         return tune_result(self.ledger.study, measurements, self.references, facts)
 
     def open_study(self) -> optuna.Study:
@@ -168,7 +180,7 @@ class Tuner:
         if not created:
             await_references(study, SETUP_WAIT_S, SETUP_POLL_S)
         shown = f"{self.storage_shown} (study {self.study_name!r})"
-        claim_study(study, self.pipeline.path.name, options.objective, shown)
+        claim_study(study, self.pipeline.path.name, options.objective, shown, self.source)
         if self.pipeline.discovery is not None:
             root = str(self.pipeline.path.parent.resolve())
             write_study(study, StudyRecord(discovery=self.pipeline.discovery, code_root=root))
@@ -192,6 +204,20 @@ class Tuner:
         )
         self._check_hardware()
         return study
+
+    def _digest(self) -> str:
+        return source_digest(self.pipeline.path.parent, self._sources)
+
+    def _check_source(self, when: str) -> None:
+        """Stops the study when the pipeline's files changed since this tuner loaded them.
+
+        Raises:
+            SourceChangedError: they did; `when` places the change in the message.
+        """
+        if self._digest() != self.source:
+            name, study = self.pipeline.path.name, self.ledger.study
+            shown = f"{self.storage_shown} (study {self.study_name!r})"
+            raise SourceChangedError(source_changed(name, study, shown, when))
 
     @property
     def ledger(self) -> Ledger:
@@ -228,6 +254,7 @@ class Tuner:
         deadline = None if timeout is None else time.monotonic() + timeout
         failures: list[str] = []
         while deadline is None or time.monotonic() < deadline:
+            self._check_source("between two trials")
             step = self.ledger.next()
             if isinstance(step, Done):
                 return
@@ -312,6 +339,10 @@ class Tuner:
                 f"{self.ledger.finished() - 1} finished trials are kept in "
                 f"{self.storage_shown}."
             ) from None
+        if self._digest() != self.source:
+            # Which version the trial's process loaded is unknown: its figure is neither's.
+            self.ledger.interrupt(claim, f"{self.pipeline.path.name} changed while it ran")
+            self._check_source(f"while trial {claim.number} ran, now recorded as interrupted")
         self.ledger.finish(claim, outcome)
         if label == Reference.BASELINE and outcome.result is not None:
             self.references.from_baseline(self.ledger, outcome.result)
@@ -323,7 +354,13 @@ class Tuner:
         return outcome
 
     def _final(self) -> list[Measurement]:
-        """The finalists' re-measurement: made here under the lock, or read once stored."""
+        """The finalists' re-measurement: made here under the lock, or read once stored.
+
+        Raises:
+            OverBudget: trials ran only over a memory budget; nothing fits to re-measure.
+        """
+        check_some_fit(self.ledger.study, self.budgets)
+        self._check_source("before the final re-measurement")
         while True:
             step = self.ledger.final()
             if isinstance(step, Waiting):
@@ -338,6 +375,7 @@ class Tuner:
     def _remeasure_locked(self, lock: Lock) -> list[Measurement]:
         with self.ledger.holding(lock):
             measurements = self._remeasure()
+            self._check_source("during the final re-measurement; none of it is stored")
         self.ledger.store(lock, measurements, self.options.rounds)
         return measurements
 
@@ -392,7 +430,7 @@ class Tuner:
             self.ledger.study,
             self.options.objective,
             self.options.finalists,
-            self.references.knobs,
+            self.references.finalists(self.ledger),
         )
         self.listener.remeasure_started(finalists, self.options.rounds)
         measurements = remeasure(
