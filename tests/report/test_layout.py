@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
 from tfperf.knobs import Knobs
 from tfperf.report import render_profile_html, render_study_html, write_html
 from tfperf.report._study_data import snapshot_study
-from tfperf.results import ArgumentForm, CallSite, Discovery, HandOver
+from tfperf.results import ArgumentForm, AutotuneReadout, CallSite, Discovery, HandOver
 
 PHONE, DESKTOP = 390, 1440
 PRINT_WIDTH = 718  # px: A4 portrait within Chromium's default print margins
@@ -175,3 +176,32 @@ def test_a_printed_trial_table_wraps_between_words_and_fits_the_page(opened, nam
     assert page.eval_on_selector("#trial-table", "t => t.getBoundingClientRect().right") <= (
         PRINT_WIDTH
     )
+
+
+RAW = "tf.data's model could not be read: ValueError: Expected a DatasetV2, got PerReplica"
+
+
+@pytest.mark.parametrize(
+    ("strategy", "readout", "expected"),
+    [
+        (True, AutotuneReadout([], RAW), "under a tf.distribute strategy"),
+        (True, AutotuneReadout([], None), "under a tf.distribute strategy"),
+        (False, AutotuneReadout([], RAW), "did not hand over this iterator's tf.data model"),
+        (False, AutotuneReadout([], "tf.data autotuning is off"), "Tf.data autotuning is off."),
+    ],
+)
+def test_an_empty_autotune_section_says_why_and_never_shows_an_exception(
+    strategy, readout, expected
+):
+    from tfperf.knobs import AUTOTUNE
+    from tfperf.report import render_summary
+
+    result = distributed_profile() if strategy else fake_profile()
+    result = dataclasses.replace(
+        result, autotune=readout, knobs=Knobs(batch_size=4, prefetch=AUTOTUNE).to_dict()
+    )
+    html = unescape(render_profile_html(result))
+    section = html.split("<h2>What AUTOTUNE chose</h2>")[1].split("</section>")[0]
+    assert expected in section
+    for shown in (section, render_summary(result)):
+        assert "ValueError" not in shown and "PerReplica" not in shown

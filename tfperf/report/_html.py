@@ -166,6 +166,7 @@ def profile_section(
         "result": result,
         "banner": banner,
         "autotuned": pc.autotuned(result),
+        "autotune_note": pc.autotune_note(result),
         "throughput_chart": charts.add(
             f"{prefix}-throughput", pc.throughput_figure(pc.throughputs(result))
         ),
