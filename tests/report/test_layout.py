@@ -23,7 +23,14 @@ from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
 from tfperf.knobs import Knobs
 from tfperf.report import render_profile_html, render_study_html, write_html
 from tfperf.report._study_data import snapshot_study
-from tfperf.results import ArgumentForm, AutotuneReadout, CallSite, Discovery, HandOver
+from tfperf.results import (
+    ArgumentForm,
+    AutotuneReadout,
+    CallSite,
+    Discovery,
+    HandOver,
+    Measurement,
+)
 
 PHONE, DESKTOP = 390, 1440
 PRINT_WIDTH = 718  # px: A4 portrait within Chromium's default print margins
@@ -205,3 +212,46 @@ def test_an_empty_autotune_section_says_why_and_never_shows_an_exception(
     assert expected in section
     for shown in (section, render_summary(result)):
         assert "ValueError" not in shown and "PerReplica" not in shown
+
+
+def _hover_names(hover: str) -> set[str]:
+    return {part.split("=")[0] for part in hover.split(" · ") if "=" in part}
+
+
+def test_zero_change_hovers_name_only_the_call_sites_the_pipeline_uses(tmp_path):
+    from tfperf.report import _study_charts as sc
+
+    snapshot = snapshot_study(zero_change_study(tmp_path), "memory")
+    hovers = [point.hover for point in sc.history(snapshot).points]
+    hovers += [point.hover for point in sc.ram_tradeoff(snapshot).points]
+    assert hovers and all(_hover_names(hover) == set(SITES) for hover in hovers), hovers
+
+
+def test_a_study_of_knobs_still_names_every_knob_on_hover():
+    from tfperf.report import _study_charts as sc
+
+    snapshot = snapshot_study(make_study(remeasure=False), "memory")
+    assert _hover_names(sc.history(snapshot).points[0].hover) == set(Knobs.names()) - {
+        "auto_shard_policy", "fetch_to_device", "per_replica_buffer_size", "gpu_memory_growth"
+    }  # fmt: skip
+
+
+def test_an_unset_value_has_one_name_everywhere():
+    from tfperf.report import _knob_charts as kc
+    from tfperf.report import render_summary
+    from tfperf.report._tune_text import training_warnings
+    from tfperf.report._words import UNSET, knob_value
+
+    assert knob_value(None) == UNSET == "not set"
+    assert knob_value(None, "deterministic").startswith(f"{UNSET} (")
+    assert kc._axis("deterministic", [None, True]).tick_text == (UNSET, "True")
+    text = render_summary(
+        dataclasses.replace(fake_profile(), knobs={"batch_size": 4, "deterministic": None})
+    )
+    assert f"deterministic={UNSET}" in text and "=None" not in text
+    site = "batch@train.py:13.batch_size"
+    baseline = Measurement("baseline", 0, Knobs.from_mapping({}).to_dict(), [1.0], 1, None)
+    best = Measurement("best", 1, Knobs.from_mapping({site: 64}).to_dict(), [2.0], 1, None)
+    assert f"({UNSET} → 64)" in training_warnings(best, baseline, [site])[0]
+    for shown in (text, render_profile_html(fake_profile())):
+        assert "not given" not in shown and ">None<" not in shown

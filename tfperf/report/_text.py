@@ -7,6 +7,7 @@ from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
+from tfperf.report._words import knob_value
 from tfperf.results import (
     AutotuneReadout,
     BatchShape,
@@ -61,7 +62,7 @@ def _effective(name: str, value: object, options: DatasetOptions | None) -> str:
     carried = options.carried(name) if options is not None else None
     if value is None and carried is not None:
         return f"{format_value(carried)} (set by the pipeline)"
-    return format_value(value)
+    return knob_value(value, name)
 
 
 def _verdict(result: ProfileResult) -> str:
