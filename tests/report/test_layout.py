@@ -274,3 +274,15 @@ def test_an_unset_value_has_one_name_everywhere():
     assert f"({UNSET} → 64)" in training_warnings(best, baseline, [site])[0]
     for shown in (text, render_profile_html(fake_profile())):
         assert "not given" not in shown and ">None<" not in shown
+
+
+@pytest.mark.parametrize(("width", "toolbar"), [(PHONE, False), (DESKTOP, True)])
+def test_the_chart_toolbar_stays_off_a_phone(opened, width, toolbar):
+    """On a phone the plotly toolbar sat over legends and axis labels; a desktop keeps it."""
+    page = opened("study", width)
+    buttons = page.evaluate(
+        "Array.from(document.querySelectorAll('.js-plotly-plot'))"
+        ".filter(p => p.offsetParent !== null)"
+        ".map(p => p.querySelectorAll('.modebar-btn').length > 0)"
+    )
+    assert buttons and set(buttons) == {toolbar}
