@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from typing import TYPE_CHECKING, Any
 
 from tfperf.knobs import AUTOTUNE, Knobs, format_value
@@ -153,10 +154,9 @@ def label_layout(data: ParallelView) -> LabelLayout:
     fits = fits and widths[0] / 2 <= left and widths[-1] / 2 <= right
     if fits:
         return LabelLayout(names, 0, LABEL_LINE_PX + 20, left, right)
+
     # Tilted, each name starts at its axis and rises to the right: neighbours are parallel,
     # `spacing * sin(tilt)` apart, and the room above is the longest name's rise.
-    import math
-
     def apart(tilt: int) -> bool:
         return spacing * math.sin(math.radians(-tilt)) >= LABEL_LINE_PX
 
