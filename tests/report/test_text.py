@@ -162,7 +162,7 @@ def test_options_the_pipeline_set_itself_show_their_effective_value():
     options = DatasetOptions(deterministic=False, private_threadpool_size=None, autotune=None)
     text = render_summary(dataclasses.replace(_bare(), dataset_options=options))
     assert "deterministic=False (set by the pipeline)" in text
-    assert "private_threadpool_size=None" in text
+    assert "private_threadpool_size=not set" in text
     assert "deterministic=None" not in text
 
 

@@ -167,6 +167,7 @@ def profile_section(
         "result": result,
         "banner": banner,
         "autotuned": pc.autotuned(result),
+        "autotune_note": pc.autotune_note(result),
         "throughput_chart": charts.add(
             f"{prefix}-throughput", pc.throughput_figure(pc.throughputs(result))
         ),
@@ -241,6 +242,7 @@ def _environment() -> jinja2.Environment:
         percent=lambda value, digits=0: MISSING if value is None else f"{value:.{digits}%}",
         code_spans=code_spans,
         knob_value=knob_value,
+        breakable=breakable,
     )
     return environment
 
@@ -257,6 +259,19 @@ def _plotly_js() -> str:
 
 
 _CODE_SPAN = re.compile(r"`([^`]+)`")
+_NAME_PART = re.compile(r"(?<=[_./@:])")
+
+
+def breakable(text: object) -> markupsafe.Markup:
+    """`text` escaped, with a line-break opportunity after each `_ . / @ :`.
+
+    Knob, call-site and host names are long words; a table column may wrap them at these
+    joints instead of growing wider than the screen or breaking them at any letter.
+    """
+    import markupsafe
+
+    parts = _NAME_PART.split(str(text))
+    return markupsafe.Markup("<wbr>").join(markupsafe.escape(part) for part in parts)
 
 
 def code_spans(text: str | None) -> markupsafe.Markup:

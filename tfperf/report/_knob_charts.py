@@ -7,11 +7,14 @@ equality); drawing functions turn a record into a plotly figure.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import math
 from typing import TYPE_CHECKING, Any
 
 from tfperf.knobs import AUTOTUNE, Knobs, format_value
 from tfperf.report import _theme as theme
 from tfperf.report._study_data import StudySnapshot, site_names
+from tfperf.report._words import UNSET
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -104,6 +107,65 @@ def parallel_view(snapshot: StudySnapshot) -> ParallelView:
     return ParallelView(tuple(axes), tuple(row.examples_per_sec or 0.0 for row in rows))
 
 
+#: Text metrics of the chart's 13 px labels, in px: an average character's width and a
+#: line's height. Estimates, so that the layout is planned without measuring text.
+LABEL_CHAR_PX = 7.5
+LABEL_LINE_PX = 18
+#: The narrowest plot the names must fit: the chart is hidden on screens under 640 px
+#: (report.css), and a 641 px screen leaves this much inside the page's and card's padding.
+NARROW_PLOT_PX = 535
+#: Tilts for names too long to sit side by side, gentlest first, in degrees (plotly: negative
+#: is up); the gentlest that keeps neighbours a line apart is used.
+TILTS = (-30, -45, -60, -90)
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelLayout:
+    """Where the axis names of a parallel-coordinates chart go, so that none overlaps another
+    or runs off the plot: their text, tilt, and the room above and beside the axes."""
+
+    names: tuple[str, ...]  # one per axis, examples/s last
+    angle: int  # degrees from horizontal; 0 when every name fits between its neighbours
+    top: int  # px above the axes, for the names
+    left: int
+    right: int  # px, for the last name and the colour bar
+
+
+def axis_name(label: str) -> str:
+    """An axis's name on the chart: a call site's file without its folders, else the knob.
+
+    "map@pipelines/train.py:118.num_parallel_calls" -> "map@train.py:118.num_parallel_calls";
+    the table and the hover text keep the full name.
+    """
+    method, at, place = label.partition("@")
+    return f"{method}@{place.rsplit('/', 1)[-1]}" if at else label
+
+
+def label_layout(data: ParallelView) -> LabelLayout:
+    names = (*(axis_name(axis.label) for axis in data.axes), "examples/s")
+    widths = [LABEL_CHAR_PX * len(name) for name in names]
+    # The first axis's tick text (AUTOTUNE, ...) is drawn left of it, in the left margin.
+    first = data.axes[0].tick_text if data.axes else None
+    left = max(60, round(LABEL_CHAR_PX * max(map(len, first or ("",)))) + 16)
+    right = 90
+    # Axes are spread evenly across the plot; a horizontal name is centred on its axis.
+    spacing = (NARROW_PLOT_PX - left - right) / max(1, len(names) - 1)
+    fits = all((a + b) / 2 < spacing - LABEL_CHAR_PX for a, b in itertools.pairwise(widths))
+    fits = fits and widths[0] / 2 <= left and widths[-1] / 2 <= right
+    if fits:
+        return LabelLayout(names, 0, LABEL_LINE_PX + 20, left, right)
+
+    # Tilted, each name starts at its axis and rises to the right: neighbours are parallel,
+    # `spacing * sin(tilt)` apart, and the room above is the longest name's rise.
+    def apart(tilt: int) -> bool:
+        return spacing * math.sin(math.radians(-tilt)) >= LABEL_LINE_PX
+
+    tilt = next((tilt for tilt in TILTS if apart(tilt)), TILTS[-1])
+    top = round(max(widths) * math.sin(math.radians(-tilt)) + LABEL_LINE_PX + 20)
+    right = max(right, round(widths[-1] * math.cos(math.radians(tilt))) + 10)
+    return LabelLayout(names, tilt, top, left, right)
+
+
 def _axis(name: str, raw: list[Any]) -> Axis:
     numeric = all(isinstance(v, int) and not isinstance(v, bool) and v != AUTOTUNE for v in raw)
     if numeric:
@@ -116,7 +178,7 @@ def _axis(name: str, raw: list[Any]) -> Axis:
         name,
         tuple(position[repr(v)] for v in raw),
         tuple(position.values()),
-        tuple("default" if v is None else format_value(v) for v in ordered),
+        tuple(UNSET if v is None else format_value(v) for v in ordered),
     )
 
 
@@ -129,9 +191,10 @@ def _category_key(value: Any) -> tuple[int, float, str]:
 def parallel_figure(data: ParallelView) -> go.Figure:
     import plotly.graph_objects as go
 
+    labels = label_layout(data)
     dimensions = []
-    for axis in data.axes:
-        dimension: dict[str, Any] = {"label": axis.label, "values": list(axis.values)}
+    for axis, name in zip(data.axes, labels.names, strict=False):
+        dimension: dict[str, Any] = {"label": name, "values": list(axis.values)}
         if axis.tick_values is not None:
             dimension["tickvals"] = list(axis.tick_values)
             dimension["ticktext"] = list(axis.tick_text or ())
@@ -147,6 +210,8 @@ def parallel_figure(data: ParallelView) -> go.Figure:
                 "colorbar": {"title": {"text": "examples/s"}},
             },
             name="trials",
+            labelangle=labels.angle,
+            labelside="top",
         )
     )
     return theme.apply_layout(
@@ -154,6 +219,9 @@ def parallel_figure(data: ParallelView) -> go.Figure:
         "Knob values of every feasible trial, coloured by examples/s",
         "",
         "",
-        margin={"l": 60, "r": 40, "t": 90, "b": 30},
-        height=420,
+        margin={"l": labels.left, "r": labels.right, "t": labels.top, "b": 30},
+        height=330 + labels.top,
+        # report.js keeps these margins on every screen: the title it moves out of the plot
+        # does not free the room the axis names need.
+        meta={"keep_margin": True},
     )

@@ -216,3 +216,41 @@ def _values(knobs: object) -> list[object]:
     if isinstance(knobs, dict):
         return [v for value in knobs.values() for v in _values(value)]
     return [knobs]
+
+
+#: How `tfperf.measure` words a tf.data model it could not read for a reason it does not
+#: know: the exception's own text follows, which is for a bug report, not for the page.
+UNREADABLE_PREFIX = "tf.data's model could not be read:"
+
+UNDER_STRATEGY = (
+    "Not read: under a tf.distribute strategy the replicas read the dataset through "
+    "iterators whose tf.data model TensorFlow does not expose, so AUTOTUNE's choices cannot "
+    "be read. Profile without a strategy (--strategy default) to see them."
+)
+UNREADABLE = (
+    "Not read: TensorFlow did not hand over this iterator's tf.data model, so AUTOTUNE's "
+    "choices are unknown. The other figures of this profile are measured as usual."
+)
+
+
+def autotune_note(result: ProfileResult) -> str | None:
+    """Why "What AUTOTUNE chose" lists nothing, in plain words; None when it lists choices.
+
+    Never an exception's text: a model that could not be read is said so, and under a
+    strategy the sentence says why and what to do instead.
+    """
+    readout = result.autotune
+    if readout is None or readout.choices:
+        return None
+    reason = readout.unavailable_reason
+    unknown = reason is not None and reason.startswith(UNREADABLE_PREFIX)
+    if result.distribution is not None and (unknown or (reason is None and autotuned(result))):
+        return UNDER_STRATEGY
+    if unknown:
+        return UNREADABLE
+    if reason is None:
+        if autotuned(result):
+            return "tf.data's model of the running iterator named no value AUTOTUNE chose."
+        return "No knob was on AUTOTUNE."
+    sentence = reason[0].upper() + reason[1:]
+    return sentence if sentence.endswith(".") else f"{sentence}."

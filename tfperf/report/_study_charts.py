@@ -45,11 +45,11 @@ class History:
 
 
 def history(snapshot: StudySnapshot) -> History:
-    figures = trial_figures(snapshot)
+    figures, shown = trial_figures(snapshot), hover_knobs(snapshot)
     points, best_numbers, best_values = [], [], []
     best = 0.0
     for row in snapshot.trials:
-        point = trial_point(row, figures.get(row.number))
+        point = trial_point(row, figures.get(row.number), shown)
         if point is None:
             continue
         points.append(point)
@@ -61,9 +61,41 @@ def history(snapshot: StudySnapshot) -> History:
     return History(tuple(points), tuple(best_numbers), tuple(best_values), snapshot.best_trial)
 
 
-def trial_point(row: TrialRow, figure: TrialFigure | None) -> Point | None:
+def hover_knobs(snapshot: StudySnapshot) -> frozenset[str]:
+    """The knobs a trial's hover names: those its pipeline uses.
+
+    A pipeline that reads `knobs` uses every knob (each trial names them all, as tuned). A
+    plain file tuned through its call sites (a zero-change study) never reads the code knobs
+    (batch_size, num_parallel_calls, ...): its call sites carry those values. It is shown its
+    sites and the knobs tfperf applies itself (tf.data options, precision) that some trial
+    moved off their declared default; the rest were never applied.
+    """
+    from tfperf.knobs import KNOBS
+    from tfperf.knobs.declare import Applier
+
+    rows = [row for row in snapshot.trials if row.knobs]
+    names = {name for row in rows for name in row.flat_knobs}
+    if not any(row.knobs.get("sites") for row in rows):
+        return frozenset(names)
+
+    def used(name: str) -> bool:
+        if name not in KNOBS.names():
+            return True  # a call site
+        knob = KNOBS[name]
+        moved = any(row.flat_knobs.get(name, knob.default) != knob.default for row in rows)
+        return knob.applied_by is not Applier.CODE and moved
+
+    return frozenset(name for name in names if used(name))
+
+
+def trial_point(
+    row: TrialRow, figure: TrialFigure | None, shown: frozenset[str] | None = None
+) -> Point | None:
     """A completed trial at its one figure, a pruned or over-budget one at the rate it reached
-    before it was stopped; None for a trial with neither (failed, or stopped before any rate)."""
+    before it was stopped; None for a trial with neither (failed, or stopped before any rate).
+
+    The hover names the knobs in `shown` (`hover_knobs`); all of the trial's when None.
+    """
     if figure is not None:
         rate, error = figure.examples_per_sec, (figure.high - figure.low) / 2
         how = (
@@ -77,7 +109,11 @@ def trial_point(row: TrialRow, figure: TrialFigure | None) -> Point | None:
         how = f"{row.stopped_as}: the rate it reached in one run"
     else:
         return None
-    knobs = " · ".join(f"{name}={knob_value(value)}" for name, value in row.flat_knobs.items())
+    knobs = " · ".join(
+        f"{name}={knob_value(value)}"
+        for name, value in row.flat_knobs.items()
+        if shown is None or name in shown
+    )
     hover = f"trial {row.number} · {rate:,.0f} examples/s ({how})"
     return Point(row.number, rate, error, _kind(row), f"{hover} · {knobs}" if knobs else hover)
 
@@ -171,10 +207,10 @@ class RamTradeoff:
 def ram_tradeoff(snapshot: StudySnapshot) -> RamTradeoff:
     """Every trial the history draws that has a peak RAM, over budget and pruned ones too; the
     front only from feasible completed trials."""
-    figures = trial_figures(snapshot)
+    figures, shown = trial_figures(snapshot), hover_knobs(snapshot)
     drawn: list[tuple[Point, float]] = []
     for row in snapshot.trials:
-        point, peak = trial_point(row, figures.get(row.number)), _peak_rss(row, figures)
+        point, peak = trial_point(row, figures.get(row.number), shown), _peak_rss(row, figures)
         if point is not None and peak:
             drawn.append((point, peak / MIB))
     feasible = [row for row in snapshot.trials if row.feasible and row.number in figures]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from tfperf.knobs import format_value
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
+from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
+from tfperf.report._words import knob_value
 from tfperf.results import PhaseResult, ProfileResult, Verdict
 from tfperf.results.stages import (
     AutotuneReadout,
@@ -39,7 +41,7 @@ def render_summary(result: ProfileResult) -> str:
         _warmup(result),
         _memory(result),
         gpu_memory_text(result),
-        _autotune(result.autotune) if result.autotune is not None else "",
+        _autotune(result, result.autotune) if result.autotune is not None else "",
         _scaling(result),
         f"Advice: {result.advice}",
         _configuration(result),
@@ -58,7 +60,7 @@ def _effective(name: str, value: object, options: DatasetOptions | None) -> str:
     carried = options.carried(name) if options is not None else None
     if value is None and carried is not None:
         return f"{format_value(carried)} (set by the pipeline)"
-    return format_value(value)
+    return knob_value(value, name)
 
 
 def _verdict(result: ProfileResult) -> str:
@@ -219,9 +221,13 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.3f}"
 
 
-def _autotune(readout: AutotuneReadout) -> str:
-    if readout.unavailable_reason is not None:
-        return f"AUTOTUNE's choices: not read ({readout.unavailable_reason})."
+def _autotune(result: ProfileResult, readout: AutotuneReadout) -> str:
+    reason = readout.unavailable_reason
+    if reason is not None:
+        # A reason tfperf words itself reads as is; an unexpected error gets a plain sentence.
+        if not reason.startswith(UNREADABLE_PREFIX) and result.distribution is None:
+            return f"AUTOTUNE's choices: not read ({reason})."
+        return f"AUTOTUNE's choices: {autotune_note(result)}"
     if not readout.choices:
         return ""
     chosen = "; ".join(

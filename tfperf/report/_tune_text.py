@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tfperf.knobs import KNOBS, format_value
+from tfperf.knobs import KNOBS
 from tfperf.report._snippets import baseline_snippet, tf_data_snippet
 from tfperf.report._study_data import flat_knobs
+from tfperf.report._words import knob_value
 from tfperf.results.tune import Estimate, Measurement, TuneResult, keeps_baseline, speedup
 from tfperf.units import format_bytes
 
@@ -163,7 +164,7 @@ def training_warnings(best: Measurement, baseline: Measurement, changes: list[st
     before, after = flat_knobs(baseline.knobs), flat_knobs(best.knobs)
     return [
         notes.get(name, site).format(
-            name=name, old=format_value(before.get(name)), new=format_value(after.get(name))
+            name=name, old=knob_value(before.get(name), name), new=knob_value(after.get(name), name)
         )
         for name in changes
     ]

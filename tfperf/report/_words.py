@@ -6,6 +6,10 @@ from typing import Any
 
 from tfperf.knobs import KNOBS, format_value
 
+#: The one word for a knob left unset, wherever a report shows it (tables, hovers, axes,
+#: the changes against the baseline); the knob's declaration adds what tf.data does instead.
+UNSET = "not set"
+
 
 def knob_value(value: Any, name: str = "") -> str:
     """A knob's value as a person reads it; an unset one says what tf.data does instead.
@@ -16,5 +20,5 @@ def knob_value(value: Any, name: str = "") -> str:
     """
     if value is None:
         default = KNOBS[name].unset if name in KNOBS.names() else None
-        return f"not set (tf.data's default: {default})" if default else "not set"
+        return f"{UNSET} (tf.data's default: {default})" if default else UNSET
     return format_value(value)

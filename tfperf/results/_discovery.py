@@ -169,7 +169,7 @@ def describe_discovery(discovery: Discovery) -> list[str]:
                 if site.kind is SiteKind.EDIT
                 else "none (tfperf can add one)"
                 if site.calls == 0
-                else "not given"
+                else "not set"
                 if site.form is ArgumentForm.ABSENT
                 else format_site_value(site.value)
             )

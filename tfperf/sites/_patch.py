@@ -52,7 +52,8 @@ class Change:
                 f"{self.site.name}: prefetch({_shown(self.value)}) added after the interleave "
                 f"at {self.site.where}"
             )
-        old = "not given" if self.site.form is ArgumentForm.ABSENT else _shown(self.site.value)
+        # "not set": the one word every report uses for a value left to tf.data.
+        old = "not set" if self.site.form is ArgumentForm.ABSENT else _shown(self.site.value)
         return f"{self.site.name}: {old} -> {_shown(self.value)}"
 
 

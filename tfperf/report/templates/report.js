@@ -34,13 +34,21 @@
       element.parentNode.insertBefore(caption, element);
     }
     var fitted = Object.assign({}, layout, { title: { text: "" } });
-    fitted.margin = Object.assign({}, layout.margin || {}, { t: 30 });
+    // A figure that keeps its margins (parallel coordinates) needs them for its axis names.
+    var keep = layout.meta && layout.meta.keep_margin;
+    if (!keep) { fitted.margin = Object.assign({}, layout.margin || {}, { t: 30 }); }
     if (NARROW.matches) {
       fitted.legend = { orientation: "h", x: 0, xanchor: "left", y: -0.25, yanchor: "top" };
-      fitted.margin = { l: 50, r: 10, t: 20, b: 90 };
+      if (!keep) { fitted.margin = { l: 50, r: 10, t: 20, b: 90 }; }
       fitted.height = Math.max(layout.height || 360, 320);
     }
     return fitted;
+  }
+
+  // On a phone the toolbar would sit over the legend and axis labels, and a finger cannot
+  // hover to reveal it only when wanted: the page's own pinch-zoom replaces it there.
+  function configFor() {
+    return Object.assign({}, config, { displayModeBar: !NARROW.matches && "hover" });
   }
 
   function draw() {
@@ -51,7 +59,7 @@
         console.error("tfperf: no figure named " + element.dataset.chart);
         return;
       }
-      Plotly.newPlot(element, figure.data, fitLayout(element, figure.layout), config).then(
+      Plotly.newPlot(element, figure.data, fitLayout(element, figure.layout), configFor()).then(
         function () { element.dataset.drawn = "true"; });
     });
   }
