@@ -14,9 +14,9 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf._tf._datasets import set_option, traced_graphs
-from tfperf._tf._devices import gpu_memory_configured
 from tfperf.errors import PipelineFileError
+from tfperf.frameworks.tensorflow._tf._datasets import set_option, traced_graphs
+from tfperf.frameworks.tensorflow._tf._devices import gpu_memory_configured
 from tfperf.knobs import KNOBS, Applier, Knobs, Precision
 from tfperf.results import GpuStats
 from tfperf.tracebacks import drop_library_frames, format_frames, user_frames
