@@ -93,7 +93,7 @@ def run(
     import optuna
 
     import tfperf
-    from tfperf._tf import import_tensorflow_quietly
+    from tfperf.frameworks.tensorflow._tf import import_tensorflow_quietly
     from tfperf.tuner import TuneInterrupted
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # tfperf reports what matters

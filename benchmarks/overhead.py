@@ -29,7 +29,7 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from tfperf._tf import import_tensorflow_quietly
+from tfperf.frameworks.tensorflow._tf import import_tensorflow_quietly
 
 import_tensorflow_quietly()
 
@@ -37,7 +37,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfperf import _tf as tfsupport  # noqa: E402
+from tfperf.frameworks.tensorflow import _tf as tfsupport  # noqa: E402
 from tfperf.measure._profiler import Profiler  # noqa: E402
 from tfperf.pipeline import load_pipeline  # noqa: E402
 from tfperf.probes import HostProbe, NvmlProbe  # noqa: E402

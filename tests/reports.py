@@ -26,7 +26,7 @@ from tfperf.results.stages import (
     StageUnit,
 )
 from tfperf.results.tune import Measurement, Objective
-from tfperf.study import StudyRecord, write_study
+from tfperf.study.records import StudyRecord, write_study
 
 MIB = 1024**2
 RAM_BUDGET = 2048 * MIB

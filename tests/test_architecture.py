@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("knobs",),
     ("results",),
     ("frameworks",),  # the framework interface and registry: neutral
-    ("probes", "_tf"),
+    ("probes",),
     ("hardware",),
     ("sites",),
     ("pipeline",),
@@ -36,13 +36,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 #: Subpackages whose insides are private: outsiders import their face only.
-FACED = {"knobs", "results", "probes", "_tf", "sites", "pipeline", "measure", "trials", "study"}
+FACED = {"knobs", "results", "probes", "sites", "pipeline", "measure", "trials", "study"}
 FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow"}
 #: Public modules of a faced package that are faces of their own, one concept each (as
 #: `optuna.visualization.matplotlib` is): outsiders may import `tfperf.<package>.<sub-face>`.
 SUB_FACES: dict[str, frozenset[str]] = {
     "results": frozenset({"stages", "scaling", "discovery", "tune"}),
-    "study": frozenset({"storage", "cluster", "ledger"}),
+    "study": frozenset({"storage", "cluster", "ledger", "records"}),
     "knobs": frozenset({"declare"}),
 }
 #: The most names one face exports: past it, the face holds more than one concept.
@@ -178,29 +178,41 @@ def test_a_wrong_way_import_is_caught(tmp_path: Path) -> None:
     assert "knobs may not depend on measure" in problems[1]
 
 
-#: The units that import no framework: no TensorFlow, no Keras, no `tfperf._tf` and no
-#: framework implementation, at module level, inside functions or under `TYPE_CHECKING`. They
-#: reach a framework only through a `tfperf.frameworks.Framework` object.
+def test_tensorflow_internals_are_private_to_their_package() -> None:
+    """`_tf` is a private module of the TensorFlow package: no other unit may import it."""
+    bad = PACKAGE / "cli" / "_tf_probe.py"
+    bad.write_text(
+        "from tfperf.frameworks.tensorflow._tf import METHODS\n"
+        "from tfperf.frameworks.tensorflow import _tf\n"
+    )
+    try:
+        problems = _problems(bad)
+    finally:
+        bad.unlink()
+    assert len(problems) == 2
+    assert all("import it from the face `tfperf.frameworks.tensorflow`" in p for p in problems)
+
+
+#: The units that import no framework: no TensorFlow, no Keras and no framework implementation
+#: (TensorFlow's internals, `_tf`, live inside `tfperf.frameworks.tensorflow`), at module level,
+#: inside functions or under `TYPE_CHECKING`. They reach a framework only through a
+#: `tfperf.frameworks.Framework` object. Every unit but the implementations is neutral.
 NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "frameworks")
-NEUTRAL += ("probes", "hardware", "pipeline", "measure", "trials", "study", "tuner", "report")
-NEUTRAL += ("cli",)
+NEUTRAL += ("probes", "hardware", "sites", "pipeline", "measure", "trials", "study", "tuner")
+NEUTRAL += ("report", "cli")
 #: Top-level modules that are a framework.
 FRAMEWORK_MODULES = frozenset({"tensorflow", "keras"})
 
 
 def _is_framework(dotted: str) -> bool:
     parts = tuple(dotted.split("."))
-    return (
-        parts[0] in FRAMEWORK_MODULES
-        or parts[:2] == ("tfperf", "_tf")
-        or (
-            parts[:2] == ("tfperf", "frameworks") and len(parts) > 2 and parts[2] in IMPLEMENTATIONS
-        )
+    return parts[0] in FRAMEWORK_MODULES or (
+        parts[:2] == ("tfperf", "frameworks") and len(parts) > 2 and parts[2] in IMPLEMENTATIONS
     )
 
 
 def _framework_imports(path: Path) -> list[str]:
-    """Each import in `path` of TensorFlow, Keras, `tfperf._tf` or a framework implementation."""
+    """Each import in `path` of TensorFlow, Keras or a framework implementation."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         used: list[str] = []
@@ -219,7 +231,7 @@ def test_every_neutral_unit_exists() -> None:
 
 
 def test_neutral_units_import_no_framework() -> None:
-    """The measurement core holds a `Framework`; it never imports TensorFlow or `_tf`."""
+    """The measurement core holds a `Framework`; it never imports TensorFlow or its `_tf`."""
     neutral = [path for path in _modules() if _unit(_dotted(path)) in NEUTRAL]
     assert [use for path in neutral for use in _framework_imports(path)] == []
 
@@ -230,8 +242,8 @@ def test_a_framework_import_in_a_neutral_unit_is_caught() -> None:
     bad.write_text(
         "import tensorflow as tf\n"
         "from keras import layers\n"
-        "from tfperf._tf import METHODS\n"
-        "from tfperf import _tf\n"
+        "from tfperf.frameworks.tensorflow._tf import METHODS\n"
+        "from tfperf.frameworks.tensorflow import _tf\n"
         "from tfperf.frameworks import tensorflow\n"
         "from tfperf.frameworks import Framework\n"
         "def later():\n"
@@ -244,20 +256,21 @@ def test_a_framework_import_in_a_neutral_unit_is_caught() -> None:
     assert [use.split(" imports ")[1] for use in found] == [
         "tensorflow",
         "keras",
-        "tfperf._tf",
-        "tfperf._tf",
+        "tfperf.frameworks.tensorflow._tf",
+        "tfperf.frameworks.tensorflow",
         "tfperf.frameworks.tensorflow",
         "tensorflow.data",
     ]
 
 
-#: TensorFlow's and Keras's private modules: only `tfperf/_tf/` imports them.
+#: TensorFlow's and Keras's private modules: only `tfperf/frameworks/tensorflow/_tf/` imports
+#: them.
 PRIVATE_MODULES = ("tensorflow.python", "keras.src")
 
 
 def _private_tf_names() -> frozenset[str]:
-    """The private tf.data classes and attributes `tfperf._tf` reads (and pins)."""
-    from tfperf import _tf
+    """The private tf.data classes and attributes `_tf` reads (and pins)."""
+    from tfperf.frameworks.tensorflow import _tf
 
     classes = {cls for method in _tf.METHODS for cls in method.classes} | _tf.NOT_STAGES
     attributes = {*_tf.FUNCTION_ATTRIBUTES, *_tf.PARAMETER_ATTRIBUTES, "_inputs", "_generator"}
@@ -288,7 +301,8 @@ def _tf_internals_used(path: Path, names: frozenset[str]) -> list[str]:
 
 
 def test_tensorflow_internals_stay_in_tf() -> None:
-    """Only `tfperf/_tf/` touches TensorFlow's private modules, classes and attributes."""
+    """Only `tfperf/frameworks/tensorflow/_tf/` touches TensorFlow's private modules, classes
+    and attributes."""
     names = _private_tf_names()
     outside = [path for path in _modules() if "_tf" not in _dotted(path)]
     assert [use for path in outside for use in _tf_internals_used(path, names)] == []

@@ -13,6 +13,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tfperf"
 FRAMEWORK_MODULES = ("tensorflow", "keras", "tf_keras")
+#: TensorFlow's internals inside tfperf: the package before it moved, and where it lives now.
+_TF_INTERNALS = ("tfperf._tf", "tfperf.frameworks.tensorflow._tf")
 
 
 def _modules() -> list[Path]:
@@ -32,7 +34,7 @@ def _imports_tensorflow(tree: ast.AST) -> bool:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for name in names:
-            if name.split(".")[0] in FRAMEWORK_MODULES or name.startswith("tfperf._tf"):
+            if name.split(".")[0] in FRAMEWORK_MODULES or name.startswith(_TF_INTERNALS):
                 return True
     return False
 

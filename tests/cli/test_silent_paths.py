@@ -177,8 +177,8 @@ def test_tune_refuses_cpu_replicas_above_the_baselines_batch(
 
 
 def test_cpu_replicas_above_the_cpus_are_noted(capsys, write_pipeline):
-    from tfperf._tf import StrategyKind
     from tfperf.cli._devices import check_cpu_replicas
+    from tfperf.frameworks import StrategyKind
     from tfperf.knobs import Knobs
     from tfperf.pipeline import load_pipeline
 

@@ -71,7 +71,7 @@ def test_every_builtin_knob_declares_who_applies_it_and_what_none_means():
 def test_every_tf_data_option_knob_is_set_and_read_back_at_its_path():
     import tensorflow as tf
 
-    from tfperf._tf import apply_options, dataset_options
+    from tfperf.frameworks.tensorflow._tf import apply_options, dataset_options
 
     for declared in KNOBS.applied_by(Applier.TF_DATA):
         value = False if declared.kind is Kind.OPTIONAL_BOOL else 2
@@ -112,7 +112,7 @@ def test_a_declared_knob_is_searched():
 def test_a_declared_knob_is_applied_to_a_real_dataset_and_read_back():
     import tensorflow as tf
 
-    from tfperf._tf import apply_options, dataset_options
+    from tfperf.frameworks.tensorflow._tf import apply_options, dataset_options
 
     dataset = apply_options(tf.data.Dataset.range(4), ExtendedKnobs(map_parallelization=False))
     assert dataset.options().experimental_optimization.map_parallelization is False

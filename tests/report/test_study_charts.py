@@ -240,7 +240,7 @@ def test_a_study_of_call_sites_shows_each_site_as_a_knob():
 def test_a_study_of_a_plain_file_carries_its_sites_slow_stage_and_patch(tmp_path):
     from tfperf.results._discovery import SlowStage
     from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
-    from tfperf.study import StudyRecord, write_study
+    from tfperf.study.records import StudyRecord, write_study
 
     (tmp_path / "train.py").write_text(
         "import tensorflow as tf\n"

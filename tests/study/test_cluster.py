@@ -16,7 +16,6 @@ import pytest
 
 from tfperf.hardware import HARDWARE_FIELDS, Machine
 from tfperf.knobs import Knobs
-from tfperf.study import LOCK_ROLE
 from tfperf.study._cluster import counted, pid_scope, tuner_gone
 from tfperf.study.cluster import (
     Heartbeats,
@@ -31,6 +30,7 @@ from tfperf.study.cluster import (
     take_lock,
     worker_record,
 )
+from tfperf.study.records import LOCK_ROLE
 from tfperf.study.storage import StorageError, open_storage
 
 State = optuna.trial.TrialState

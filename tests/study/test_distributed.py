@@ -32,9 +32,10 @@ from tests.fakes.trials import FakeRunner
 from tests.pipelines import TUNER_SOURCE as SOURCE
 from tests.postgres_server import PostgresServer, free_port
 from tfperf.pipeline import load_pipeline
-from tfperf.study import LOCK_ROLE, StudyMismatchError, search_trials
+from tfperf.study import StudyMismatchError, search_trials
 from tfperf.study._cluster import counted
 from tfperf.study.cluster import Liveness, LostTrial, finished_count
+from tfperf.study.records import LOCK_ROLE
 from tfperf.study.storage import StorageError, open_storage
 from tfperf.tuner import TuneListener, TuneOptions, Tuner
 

@@ -15,9 +15,10 @@ from tfperf.hardware import Machine
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Measurement, Objective
-from tfperf.study import Remeasurement, TrialRecord, TrialRole, enqueue_references
+from tfperf.study import Remeasurement, enqueue_references
 from tfperf.study.cluster import Liveness, worker_record
 from tfperf.study.ledger import DONE, Claim, Ledger, Lock, Wait, Waiting, open_study, quiet_optuna
+from tfperf.study.records import TrialRecord, TrialRole
 
 State = optuna.trial.TrialState
 WORKER = worker_record(Machine(1, 2**30, 2**30, (), False))  # this process: a live tuner

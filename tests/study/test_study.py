@@ -11,10 +11,8 @@ from tfperf.knobs import Knobs
 from tfperf.results.tune import Measurement
 from tfperf.study import (
     Remeasurement,
-    StudyRecord,
     await_references,
     hardware_groups,
-    read_study,
     reference_trial,
     running_twin,
     same_knobs,
@@ -22,9 +20,9 @@ from tfperf.study import (
     status_counts,
     store_remeasurement,
     stored_remeasurement,
-    write_study,
 )
 from tfperf.study._study import trials_frame
+from tfperf.study.records import StudyRecord, read_study, write_study
 
 ALIKE = {"cpu_model": "AMD EPYC 7B13", "cpu_count": 16, "gpu_model": None, "tf_version": "2.16.1"}
 OTHER = {**ALIKE, "cpu_model": "Intel Xeon Gold 6338", "cpu_count": 8}

@@ -21,7 +21,7 @@ from tfperf.trials._worker import EXIT_FAILED, WorkRequest, error_message, trial
 # names the limit the child's devices were laid out with, so the test sees the child got it.
 OOM_PIPELINE = """
 import tensorflow as tf
-from tfperf._tf import _devices
+from tfperf.frameworks.tensorflow._tf import _devices
 
 BASELINE = {"batch_size": 2}
 

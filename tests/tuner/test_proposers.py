@@ -19,7 +19,7 @@ from tfperf.report._study_data import snapshot_study
 from tfperf.report._study_headline import headline
 from tfperf.results._references import REFERENCE_WORDS, ReferenceWords
 from tfperf.results.tune import Estimate, Reference, TuneResult
-from tfperf.study import TrialRecord
+from tfperf.study.records import TrialRecord
 from tfperf.tuner import TuneOptions, Tuner, _proposers
 from tfperf.tuner._guide import make_guide
 from tfperf.tuner._proposers import PROPOSERS, Fit, propose

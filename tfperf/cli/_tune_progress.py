@@ -38,7 +38,8 @@ def check_something_completed(study: optuna.Study) -> None:
     """Raises `NothingCompleted`, listing each trial's reason, unless a trial completed."""
     import optuna
 
-    from tfperf.study import TrialRecord, search_trials
+    from tfperf.study import search_trials
+    from tfperf.study.records import TrialRecord
 
     trials = search_trials(study)
     if any(trial.state is optuna.trial.TrialState.COMPLETE for trial in trials):

@@ -132,7 +132,7 @@ class Knob:
         option: the attribute path it sets. For `Applier.TF_DATA`, on `tf.data.Options`
             ("threading.private_threadpool_size"), and tfperf sets and reads it by this path
             alone. For a strategy knob, on `tf.distribute.InputOptions` or `tf.data.Options`,
-            for the reader: `tfperf._tf` applies those by name. None for the others.
+            for the reader: `frameworks.tensorflow` applies those by name. None for the others.
         changes_training: whether it changes what the model learns, not only speed; such a
             knob says in `training_note` what to check when a recommendation changes it
             (`{old}` and `{new}` are its values).

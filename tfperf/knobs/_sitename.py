@@ -81,7 +81,7 @@ _ACCEPTS = {
 #: (call, argument) -> (site kind, tuned when the call leaves it out). A call is a `Dataset`
 #: method or a reader's public class name. The kinds live here, with no TensorFlow, because
 #: site names are checked without it; everything else tfperf knows about each call (its
-#: tf.data classes, stage kind, AUTOTUNE model nodes) is in `tfperf._tf.METHODS`, whose
+#: tf.data classes, stage kind, AUTOTUNE model nodes) is in `frameworks.tensorflow`, whose
 #: `Method.arguments` reads this table. An absent `batch(num_parallel_calls)` stays untuned:
 #: parallel batching rarely pays, and every extra dimension costs the search trials.
 TUNABLE: dict[tuple[str, str], tuple[SiteKind, bool]] = {
@@ -98,7 +98,7 @@ TUNABLE: dict[tuple[str, str], tuple[SiteKind, bool]] = {
     ("FixedLengthRecordDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
 }
 
-#: Structure edits tfperf may make at a call of the user's (`tfperf.sites._edits`), named like
+#: Structure edits tfperf may make at a call of the user's (TensorFlow's recorder), named like
 #: a site on the line of the call they follow: `cache@p.py:12.added` (a `cache()` appended to
 #: the call on line 12), `shuffle@p.py:12.before_map` (the shuffle that reads the map on line
 #: 12 moved before it), `map@p.py:12.after_batch` (that map moved after the batch that reads

@@ -5,7 +5,7 @@ A pipeline file defines `make_dataset(knobs)` and `make_model(knobs)` or `make_t
 `BASELINE` (the knobs the user runs today) and `SEARCH_SPACE` (what `tfperf tune` may change).
 
 A *plain* file's `make_dataset()` takes no argument: its values are written in its tf.data
-calls, which tfperf finds and tunes as call sites (`tfperf.sites._recording`). Its `make_model` and
+calls, which tfperf finds and tunes as call sites (TensorFlow's recorder). Its `make_model` and
 `make_train_step` may take the knobs or nothing; its `BASELINE` and `SEARCH_SPACE` may hold only
 the knobs tfperf applies itself (precision, tf.data options), since nothing reads the others.
 

@@ -25,14 +25,8 @@ from tfperf.results.tune import (
     Reference,
     input_only_choice,
 )
-from tfperf.study import (
-    StudyMismatchError,
-    StudyRecord,
-    TrialRecord,
-    read_study,
-    search_trials,
-    stored_result,
-)
+from tfperf.study import StudyMismatchError, search_trials, stored_result
+from tfperf.study.records import StudyRecord, TrialRecord, read_study
 
 if TYPE_CHECKING:
     import optuna

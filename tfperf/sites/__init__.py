@@ -1,13 +1,19 @@
-"""Zero-change mode: the tf.data calls in a user's own files, recorded, overridden and patched.
+"""Zero-change mode's patch side: the calls found in a user's own files, rewritten.
 
-`recording` finds (and overrides) the tunable calls while a dataset is built; `make_patch`
-writes chosen values back into the user's files as a unified diff, and `patch_for` writes a
-whole measured configuration, with the code tfperf applied itself (options, precision, an
-added prefetch) inserted where the dataset is handed over.
+A framework finds (and overrides) the tunable calls while it builds the input (for tf.data,
+`tfperf.frameworks.tensorflow`'s recorder); this package reads only the sites it found and the
+user's source text. `make_patch` writes chosen values back into the user's files as a unified
+diff, and `patch_for` writes a whole measured configuration, with the code tfperf applied
+itself (options, precision, an added prefetch) inserted where the dataset is handed over.
+`callee` and `name_line` name a call in a syntax tree the way a recorder names its site.
 """
 
 from __future__ import annotations
 
+from tfperf.sites._callee import (
+    callee,
+    name_line,
+)
 from tfperf.sites._edit_text import describe_edit
 from tfperf.sites._handover import (
     additions_between,
@@ -28,10 +34,6 @@ from tfperf.sites._patch import (
     inserted_prefetch,
     make_patch,
 )
-from tfperf.sites._recording import (
-    Recorder,
-    recording,
-)
 
 __all__ = [
     "Additions",
@@ -39,15 +41,15 @@ __all__ = [
     "Change",
     "ManualEdit",
     "Patch",
-    "Recorder",
     "additions_between",
+    "callee",
     "changes_between",
     "describe_edit",
     "edit_sites",
     "inserted_prefetch",
     "make_patch",
+    "name_line",
     "patch_for",
-    "recording",
     "reorder_sites",
     "unplaceable",
 ]

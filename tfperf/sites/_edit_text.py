@@ -1,6 +1,7 @@
 """The text of a structure edit in the user's file: `.cache()` appended, two calls swapped.
 
-A structure edit's site (`tfperf.sites._edits`) carries the span of the map it is made at.
+A structure edit's site (the TensorFlow implementation's `_edits`) carries the span of the map
+it is made at.
 The map is found again in the file's syntax tree by where it ends; then:
 
 - `cache@...added`: `.cache()` is appended to the map call;
@@ -27,7 +28,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from tfperf.results.discovery import CallSite
-from tfperf.sites._callers import callee
+from tfperf.sites._callee import callee
 
 __all__ = ["TextEdit", "carried", "describe_edit", "structure_edits"]
 

@@ -87,7 +87,7 @@ def unplaceable(root: Path, discovery: Discovery, *, script: bool) -> dict[str, 
 
 
 def edit_sites(discovery: Discovery) -> list[CallSite]:
-    """The structure edits tfperf may make in this pipeline (`tfperf.sites._edits`)."""
+    """The structure edits tfperf may make in this pipeline (the recorder's `_edits`)."""
     return [site for site in discovery.sites if site.kind is SiteKind.EDIT]
 
 
@@ -117,8 +117,8 @@ def _unplaceable_edits(root: Path, discovery: Discovery) -> dict[str, str]:
 
 def _without_conflicts(changes: Sequence[Change]) -> list[Change]:
     """`changes` less a swap at a map that is also cached: a trial applies the cache and
-    leaves the shuffle or batch reading it where it is (`tfperf.sites._edits`), so does the
-    patch."""
+    leaves the shuffle or batch reading it where it is (the recorder's `_edits`), so does
+    the patch."""
     cached = {
         (c.site.file, c.site.end_line, c.site.end_col)
         for c in changes

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tfperf.knobs import AUTOTUNE, SiteKind, format_site_value
 from tfperf.results.discovery import ArgumentForm, CallSite
-from tfperf.sites._callers import callee, name_line
+from tfperf.sites._callee import callee, name_line
 from tfperf.sites._edit_text import TextEdit, carried, describe_edit, structure_edits
 from tfperf.sites._insert import NOTHING_ADDED, Additions, Anchor, insert_edits
 
@@ -45,7 +45,7 @@ class Change:
     value: int | None
 
     def describe(self) -> str:
-        if self.site.kind is SiteKind.EDIT:  # a cache added, a call moved: sites/_edits.py
+        if self.site.kind is SiteKind.EDIT:  # a cache added, a call moved: the recorder
             return describe_edit(self.site)
         if self.site.calls == 0:
             return (

@@ -7,7 +7,6 @@ the tuner reads and writes a study through a `Ledger`, every trial attribute is 
 
 from __future__ import annotations
 
-from tfperf.study._records import DUPLICATE_ROLE, LOCK_ROLE, TrialRecord, TrialRole
 from tfperf.study._study import (
     Remeasurement,
     SourceChangedError,
@@ -27,25 +26,17 @@ from tfperf.study._study import (
     running_twin,
     same_knobs,
     search_trials,
-    source_changed,
     status_counts,
     store_remeasurement,
     stored_remeasurement,
     stored_result,
     trials_frame,
 )
-from tfperf.study._study_record import RemeasureCover, StudyRecord, read_study, write_study
 
 __all__ = [
-    "DUPLICATE_ROLE",
-    "LOCK_ROLE",
-    "RemeasureCover",
     "Remeasurement",
     "SourceChangedError",
     "StudyMismatchError",
-    "StudyRecord",
-    "TrialRecord",
-    "TrialRole",
     "await_references",
     "claim_study",
     "copy_constraints",
@@ -56,17 +47,14 @@ __all__ = [
     "load_trials_frame",
     "pareto",
     "pareto_front",
-    "read_study",
     "record_outcome",
     "reference_trial",
     "running_twin",
     "same_knobs",
     "search_trials",
-    "source_changed",
     "status_counts",
     "store_remeasurement",
     "stored_remeasurement",
     "stored_result",
     "trials_frame",
-    "write_study",
 ]

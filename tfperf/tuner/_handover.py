@@ -21,7 +21,8 @@ from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results import TrialOutcome
 from tfperf.results.tune import HandOver, Measurement, Speedup, TuneResult, keeps_baseline, speedup
 from tfperf.sites import Patch, patch_for
-from tfperf.study import TrialRecord, feasible_complete
+from tfperf.study import feasible_complete
+from tfperf.study.records import TrialRecord
 from tfperf.trials import TrialRequest
 from tfperf.tuner._edit_gains import edit_gains
 from tfperf.tuner._remeasure import Finalist, remeasure

@@ -18,9 +18,10 @@ from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, strategy_function
 from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Objective
-from tfperf.study import TrialRecord, feasible_complete, search_trials
+from tfperf.study import feasible_complete, search_trials
 from tfperf.study.cluster import Liveness, LostTrial
 from tfperf.study.ledger import Wait
+from tfperf.study.records import TrialRecord
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._remeasure import Finalist
 

@@ -28,8 +28,9 @@ from tfperf.knobs import Domain, IntRange, Knobs, cycle_conflicts
 from tfperf.measure import nearest_limit_input_cpu
 from tfperf.results import Limit, ProfileResult
 from tfperf.results.tune import Estimate, Measurement, Reference
-from tfperf.study import TrialRecord, feasible_complete, reference_trial
+from tfperf.study import feasible_complete, reference_trial
 from tfperf.study.ledger import Claim, Ledger
+from tfperf.study.records import TrialRecord
 from tfperf.tuner._guide import Guide, guided_ranges, make_guide
 from tfperf.tuner._search import autotune_knobs
 from tfperf.tuner._training import limit_for, training_settings

@@ -19,12 +19,8 @@ from typing import TYPE_CHECKING
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Measurement, Objective, Reference
-from tfperf.study import (
-    TrialRecord,
-    feasible_complete,
-    pareto_front,
-    reference_trial,
-)
+from tfperf.study import feasible_complete, pareto_front, reference_trial
+from tfperf.study.records import TrialRecord
 from tfperf.trials import Budgets, TrialRequest
 
 if TYPE_CHECKING:

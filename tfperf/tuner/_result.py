@@ -22,13 +22,8 @@ from tfperf.results.tune import (
     speedup,
     training_changes,
 )
-from tfperf.study import (
-    TrialRecord,
-    feasible_complete,
-    pareto_front,
-    reference_trial,
-    status_counts,
-)
+from tfperf.study import feasible_complete, pareto_front, reference_trial, status_counts
+from tfperf.study.records import TrialRecord
 from tfperf.trials import Budgets
 from tfperf.tuner._options import BUDGET_TRIPS, OverBudget, TuneOptions
 from tfperf.tuner._references import References

@@ -31,19 +31,16 @@ from tfperf.results import Phase, TrialOutcome
 from tfperf.results.tune import Measurement, Objective, Reference, TuneResult, input_only_choice
 from tfperf.study import (
     SourceChangedError,
-    StudyRecord,
-    TrialRecord,
     await_references,
     claim_study,
     directions,
     enqueue_references,
     feasible_complete,
     hardware_groups,
-    source_changed,
-    write_study,
 )
 from tfperf.study.cluster import worker_record
 from tfperf.study.ledger import Claim, Done, Ledger, Lock, Waiting, open_study, quiet_optuna
+from tfperf.study.records import StudyRecord, TrialRecord, source_changed, write_study
 from tfperf.study.storage import default_storage_url, mask_url
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._guide import input_only_fixes

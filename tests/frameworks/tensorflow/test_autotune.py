@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from tfperf._tf import ModelNode, ModelParameter
 from tfperf.frameworks.tensorflow._autotune import (
     IteratorRecorder,
     match_choices,
     read_choices,
 )
+from tfperf.frameworks.tensorflow._tf import ModelNode, ModelParameter
 from tfperf.measure import Progress
 from tfperf.results import Phase
 from tfperf.results.stages import AutotuneChoice, StageKind

@@ -7,6 +7,10 @@ plain file's or script's call sites (`discover_sites`) and timing the model alon
 (`probe_training`). The registry imports this module lazily
 (`tfperf.frameworks.get("tensorflow")`); it imports TensorFlow itself only inside the functions
 that build or measure.
+
+Zero-change mode's recorder (`_recording`: the tf.data calls of the user's files, found and
+overridden while the dataset is built) lives here; `tfperf.sites` patches what it found. Every
+touch of TensorFlow's private API is in `_tf`, private to this package.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """What AUTOTUNE chose: the values tf.data's autotuner settled on, read from a live iterator.
 
 tf.data keeps, inside every iterator with autotuning on, a model of the pipeline whose nodes
-hold the tuned parameters (`parallelism`, `buffer_size`, ...); `tfperf._tf.model_nodes` reads
+hold the tuned parameters (`parallelism`, `buffer_size`, ...); `_tf.model_nodes` reads
 it, with both the optimizer's current guess (`value`) and the value the running iterator uses
 (`state_value`). tfperf reports the latter. See docs/autotune.md.
 
 `IteratorRecorder` stands in for the dataset during a profile: it hands the profiler real
 iterators and, when the end-to-end phase's last measured step is reported, reads the model of
 the iterator in use. The model's nodes are then matched to the stages of
-`_chain` through the table of tf.data calls (`tfperf._tf.METHODS`: which
+`_chain` through the table of tf.data calls (`_tf.METHODS`: which
 nodes stand for which call, which parameter for which argument), so each value is reported
 against the call the user wrote.
 """
@@ -19,8 +19,8 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from tfperf import _tf
-from tfperf._tf import ModelNode, ModelParameter
+from tfperf.frameworks.tensorflow import _tf
+from tfperf.frameworks.tensorflow._tf import ModelNode, ModelParameter
 from tfperf.measure import Progress, ProgressCallback
 from tfperf.results import Phase
 from tfperf.results.stages import AutotuneChoice, AutotuneReadout, StageKind

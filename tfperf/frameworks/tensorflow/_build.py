@@ -3,7 +3,7 @@
 Three kinds of file (`PipelineKind`) come to the same `Built`:
 
 - a knobs file: `make_dataset(knobs)`, `make_model(knobs)` or `make_train_step(knobs)`;
-- a plain file: `make_dataset()` runs while `tfperf.sites._recording` records its tf.data calls and
+- a plain file: `make_dataset()` runs while `_recording` records its tf.data calls and
   passes the knobs' site values instead of the written ones;
 - a script: it runs up to its first `model.fit` (`_script`), recorded the same way,
   and
@@ -16,7 +16,7 @@ Under a `tf.distribute` strategy (`--strategy`, the file's `make_strategy()`, or
 script built its model under), the model and train step are built in `strategy.scope()`, the
 dataset is distributed (`strategy.experimental_distribute_dataset`, or
 `distribute_datasets_from_function` for `make_dataset(knobs, input_context)`) and the step runs
-on every replica (`tfperf._tf.strategy_step`, `tfperf._tf.keras_distributed_step`).
+on every replica (`_tf.strategy_step`, `_tf.keras_distributed_step`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfperf import _tf
 from tfperf.errors import KnobError, PipelineFileError, PipelineRuntimeError
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.knobs import Knobs
 from tfperf.pipeline import (
     PipelineFile,
@@ -39,9 +39,9 @@ from tfperf.pipeline import (
 from tfperf.results.discovery import Discovery
 
 if TYPE_CHECKING:
-    from tfperf._tf import DistributedInput
     from tfperf.frameworks import StrategyKind
-    from tfperf.sites import Recorder
+    from tfperf.frameworks.tensorflow._recording import Recorder
+    from tfperf.frameworks.tensorflow._tf import DistributedInput
 
 __all__ = ["Built", "build", "build_dataset", "build_parts", "found_sites", "raw_dataset"]
 
@@ -190,7 +190,7 @@ def _sites(pipeline: PipelineFile, knobs: Knobs) -> Iterator[Recorder | None]:
             )
         yield None
         return
-    from tfperf.sites import recording
+    from tfperf.frameworks.tensorflow._recording import recording
 
     with recording(pipeline.path.parent, knobs.sites) as recorder:
         yield recorder

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfperf import _tf
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._build import (
     Built,
     build_parts,

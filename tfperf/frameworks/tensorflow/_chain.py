@@ -7,7 +7,7 @@ is itself a complete dataset: the pipeline cut after that stage, which `_stages`
 measures.
 
 What a dataset object keeps (its inputs, its call, its function and arguments) is read through
-`tfperf._tf`, which holds tf.data's private names and pins them; where one is missing, the
+`_tf`, which holds tf.data's private names and pins them; where one is missing, the
 stage keeps a plainer label or fewer parameters rather than failing. TensorFlow is imported
 only inside functions.
 """
@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tfperf import _tf
 from tfperf.frameworks import StageNode
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.results.stages import StageKind, StageUnit
 
 #: How many datasets a chain may hold before tfperf stops walking it (a cycle would be a bug).

@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfperf._tf import apply_options
 from tfperf.frameworks.tensorflow._build import build_parts, found_sites, raw_dataset
 from tfperf.frameworks.tensorflow._chain import recover_chain
+from tfperf.frameworks.tensorflow._recording import Recorder
 from tfperf.frameworks.tensorflow._stages import analyse_stages
+from tfperf.frameworks.tensorflow._tf import apply_options
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results.discovery import Discovery, SlowStage
-from tfperf.sites import Recorder
 
 __all__ = ["discover_sites"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from tfperf import _tf
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._build import Built
 from tfperf.results import ProfileResult
 from tfperf.results.scaling import DistributedInput, Distribution

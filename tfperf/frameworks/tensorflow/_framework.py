@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tfperf import _tf
 from tfperf.frameworks import (
     CallSites,
     DeviceLayout,
@@ -27,6 +26,7 @@ from tfperf.frameworks import (
     StrategyKind,
     Workers,
 )
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._discover import discover_sites

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf._tf import patched
 from tfperf.errors import PipelineFileError
+from tfperf.frameworks.tensorflow._tf import patched
 from tfperf.tracebacks import is_user_file
 
 __all__ = ["fit_refused", "may_train"]

@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfperf import _tf
 from tfperf.errors import (
     EmptyDatasetError,
     InputPipelineError,
@@ -22,6 +21,7 @@ from tfperf.errors import (
 )
 from tfperf.frameworks import StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
 from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages

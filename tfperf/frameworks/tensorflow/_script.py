@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf._tf import patched
 from tfperf.errors import PipelineFileError, PipelineRuntimeError
+from tfperf.frameworks.tensorflow._tf import patched
 from tfperf.pipeline import PipelineFile
 from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
 

@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfperf._tf import short_tf_message
 from tfperf.frameworks import StageNode
 from tfperf.frameworks.tensorflow._chain import recover_chain
+from tfperf.frameworks.tensorflow._tf import short_tf_message
 from tfperf.measure import batch_examples, stage_report, with_added_costs
 from tfperf.results.stages import StageKind, StageReport, StageStat, StageUnit
 

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import psutil
 
-from tfperf import _tf
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._build import build
 from tfperf.knobs import Knobs
 from tfperf.measure import batch_examples, synchronise

@@ -1,6 +1,6 @@
 """Where a tf.data call came from, and how it passed its arguments.
 
-`tfperf.sites._recording` asks this for every call it intercepts. The frame that made the call says
+`_recording` asks this for every call it intercepts. The frame that made the call says
 who made it: the user's code, tf.data itself, AutoGraph, or a library. For the user's own code,
 Python 3.11's code positions give the exact span of the call expression, which `tfperf.sites._patch`
 later finds again in the file's syntax tree.
@@ -22,9 +22,10 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from tfperf import _tf
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.knobs import format_site_value
 from tfperf.results.discovery import ArgumentForm
+from tfperf.sites import callee, name_line
 from tfperf.tracebacks import is_user_file
 
 __all__ = [
@@ -34,11 +35,9 @@ __all__ = [
     "call_ordinal",
     "call_span",
     "call_text",
-    "callee",
     "calls_on_line",
     "classify",
     "library_path",
-    "name_line",
     "plain_value",
     "single_file",
     "user_line",
@@ -46,8 +45,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The tfperf package: its own frames (the wrappers, `tfperf._tf`) are never the caller.
-_TFPERF_DIR = Path(__file__).resolve().parents[1]
+#: The tfperf package: its own frames (the wrappers, `_tf`) are never the caller.
+_TFPERF_DIR = Path(__file__).resolve().parents[2]
 
 
 class Caller(str, Enum):
@@ -109,20 +108,6 @@ def calls_on_line(filename: str, method: str, line: int) -> int:
     return len(_call_ends(filename, _mtime(filename)).get((line, method), []))
 
 
-def callee(call: ast.Call) -> str | None:
-    """The called name: `map` for `ds.map(...)`, `TFRecordDataset` for `TFRecordDataset(...)`."""
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    return None
-
-
-def name_line(call: ast.Call) -> int:
-    """The line of the called name: for `ds\\n.map(...)`, the line of `map`."""
-    return call.func.end_lineno or call.func.lineno
-
-
 @functools.lru_cache(maxsize=64)
 def _call_ends(filename: str, mtime: float) -> dict[tuple[int, str], list[tuple[int, int]]]:
     try:
@@ -148,7 +133,7 @@ def _mtime(filename: str) -> float:
 def autograph_origin() -> tuple[str, int] | None:
     """The file and line, outside TensorFlow, of a call made in code AutoGraph converted.
 
-    AutoGraph runs generated code; TensorFlow's own stack extraction (`tfperf._tf.traced_stack`)
+    AutoGraph runs generated code; TensorFlow's own stack extraction (`_tf.traced_stack`)
     maps its frames back to the source lines they came from (not columns). None when no such
     frame exists.
 

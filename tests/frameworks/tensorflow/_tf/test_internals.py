@@ -1,8 +1,9 @@
 """Pins every private TensorFlow name tfperf uses against the installed TensorFlow.
 
-`tfperf._tf` is the one place tfperf touches tf.data's private classes, attributes and
-modules. Each test here checks one of them on real datasets, so a TensorFlow upgrade that
-moves one fails here, by name, instead of a stage label or a call site going quietly wrong.
+`tfperf.frameworks.tensorflow._tf` is the one place tfperf touches tf.data's private classes,
+attributes and modules. Each test here checks one of them on real datasets, so a TensorFlow
+upgrade that moves one fails here, by name, instead of a stage label or a call site going
+quietly wrong.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tfperf import _tf
-from tfperf._tf import _intercept, patched
+from tfperf.frameworks.tensorflow import _tf
+from tfperf.frameworks.tensorflow._tf import _intercept, patched
 from tfperf.knobs import TUNABLE
 from tfperf.results.stages import StageKind
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tfperf import _tf
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.hardware import default_ram_budget, detect_machine
 
 if TYPE_CHECKING:
-    from tfperf.sites._edits import UserCall
+    from tfperf.frameworks.tensorflow._edits import UserCall
 
 __all__ = ["batched_problem", "cache_problem", "decode_problem", "ram_budget"]
 

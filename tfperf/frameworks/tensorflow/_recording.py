@@ -38,11 +38,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tfperf import _tf
 from tfperf.errors import KnobError
-from tfperf.knobs import AUTOTUNE, TUNABLE
-from tfperf.results.discovery import CallSite, Discovery, Untunable
-from tfperf.sites._callers import (
+from tfperf.frameworks.tensorflow import _tf
+from tfperf.frameworks.tensorflow._callers import (
     Caller,
     argument_form,
     autograph_origin,
@@ -56,8 +54,8 @@ from tfperf.sites._callers import (
     single_file,
     user_line,
 )
-from tfperf.sites._edits import EditRecorder
-from tfperf.sites._seen import (
+from tfperf.frameworks.tensorflow._edits import EditRecorder
+from tfperf.frameworks.tensorflow._seen import (
     Place,
     Run,
     Seen,
@@ -67,7 +65,9 @@ from tfperf.sites._seen import (
     site_of,
     varies,
 )
-from tfperf.sites._structure import AfterInterleave, added_prefetch, feeds_a_map
+from tfperf.frameworks.tensorflow._structure import AfterInterleave, added_prefetch, feeds_a_map
+from tfperf.knobs import AUTOTUNE, TUNABLE
+from tfperf.results.discovery import CallSite, Discovery, Untunable
 
 __all__ = ["Recorder", "recording"]
 
@@ -89,7 +89,7 @@ class Recorder:
         self._interleaves: dict[Place, AfterInterleave] = {}
         self._pending: dict[int, AfterInterleave] = {}  # id of a run -> its interleave
         self._structure: list[CallSite] = []  # the structure edits found for this dataset
-        self.edits = EditRecorder(self.overrides, self._used)  # cache, swaps: sites/_edits.py
+        self.edits = EditRecorder(self.overrides, self._used)  # cache, swaps: _edits.py
 
     def discovery(self, dataset: Any = None) -> Discovery:
         """The sites (named, in file order) and the untunable calls of this build.
@@ -202,7 +202,7 @@ class Recorder:
 
     def after_call(self, run: Run, result: Any) -> Any:
         """What the call of `run` hands on: `result`, or the prefetch an override adds after
-        an interleave (see `tfperf.sites._structure`)."""
+        an interleave (see `_structure`)."""
         candidate = self._pending.pop(id(run), None)
         if candidate is None:
             return result

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tfperf._tf._methods import METHODS, Method
+from tfperf.frameworks.tensorflow._tf._methods import METHODS, Method
 
 __all__ = [
     "intercept",

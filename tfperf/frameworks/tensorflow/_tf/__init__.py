@@ -3,13 +3,13 @@
 TensorFlow is imported inside these functions, never at module import, so the rest of tfperf
 (the report layer above all) loads without it. Every private name of TensorFlow that tfperf
 relies on (a `tensorflow.python` module, a `_private` attribute or class of tf.data) is used
-here and nowhere else, and `tests/_tf/test_internals.py` pins each against the installed
-TensorFlow: an upgrade that moves one fails there, by name.
+here and nowhere else, and `tests/frameworks/tensorflow/_tf/test_internals.py` pins each
+against the installed TensorFlow: an upgrade that moves one fails there, by name.
 """
 
 from __future__ import annotations
 
-from tfperf._tf._datasets import (
+from tfperf.frameworks.tensorflow._tf._datasets import (
     FUNCTION_ATTRIBUTES,
     PARAMETER_ATTRIBUTES,
     V1_ADAPTER,
@@ -31,12 +31,12 @@ from tfperf._tf._datasets import (
     user_function,
     walk_inputs,
 )
-from tfperf._tf._devices import (
+from tfperf.frameworks.tensorflow._tf._devices import (
     configure_devices,
     gpu_memory_configured,
     make_strategy,
 )
-from tfperf._tf._distribute import (
+from tfperf.frameworks.tensorflow._tf._distribute import (
     DistributedBatch,
     DistributedInput,
     check_strategy,
@@ -51,13 +51,13 @@ from tfperf._tf._distribute import (
     shard_dataset,
     strategy_step,
 )
-from tfperf._tf._edits import (
+from tfperf.frameworks.tensorflow._tf._edits import (
     element_bytes,
     random_ops,
     same_structure,
     spec_bytes,
 )
-from tfperf._tf._intercept import (
+from tfperf.frameworks.tensorflow._tf._intercept import (
     intercept,
     intercept_v1,
     intercepted,
@@ -66,7 +66,7 @@ from tfperf._tf._intercept import (
     patched,
     traced_stack,
 )
-from tfperf._tf._methods import (
+from tfperf.frameworks.tensorflow._tf._methods import (
     METHODS,
     NOT_STAGES,
     RESOLVED_AT_START,
@@ -78,16 +78,16 @@ from tfperf._tf._methods import (
     node_kinds,
     resolved_arguments,
 )
-from tfperf._tf._model import (
+from tfperf.frameworks.tensorflow._tf._model import (
     ModelNode,
     ModelParameter,
     model_nodes,
 )
-from tfperf._tf._quiet import (
+from tfperf.frameworks.tensorflow._tf._quiet import (
     import_tensorflow_quietly,
     silenced_stderr,
 )
-from tfperf._tf._support import (
+from tfperf.frameworks.tensorflow._tf._support import (
     apply_options,
     attach_allocator_peaks,
     check_dataset,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sites.test_recording import stage_parameters, write
+from tests.frameworks.tensorflow.test_recording import stage_parameters, write
 from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.frameworks.tensorflow._build import build_dataset, raw_dataset
 from tfperf.knobs import Knobs

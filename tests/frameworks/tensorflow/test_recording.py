@@ -366,7 +366,7 @@ def test_a_pipeline_without_a_final_prefetch_gets_a_site_for_one_where_it_is_han
 
 
 def test_an_override_of_the_added_prefetch_adds_it_at_the_end(tmp_path):
-    from tfperf import _tf
+    from tfperf.frameworks.tensorflow import _tf
     from tfperf.frameworks.tensorflow._build import build_dataset
     from tfperf.knobs import AUTOTUNE, Knobs
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sites.test_recording import stage_parameters, tfrecords, write
+from tests.frameworks.tensorflow.test_recording import stage_parameters, tfrecords, write
 from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.frameworks.tensorflow._build import build_dataset
 from tfperf.knobs import AUTOTUNE, Knobs

@@ -6,7 +6,7 @@ line, written value 0 (as written), searched as 0 or 1:
 
 - `cache@FILE:LINE.added`: `.cache()` appended to the map, when every stage up to it is
   deterministic (no shuffle, no random op), its cardinality is finite and known, and the
-  cached elements fit the RAM budget (`tfperf.sites._edit_checks.cache_problem`);
+  cached elements fit the RAM budget (`_edit_checks.cache_problem`);
 - `shuffle@FILE:LINE.before_map`: the `shuffle` that reads the map's output moved before the
   map, when the map enlarges its elements (a decode): the shuffle buffer then holds the small
   elements, its RAM falling by the decode ratio;
@@ -29,10 +29,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tfperf import _tf
+from tfperf.frameworks.tensorflow import _tf
+from tfperf.frameworks.tensorflow._edit_checks import batched_problem, cache_problem, decode_problem
+from tfperf.frameworks.tensorflow._seen import Place, Run
 from tfperf.results.discovery import ArgumentForm, CallSite
-from tfperf.sites._edit_checks import batched_problem, cache_problem, decode_problem
-from tfperf.sites._seen import Place, Run
 
 __all__ = ["EDIT_ARGUMENTS", "EditRecorder", "UserCall"]
 

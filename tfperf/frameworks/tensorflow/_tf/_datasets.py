@@ -3,8 +3,8 @@
 Every tf.data dataset object keeps the datasets it was built from, the traced function of a
 map, filter or interleave, and the arguments of its call, all in private attributes
 (`_inputs()`, `_map_func`, `_batch_size`, ...). They have been stable across TensorFlow 2.x
-and are pinned by `tests/_tf/test_internals.py`; where one is missing, these functions return
-less (no inputs, no function, fewer parameters) rather than fail.
+and are pinned by `tests/frameworks/tensorflow/_tf/test_internals.py`; where one is missing,
+these functions return less (no inputs, no function, fewer parameters) rather than fail.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf._tf._methods import NOT_STAGES, Method, method_of_class
+from tfperf.frameworks.tensorflow._tf._methods import NOT_STAGES, Method, method_of_class
 from tfperf.knobs import KNOBS
 from tfperf.knobs.declare import Applier
 from tfperf.results.stages import DatasetOptions

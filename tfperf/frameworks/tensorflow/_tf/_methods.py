@@ -9,7 +9,7 @@ one (and below `tfperf.results`, whose `StageKind` this table uses). `Method.arg
 it, so no argument is listed twice.
 
 The class names and model node names are TensorFlow's private ones, pinned against the
-installed version by `tests/_tf/test_internals.py`.
+installed version by `tests/frameworks/tensorflow/_tf/test_internals.py`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfperf import _tf
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.knobs import AUTOTUNE, SiteName
 from tfperf.results.discovery import ArgumentForm, CallSite
 

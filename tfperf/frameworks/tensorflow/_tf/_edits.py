@@ -1,6 +1,6 @@
 """What a structure edit needs to know of a built dataset: its element size, its randomness.
 
-`tfperf.sites._edits` proposes a `cache()` only after deterministic stages whose elements fit
+`_edits` proposes a `cache()` only after deterministic stages whose elements fit
 in RAM, moves a `shuffle` before a map only when the map enlarges its elements, and moves a
 map after `batch` only when its function traces on a batch to the same result structure. The
 facts come from here: `element_bytes` (from the element spec, else measured on the first few
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tfperf._tf._datasets import FUNCTION_ATTRIBUTES, _graph, _op_types
+from tfperf.frameworks.tensorflow._tf._datasets import FUNCTION_ATTRIBUTES, _graph, _op_types
 
 __all__ = ["element_bytes", "random_ops", "same_structure", "spec_bytes"]
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf._tf._datasets import set_option, traced_graphs
-from tfperf._tf._devices import gpu_memory_configured
 from tfperf.errors import PipelineFileError
+from tfperf.frameworks.tensorflow._tf._datasets import set_option, traced_graphs
+from tfperf.frameworks.tensorflow._tf._devices import gpu_memory_configured
 from tfperf.knobs import KNOBS, Knobs, Precision
 from tfperf.knobs.declare import Applier
 from tfperf.results import GpuStats

@@ -1,5 +1,6 @@
 """tfperf's default GPU memory growth gives way to a limit or growth the user chose
-(`gpu_memory_configured` in tfperf/_tf/_devices.py, `enable_gpu_memory_growth` in _support.py).
+(`gpu_memory_configured` in tfperf/frameworks/tensorflow/_tf/_devices.py,
+`enable_gpu_memory_growth` in _support.py).
 
 This machine has no GPU: TensorFlow's GPU list and `set_memory_growth` are replaced by recorders,
 so the test sees which calls tfperf would make on one.
@@ -10,8 +11,8 @@ from __future__ import annotations
 import pytest
 import tensorflow as tf
 
-from tfperf._tf import _devices, configure_devices, enable_gpu_memory_growth
 from tfperf.frameworks import DeviceLayout
+from tfperf.frameworks.tensorflow._tf import _devices, configure_devices, enable_gpu_memory_growth
 
 
 @pytest.fixture

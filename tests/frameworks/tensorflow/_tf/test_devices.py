@@ -1,4 +1,4 @@
-"""Logical device layout and strategies (tfperf/_tf/_devices.py), in fresh processes.
+"""Logical device layout and strategies (`_tf/_devices.py`), in fresh processes.
 
 TensorFlow fixes its devices once per process, so each case runs in its own interpreter.
 """
@@ -16,7 +16,7 @@ from tfperf.frameworks import DeviceLayout
 _TWO_REPLICAS = textwrap.dedent(
     """
     import tensorflow as tf
-    from tfperf._tf import configure_devices, make_strategy
+    from tfperf.frameworks.tensorflow._tf import configure_devices, make_strategy
     from tfperf.frameworks import DeviceLayout, StrategyKind
 
     configure_devices(DeviceLayout(cpu_replicas=2))
@@ -38,7 +38,7 @@ _TWO_REPLICAS = textwrap.dedent(
 _TOO_LATE = textwrap.dedent(
     """
     import tensorflow as tf
-    from tfperf._tf import configure_devices
+    from tfperf.frameworks.tensorflow._tf import configure_devices
     from tfperf.frameworks import DeviceLayout
     from tfperf.errors import PipelineFileError
 
