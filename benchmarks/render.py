@@ -146,8 +146,8 @@ def _throughput(record: BenchRecord) -> str:
     text = table(
         "## Throughput (examples/s)\n\nThe limit is tfperf's own, stated by its pipeline model "
         "from the study's baseline trial, its CPU roofline restated with the input's CPU per "
-        'example measured at the fastest reference trial (docs/limit.md, "The second '
-        'look"): the smallest of the compute-only '
+        'example measured at the fastest reference trial (docs/limit.md, "The refit"): '
+        "the smallest of the compute-only "
         "rate, the CPU roofline and any stage that cannot run in parallel, and `bound by` "
         "names which. It is stated under the tuned configuration's training setting: where "
         "the tuned configuration changes the batch size or the precision, the model alone was "

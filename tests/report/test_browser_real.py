@@ -22,6 +22,10 @@ QUICKSTART = ROOT / "examples" / "quickstart" / "pipeline.py"
 PHONE = {"width": 390, "height": 844}
 PRINT_WIDTH = 718  # px: A4 portrait within Chromium's default print margins
 
+# The module's fixture runs a real three-trial tune and a profile before its first test: on a
+# busy 2-core machine that alone has taken over five minutes. The limit is a hang guard.
+pytestmark = pytest.mark.timeout(1200)
+
 
 @dataclasses.dataclass(frozen=True)
 class Real:

@@ -8,7 +8,7 @@ everything AUTOTUNE) lie inside it. `suggest_knobs` turns an Optuna trial into `
 reference trial records so the sampler learns from it. Optuna is imported only where a
 distribution is built: the other functions take a trial object and call its `suggest_*` methods.
 
-A plain file or script tunes its call sites (`Knobs.sites`, found by `tfperf.sites._recording`):
+A plain file or script tunes its call sites (`Knobs.sites`, found by the framework's recorder):
 each site is a dimension of its own, named like the site (`map@train.py:23.num_parallel_calls`),
 with a range by what its argument controls (`site_space`). The tuner needs nothing else: the site
 values travel inside `Knobs` to the trial, into the stored `knobs` and back.
