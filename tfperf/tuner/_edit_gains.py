@@ -1,8 +1,8 @@
 """What each structure edit was worth in a zero-change study, for the hand-over record.
 
 A structure edit (`tfperf.frameworks.tensorflow._edits`: a `cache()` added, a shuffle moved
-before a map, a
-map moved after its batch) is one categorical dimension of the search: 0 as written, 1 made.
+before a map, a map moved after its batch) is one categorical dimension of the search: 0 as
+written, 1 made.
 Its worth is read from the study's finished trials: the best throughput among trials that
 made it over the best among trials that did not. The other knobs are free on both sides, so
 this is the edit's best case against the best case without it, as each trial measured it once
