@@ -59,7 +59,7 @@ def long_stage_names(result):
 
 def zero_change_study(root: Path):
     """A study of a plain file: tfperf tuned its call sites, not knobs its code reads."""
-    from tfperf.study import DISCOVERY_ATTR
+    from tfperf.study.records import StudyRecord, write_study
 
     (root / "pipelines").mkdir()
     (root / "pipelines" / "imagenet_train.py").write_text("import tensorflow as tf\n")
@@ -77,7 +77,7 @@ def zero_change_study(root: Path):
         )
     )
     study = make_study(plan=plan, remeasure=False, best_result=long_stage_names(fake_profile()))
-    study.set_user_attr(DISCOVERY_ATTR, {"root": str(root), **Discovery(sites=sites).to_dict()})
+    write_study(study, StudyRecord(discovery=Discovery(sites=sites), code_root=str(root)))
     return study
 
 

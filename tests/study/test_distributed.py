@@ -339,8 +339,8 @@ FOREIGN_TRIAL = textwrap.dedent(
     import sys, threading, warnings
     warnings.simplefilter("ignore")  # Optuna's notes on its experimental heartbeat
     import optuna
-    from tfperf.study import Heartbeats, Liveness
-    from tfperf.study import open_storage
+    from tfperf.study.cluster import Heartbeats, Liveness
+    from tfperf.study.storage import open_storage
 
     study = optuna.load_study(study_name="shared", storage=open_storage(
         sys.argv[1], heartbeat_interval=1, grace_period=3))
