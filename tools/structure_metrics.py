@@ -65,7 +65,7 @@ def _face_size(package: Path) -> int | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tf-home", action="append", default=["_tf"], help="TF's own packages")
+    parser.add_argument("--tf-home", action="append", default=["frameworks"], help="TF's packages")
     args = parser.parse_args()
     paths = _modules()
     lines = sorted(len(p.read_text(encoding="utf-8").splitlines()) for p in paths)
