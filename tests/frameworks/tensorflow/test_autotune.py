@@ -11,7 +11,7 @@ from tfperf.frameworks.tensorflow._autotune import (
     match_choices,
     read_choices,
 )
-from tfperf.frameworks.tensorflow._tf import ModelNode, ModelParameter
+from tfperf.frameworks.tensorflow._tf import AutotuneNode, AutotuneParameter
 from tfperf.measure import Progress
 from tfperf.results import Phase
 from tfperf.results.stages import AutotuneChoice, StageKind
@@ -26,11 +26,11 @@ class Stage:
 
 
 def _tuned(name, state_value, value=1.0):
-    return ModelParameter(name, value=value, state_value=state_value, tunable=True)
+    return AutotuneParameter(name, value=value, state_value=state_value, tunable=True)
 
 
 def _fixed(name, value):
-    return ModelParameter(name, value=value, state_value=0.0, tunable=False)
+    return AutotuneParameter(name, value=value, state_value=0.0, tunable=False)
 
 
 STAGES = [
@@ -44,14 +44,14 @@ STAGES = [
 
 def test_a_fused_map_and_batch_is_reported_on_the_map_and_an_injected_prefetch_on_its_own():
     nodes = [
-        ModelNode("Prefetch", (_tuned("buffer_size", 4.0),)),
-        ModelNode("MapAndBatch", (_tuned("parallelism", 2.0),)),
-        ModelNode("Shuffle", ()),
-        ModelNode(
+        AutotuneNode("Prefetch", (_tuned("buffer_size", 4.0),)),
+        AutotuneNode("MapAndBatch", (_tuned("parallelism", 2.0),)),
+        AutotuneNode("Shuffle", ()),
+        AutotuneNode(
             "ParallelInterleaveV4",
             (_fixed("deterministic", 1.0), _tuned("parallelism", 1.0), _fixed("cycle_length", 1.0)),
         ),
-        ModelNode("TensorSlice", ()),
+        AutotuneNode("TensorSlice", ()),
     ]
     assert match_choices(nodes, STAGES) == [
         AutotuneChoice(
@@ -74,7 +74,7 @@ def test_a_fused_map_and_batch_is_reported_on_the_map_and_an_injected_prefetch_o
 def test_a_fixed_cycle_length_is_not_reported_and_the_value_in_use_wins():
     stages = [dataclasses.replace(STAGES[1], parameters={"cycle_length": 4})]
     nodes = [
-        ModelNode(
+        AutotuneNode(
             "ParallelInterleaveV4",
             # The optimizer's guess (value=3) differs from the value the iterator runs with.
             (_tuned("parallelism", 4.0, value=3.0), _fixed("cycle_length", 4.0)),

@@ -1,7 +1,7 @@
 """What AUTOTUNE chose: the values tf.data's autotuner settled on, read from a live iterator.
 
 tf.data keeps, inside every iterator with autotuning on, a model of the pipeline whose nodes
-hold the tuned parameters (`parallelism`, `buffer_size`, ...); `_tf.model_nodes` reads
+hold the tuned parameters (`parallelism`, `buffer_size`, ...); `_tf.autotune_nodes` reads
 it, with both the optimizer's current guess (`value`) and the value the running iterator uses
 (`state_value`). tfperf reports the latter. See docs/autotune.md.
 
@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from tfperf.frameworks.tensorflow import _tf
-from tfperf.frameworks.tensorflow._tf import ModelNode, ModelParameter
+from tfperf.frameworks.tensorflow._tf import AutotuneNode, AutotuneParameter
 from tfperf.measure import Progress, ProgressCallback
 from tfperf.results import Phase
 from tfperf.results.stages import AutotuneChoice, AutotuneReadout, StageKind
@@ -96,13 +96,15 @@ def read_choices(iterator: Any, stages: Sequence[StageRef]) -> AutotuneReadout:
             "profile without a strategy (--strategy default) to see them",
         )
     try:
-        nodes = _tf.model_nodes(iterator)
+        nodes = _tf.autotune_nodes(iterator)
     except Exception as error:  # an unreadable model must not cost the profile
         return AutotuneReadout([], _unavailable(error))
     return AutotuneReadout(match_choices(nodes, stages))
 
 
-def match_choices(nodes: Sequence[ModelNode], stages: Sequence[StageRef]) -> list[AutotuneChoice]:
+def match_choices(
+    nodes: Sequence[AutotuneNode], stages: Sequence[StageRef]
+) -> list[AutotuneChoice]:
     """The tuned values of `nodes` (output first), source first, each attributed to its stage.
 
     Nodes and stages are matched in order, from the output, by kind: a node no stage claims
@@ -126,7 +128,7 @@ def match_choices(nodes: Sequence[ModelNode], stages: Sequence[StageRef]) -> lis
     return choices
 
 
-def _choices_of(node: ModelNode, stage: StageRef | None) -> list[AutotuneChoice]:
+def _choices_of(node: AutotuneNode, stage: StageRef | None) -> list[AutotuneChoice]:
     choices = []
     for parameter in node.parameters:
         if not (parameter.tunable or _resolved_from_autotune(parameter, stage)):
@@ -139,7 +141,7 @@ def _choices_of(node: ModelNode, stage: StageRef | None) -> list[AutotuneChoice]
                 stage_label=stage.label if stage is not None else f"{node.name} (added by tf.data)",
                 node=node.name,
                 parameter=parameter.name,
-                argument=_tf.model_argument(kind, parameter.name) if kind is not None else None,
+                argument=_tf.autotune_argument(kind, parameter.name) if kind is not None else None,
                 value=int(value),
                 tuned=parameter.tunable,
             )
@@ -147,7 +149,7 @@ def _choices_of(node: ModelNode, stage: StageRef | None) -> list[AutotuneChoice]
     return choices
 
 
-def _resolved_from_autotune(parameter: ModelParameter, stage: StageRef | None) -> bool:
+def _resolved_from_autotune(parameter: AutotuneParameter, stage: StageRef | None) -> bool:
     """True for a value tf.data fixed once from an AUTOTUNE argument (cycle_length)."""
     if stage is None:
         return False

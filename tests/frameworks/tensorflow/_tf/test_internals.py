@@ -293,7 +293,7 @@ def test_the_model_nodes_of_a_tuned_pipeline_map_to_stage_kinds():
     for _ in range(100):
         for _ in range(20):
             next(iterator)
-        nodes = _tf.model_nodes(iterator)
+        nodes = _tf.autotune_nodes(iterator)
         kinds = {kind for node in nodes for kind in _tf.node_kinds(node.name)}
         if kinds >= expected:
             break

@@ -9,6 +9,11 @@ against the installed TensorFlow: an upgrade that moves one fails there, by name
 
 from __future__ import annotations
 
+from tfperf.frameworks.tensorflow._tf._autotune_graph import (
+    AutotuneNode,
+    AutotuneParameter,
+    autotune_nodes,
+)
 from tfperf.frameworks.tensorflow._tf._datasets import (
     FUNCTION_ATTRIBUTES,
     PARAMETER_ATTRIBUTES,
@@ -71,17 +76,12 @@ from tfperf.frameworks.tensorflow._tf._methods import (
     NOT_STAGES,
     RESOLVED_AT_START,
     Method,
+    autotune_argument,
     fused_map_and_batch,
     method_named,
     method_of_class,
-    model_argument,
     node_kinds,
     resolved_arguments,
-)
-from tfperf.frameworks.tensorflow._tf._model import (
-    ModelNode,
-    ModelParameter,
-    model_nodes,
 )
 from tfperf.frameworks.tensorflow._tf._quiet import (
     import_tensorflow_quietly,
@@ -110,14 +110,16 @@ __all__ = [
     "PARAMETER_ATTRIBUTES",
     "RESOLVED_AT_START",
     "V1_ADAPTER",
+    "AutotuneNode",
+    "AutotuneParameter",
     "DistributedBatch",
     "DistributedInput",
     "Method",
-    "ModelNode",
-    "ModelParameter",
     "added_by_tf_data",
     "apply_options",
     "attach_allocator_peaks",
+    "autotune_argument",
+    "autotune_nodes",
     "calls_python",
     "cardinality",
     "check_dataset",
@@ -152,9 +154,7 @@ __all__ = [
     "method_named",
     "method_of",
     "method_of_class",
-    "model_argument",
     "model_input_structure",
-    "model_nodes",
     "node_kinds",
     "parameters",
     "patch_target",

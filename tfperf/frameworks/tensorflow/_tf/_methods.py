@@ -26,10 +26,10 @@ __all__ = [
     "NOT_STAGES",
     "RESOLVED_AT_START",
     "Method",
+    "autotune_argument",
     "fused_map_and_batch",
     "method_named",
     "method_of_class",
-    "model_argument",
     "node_kinds",
     "resolved_arguments",
 ]
@@ -47,7 +47,7 @@ class Method:
             call; None for a `Dataset` method.
         batching: below this call, one element is one example.
         label_parameter: the argument shown in the stage's label: `batch(64)`.
-        model_nodes: the nodes of tf.data's model (op names without `Dataset`, `Parallel`,
+        autotune_nodes: the nodes of tf.data's model (op names without `Dataset`, `Parallel`,
             `Experimental` or a version) that stand for the call.
         model_parameters: (model parameter, argument of the call it stands for).
     """
@@ -58,7 +58,7 @@ class Method:
     reader: str | None = None
     batching: bool = False
     label_parameter: str | None = None
-    model_nodes: tuple[str, ...] = ()
+    autotune_nodes: tuple[str, ...] = ()
     model_parameters: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -77,7 +77,7 @@ def _reader(name: str, node: str) -> Method:
     `TFRecord`, or an interleave over its files when it reads several in parallel."""
     classes = (f"{name}V2",)
     return Method(
-        name, classes, _R, classes[0], model_nodes=(node, "Interleave"), model_parameters=_READS
+        name, classes, _R, classes[0], autotune_nodes=(node, "Interleave"), model_parameters=_READS
     )
 
 
@@ -86,7 +86,7 @@ METHODS: tuple[Method, ...] = (
     Method("from_tensor_slices", ("_TensorSliceDataset",), _S),
     Method("from_tensors", ("_TensorDataset",), _S),
     Method("from_sparse_tensor_slices", ("_SparseTensorSliceDataset",), _S),
-    Method("from_generator", ("_GeneratorDataset",), _S, model_nodes=("FlatMap",)),
+    Method("from_generator", ("_GeneratorDataset",), _S, autotune_nodes=("FlatMap",)),
     _reader("TFRecordDataset", "TFRecord"),
     _reader("TextLineDataset", "TextLine"),
     _reader("FixedLengthRecordDataset", "FixedLengthRecord"),
@@ -95,24 +95,24 @@ METHODS: tuple[Method, ...] = (
         "interleave",
         ("_InterleaveDataset", "_ParallelInterleaveDataset"),
         StageKind.INTERLEAVE,
-        model_nodes=("Interleave",),
+        autotune_nodes=("Interleave",),
         model_parameters=(*_PARALLEL, ("cycle_length", "cycle_length")),
     ),
-    Method("flat_map", ("_FlatMapDataset",), StageKind.INTERLEAVE, model_nodes=("FlatMap",)),
+    Method("flat_map", ("_FlatMapDataset",), StageKind.INTERLEAVE, autotune_nodes=("FlatMap",)),
     Method(
         "map",
         ("_MapDataset", "_ParallelMapDataset"),
         StageKind.MAP,
-        model_nodes=("Map", "MapAndBatch"),
+        autotune_nodes=("Map", "MapAndBatch"),
         model_parameters=_PARALLEL,
     ),
-    Method("filter", ("_FilterDataset",), StageKind.FILTER, model_nodes=("Filter",)),
+    Method("filter", ("_FilterDataset",), StageKind.FILTER, autotune_nodes=("Filter",)),
     Method(
         "shuffle",
         ("_ShuffleDataset",),
         StageKind.SHUFFLE,
         label_parameter="buffer_size",
-        model_nodes=("Shuffle", "ShuffleAndRepeat"),
+        autotune_nodes=("Shuffle", "ShuffleAndRepeat"),
     ),
     Method(
         "batch",
@@ -120,7 +120,7 @@ METHODS: tuple[Method, ...] = (
         _B,
         batching=True,
         label_parameter="batch_size",
-        model_nodes=("Batch", "MapAndBatch"),
+        autotune_nodes=("Batch", "MapAndBatch"),
         model_parameters=_PARALLEL,
     ),
     Method(
@@ -129,7 +129,7 @@ METHODS: tuple[Method, ...] = (
         _B,
         batching=True,
         label_parameter="batch_size",
-        model_nodes=("PaddedBatch",),
+        autotune_nodes=("PaddedBatch",),
     ),
     Method("dense_to_sparse_batch", ("_DenseToSparseBatchDataset",), _B, batching=True),
     Method("group_by_window", ("_GroupByWindowDataset",), _B, batching=True),
@@ -144,7 +144,7 @@ METHODS: tuple[Method, ...] = (
         ("_PrefetchDataset",),
         StageKind.PREFETCH,
         label_parameter="buffer_size",
-        model_nodes=("Prefetch",),
+        autotune_nodes=("Prefetch",),
         model_parameters=(("buffer_size", "buffer_size"),),
     ),
     Method("repeat", ("_RepeatDataset",), StageKind.REPEAT, label_parameter="count"),
@@ -197,9 +197,9 @@ def fused_map_and_batch(node_name: str) -> bool:
     return _normalised(node_name) == "MapAndBatch"
 
 
-def model_argument(kind: StageKind, parameter: str) -> str | None:
+def autotune_argument(kind: StageKind, parameter: str) -> str | None:
     """The argument of a call of `kind` that a model parameter stands for, if any."""
-    return _MODEL_ARGUMENTS.get((kind, parameter))
+    return _AUTOTUNE_ARGUMENTS.get((kind, parameter))
 
 
 @functools.cache
@@ -223,7 +223,7 @@ def _normalised(node_name: str) -> str:
 _BY_NAME = {method.name: method for method in METHODS}
 _BY_CLASS = {cls: method for method in METHODS for cls in method.classes}
 _NODE_KINDS: dict[str, frozenset[StageKind]] = {
-    node: frozenset(m.stage for m in METHODS if node in m.model_nodes)
-    for node in {node for m in METHODS for node in m.model_nodes}
+    node: frozenset(m.stage for m in METHODS if node in m.autotune_nodes)
+    for node in {node for m in METHODS for node in m.autotune_nodes}
 }
-_MODEL_ARGUMENTS = {(m.stage, p): a for m in METHODS for p, a in m.model_parameters}
+_AUTOTUNE_ARGUMENTS = {(m.stage, p): a for m in METHODS for p, a in m.model_parameters}

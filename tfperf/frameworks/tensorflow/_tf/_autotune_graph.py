@@ -1,4 +1,4 @@
-"""tf.data's model of a running pipeline: the nodes AUTOTUNE tunes, read from a live iterator.
+"""AUTOTUNE's graph of a running pipeline (tf.data calls it a model), read from a live iterator.
 
 tf.data keeps, inside every iterator with autotuning on, a model of the pipeline whose nodes
 hold the tuned parameters (`parallelism`, `buffer_size`, ...). TensorFlow exposes it as
@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["ModelNode", "ModelParameter", "model_nodes"]
+__all__ = ["AutotuneNode", "AutotuneParameter", "autotune_nodes"]
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelParameter:
+class AutotuneParameter:
     """One parameter of a node in tf.data's model, as read from the `ModelProto`."""
 
     name: str
@@ -27,14 +27,14 @@ class ModelParameter:
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelNode:
+class AutotuneNode:
     """One node on the main path of tf.data's model, output first."""
 
     name: str
-    parameters: tuple[ModelParameter, ...]
+    parameters: tuple[AutotuneParameter, ...]
 
 
-def model_nodes(iterator: Any) -> list[ModelNode]:
+def autotune_nodes(iterator: Any) -> list[AutotuneNode]:
     """The main path of the iterator's tf.data model, from the output to the source.
 
     Raises:
@@ -50,9 +50,10 @@ def model_nodes(iterator: Any) -> list[ModelNode]:
         node = proto.nodes[key]
         if node.name != "Root":
             parameters = tuple(
-                ModelParameter(p.name, p.value, p.state_value, p.tunable) for p in node.parameters
+                AutotuneParameter(p.name, p.value, p.state_value, p.tunable)
+                for p in node.parameters
             )
-            nodes.append(ModelNode(node.name, parameters))
+            nodes.append(AutotuneNode(node.name, parameters))
         # An interleave's first input is its input dataset; the others are the datasets it is
         # reading from, which are not stages of the user's chain.
         key = node.inputs[0] if node.inputs else -1
