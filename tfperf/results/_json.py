@@ -8,6 +8,8 @@ found there.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
     from pydantic_core import CoreSchema
 
-__all__ = ["JsonRecord", "KnobsField", "as_knobs", "validated"]
+__all__ = ["JsonRecord", "KnobsField", "as_knobs", "plain_dict", "validated"]
 
 R = TypeVar("R", bound="JsonRecord")
 T = TypeVar("T")
@@ -196,3 +198,31 @@ def _knobs_dict(knobs: Knobs) -> dict[str, Any]:
 #: A record's `Knobs` field, stored as `Knobs.to_dict()` and read back through
 #: `Knobs.from_mapping`.
 KnobsField = Annotated[Knobs, _KnobsSchema()]
+
+
+def plain_dict(record: Any) -> dict[str, Any]:
+    """`dataclasses.asdict(record)`, with every `Knobs` inside as its `to_dict()`.
+
+    For records stored as plain values (a study's user attributes) rather than through
+    pydantic: `asdict` alone would leave a `Knobs`'s call sites as a `SiteValues`, which JSON
+    cannot hold, and its precision as an enum.
+    """
+    plain: dict[str, Any] = _plain(record)
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Knobs):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)
+        }
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, tuple):
+        items = [_plain(item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    return copy.deepcopy(value)
