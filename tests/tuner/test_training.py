@@ -502,8 +502,7 @@ def test_the_training_estimate_sizes_its_blocking_stage_from_the_refit_roofline(
         and saved.estimate_of(Reference.TRAINING).trial_number == 3
     )
     assert (
-        saved.estimate_of(Reference.TRAINING).knobs.num_parallel_calls
-        == fourth.num_parallel_calls
+        saved.estimate_of(Reference.TRAINING).knobs.num_parallel_calls == fourth.num_parallel_calls
     )
 
 
