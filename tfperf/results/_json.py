@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from tfperf.errors import KnobError, ResultFileError, TfperfError
-from tfperf.knobs import Knobs
+from tfperf.knobs import KNOBS, Knobs
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
@@ -175,7 +175,7 @@ class _KnobsSchema:
 
 def as_knobs(value: Any) -> Knobs:
     """`value` as `Knobs`: a `Knobs` as it is, a mapping (`to_dict()`'s shape) through
-    `Knobs.from_mapping`.
+    `from_mapping` of the declared record (`KNOBS.record`).
 
     Raises:
         ValueError: `value` is not a mapping, or holds a name or value `Knobs` refuses (pydantic
@@ -186,7 +186,8 @@ def as_knobs(value: Any) -> Knobs:
     if not isinstance(value, Mapping):
         raise ValueError(f"knobs must be a mapping of knob names to values, not {value!r}")
     try:
-        return Knobs.from_mapping(value)
+        # The registry's record: a test may declare a knob on a subclass of `Knobs`.
+        return KNOBS.record.from_mapping(value)
     except KnobError as error:
         raise ValueError(str(error)) from None
 
