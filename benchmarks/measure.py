@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.record import (
     Figure,
@@ -133,7 +133,7 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         second_measured=second.measured_examples_per_sec if second else None,
         second_trial=second.trial_number if second else None,
         second_changes=list(second.changes_training) if second else [],
-        pooled_pool=pooled.knobs.get("private_threadpool_size") if pooled else None,
+        pooled_pool=pooled.knobs.private_threadpool_size if pooled else None,
         pooled_predicted=pooled.predicted_examples_per_sec if pooled else None,
         pooled_measured=pooled.measured_examples_per_sec if pooled else None,
         pooled_trial=pooled.trial_number if pooled else None,
@@ -141,7 +141,9 @@ def model_figures(result: TuneResult) -> ModelFigures | None:
         runner_up_measured=runner.measured_examples_per_sec if runner else None,
         runner_up_trial=runner.trial_number if runner else None,
         runner_up_setting=(
-            [f"{n} {runner.knobs.get(n)}" for n in runner.changes_training] if runner else []
+            [f"{n} {_plain(runner.knobs).get(n)}" for n in runner.changes_training]
+            if runner
+            else []
         ),
         python_stage=limit.python_stage,
         search_gain_estimate=found.estimate if found else None,
@@ -222,6 +224,11 @@ def with_remeasured(trials: list[Trial], measured: Sequence[Measurement]) -> lis
     return [dataclasses.replace(t, **figures(t.number)) for t in trials]
 
 
+def _plain(knobs: Knobs) -> dict[str, Any]:
+    """Knob values as JSON has them (the precision as its string) and call sites by name."""
+    return {**knobs.to_dict(), **knobs.sites}
+
+
 def _figure(trial: optuna.trial.FrozenTrial) -> float | None:
     feasible = all(value <= 0 for value in trial.constraints.values())
     if trial.user_attrs.get("status") != TrialStatus.COMPLETE.value or not feasible:
@@ -234,7 +241,7 @@ def final_configurations(pipeline: PipelineFile, result: TuneResult) -> dict[str
     return {
         "baseline": pipeline.baseline,
         "autotune": autotune_knobs(pipeline.baseline),
-        "tuned": Knobs.from_mapping(result.best.knobs, source="the tuned configuration"),
+        "tuned": result.best.knobs,
     }
 
 

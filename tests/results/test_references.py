@@ -3,13 +3,14 @@ the model's proposals were a list."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from tfperf.results import validated
+from tfperf.errors import ResultFileError
+from tfperf.knobs import Knobs
+from tfperf.results import plain_dict, validated
 from tfperf.results._references import REFERENCE_WORDS, reference_name
 from tfperf.results._tune import recommend
 from tfperf.results.tune import Estimate, Reference, TuneResult, folded_estimates
@@ -74,7 +75,8 @@ def test_a_tune_json_with_the_four_estimate_fields_still_loads():
     ]:
         found = result.estimate_of(kind)
         assert found is not None
-        assert found.knobs == stored[field]["knobs"]
+        # A stored estimate may hold only the knobs it set: the rest read as their defaults.
+        assert found.knobs == Knobs.from_mapping(stored[field]["knobs"])
         assert found.trial_number == stored[field]["trial_number"]
         assert found.changes_training == stored[field]["changes_training"]
     assert result.estimate_of(Reference.RUNNER_UP) is None
@@ -100,5 +102,28 @@ def test_the_recommendation_of_a_proposal_names_what_it_proposes():
 @pytest.mark.parametrize("kind", [k for k in Reference if k.proposed])
 def test_every_proposal_round_trips_through_json_with_its_kind(kind):
     estimate = Estimate({"prefetch": 2}, 5.0, 3, 4.0, [], kind)
-    loaded = validated(Estimate, json.loads(json.dumps(dataclasses.asdict(estimate))))
+    loaded = validated(Estimate, json.loads(json.dumps(plain_dict(estimate))))
     assert loaded == estimate and loaded.kind is kind
+
+
+def test_a_stored_tune_json_reads_its_knobs_as_records_and_writes_them_in_the_same_shape():
+    """Knobs stored as plain mappings read as `Knobs`, and are written back as `to_dict()`
+    writes them, so the JSON on disk keeps its shape."""
+    stored = json.loads((STORED / "tune-result-four-estimate-fields.json").read_text())
+
+    result = TuneResult.from_dict(stored)
+
+    assert all(isinstance(m.knobs, Knobs) for m in [result.best, *result.estimates])
+    assert result.baseline.knobs == Knobs.from_mapping(stored["baseline"]["knobs"])
+    saved = json.loads(result.to_json())
+    for side in ("best", "baseline"):
+        assert saved[side]["knobs"] == stored[side]["knobs"]
+    assert (
+        saved["estimates"][0]["knobs"] == Knobs.from_mapping(stored["estimate"]["knobs"]).to_dict()
+    )
+    assert TuneResult.from_dict(saved) == result
+
+
+def test_a_stored_knob_that_is_not_a_knob_is_named_with_its_field():
+    with pytest.raises(ResultFileError, match=r"knobs: .*unknown knob name 'batch_sise'"):
+        validated(Estimate, {"knobs": {"batch_sise": 8}, "predicted_examples_per_sec": 1.0})

@@ -294,7 +294,7 @@ def test_a_search_over_sites_ends_in_a_patch_of_the_winner(tmp_path, capsys):
     assert runner.requests[0].knobs.sites[MAP] == 1  # the baseline as written
     assert runner.requests[1].knobs.sites[MAP] == AUTOTUNE  # everything AUTOTUNE
     assert {request.knobs.sites[MAP] for request in runner.requests} > {1, AUTOTUNE}
-    best = result.best.knobs["sites"][MAP]
+    best = result.best.knobs.sites[MAP]
     assert best != 1 and result.speedup_vs_baseline.significant
     text = patch_section(pipeline, result, tmp_path / "reports" / "tuned.patch")
     shown = "tf.data.AUTOTUNE" if best == AUTOTUNE else str(best)

@@ -325,7 +325,7 @@ FAKE_TUNER = textwrap.dedent(
     listener = Record()
     result = Tuner(load_pipeline(path), options, listener, runner=FakeRunner()).run()
     print(json.dumps({
-        "trials_this_run": result.trials_this_run, "best": result.best.knobs,
+        "trials_this_run": result.trials_this_run, "best": result.best.knobs.to_dict(),
         "lost": listener.lost, "hardware_mixed": listener.mixed,
         "remeasured_here": Record.remeasured_here,
     }))

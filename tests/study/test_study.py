@@ -91,7 +91,8 @@ def test_remeasurement_round_trip(study):
         {
             "label": "baseline",
             "trial_number": 0,
-            "knobs": {"batch_size": 8},
+            # Stored as `Knobs.to_dict()` writes it: every knob, the ones not given at default.
+            "knobs": Knobs(batch_size=8).to_dict(),
             "examples_per_sec": [10.0, 11.0],
             "peak_rss_bytes": 100,
             "peak_gpu_bytes": None,

@@ -143,7 +143,7 @@ def test_a_search_makes_the_cache_that_pays_and_the_handover_says_what_it_was_wo
     )
     tuner = Tuner(pipeline, options, runner=FakeRunner(wait_for=cache_speed), machine=MACHINE)
     result = tuner.run()
-    assert result.best.knobs["sites"][CACHED_SITE] == 1
+    assert result.best.knobs.sites[CACHED_SITE] == 1
 
     handover = hand_over(tuner, result, verify=False)
 

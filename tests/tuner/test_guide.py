@@ -121,11 +121,11 @@ def test_the_guide_sizes_the_blocking_map_and_the_pool_by_littles_law():
 
     assert guide.limit.bound_by is LimitBound.COMPUTE
     assert guide.threads == {"num_parallel_calls": 18, "private_threadpool_size": 18}
-    assert guide.estimate.knobs["num_parallel_calls"] == 18
-    assert guide.estimate.knobs["private_threadpool_size"] == 18
+    assert guide.estimate.knobs.num_parallel_calls == 18
+    assert guide.estimate.knobs.private_threadpool_size == 18
     # The fetch blocks: the deepest prefetch of the default space (0, 1, 2, 4, 8, AUTOTUNE).
-    assert guide.estimate.knobs["prefetch"] == 8
-    assert guide.estimate.knobs["batch_size"] == 32  # training as written
+    assert guide.estimate.knobs.prefetch == 8
+    assert guide.estimate.knobs.batch_size == 32  # training as written
     assert guide.estimate.predicted_examples_per_sec == pytest.approx(9000.0)
     assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
 
@@ -144,11 +144,11 @@ def test_the_estimate_runs_its_parallel_stages_unordered_where_the_search_may():
     guidable = ["num_parallel_calls", "private_threadpool_size"]
     free = {"deterministic": Choices((None, False))}
     guide = make_guide(result, MACHINE, baseline, free, guidable)
-    assert guide is not None and guide.estimate.knobs["deterministic"] is False
+    assert guide is not None and guide.estimate.knobs.deterministic is False
     # Fixed by the user (`--fix deterministic=None`), or left out of the space: as written.
     for space in ({"deterministic": Fixed(None)}, {}):
         guide = make_guide(result, MACHINE, baseline, space, guidable)
-        assert guide is not None and guide.estimate.knobs["deterministic"] is None
+        assert guide is not None and guide.estimate.knobs.deterministic is None
 
 
 def test_only_a_sized_parallel_stage_makes_the_estimate_unordered():
@@ -171,13 +171,13 @@ def test_a_computing_pipeline_also_runs_its_estimate_on_the_cores_its_input_spen
 
     assert guide is not None and guide.estimate_of(Reference.TRAINING) is None
     # The parse computes: its calls and the pool are what the 2 cores hold, AUTOTUNE's prefetch.
-    assert guide.estimate.knobs["private_threadpool_size"] == 4
-    assert guide.estimate.knobs["prefetch"] == AUTOTUNE
+    assert guide.estimate.knobs.private_threadpool_size == 4
+    assert guide.estimate.knobs.prefetch == AUTOTUNE
     pooled = guide.estimate_of(Reference.POOL)
     assert pooled is not None
     # The step's CPU was not sampled, so the roofline is the input's alone (2 cores ÷ 0.31 ms
     # = 6,452/s): at that rate it spends both cores, and a pool of 2 delivers the prediction.
-    assert pooled.knobs == {**guide.estimate.knobs, "private_threadpool_size": 2, "prefetch": 2}
+    assert pooled.knobs == guide.estimate.knobs.replace(private_threadpool_size=2, prefetch=2)
     assert pooled.predicted_examples_per_sec == pytest.approx(2 / 0.31e-3)
     assert pooled.predicted_examples_per_sec == guide.estimate.predicted_examples_per_sec
     assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
@@ -209,7 +209,7 @@ def test_the_pooled_estimate_holds_the_input_to_its_pools_cores(input_cpu, pool,
     pooled = pool_estimate(base, model, _FREE)
 
     assert pooled is not None
-    assert pooled.knobs == {"private_threadpool_size": pool, "prefetch": 2}
+    assert pooled.knobs == Knobs(private_threadpool_size=pool, prefetch=2)
     assert pooled.predicted_examples_per_sec == pytest.approx(predicted)
 
 
@@ -454,8 +454,8 @@ def test_a_guide_stored_with_four_estimate_fields_reads_as_the_guide_made_now():
     old = Guide.from_dict(stored)
 
     assert [e.kind for e in old.estimates] == [Reference.ESTIMATE, Reference.POOL]
-    assert old.estimate.knobs == stored["estimate"]["knobs"]
-    assert old.estimate_of(Reference.POOL).knobs == stored["pool_estimate"]["knobs"]
+    assert old.estimate.knobs.to_dict() == stored["estimate"]["knobs"]
+    assert old.estimate_of(Reference.POOL).knobs.to_dict() == stored["pool_estimate"]["knobs"]
     baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
     now = make_guide(with_parse(fake_result(baseline, 0.01)), MACHINE, baseline, _FREE, _GUIDABLE)
     assert now == old

@@ -103,7 +103,7 @@ def test_the_patch_holds_the_thread_pool_and_the_added_prefetch_and_is_verified(
     tuner = Tuner(pipeline, options, runner=FakeRunner(wait_for=pool_and_prefetch_speed))
     tuner.machine = MACHINE
     result = tuner.run()
-    assert result.best.knobs["private_threadpool_size"] == 4
+    assert result.best.knobs.private_threadpool_size == 4
     tuner.runner = run_trial
     handover = hand_over(tuner, result, verify=True)
     assert handover is not None
@@ -149,7 +149,7 @@ def test_no_verify_hands_over_the_patch_unmeasured(tmp_path, monkeypatch, capsys
 
 
 def measurement(label: str, batch: int, rates: list[float]) -> Measurement:
-    knobs = Knobs(sites={BATCH: batch, PREFETCH: 0}).to_dict()
+    knobs = Knobs(sites={BATCH: batch, PREFETCH: 0})
     return Measurement(label, None, knobs, rates, 0, None)
 
 
@@ -159,9 +159,9 @@ def test_a_batch_change_within_noise_of_the_input_only_best_is_not_in_the_patch(
     pipeline = discovered(write(tmp_path, BLOCKING))
     baseline = measurement("baseline", 8, [100.0, 104.0])
     input_only = measurement("trial 3", 8, [150.0, 160.0])
-    input_only.knobs["private_threadpool_size"] = 4
+    input_only.knobs = input_only.knobs.replace(private_threadpool_size=4)
     fastest = measurement("trial 4", 16, [152.0, 170.0])
-    fastest.knobs["private_threadpool_size"] = 4
+    fastest.knobs = fastest.knobs.replace(private_threadpool_size=4)
     vs_baseline = speedup(input_only, baseline)
     result = TuneResult(
         pipeline=str(pipeline.path),

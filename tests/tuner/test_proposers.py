@@ -103,7 +103,7 @@ def test_a_fifth_proposer_is_one_function_and_one_entry_of_words(
     def deeper_prefetch(fit: Fit, proposed: Sequence[Estimate]) -> Estimate | None:
         """The estimate with a prefetch of 8 batches."""
         first = proposed[0]
-        knobs = {**first.knobs, "prefetch": 8}
+        knobs = first.knobs.replace(prefetch=8)
         return dataclasses.replace(first, knobs=knobs, kind=deeper)
 
     monkeypatch.setattr(_proposers, "PROPOSERS", (*PROPOSERS, deeper_prefetch))

@@ -75,12 +75,12 @@ def test_a_setting_that_lifts_the_limit_beyond_noise_is_the_second_estimate():
     second = guide.estimate_of(Reference.TRAINING)
     assert second is not None
     assert second.changes_training == ["batch_size", "mixed_precision"]
-    assert second.knobs["batch_size"] == 128
-    assert second.knobs["mixed_precision"] == "mixed_bfloat16"
+    assert second.knobs.batch_size == 128
+    assert second.knobs.mixed_precision == "mixed_bfloat16"
     # Little's law at the new target: 30,000 examples/s x the 2 ms the read adds per example.
-    assert second.knobs["num_parallel_calls"] == math.ceil(30000 * 2.0e-3)
+    assert second.knobs.num_parallel_calls == math.ceil(30000 * 2.0e-3)
     assert second.predicted_examples_per_sec == pytest.approx(30000.0)
-    assert guide.estimate.knobs["batch_size"] == 32  # the first estimate keeps training
+    assert guide.estimate.knobs.batch_size == 32  # the first estimate keeps training
     [setting] = guide.setting_limits
     assert setting.limit.examples_per_sec == pytest.approx(30000.0)
     assert setting.limit.bound_by is LimitBound.COMPUTE
@@ -107,8 +107,8 @@ def test_of_settings_within_the_models_error_the_one_nearest_the_baseline_is_pro
 
     second = guide.estimate_of(Reference.TRAINING)
     assert second is not None
-    assert second.knobs["batch_size"] == proposed
-    assert second.knobs["mixed_precision"] == "mixed_bfloat16"
+    assert second.knobs.batch_size == proposed
+    assert second.knobs.mixed_precision == "mixed_bfloat16"
     assert sorted(s.batch_size for s in guide.setting_limits) == [64, 128]
 
 
@@ -134,19 +134,19 @@ def test_the_next_larger_batch_within_the_models_error_is_the_runner_up(
     baseline, result = _baseline_result(rates)
     guide = make_guide(result, MACHINE, baseline, SPACE, GUIDABLE)
     assert guide is not None and guide.estimate_of(Reference.TRAINING) is not None
-    assert guide.estimate_of(Reference.TRAINING).knobs["batch_size"] == 64
+    assert guide.estimate_of(Reference.TRAINING).knobs.batch_size == 64
 
     runner = guide.estimate_of(Reference.RUNNER_UP)
     if runner_up is None:
         assert runner is None
         return
     assert runner is not None
-    assert runner.knobs["batch_size"] == runner_up
-    assert runner.knobs["mixed_precision"] == "mixed_bfloat16"
+    assert runner.knobs.batch_size == runner_up
+    assert runner.knobs.mixed_precision == "mixed_bfloat16"
     assert runner.changes_training == ["batch_size", "mixed_precision"]
     assert runner.predicted_examples_per_sec == pytest.approx(larger_rate)
     # Its threads are sized by the model under its own setting: 27,000/s x the 2 ms read.
-    assert runner.knobs["num_parallel_calls"] == math.ceil(larger_rate * 2.0e-3)
+    assert runner.knobs.num_parallel_calls == math.ceil(larger_rate * 2.0e-3)
     assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
 
 
@@ -224,7 +224,7 @@ def test_restarts_cut_the_prediction_and_the_shuffle_buffer_is_kept_as_large_as_
     affordable = max(v for v, s in share.items() if s >= 0.95 * max(share.values()))
     second = guide.estimate_of(Reference.TRAINING)
     assert second is not None and second.changes_training == ["shuffle_buffer"]
-    assert second.knobs["shuffle_buffer"] == affordable
+    assert second.knobs.shuffle_buffer == affordable
     assert second.predicted_examples_per_sec == pytest.approx(9000.0 * share[affordable])
 
 
@@ -238,7 +238,7 @@ def test_a_cheap_refill_keeps_the_baselines_shuffle_buffer_rather_than_a_larger_
     guide = make_guide(result, MACHINE, baseline, space, GUIDABLE)
 
     assert guide is not None and guide.estimate_of(Reference.TRAINING) is not None
-    assert guide.estimate_of(Reference.TRAINING).knobs["shuffle_buffer"] == 2048
+    assert guide.estimate_of(Reference.TRAINING).knobs.shuffle_buffer == 2048
     assert guide.estimate_of(Reference.TRAINING).changes_training == [
         "batch_size",
         "mixed_precision",
@@ -322,7 +322,7 @@ def test_the_training_estimate_is_the_fourth_trial_and_reaches_the_json(write_pi
     assert "its estimate with training changed (trial 3): predicted 36,000" in text
     assert "changes batch_size, mixed_precision" in text
     best = result.best.knobs
-    if (best["batch_size"], best["mixed_precision"]) == (8, "float32"):
+    if (best.batch_size, best.mixed_precision) == (8, "float32"):
         assert saved.best_limit == saved.limit
     else:
         assert saved.best_limit is not None
@@ -502,8 +502,7 @@ def test_the_training_estimate_sizes_its_blocking_stage_from_the_refit_roofline(
         and saved.estimate_of(Reference.TRAINING).trial_number == 3
     )
     assert (
-        saved.estimate_of(Reference.TRAINING).knobs["num_parallel_calls"]
-        == fourth.num_parallel_calls
+        saved.estimate_of(Reference.TRAINING).knobs.num_parallel_calls == fourth.num_parallel_calls
     )
 
 

@@ -59,13 +59,13 @@ def test_references_run_first_and_search_finds_a_faster_configuration(pipeline, 
     first, second = runner.requests[0].knobs, runner.requests[1].knobs
     assert first == pipeline.baseline
     assert second.num_parallel_calls == AUTOTUNE and second.prefetch == AUTOTUNE
-    assert result.best.knobs["num_parallel_calls"] in (4, 8, AUTOTUNE)
+    assert result.best.knobs.num_parallel_calls in (4, 8, AUTOTUNE)
     assert result.speedup_vs_baseline.ratio > 2
     assert result.speedup_vs_baseline.significant  # the fake has no noise: spread 0
     assert result.baseline.label == "baseline" and result.autotune is not None
     assert sum(result.trial_counts.values()) == 8
     # The fake's fastest setting (8 workers) beats AUTOTUNE (counted as 4), so a trial wins.
-    assert result.best.label.startswith("trial ") and result.best.knobs["num_parallel_calls"] == 8
+    assert result.best.label.startswith("trial ") and result.best.knobs.num_parallel_calls == 8
     assert result.recommendation.startswith(f"Use {result.best.label}'s knobs: ")
 
 
@@ -106,7 +106,7 @@ def test_budget_exceeded_is_infeasible_with_its_figure(pipeline, tmp_path):
         assert trial.state is optuna.trial.TrialState.COMPLETE
         assert trial.constraints["ram_bytes_over_budget"] == float(1 << 30)
         assert "over the 2 GiB budget" in trial.user_attrs["reason"]
-    assert result.best.knobs["num_parallel_calls"] != 8
+    assert result.best.knobs.num_parallel_calls != 8
 
 
 def test_failures_are_recorded_and_the_study_goes_on(pipeline, tmp_path):
@@ -149,7 +149,7 @@ def test_budget_trips_after_a_feasible_trial_do_not_stop_the_study(pipeline, tmp
     result = tuner(pipeline, tmp_path, runner, trials=7, max_consecutive_failures=3).run()
     statuses = [t.user_attrs["status"] for t in searched(tmp_path)]
     assert statuses == ["complete"] + ["ram-budget"] * 6  # six in a row, and the study went on
-    assert result.best.knobs == pipeline.baseline.to_dict()
+    assert result.best.knobs == pipeline.baseline
 
 
 def test_budget_trips_before_any_feasible_trial_stop_the_study(pipeline, tmp_path):
@@ -252,7 +252,7 @@ def test_the_chosen_configuration_is_reported_from_windows_measured_after_the_ch
     ).run()
     assert listener.confirmed == ([result.best.label], 2)
     assert len(result.best.confirmed) == 2 and len(result.best.examples_per_sec) == 2
-    assert [r.knobs.to_dict() for r in runner.requests[-2:]] == [result.best.knobs] * 2
+    assert [r.knobs for r in runner.requests[-2:]] == [result.best.knobs] * 2
     assert all(not m.confirmed for m in result.candidates if m is not result.best)
     stored = next(m for m in result.candidates if m.label == result.best.label)
     assert stored.confirmed == result.best.confirmed

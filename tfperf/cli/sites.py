@@ -107,13 +107,13 @@ def patch_section(pipeline: PipelineFile, result: TuneResult, write_to: Path | N
             "Patch: none. No configuration beat your code by more than the measured noise."
         )
         return "\n".join(lines)
-    chosen = dict(result.best.knobs.get("sites") or {})
+    chosen = dict(result.best.knobs.sites)
     script = pipeline.kind is PipelineKind.SCRIPT
     patch = patch_for(
         pipeline.path.parent,
         pipeline.discovery,
-        result.baseline.knobs,
-        result.best.knobs,
+        result.baseline.knobs.to_dict(),
+        result.best.knobs.to_dict(),
         script=script,
     )
     lines += [f"Patch for your code ({result.best.label}):", *patch.describe()]

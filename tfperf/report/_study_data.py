@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfperf.knobs import KNOBS
+from tfperf.knobs import KNOBS, Knobs
 from tfperf.knobs.declare import Applier
 from tfperf.results import ProfileResult, TrialStatus
 from tfperf.results.discovery import Discovery
@@ -262,7 +262,7 @@ def _reached(trial: optuna.trial.FrozenTrial, status: str) -> float | None:
     return float(trial.intermediate_values[max(trial.intermediate_values)])
 
 
-def flat_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
+def flat_knobs(knobs: Knobs | Mapping[str, Any]) -> dict[str, Any]:
     """Global knobs and call-site values side by side: `sites` entries become knobs of their own.
 
     A plain pipeline or a script is tuned through the values at its tf.data call sites
@@ -270,6 +270,8 @@ def flat_knobs(knobs: dict[str, Any]) -> dict[str, Any]:
     Knobs that apply only under a `tf.distribute` strategy or on a GPU are left out while
     unset: a study on one CPU never touches them, and listing them would only add noise.
     """
+    if isinstance(knobs, Knobs):
+        knobs = knobs.to_dict()
     flat = {
         name: value
         for name, value in knobs.items()

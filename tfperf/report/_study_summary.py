@@ -10,7 +10,6 @@ labelled as such.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from tfperf.knobs import KNOBS, Knobs
 from tfperf.knobs.declare import Applier
@@ -151,7 +150,7 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
     # Keeping the baseline hands nothing over, whichever configuration ran fastest.
     keep = vs_baseline is not None and keeps_baseline(best, vs_baseline)
     changes = training_changes(best, baseline) if baseline and not keep else []
-    snippets = not keep and not best.knobs.get("sites")
+    snippets = not keep and not best.knobs.sites
     return Summary(
         rows=_rows(measured, choice),
         vs_baseline=vs_baseline,
@@ -160,8 +159,8 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
         banner=banner(choice, vs_baseline, changes, snapshot.remeasured),
         changes=() if keep else _changes(best, baseline, changes),
         warnings=tuple(training_warnings(best, baseline, changes) if baseline else ()),
-        tf_data_code=tf_data_snippet(_all_knobs(best)) if snippets else "",
-        baseline_code=baseline_snippet(_all_knobs(best)) if snippets else "",
+        tf_data_code=tf_data_snippet(best.knobs.to_dict()) if snippets else "",
+        baseline_code=baseline_snippet(best.knobs.to_dict()) if snippets else "",
         remeasured=snapshot.remeasured,
         patch=None if keep else patch_block(snapshot, best, baseline, tune),
         keeps_baseline=keep,
@@ -241,10 +240,6 @@ def _name(m: Measurement) -> str:
     return "the AUTOTUNE configuration" if m.label == "autotune" else f"{m.label}'s knobs"
 
 
-def _all_knobs(measurement: Measurement) -> dict[str, Any]:
-    return Knobs.from_mapping(measurement.knobs).to_dict()
-
-
 def _single_runs(snapshot: StudySnapshot) -> list[Measurement]:
     """Before re-measurement: the references and the best trial, one run each."""
     rows = [row for row in snapshot.trials if row.feasible and row.examples_per_sec]
@@ -260,7 +255,7 @@ def _single_runs(snapshot: StudySnapshot) -> list[Measurement]:
         Measurement(
             label=label,
             trial_number=row.number,
-            knobs=row.knobs,
+            knobs=Knobs.from_mapping(row.knobs),
             examples_per_sec=[row.examples_per_sec or 0.0],
             peak_rss_bytes=row.peak_rss_bytes or 0,
             peak_gpu_bytes=row.peak_gpu_bytes,
@@ -318,7 +313,7 @@ def patch_block(
             problem=handover.verify_problem,
             edits=tuple(handover.edits),
         )
-    chosen = best.knobs.get("sites") or {}
+    chosen = dict(best.knobs.sites)
     if not chosen or snapshot.discovery is None or snapshot.code_root is None:
         return None
     root = str(snapshot.code_root)
@@ -346,7 +341,8 @@ def applied_edits(best: Measurement, baseline: Measurement) -> list[str]:
     No call in the user's file holds the precision or the tf.data options, so the diff cannot
     carry them; without these lines the patched code runs a configuration never measured.
     """
-    before, after = baseline.knobs, best.knobs
+    # Plain values (the precision as its string), as the edits and option lines write them.
+    before, after = baseline.knobs.to_dict(), best.knobs.to_dict()
     changed = [
         knob
         for knob in KNOBS.applied_by(Applier.PRECISION, Applier.TF_DATA, Applier.PROCESS)

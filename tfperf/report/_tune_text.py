@@ -128,13 +128,13 @@ def _changes(result: TuneResult) -> str:
 
 def _apply(result: TuneResult) -> str:
     # Code that reads no knobs gets a patch of its own calls instead (tfperf/cli/sites.py).
-    if keeps_baseline(result.best, result.speedup_vs_baseline) or result.best.knobs.get("sites"):
+    if keeps_baseline(result.best, result.speedup_vs_baseline) or result.best.knobs.sites:
         return ""
     return (
         "Apply it: paste as BASELINE in the pipeline file:\n"
-        f"{_indent(baseline_snippet(result.best.knobs))}\n"
+        f"{_indent(baseline_snippet(result.best.knobs.to_dict()))}\n"
         "or, in code that does not read knobs, use these values:\n"
-        f"{_indent(tf_data_snippet(result.best.knobs))}"
+        f"{_indent(tf_data_snippet(result.best.knobs.to_dict()))}"
     )
 
 

@@ -17,6 +17,7 @@ from tfperf.results._gpu_memory import (
 )
 from tfperf.results._json import (
     JsonRecord,
+    plain_dict,
     validated,
 )
 from tfperf.results._limit import (
@@ -67,5 +68,6 @@ __all__ = [
     "Verdict",
     "Warmup",
     "gpu_memory_advice",
+    "plain_dict",
     "validated",
 ]

@@ -8,16 +8,21 @@ found there.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from tfperf.errors import ResultFileError, TfperfError
+from tfperf.errors import KnobError, ResultFileError, TfperfError
+from tfperf.knobs import KNOBS, Knobs
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
+    from pydantic_core import CoreSchema
 
-__all__ = ["JsonRecord", "validated"]
+__all__ = ["JsonRecord", "KnobsField", "as_knobs", "plain_dict", "validated"]
 
 R = TypeVar("R", bound="JsonRecord")
 T = TypeVar("T")
@@ -145,3 +150,80 @@ def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
 
         _ADAPTERS[cls] = TypeAdapter(cls)
     return _ADAPTERS[cls]
+
+
+class _KnobsSchema:
+    """How pydantic reads and writes a `Knobs` field: the `to_dict()` mapping, both ways.
+
+    Records stored their knobs as that plain mapping before they held a `Knobs`, so the JSON
+    keeps its shape and files written either way load. pydantic is imported only when a
+    record's schema is first built.
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(
+            as_knobs,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                _knobs_dict, when_used="always"
+            ),
+        )
+
+
+def as_knobs(value: Any) -> Knobs:
+    """`value` as `Knobs`: a `Knobs` as it is, a mapping (`to_dict()`'s shape) through
+    `from_mapping` of the declared record (`KNOBS.record`).
+
+    Raises:
+        ValueError: `value` is not a mapping, or holds a name or value `Knobs` refuses (pydantic
+            reports a ValueError under the field's path).
+    """
+    if isinstance(value, Knobs):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"knobs must be a mapping of knob names to values, not {value!r}")
+    try:
+        # The registry's record: a test may declare a knob on a subclass of `Knobs`.
+        return KNOBS.record.from_mapping(value)
+    except KnobError as error:
+        raise ValueError(str(error)) from None
+
+
+def _knobs_dict(knobs: Knobs) -> dict[str, Any]:
+    return knobs.to_dict()
+
+
+#: A record's `Knobs` field, stored as `Knobs.to_dict()` and read back through
+#: `Knobs.from_mapping`.
+KnobsField = Annotated[Knobs, _KnobsSchema()]
+
+
+def plain_dict(record: Any) -> dict[str, Any]:
+    """`dataclasses.asdict(record)`, with every `Knobs` inside as its `to_dict()`.
+
+    For records stored as plain values (a study's user attributes) rather than through
+    pydantic: `asdict` alone would leave a `Knobs`'s call sites as a `SiteValues`, which JSON
+    cannot hold, and its precision as an enum.
+    """
+    plain: dict[str, Any] = _plain(record)
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Knobs):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)
+        }
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, tuple):
+        items = [_plain(item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    return copy.deepcopy(value)

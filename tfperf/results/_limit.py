@@ -10,6 +10,7 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
+from tfperf.results._json import KnobsField, as_knobs
 from tfperf.results._references import Reference
 
 
@@ -79,7 +80,7 @@ class TrainingRate:
 class Estimate:
     """A configuration the pipeline model proposes, and how well its prediction held."""
 
-    knobs: dict[str, Any]
+    knobs: KnobsField
     predicted_examples_per_sec: float
     trial_number: int | None = None  # the study trial that measured it
     measured_examples_per_sec: float | None = None
@@ -90,6 +91,10 @@ class Estimate:
     # Which of the model's proposals it is (`tfperf.tuner._proposers`); its value is the label
     # of the trial that measured it. Records from before kinds existed read as the estimate.
     kind: Reference = Reference.ESTIMATE
+
+    def __post_init__(self) -> None:
+        # A mapping in `to_dict()`'s shape is read as the knobs it describes.
+        self.knobs = as_knobs(self.knobs)
 
     @property
     def error(self) -> float | None:

@@ -87,8 +87,9 @@ class ReferenceWords:
 
 
 def _filled(template: str, estimate: Estimate) -> str:
-    knobs, changed = estimate.knobs, estimate.changes_training
-    pool = knobs.get("private_threadpool_size")
+    # Plain values (the precision as its string) and call sites by name, as the words show them.
+    knobs, changed = {**estimate.knobs.to_dict(), **estimate.knobs.sites}, estimate.changes_training
+    pool = estimate.knobs.private_threadpool_size
     return template.format(
         names=", ".join(changed),
         settings=", ".join(f"{n}={knobs.get(n)}" for n in changed),

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
-from tfperf.knobs import KNOBS, training_sites
-from tfperf.results._json import JsonRecord
+from tfperf.knobs import KNOBS, Knobs, training_sites
+from tfperf.results._json import JsonRecord, KnobsField, as_knobs
 from tfperf.results._limit import Estimate, Limit
 from tfperf.results._references import Reference, folded_estimates, reference_name
 
@@ -42,7 +42,7 @@ class Measurement:
 
     label: str
     trial_number: int | None
-    knobs: dict[str, Any]
+    knobs: KnobsField
     examples_per_sec: list[float]
     peak_rss_bytes: int
     peak_gpu_bytes: int | None
@@ -50,6 +50,10 @@ class Measurement:
     #: Repeats stopped over the RAM or GPU-memory budget (they left no window). A configuration
     #: with any is never recommended: its trial met the budget by a margin the next run erased.
     over_budget: int = 0
+
+    def __post_init__(self) -> None:
+        # A mapping in `to_dict()`'s shape is read as the knobs it describes.
+        self.knobs = as_knobs(self.knobs)
 
     @property
     def within_budgets(self) -> bool:
@@ -268,11 +272,14 @@ def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
         ...                  Measurement("baseline", 0, old, [1.0], 0, None))
         ['batch@train.py:9.batch_size']
     """
-    knobs = [name for name in TRAINING_KNOBS if best.knobs.get(name) != baseline.knobs.get(name)]
-    return knobs + training_sites(baseline.knobs.get("sites") or {}, best.knobs.get("sites") or {})
+    changed = best.knobs.diff(baseline.knobs)
+    knobs = [name for name in TRAINING_KNOBS if name in changed]
+    return knobs + training_sites(baseline.knobs.sites, best.knobs.sites)
 
 
-def training_distance(knobs: dict[str, Any], baseline: dict[str, Any]) -> float:
+def training_distance(
+    knobs: Knobs | Mapping[str, Any], baseline: Knobs | Mapping[str, Any]
+) -> float:
     """How far `knobs` move training from `baseline`'s: doublings of a batch size or shuffle
     buffer (global or at a call site), plus one for a change of precision or of any value
     that is not a positive number.
@@ -282,12 +289,17 @@ def training_distance(knobs: dict[str, Any], baseline: dict[str, Any]) -> float:
         ...                   {"batch_size": 32, "mixed_precision": "float32"})
         3.0
     """
+    knobs, baseline = _mapping(knobs), _mapping(baseline)
     own = {name: knobs.get(name) for name in TRAINING_KNOBS}
     base = {name: baseline.get(name) for name in TRAINING_KNOBS}
     sites, base_sites = knobs.get("sites") or {}, baseline.get("sites") or {}
     for name in training_sites(base_sites, sites):
         own[name], base[name] = sites.get(name), base_sites.get(name)
     return sum(_step(own[name], base[name]) for name in own)
+
+
+def _mapping(knobs: Knobs | Mapping[str, Any]) -> Mapping[str, Any]:
+    return knobs.to_dict() if isinstance(knobs, Knobs) else knobs
 
 
 def _step(value: Any, base: Any) -> float:

@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tfperf.results import validated
+from tfperf.results import plain_dict, validated
 from tfperf.results.discovery import Discovery
 from tfperf.results.tune import Measurement, Objective
 
@@ -125,7 +125,7 @@ class StudyRecord:
         if self.discovery is not None:
             attrs[_DISCOVERY] = {"root": self.code_root, **self.discovery.to_dict()}
         if self.remeasured is not None:
-            attrs[_REMEASURE] = [dataclasses.asdict(m) for m in self.remeasured]
+            attrs[_REMEASURE] = [plain_dict(m) for m in self.remeasured]
         if self.remeasured_by is not None:
             attrs[_REMEASURED_BY] = dataclasses.asdict(self.remeasured_by)
         return attrs

@@ -30,7 +30,7 @@ from typing import Any
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
 from tfperf.measure import THREAD_CAP, InputCpu, PipelineModel, model_from_profile
-from tfperf.results import Limit, ProfileResult, validated
+from tfperf.results import Limit, ProfileResult, plain_dict, validated
 from tfperf.results.stages import StageKind, StageStat
 from tfperf.results.tune import TRAINING_KNOBS, Estimate, Reference, folded_estimates
 from tfperf.tuner._proposers import Fit, Proposer, propose, sized_threads
@@ -82,7 +82,7 @@ class Guide:
         return next((e for e in self.estimates if e.kind is kind), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return plain_dict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Guide:

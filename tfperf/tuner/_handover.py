@@ -55,8 +55,8 @@ def hand_over(tuner: Tuner, result: TuneResult, *, verify: bool = True) -> HandO
     patch = patch_for(
         root,
         pipeline.discovery,
-        result.baseline.knobs,
-        result.best.knobs,
+        result.baseline.knobs.to_dict(),
+        result.best.knobs.to_dict(),
         script=pipeline.kind is PipelineKind.SCRIPT,
     )
     handover = HandOver(str(root), patch.diff, patch.manual_sentences())

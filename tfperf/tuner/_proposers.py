@@ -86,7 +86,7 @@ class Fit:
         threads = self.threads(setting.model)
         knobs = estimate_knobs(self.baseline, threads, self.space, self.model.blocks)
         return Estimate(
-            knobs=knobs.replace(**setting.changes).to_dict(),
+            knobs=knobs.replace(**setting.changes),
             predicted_examples_per_sec=setting.model.predicted_examples_per_sec,
             changes_training=sorted(setting.changes),
             kind=kind,
@@ -103,7 +103,7 @@ def best_as_written(fit: Fit, proposed: Sequence[Estimate]) -> Estimate | None:
     the search may choose so (`estimate_knobs`)."""
     knobs = estimate_knobs(fit.baseline, fit.threads(fit.model), fit.space, fit.model.blocks)
     return Estimate(
-        knobs=knobs.to_dict(),
+        knobs=knobs,
         predicted_examples_per_sec=fit.model.predicted_examples_per_sec,
         kind=Reference.ESTIMATE,
     )
@@ -211,7 +211,7 @@ def pool_estimate(
         return None
     if isinstance(space.get(POOL), Fixed) or not _admits(space.get("prefetch"), POOLED_PREFETCH):
         return None
-    knobs = {**base.knobs, POOL: cores, "prefetch": POOLED_PREFETCH}
+    knobs = base.knobs.replace(**{POOL: cores, "prefetch": POOLED_PREFETCH})
     if knobs == base.knobs:
         return None
     cap = model.pool_cap(cores)

@@ -144,7 +144,7 @@ class References:
         or the study already holds it."""
         assert self.guide is not None  # the guide is stored with the reference
         label = estimate.kind.value
-        knobs = Knobs.from_mapping(estimate.knobs, source=estimate.kind.words.name)
+        knobs = estimate.knobs
         if knobs in self.knobs.values():
             return False
         queued = ledger.enqueue_reference(label, knobs, self.guide.to_dict())
@@ -160,8 +160,7 @@ class References:
         for estimate in self.guide.estimates:
             label = estimate.kind.value
             if reference_trial(ledger.study, label) is not None:
-                source = estimate.kind.words.name
-                self.knobs[label] = Knobs.from_mapping(estimate.knobs, source=source)
+                self.knobs[label] = estimate.knobs
 
     def resume(self, ledger: Ledger) -> None:
         """On opening a study whose estimate failed (Ctrl-C, or lost with its tuner) before
@@ -231,13 +230,15 @@ class References:
             if not (Reference.is_proposal(label) and _never_ran(ledger.study, label))
         }
 
-    def limit_for(self, knobs: Mapping[str, Any]) -> Limit | None:
+    def limit_for(self, knobs: Knobs) -> Limit | None:
         """The limit under the training setting `knobs` run with (None: not probed)."""
         if self.guide is None:
             return None
-        return limit_for(knobs, self.baseline, self.guide.limit, self.guide.setting_limits)
+        return limit_for(
+            knobs.to_dict(), self.baseline, self.guide.limit, self.guide.setting_limits
+        )
 
-    def over_limit(self, rate: float, knobs: Mapping[str, Any]) -> float | None:
+    def over_limit(self, rate: float, knobs: Knobs) -> float | None:
         """`rate` as a fraction of the limit under `knobs`' training setting, when known."""
         limit = self.limit_for(knobs)
         return rate / limit.examples_per_sec if limit and limit.examples_per_sec > 0 else None
@@ -282,8 +283,7 @@ def _never_ran(study: optuna.Study, label: str) -> bool:
 
 def _same(estimate: Estimate, measured: Mapping[str, Measurement]) -> Measurement | None:
     """The measurement of the configuration `estimate` proposes, under another label."""
-    knobs = Knobs.from_mapping(estimate.knobs, source=estimate.kind.words.name).to_dict()
-    return next((m for m in measured.values() if m.knobs == knobs), None)
+    return next((m for m in measured.values() if m.knobs == estimate.knobs), None)
 
 
 def _measured(estimate: Estimate, study: optuna.Study, measured: Measurement | None) -> Estimate:

@@ -64,7 +64,7 @@ def remeasure(
         Measurement(
             label=finalist.label,
             trial_number=finalist.trial_number,
-            knobs=finalist.knobs.to_dict(),
+            knobs=finalist.knobs,
             examples_per_sec=window.rates,
             peak_rss_bytes=window.peak_rss_bytes,
             peak_gpu_bytes=window.peak_gpu_bytes,
@@ -149,8 +149,7 @@ def _interleaved(
 
 
 def _finalist(measurement: Measurement) -> Finalist:
-    knobs = Knobs.from_mapping(measurement.knobs)
-    return Finalist(measurement.label, measurement.trial_number, knobs)
+    return Finalist(measurement.label, measurement.trial_number, measurement.knobs)
 
 
 def _confirmed(measurement: Measurement, windows: _Windows) -> Measurement:
