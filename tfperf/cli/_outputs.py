@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tfperf.outputs import check_output_path, check_separate, safe_stem, same_file
-from tfperf.pipeline import user_sources
+from tfperf.pipeline import PipelineFile, user_sources
 
-__all__ = ["Outputs", "check_outputs", "profile_stem", "user_sources"]
+__all__ = ["Outputs", "check_loaded", "check_outputs", "profile_stem"]
 
 #: (option or words, path) of each output a run writes.
 Outputs = Sequence[tuple[str, Path]]
@@ -31,6 +31,15 @@ def check_outputs(outputs: Outputs, inputs: Sequence[tuple[str, Path]]) -> None:
     for option, path in outputs:
         check_output_path(path, option)
     check_separate(outputs, inputs)
+
+
+def check_loaded(outputs: Outputs, pipeline: PipelineFile) -> None:
+    """Refuses an output that is one of the loaded pipeline's files (`user_sources`).
+
+    Raises:
+        OutputPathError: see `tfperf.outputs.check_separate`.
+    """
+    check_separate(outputs, user_sources(pipeline))
 
 
 def profile_stem(pipeline: Path, reports_dir: Path) -> str:

@@ -27,7 +27,7 @@ from tfperf.cli._devices import (
     gpu_memory_fixes,
     note_gpu_flags,
 )
-from tfperf.cli._outputs import Outputs, check_outputs, profile_stem, user_sources
+from tfperf.cli._outputs import Outputs, check_loaded, check_outputs, profile_stem
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
 from tfperf.cli._stall import add_stall_argument, stall_limit, stall_message
 from tfperf.cli.base import (
@@ -37,7 +37,6 @@ from tfperf.cli.base import (
 )
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
-from tfperf.outputs import check_separate
 from tfperf.results import TrialStatus
 from tfperf.results.discovery import Discovery, describe_discovery
 
@@ -118,7 +117,7 @@ class ProfileCommand(Command):
         # Loaded here too, not only in the child: a broken file fails in a second, with the
         # same message, before a measurement starts.
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
-        check_separate(outputs, user_sources(pipeline))
+        check_loaded(outputs, pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
         _status(f"Profiling {args.pipeline} ({_window_words(args)} per phase)...", args)

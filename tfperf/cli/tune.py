@@ -23,7 +23,7 @@ from tfperf.cli._devices import (
     gpu_memory_fixes,
     note_gpu_flags,
 )
-from tfperf.cli._outputs import check_outputs, user_sources
+from tfperf.cli._outputs import check_loaded, check_outputs
 from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
 from tfperf.cli.base import (
     Command,
@@ -34,7 +34,7 @@ from tfperf.cli.base import (
 )
 from tfperf.cli.lifecycle import interrupted_status
 from tfperf.errors import OutputPathError, TfperfError
-from tfperf.outputs import check_separate, safe_stem
+from tfperf.outputs import safe_stem
 from tfperf.results.tune import Objective
 from tfperf.tuner import TuneOptions
 
@@ -232,7 +232,7 @@ class TuneCommand(Command):
 
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
         pipeline = find_sites(pipeline, quiet=args.quiet)
-        check_separate(outputs.named(args), user_sources(pipeline))
+        check_loaded(outputs.named(args), pipeline)
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
         note_gpu_flags(args)
         _check_baseline_replicas(args, pipeline)
