@@ -47,6 +47,7 @@ from benchmarks.record import (
 )
 from benchmarks.render import render
 from benchmarks.suite import SUITE, Settings, SuiteError, select
+from tests.deadlines import HANG_S
 from tfperf.results.tune import Measurement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -826,7 +827,7 @@ def test_smoke_run_measures_and_renders(tmp_path):
         capture_output=True,
         text=True,
         check=False,
-        timeout=280,
+        timeout=HANG_S,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     record = BenchRecord.load(tmp_path / "RESULTS.json")
