@@ -13,6 +13,9 @@ from tfperf.measure._analysis import (
     stage_report,
     with_added_costs,
 )
+from tfperf.measure._memory import (
+    memory_account,
+)
 from tfperf.measure._model import (
     THREAD_CAP,
     InputCpu,
@@ -64,6 +67,7 @@ __all__ = [
     "StageCost",
     "batch_examples",
     "input_cpu_s_per_example",
+    "memory_account",
     "model_from_profile",
     "nearest_limit_input_cpu",
     "pipeline_limit",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tfperf.knobs import format_value
+from tfperf.report._buffers import buffers_text
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
@@ -40,6 +41,7 @@ def render_summary(result: ProfileResult) -> str:
         _limit_line(result),
         _warmup(result),
         _memory(result),
+        buffers_text(result.memory) if result.memory is not None else "",
         gpu_memory_text(result),
         _autotune(result, result.autotune) if result.autotune is not None else "",
         _scaling(result),

@@ -22,6 +22,7 @@ from tfperf.errors import ResultFileError
 from tfperf.results._distribution import Distribution
 from tfperf.results._json import JsonRecord
 from tfperf.results._limit import Limit, TrainingRate
+from tfperf.results._memory import MemoryAccount
 from tfperf.results._scaling import ScalingCurve
 
 if TYPE_CHECKING:
@@ -478,6 +479,8 @@ class ProfileResult(JsonRecord):
     scaling: ScalingCurve | None = None
     # The strategy it trained under, its replicas and per-replica figures; None: no strategy.
     distribution: Distribution | None = None
+    # What each buffering stage holds in host memory, beside the peak RSS; None: not read.
+    memory: MemoryAccount | None = None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""

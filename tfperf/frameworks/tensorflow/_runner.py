@@ -23,13 +23,16 @@ from tfperf.frameworks import StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
+from tfperf.frameworks.tensorflow._buffers import buffer_holds
 from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
+from tfperf.frameworks.tensorflow._edit_checks import ram_budget
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
     EpochInfo,
     ProgressCallback,
+    memory_account,
     profile,
     profile_limit,
     restart_stage,
@@ -39,7 +42,7 @@ from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import ProfileResult
 from tfperf.results.discovery import Discovery
-from tfperf.results.stages import EpochSource, StageReport
+from tfperf.results.stages import EpochSource, MemoryAccount, StageReport
 
 if TYPE_CHECKING:
     from tfperf.frameworks import StrategyKind
@@ -129,6 +132,7 @@ def profile_pipeline(
         result.autotune = recorder.readout
         result.distribution = distribution_of(built, result)
         result.dataset_options = _tf.dataset_options(dataset)
+        result.memory = _memory(chain, result)
         if analyse_stages:
             result.stages = _stage_report(dataset, result, stage_seconds)
             if result.stages.advice:
@@ -136,6 +140,13 @@ def profile_pipeline(
             result.limit = profile_limit(result)
     _tf.attach_allocator_peaks(result.gpus)
     return result
+
+
+def _memory(chain: list[StageNode], result: ProfileResult) -> MemoryAccount:
+    """What the pipeline's buffers hold, beside the peak RSS the profile measured."""
+    holds = buffer_holds(chain, result.autotune, result.environment.cpu_count)
+    peak = result.host_memory.peak_rss_bytes if result.host_memory is not None else None
+    return memory_account(holds, peak, ram_budget())
 
 
 def measured_knobs(knobs: Knobs, discovery: Discovery) -> dict[str, Any]:
