@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from tests.reports import fake_profile
-from tfperf.measure import memory_account
 from tfperf.report import render_profile_html, render_summary
 from tfperf.results import ProfileResult
-from tfperf.results.stages import BufferHold, BufferKind, SizeSource
+from tfperf.results.stages import BufferHold, BufferKind, SizeSource, memory_account
 
 KIB, MIB = 2**10, 2**20
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from tfperf.measure._analysis import (
     CONTENTION_AT,
+    attribute_restarts,
     stage_report,
     with_added_costs,
-)
-from tfperf.measure._memory import (
-    memory_account,
 )
 from tfperf.measure._model import (
     THREAD_CAP,
@@ -65,9 +63,9 @@ __all__ = [
     "ProgressCallback",
     "Restarts",
     "StageCost",
+    "attribute_restarts",
     "batch_examples",
     "input_cpu_s_per_example",
-    "memory_account",
     "model_from_profile",
     "nearest_limit_input_cpu",
     "pipeline_limit",

@@ -179,7 +179,7 @@ class Profiler:
         compute_only = phases.get(Phase.COMPUTE_ONLY)
         pipeline_only = phases.get(Phase.PIPELINE_ONLY)
         restart = restarts.restart_cost(end_to_end, self.epoch)
-        wait = end_to_end.input_wait_fraction if restart is None else restart.weighted_wait_fraction
+        wait = restarts.verdict_wait(end_to_end, restart)
         verdict = analysis.classify(wait)
         host = next((p for p in self.probes if isinstance(p, HostProbe) and p.available), None)
         nvml = next((p for p in self.probes if isinstance(p, NvmlProbe)), None)

@@ -122,8 +122,24 @@ def _restarts(cost: RestartCost) -> str:
         f"{format_seconds(cost.seconds_per_restart)}{where} ({cost.window_wait_share:.0%} of the "
         f"window's wait).\n  Wait share between restarts {cost.steady_wait_fraction:.1%}; with "
         f"one restart per real epoch of {cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
-        f"{cost.weighted_wait_fraction:.1%}, the figure the verdict follows."
+        f"{cost.weighted_wait_fraction:.1%}, {_follows(cost)}"
     )
+
+
+def _follows(cost: RestartCost) -> str:
+    """Which wait share the verdict follows, and how the restart's stage was found."""
+    found = (
+        f"\n  {cost.stage} is the stage a restart waits for: measured, it adds "
+        f"{format_seconds(cost.stage_own_s)} to the first batch after a fresh start."
+        if cost.measured and cost.stage and cost.stage_own_s is not None
+        else ""
+    )
+    if cost.dominates:
+        return (
+            "but restarts dominate it and repeat() or cache() removes them, so the verdict "
+            "follows the wait between restarts." + found
+        )
+    return "the figure the verdict follows." + found
 
 
 _EPOCH = {

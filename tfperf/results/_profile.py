@@ -226,6 +226,9 @@ class StageStat:
         note: why figures are missing, or a caveat about them; None when there is none.
         calls_python: its function runs Python per element (tf.numpy_function or
             tf.py_function), so every call takes the GIL, whatever its parallelism.
+        first_element_s: seconds from a fresh start of the cut pipeline to its first
+            element: what a restart of the dataset waits for up to this stage; None when not
+            measured.
     """
 
     index: int
@@ -244,6 +247,7 @@ class StageStat:
     duration_s: float
     note: str | None = None
     calls_python: bool = False
+    first_element_s: float | None = None
 
 
 @dataclasses.dataclass
@@ -349,6 +353,16 @@ class RestartCost:
         epoch_steps: steps (batches) in one real epoch.
         epoch_source: where `epoch_steps` came from.
         weighted_examples_per_sec: end-to-end examples/s with the restart weighed by the epoch.
+        measured: True when `stage` is the stage whose output was measured late after a
+            fresh start (the stage analysis's first-element times); False when it was taken
+            from the stage graph alone (no stage analysis ran).
+        stage_own_s: that stage's own share of the time to the first batch after a fresh
+            start, seconds; None when not measured.
+        stage_sequential: the stage is a map or read that could run in parallel but is
+            written to run on one thread.
+        short_epoch: an epoch holds too few steps for the pipeline to reach a steady state
+            (`tfperf.measure._restarts.SHORT_EPOCH_STEPS`): the wait is the epoch's own
+            length, not a buffer refilling.
     """
 
     restarts: int
@@ -362,6 +376,15 @@ class RestartCost:
     epoch_steps: int
     epoch_source: EpochSource
     weighted_examples_per_sec: float
+    measured: bool = False
+    stage_own_s: float | None = None
+    stage_sequential: bool = False
+    short_epoch: bool = False
+
+    @property
+    def dominates(self) -> bool:
+        """Whether restarts cost more wait per real epoch than the steady steps do."""
+        return self.seconds_per_restart / self.epoch_steps > self.steady_wait_s_per_step
 
 
 @dataclasses.dataclass

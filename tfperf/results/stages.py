@@ -16,6 +16,7 @@ from tfperf.results._memory import (
     BufferKind,
     MemoryAccount,
     SizeSource,
+    memory_account,
 )
 from tfperf.results._profile import (
     AutotuneChoice,
@@ -45,4 +46,5 @@ __all__ = [
     "StageReport",
     "StageStat",
     "StageUnit",
+    "memory_account",
 ]

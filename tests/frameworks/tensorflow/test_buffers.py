@@ -6,8 +6,7 @@ import pytest
 
 from tfperf.frameworks.tensorflow._buffers import buffer_holds
 from tfperf.frameworks.tensorflow._chain import recover_stages
-from tfperf.measure import memory_account
-from tfperf.results.stages import BufferKind, SizeSource
+from tfperf.results.stages import BufferKind, SizeSource, memory_account
 
 tf = pytest.importorskip("tensorflow")
 

@@ -32,7 +32,7 @@ from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
     EpochInfo,
     ProgressCallback,
-    memory_account,
+    attribute_restarts,
     profile,
     profile_limit,
     restart_stage,
@@ -42,7 +42,7 @@ from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import ProfileResult
 from tfperf.results.discovery import Discovery
-from tfperf.results.stages import EpochSource, MemoryAccount, StageReport
+from tfperf.results.stages import EpochSource, MemoryAccount, StageReport, memory_account
 
 if TYPE_CHECKING:
     from tfperf.frameworks import StrategyKind
@@ -134,9 +134,11 @@ def profile_pipeline(
         result.dataset_options = _tf.dataset_options(dataset)
         result.memory = _memory(chain, result)
         if analyse_stages:
-            result.stages = _stage_report(dataset, result, stage_seconds)
-            if result.stages.advice:
-                result.advice = f"{result.advice} {result.stages.advice}"
+            report = _stage_report(dataset, result, stage_seconds)
+            result.stages = report
+            result = attribute_restarts(result)
+            if report.advice:
+                result.advice = f"{result.advice} {report.advice}"
             result.limit = profile_limit(result)
     _tf.attach_allocator_peaks(result.gpus)
     return result
