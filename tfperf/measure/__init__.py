@@ -49,12 +49,14 @@ from tfperf.measure._scaling import (
     scaling_point,
 )
 from tfperf.measure._window import (
+    Budget,
     window_steps,
 )
 
 __all__ = [
     "CONTENTION_AT",
     "THREAD_CAP",
+    "Budget",
     "EpochInfo",
     "InputCpu",
     "PipelineModel",

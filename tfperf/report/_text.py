@@ -40,6 +40,7 @@ def render_summary(result: ProfileResult) -> str:
         _stages(result.stages) if result.stages is not None else "",
         _limit_line(result),
         _warmup(result),
+        _budget(result),
         _memory(result),
         buffers_text(result.memory) if result.memory is not None else "",
         gpu_memory_text(result),
@@ -327,3 +328,21 @@ def _limit_line(result: ProfileResult) -> str:
         f"Limit: {limit.examples_per_sec:,.0f} examples/s, bound by {limit.bound_by.value}.\n"
         f"  {limit.explanation}"
     )
+
+
+def _budget(result: ProfileResult) -> str:
+    """The time budget the measurement was sized to, and the phases it cut short."""
+    if not result.budget_s:
+        return ""
+    cut = [phase for phase in result.phases() if phase.cut_by_budget]
+    line = (
+        f"Budget: measured within {result.budget_s:g} s (--budget; start-up not counted): "
+        "each phase may take a quarter of it, the stage analysis a fifth."
+    )
+    if cut:
+        names = ", ".join(f"{p.phase.value.replace('_', ' ')} after {p.steps} steps" for p in cut)
+        line += (
+            f"\n  The budget ended {names}, before the steps asked for: the window was sized "
+            "by the measured step time. A larger --budget measures more steps."
+        )
+    return line

@@ -108,6 +108,8 @@ class PhaseResult:
     warmup: Warmup
     epochs_crossed: int
     records: list[StepRecord]
+    #: The profile's time budget ended this phase before the steps it asked for were measured.
+    cut_by_budget: bool = False
 
 
 @dataclasses.dataclass
@@ -504,6 +506,8 @@ class ProfileResult(JsonRecord):
     distribution: Distribution | None = None
     # What each buffering stage holds in host memory, beside the peak RSS; None: not read.
     memory: MemoryAccount | None = None
+    # The time budget the measurement was sized to (`--budget`), seconds; None: none.
+    budget_s: float | None = None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""
