@@ -25,7 +25,7 @@ def _decode(encoded):
 
 
 def test_a_shuffle_of_decoded_images_holds_what_it_holds_and_the_advice_follows():
-    records = tf.data.Dataset.from_tensor_slices(_encoded_images(4)).repeat(8)
+    records = tf.data.Dataset.from_tensor_slices(_encoded_images(4)).repeat(300)
     dataset = records.map(_decode).shuffle(1024).batch(8).prefetch(2)
     holds = {hold.stage: hold for hold in buffer_holds(recover_stages(dataset), None, 2)}
     shuffle = holds["shuffle(1024)"]

@@ -100,7 +100,12 @@ def _elements(
     """The buffer kind, how many elements it holds at most, and how that was counted."""
     parameters = stage.parameters
     if stage.kind is StageKind.SHUFFLE:
-        return BufferKind.SHUFFLE, _int(parameters.get("buffer_size")), None
+        size = _int(parameters.get("buffer_size"))
+        inputs = _tf.inputs(stage.dataset)
+        epoch = _tf.cardinality(inputs[0]) if len(inputs) == 1 else None
+        if epoch is not None and epoch < size:  # a pass shorter than the buffer fills it
+            return BufferKind.SHUFFLE, epoch, f"the {epoch:,} elements of one pass"
+        return BufferKind.SHUFFLE, size, None
     if stage.kind is StageKind.PREFETCH:
         size, note = _autotuned(stage, "buffer_size", autotune, 1)
         return BufferKind.PREFETCH, size, note
