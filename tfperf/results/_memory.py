@@ -54,6 +54,7 @@ class BufferHold:
         bytes_before: bytes of one element at that map's input; None with `enlarged_by` None.
         cast_by: a map below this buffer that turns integer data into floats (e.g. uint8
             pixels into float32), so the buffer holds the floats; None when none does.
+        batched: its elements are batches, so their bytes follow the batch size.
     """
 
     stage: str
@@ -66,6 +67,7 @@ class BufferHold:
     enlarged_by: str | None = None
     bytes_before: float | None = None
     cast_by: str | None = None
+    batched: bool = False
 
     @property
     def bytes(self) -> float:

@@ -22,6 +22,7 @@ from tfperf.results.stages import (
     BufferKind,
     SizeSource,
     StageKind,
+    StageUnit,
 )
 
 __all__ = ["buffer_holds"]
@@ -87,6 +88,7 @@ def _hold(stage: StageNode, autotune: AutotuneReadout | None, cpu_count: int) ->
         enlarged_by=enlarged_by,
         bytes_before=before,
         cast_by=_casting_map(stage.dataset),
+        batched=stage.unit is StageUnit.BATCH,
     )
 
 
