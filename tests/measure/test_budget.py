@@ -8,7 +8,7 @@ from tests.fakes.clock import FakeClock, TimedData, timed_step
 from tfperf.cli.profile import budget_seconds
 from tfperf.measure import Budget
 from tfperf.measure._profiler import profile
-from tfperf.report import render_summary
+from tfperf.report import render_profile_html, render_summary
 
 
 def _slow_steps(budget_s: float | None):
@@ -46,6 +46,9 @@ def test_the_summary_states_the_budget_and_what_it_cut():
     text = render_summary(result)
     assert "Budget: measured within 120 s (--budget; start-up not counted)" in text
     assert "The budget ended end to end after 13 steps, compute only after 58 steps," in text
+    html = render_profile_html(result)
+    assert "Measured within a budget of 120 s" in html
+    assert "which ended this phase after 13 steps" in html
 
 
 def test_warm_up_that_never_settles_ends_at_half_the_phase_budget():

@@ -235,7 +235,7 @@ def restart_advice(cost: RestartCost) -> str:
 
 def restart_note(cost: RestartCost) -> str:
     """One sentence on restarts that do not dominate the wait: their cost, and their weight."""
-    where = f" while {cost.stage} fills again" if cost.stage else ""
+    where = cost.waiting_on
     return (
         f" The dataset restarted {cost.restarts} time{'s' * (cost.restarts != 1)} in this "
         f"window ({cost.seconds_per_restart:.3g} s each{where}, "

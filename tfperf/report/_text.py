@@ -116,7 +116,7 @@ def _ceiling(speedup: float) -> str:
 
 
 def _restarts(cost: RestartCost) -> str:
-    where = f" while {cost.stage} fills again" if cost.stage else ""
+    where = cost.waiting_on
     times = f"{cost.restarts} time{'s' * (cost.restarts != 1)}"
     return (
         f"Restarts: the finite dataset restarted {times} in the window, each costing "

@@ -384,6 +384,17 @@ class RestartCost:
     short_epoch: bool = False
 
     @property
+    def waiting_on(self) -> str:
+        """What a restart waits for, in words: `" while shuffle(640) fills again"`, or
+        `" while waiting for map(decode)"` for a stage measured late; "" when none is known."""
+        if self.stage is None:
+            return ""
+        refills = self.stage_kind in (StageKind.SHUFFLE, StageKind.CACHE)
+        if self.measured and not refills:
+            return f" while waiting for {self.stage}"
+        return f" while {self.stage} fills again"
+
+    @property
     def dominates(self) -> bool:
         """Whether restarts cost more wait per real epoch than the steady steps do."""
         return self.seconds_per_restart / self.epoch_steps > self.steady_wait_s_per_step
