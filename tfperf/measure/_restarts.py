@@ -40,6 +40,9 @@ SHORT_EPOCH_STEPS = 3
 #: refilling one buffer at the restart and running steadily after it.
 RAMP_FACTOR = 2.0
 
+#: Kinds that pass elements on without making them: never the stage a restart waits for.
+_PASSES_ON = frozenset({StageKind.PREFETCH, StageKind.REPEAT, StageKind.TAKE, StageKind.SKIP})
+
 #: Kinds whose work a parallelism argument spreads over threads, and that argument's name.
 _PARALLEL_ARGUMENT = {
     StageKind.MAP: "num_parallel_calls",
@@ -155,7 +158,9 @@ def attribute(cost: RestartCost, stages: Sequence[StageStat]) -> RestartCost:
 
     A batch of B waits for B elements of the stage below: B - 1 of them at that stage's
     steady rate, which is that stage's share, not the batch's. Stages without a measured
-    first element are skipped; `cost` comes back unchanged when no stage has one.
+    first element are skipped; `cost` comes back unchanged when no stage has one. Stages that
+    only pass elements on (`prefetch`, `repeat`, `take`, `skip`) are never named: what they
+    seem to add is noise, as in the stage analysis's limiting stage.
     """
     own: dict[int, float] = {}
     below: StageStat | None = None
@@ -168,9 +173,11 @@ def attribute(cost: RestartCost, stages: Sequence[StageStat]) -> RestartCost:
         if below is not None:
             own[below.index] += carried
         reached, below = stage.first_element_s, stage
-    if not own:
+    passing = {s.index for s in stages if s.kind in _PASSES_ON}
+    candidates = [index for index in own if index not in passing]
+    if not candidates:
         return cost
-    index = max(own, key=lambda i: own[i])
+    index = max(candidates, key=lambda i: own[i])
     late = next(stage for stage in stages if stage.index == index)
     return dataclasses.replace(
         cost,

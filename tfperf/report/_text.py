@@ -129,12 +129,17 @@ def _restarts(cost: RestartCost) -> str:
 
 def _follows(cost: RestartCost) -> str:
     """Which wait share the verdict follows, and how the restart's stage was found."""
-    found = (
-        f"\n  {cost.stage} is the stage a restart waits for: measured, it adds "
-        f"{format_seconds(cost.stage_own_s)} to the first batch after a fresh start."
-        if cost.measured and cost.stage and cost.stage_own_s is not None
-        else ""
-    )
+    found = ""
+    if cost.measured and cost.stage and cost.stage_own_s is not None:
+        found = (
+            f"\n  {cost.stage} is the stage a restart waits for: measured, it adds "
+            f"{format_seconds(cost.stage_own_s)} to the first batch after a fresh start."
+        )
+    elif cost.stage:
+        found = (
+            f"\n  {cost.stage} is read off the stage graph, not measured: the stage analysis "
+            "(without --no-stages) measures which stage a restart waits for."
+        )
     if cost.dominates:
         return (
             "but restarts dominate it and repeat() or cache() removes them, so the verdict "

@@ -57,3 +57,12 @@ def test_a_cast_to_float_names_its_map_and_a_file_cache_holds_nothing(tmp_path):
         h for h in buffer_holds(recover_stages(in_memory), None, 2) if h.kind is BufferKind.CACHE
     ]
     assert cache.bytes == 16 * 64 * 64 * 3 * 4
+
+
+def test_a_padded_batch_holds_the_batch_it_builds_measured_where_lengths_vary():
+    lengths = tf.data.Dataset.range(1, 9).map(lambda n: tf.zeros([n * 16], tf.float32))
+    dataset = lengths.padded_batch(4)
+    (hold,) = buffer_holds(recover_stages(dataset), None, 2)
+    assert (hold.stage, hold.kind, hold.elements) == ("padded_batch(4)", BufferKind.PADDED_BATCH, 1)
+    assert hold.size_source is SizeSource.MEASURED
+    assert hold.bytes == pytest.approx(4 * 128 * 4, rel=0.25)
