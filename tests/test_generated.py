@@ -8,13 +8,21 @@ benchmarks.generated`, on a quiet machine.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import pytest
 
 from tests.generated import Generated, family
 from tfperf.measure._restarts import attribute
-from tfperf.results.stages import EpochSource, RestartCost, StageKind, StageStat, StageUnit
+from tfperf.results.stages import (
+    EpochSource,
+    RestartCost,
+    StageKind,
+    StageStat,
+    StageUnit,
+    memory_account,
+)
 
 tf = pytest.importorskip("tensorflow")
 
@@ -96,3 +104,32 @@ def test_a_restart_is_attributed_to_the_stage_the_costs_make_late(member: Genera
     cost = attribute(_ANY_COST, _stats(member))
     assert cost.stage == member.truth().restart_stage
     assert cost.stage_sequential == (cost.stage_kind is StageKind.MAP and member.parallelism == 1)
+
+
+def test_the_bench_checks_a_profile_against_the_truth_and_names_each_miss():
+    from benchmarks.generated import _checks
+    from tests.generated import by_name
+    from tests.reports import fake_profile
+    from tfperf.results import Verdict
+    from tfperf.results.stages import BufferHold, BufferKind, SizeSource, StageReport
+
+    member = by_name("four_files")
+    truth = member.truth()
+    holds = [
+        BufferHold(label, BufferKind.SHUFFLE, None, 1, size, SizeSource.SPEC)
+        for label, size in truth.holds.items()
+    ]
+    stats = _stats(member)
+    report = StageReport(stats, 2, 2, None, 0.5, 0.2, 3.0, None, "")
+    restart = attribute(_ANY_COST, stats)
+    result = dataclasses.replace(
+        fake_profile(),
+        verdict=Verdict.HIGHLY_INPUT_BOUND,
+        stages=report,
+        restarts=restart,
+        memory=memory_account(holds, None, None),
+    )
+    assert [c.name for c in _checks(member, result) if not c.passed] == []
+    wrong = dataclasses.replace(result, verdict=Verdict.COMPUTE_BOUND, memory=None)
+    missed = [c.name for c in _checks(member, wrong) if not c.passed]
+    assert missed == ["verdict", "memory of shuffle(256)", "memory of prefetch(1)"]
