@@ -33,10 +33,12 @@ from tfperf.cli._stall import add_stall_argument, stall_limit, stall_message
 from tfperf.cli.base import (
     Command,
     knob_assignment,
+    non_negative_seconds,
     positive_float,
 )
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
+from tfperf.measure import Budget
 from tfperf.results import TrialStatus
 from tfperf.results.discovery import Discovery, describe_discovery
 
@@ -99,6 +101,16 @@ class ProfileCommand(Command):
             "(default: no limit). The measurement runs in a child process, so Ctrl-C or the "
             "timeout ends it at once whatever the pipeline is doing",
         )
+        parser.add_argument(
+            "--budget",
+            type=budget_seconds,
+            default=Budget().seconds,
+            metavar="S",
+            help=f"the time the measurement may take, e.g. 300 or 5m (default: "
+            f"{Budget().seconds:g}s; 0: none). Each phase ends after a quarter of it and the "
+            "stage analysis after a fifth, with the steps measured by then, so slow steps "
+            "are measured over fewer of them; start-up comes on top",
+        )
         add_stall_argument(parser)
         add_device_arguments(parser)
         add_scaling_argument(parser)
@@ -120,7 +132,7 @@ class ProfileCommand(Command):
         check_loaded(outputs, pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
-        _status(f"Profiling {args.pipeline} ({_window_words(args)} per phase)...", args)
+        _status(f"Profiling {args.pipeline} ({_window_words(args)})...", args)
         found: list[Discovery] = []
         with ProgressDisplay(enabled=not args.quiet) as progress:
             if args.debug:  # in this process, so that a failure shows its whole traceback
@@ -184,6 +196,7 @@ def _profile_here(
         analyse_stages=not args.no_stages,
         on_discovery=found.append,
         epoch_steps=args.epoch_steps,
+        budget_s=_budget(args),
     )
 
 
@@ -221,6 +234,7 @@ def profile_in_child(
         epoch_steps=args.epoch_steps,
         layout=layout,
         strategy=strategy,
+        budget_s=_budget(args),
     )
     stall_s = stall_limit(args)
     outcome = run_trial(
@@ -320,8 +334,21 @@ def _save(result: ProfileResult, json_path: Path, html_path: Path) -> tuple[Path
 def _window_words(args: argparse.Namespace) -> str:
     steps = f"{args.steps} measured steps"
     if args.min_seconds > 0:
-        return f"{steps}, at least {args.min_seconds:g} s,"
+        steps = f"{steps}, at least {args.min_seconds:g} s,"
+    budget = _budget(args)
+    if budget:
+        steps = f"{steps} per phase, within a budget of {budget:g} s (--budget)"
     return steps
+
+
+def budget_seconds(text: str) -> float:
+    """argparse type for `--budget`: seconds, with an optional `s` or `m` unit; 0 is none."""
+    factor = 60.0 if text.endswith("m") else 1.0
+    return factor * non_negative_seconds(text.rstrip("sm") or text)
+
+
+def _budget(args: argparse.Namespace) -> float | None:
+    return getattr(args, "budget", None) or None
 
 
 def _status(message: str, args: argparse.Namespace) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tfperf.measure._analysis import (
     CONTENTION_AT,
+    attribute_restarts,
     stage_report,
     with_added_costs,
 )
@@ -48,12 +49,14 @@ from tfperf.measure._scaling import (
     scaling_point,
 )
 from tfperf.measure._window import (
+    Budget,
     window_steps,
 )
 
 __all__ = [
     "CONTENTION_AT",
     "THREAD_CAP",
+    "Budget",
     "EpochInfo",
     "InputCpu",
     "PipelineModel",
@@ -62,6 +65,7 @@ __all__ = [
     "ProgressCallback",
     "Restarts",
     "StageCost",
+    "attribute_restarts",
     "batch_examples",
     "input_cpu_s_per_example",
     "model_from_profile",

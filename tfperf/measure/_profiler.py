@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -136,6 +137,7 @@ class Profiler:
         steps: int | None = None,
         phase: Phase = Phase.END_TO_END,
         min_seconds: float = 0.0,
+        max_seconds: float | None = None,
     ) -> Iterator[Any]:
         """Yields batches from `data`, timing how long each one takes to arrive.
 
@@ -146,6 +148,8 @@ class Profiler:
             min_seconds: with `steps`, the measured window also lasts at least this long
                 (more steps are taken until it does), so a fast pipeline is not timed over a
                 fraction of a second.
+            max_seconds: the phase ends once it has run this long, warm-up included, whatever
+                `steps` and `min_seconds` ask (see `PhaseRecorder`); None: no limit.
 
         Raises:
             EmptyDatasetError: `data` (or a later epoch of it) yields nothing.
@@ -157,7 +161,9 @@ class Profiler:
             raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
         if min_seconds < 0:
             raise ValueError(f"`min_seconds >= 0` must hold, but got min_seconds={min_seconds}")
-        recorder = PhaseRecorder(phase, self.warmup, self.warmup_rule, steps, min_seconds)
+        recorder = PhaseRecorder(
+            phase, self.warmup, self.warmup_rule, steps, min_seconds, max_seconds
+        )
         self._phases[phase] = recorder
         return self._iterate(data, steps, recorder)
 
@@ -179,7 +185,7 @@ class Profiler:
         compute_only = phases.get(Phase.COMPUTE_ONLY)
         pipeline_only = phases.get(Phase.PIPELINE_ONLY)
         restart = restarts.restart_cost(end_to_end, self.epoch)
-        wait = end_to_end.input_wait_fraction if restart is None else restart.weighted_wait_fraction
+        wait = restarts.verdict_wait(end_to_end, restart)
         verdict = analysis.classify(wait)
         host = next((p for p in self.probes if isinstance(p, HostProbe) and p.available), None)
         nvml = next((p for p in self.probes if isinstance(p, NvmlProbe)), None)
@@ -315,6 +321,7 @@ def profile(
     progress: ProgressCallback | None = None,
     epoch: restarts.EpochInfo | None = None,
     sync: Callable[[Any], None] = synchronise,
+    max_seconds: float | None = None,
 ) -> ProfileResult:
     """Measures one configuration three ways: end to end, pipeline only, compute only.
 
@@ -332,6 +339,8 @@ def profile(
             the dataset's restarts is weighed; None counts one pass of `dataset`.
         sync: blocks until a step's outputs exist (a framework's `Input.sync`); the default
             calls `.numpy()` on every leaf that has one.
+        max_seconds: each phase ends once it has run this long (its share of a time budget,
+            `tfperf.measure._window.phase_seconds`); None: no limit.
 
     Returns:
         A `ProfileResult` with the verdict, the three throughputs and memory figures.
@@ -352,21 +361,17 @@ def profile(
         sync=sync,
     )
     with profiler:
-        batches = profiler.iterate(dataset, steps=steps, min_seconds=min_seconds)
+        window = functools.partial(
+            profiler.iterate, steps=steps, min_seconds=min_seconds, max_seconds=max_seconds
+        )
+        batches = window(dataset)
         _run_steps(profiler, batches, train_step, sampler=profiler.shapes)
         if measure_pipeline:
-            pipeline_only = profiler.iterate(
-                dataset, steps=steps, min_seconds=min_seconds, phase=Phase.PIPELINE_ONLY
-            )
+            pipeline_only = window(dataset, phase=Phase.PIPELINE_ONLY)
             for _ in pipeline_only:
                 profiler.mark_step()
         if measure_compute:
-            replayed = profiler.iterate(
-                profiler.shapes.replay(),
-                steps=steps,
-                min_seconds=min_seconds,
-                phase=Phase.COMPUTE_ONLY,
-            )
+            replayed = window(profiler.shapes.replay(), phase=Phase.COMPUTE_ONLY)
             _run_steps(profiler, replayed, train_step)
     return profiler.result()
 

@@ -124,6 +124,8 @@ class WorkRequest:
     #: Training settings (`batch_size`, `mixed_precision` overrides) whose model-alone rate the
     #: profile also measures (`ProfileResult.training_rates`); empty: none.
     training: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: The time budget the measurement is sized to, seconds; None: none.
+    budget_s: float | None = None
 
     def layout(self) -> DeviceLayout:
         """The device layout this request asks for."""
@@ -362,6 +364,7 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         analyse_stages=request.stages,
         on_discovery=discovered,
         epoch_steps=request.epoch_steps,
+        budget_s=request.budget_s,
     )
     if request.training and result.distribution is None:  # one device: the probe's form
         result.training_rates = framework.probe_training(pipeline, knobs, request.training)

@@ -27,7 +27,7 @@ from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, source_digest, user_sources
-from tfperf.results import Phase, TrialOutcome
+from tfperf.results import Phase, ProfileResult, TrialOutcome
 from tfperf.results.tune import Measurement, Objective, Reference, TuneResult, input_only_choice
 from tfperf.study import (
     SourceChangedError,
@@ -37,6 +37,8 @@ from tfperf.study import (
     enqueue_references,
     feasible_complete,
     hardware_groups,
+    reference_trial,
+    stored_result,
 )
 from tfperf.study.cluster import worker_record
 from tfperf.study.ledger import Claim, Done, Ledger, Lock, Waiting, open_study, quiet_optuna
@@ -56,6 +58,7 @@ from tfperf.tuner._options import (
     distributed,
     tally,
 )
+from tfperf.tuner._ram import ram_problem
 from tfperf.tuner._references import References
 from tfperf.tuner._remeasure import best_estimate, confirm, pick_finalists, remeasure
 from tfperf.tuner._result import RunFacts, tune_result
@@ -128,6 +131,7 @@ class Tuner:
         self.source = self._digest()
         self._ledger: Ledger | None = None
         self._ran = 0  # trials this tuner finished (measured, or copied from a twin)
+        self._baseline: ProfileResult | None = None  # its memory account prices the budget
         self._hardware_seen: set[str] = set()
         self._last_wait: tuple[Wait, tuple[int, ...]] | None = None
 
@@ -313,6 +317,12 @@ class Tuner:
                 self._ran += 1
                 self.listener.trial_finished(claim.number, None, *self._standing())
                 return None
+            if over := self._ram_problem(knobs):
+                # Its buffers alone would break the RAM budget: pruned unrun, with the figures.
+                self.ledger.reject(claim, knobs, f"over the RAM budget before running: {over}")
+                self._ran += 1
+                self.listener.trial_finished(claim.number, None, *self._standing())
+                return None
             while isinstance(twin := self.ledger.twin(claim, knobs), Waiting):
                 self._wait(twin)
             if twin is not None:
@@ -375,6 +385,14 @@ class Tuner:
             self._check_source("during the final re-measurement; none of it is stored")
         self.ledger.store(lock, measurements, self.options.rounds)
         return measurements
+
+    def _ram_problem(self, knobs: Knobs) -> str | None:
+        """Why `knobs` would not fit the RAM budget, by the baseline's memory account."""
+        if self._baseline is None:
+            number = reference_trial(self.ledger.study, Reference.BASELINE.value)
+            if number is not None:
+                self._baseline = stored_result(self.ledger.study.trials[number])
+        return ram_problem(self._baseline, self.pipeline.baseline, knobs, self.budgets.ram_bytes)
 
     def _request(self, knobs: Knobs, stages: bool = False) -> TrialRequest:
         return TrialRequest(

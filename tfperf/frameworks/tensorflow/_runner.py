@@ -23,13 +23,17 @@ from tfperf.frameworks import StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
+from tfperf.frameworks.tensorflow._buffers import buffer_holds
 from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
+from tfperf.frameworks.tensorflow._edit_checks import ram_budget
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
+    Budget,
     EpochInfo,
     ProgressCallback,
+    attribute_restarts,
     profile,
     profile_limit,
     restart_stage,
@@ -39,7 +43,7 @@ from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import ProfileResult
 from tfperf.results.discovery import Discovery
-from tfperf.results.stages import EpochSource, StageReport
+from tfperf.results.stages import EpochSource, MemoryAccount, StageReport, memory_account
 
 if TYPE_CHECKING:
     from tfperf.frameworks import StrategyKind
@@ -48,6 +52,8 @@ logger = logging.getLogger(__name__)
 
 #: Measured seconds per stage in the stage analysis (plus ~0.2 s warm-up and start-up each).
 STAGE_SECONDS = 0.5
+#: The stage analysis's own budget, seconds, when the profile has none or a larger one.
+STAGE_BUDGET_S = 30.0
 
 
 def profile_pipeline(
@@ -65,6 +71,7 @@ def profile_pipeline(
     on_discovery: Callable[[Discovery], None] | None = None,
     epoch_steps: int | None = None,
     strategy: StrategyKind | None = None,
+    budget_s: float | None = None,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
@@ -85,6 +92,9 @@ def profile_pipeline(
         stage_seconds: measured window per stage in that analysis.
         epoch_steps: steps (batches) in one real epoch, by which the cost of the dataset's
             restarts is weighed; None takes the dataset's cardinality, else one pass.
+        budget_s: the time budget the measurement is sized to (start-up not counted): each
+            phase and the stage analysis end after their share of it
+            (`tfperf.measure._window`); None: no budget.
         strategy: train under this `tf.distribute` strategy (by name); None takes the file's
             `make_strategy()`, or a script's own, else none. Under one, `result.distribution`
             holds the replicas and the per-replica figures.
@@ -119,6 +129,7 @@ def profile_pipeline(
                 probes=probes,
                 progress=recorder.progress(progress),
                 epoch=epoch_info(dataset, chain, epoch_of(built, epoch_steps)),
+                max_seconds=Budget(budget_s).phase_s,
             )
         except InputPipelineError as error:
             raise _explain_input_error(error, dataset, pipeline) from error.__cause__
@@ -129,13 +140,24 @@ def profile_pipeline(
         result.autotune = recorder.readout
         result.distribution = distribution_of(built, result)
         result.dataset_options = _tf.dataset_options(dataset)
+        result.memory = _memory(chain, result)
+        result.budget_s = budget_s
         if analyse_stages:
-            result.stages = _stage_report(dataset, result, stage_seconds)
-            if result.stages.advice:
-                result.advice = f"{result.advice} {result.stages.advice}"
+            report = _stage_report(dataset, result, stage_seconds, budget_s)
+            result.stages = report
+            result = attribute_restarts(result)
+            if report.advice:
+                result.advice = f"{result.advice} {report.advice}"
             result.limit = profile_limit(result)
     _tf.attach_allocator_peaks(result.gpus)
     return result
+
+
+def _memory(chain: list[StageNode], result: ProfileResult) -> MemoryAccount:
+    """What the pipeline's buffers hold, beside the peak RSS the profile measured."""
+    holds = buffer_holds(chain, result.autotune, result.environment.cpu_count)
+    peak = result.host_memory.peak_rss_bytes if result.host_memory is not None else None
+    return memory_account(holds, peak, ram_budget())
 
 
 def measured_knobs(knobs: Knobs, discovery: Discovery) -> dict[str, Any]:
@@ -167,10 +189,17 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def _stage_report(dataset: Any, result: ProfileResult, seconds: float) -> StageReport:
+def _stage_report(
+    dataset: Any, result: ProfileResult, seconds: float, budget_s: float | None
+) -> StageReport:
     consumption = result.compute_only.examples_per_sec if result.compute_only else None
     try:
-        return stages.analyse_stages(dataset, consumption, seconds_per_stage=seconds)
+        return stages.analyse_stages(
+            dataset,
+            consumption,
+            seconds_per_stage=seconds,
+            budget_s=Budget(budget_s).stages_s(STAGE_BUDGET_S),
+        )
     except Exception as error:  # the profile stands without it; say why it is missing
         logger.warning("the stage analysis failed", exc_info=True)
         return StageReport(
