@@ -224,6 +224,7 @@ def _measure_count(
         epoch_steps=args.epoch_steps,
         layout=_layout(plan, count, args),
         strategy=strategy,
+        step_time_s=getattr(args, "step_time", None),
     )
     with _gpus_visible(plan.gpus[:count] if plan.device is ReplicaDevice.GPU else None):
         budgets = Budgets(timeout_s=args.timeout, stall_s=stall_limit(args))

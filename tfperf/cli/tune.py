@@ -15,6 +15,7 @@ from tfperf.cli._common_args import (
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
+    add_step_time_argument,
 )
 from tfperf.cli._devices import (
     add_device_arguments,
@@ -214,6 +215,7 @@ class TuneCommand(Command):
             "(by default they run side by side, interleaved, 2 x --rounds runs)",
         )
         add_device_arguments(parser)
+        add_step_time_argument(search)
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -230,7 +232,9 @@ class TuneCommand(Command):
         from tfperf.cli._reorder import reorder_when_asked
         from tfperf.cli.sites import find_sites
 
-        pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
+        pipeline = load_pipeline(
+            args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
+        )
         pipeline = find_sites(pipeline, quiet=args.quiet)
         check_loaded(outputs.named(args), pipeline)
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
@@ -272,6 +276,7 @@ class TuneCommand(Command):
             prune=args.prune,
             layout=layout,
             strategy=strategy,
+            step_time_s=args.step_time,
         )
 
 

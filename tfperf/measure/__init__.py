@@ -13,6 +13,9 @@ from tfperf.measure._analysis import (
     stage_report,
     with_added_costs,
 )
+from tfperf.measure._emulated import (
+    EmulatedStep,
+)
 from tfperf.measure._model import (
     THREAD_CAP,
     InputCpu,
@@ -54,6 +57,7 @@ from tfperf.measure._window import (
 __all__ = [
     "CONTENTION_AT",
     "THREAD_CAP",
+    "EmulatedStep",
     "EpochInfo",
     "InputCpu",
     "PipelineModel",

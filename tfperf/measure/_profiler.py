@@ -29,6 +29,7 @@ from tfperf.knobs import Knobs
 from tfperf.measure import _analysis as analysis
 from tfperf.measure import _restarts as restarts
 from tfperf.measure._batches import ShapeSampler
+from tfperf.measure._emulated import EmulatedStep
 from tfperf.measure._recorder import (
     PhaseRecorder,
     Progress,
@@ -315,6 +316,7 @@ def profile(
     progress: ProgressCallback | None = None,
     epoch: restarts.EpochInfo | None = None,
     sync: Callable[[Any], None] = synchronise,
+    step_time_s: float | None = None,
 ) -> ProfileResult:
     """Measures one configuration three ways: end to end, pipeline only, compute only.
 
@@ -332,6 +334,10 @@ def profile(
             the dataset's restarts is weighed; None counts one pass of `dataset`.
         sync: blocks until a step's outputs exist (a framework's `Input.sync`); the default
             calls `.numpy()` on every leaf that has one.
+        step_time_s: emulate the accelerator: `train_step` is replaced by a sleep of this
+            many seconds per batch (`EmulatedStep`, the DLIO / MLPerf Storage method). A
+            `train_step` that is an `EmulatedStep` is emulated as well; either way the result
+            records the step's length (`emulated_step_s`).
 
     Returns:
         A `ProfileResult` with the verdict, the three throughputs and memory figures.
@@ -341,6 +347,10 @@ def profile(
     """
     if steps < 1:
         raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
+    if step_time_s is not None:
+        train_step = EmulatedStep(step_time_s)
+    if isinstance(train_step, EmulatedStep):
+        sync = train_step.sync
     profiler = Profiler(
         warmup=warmup,
         pipeline=pipeline,
@@ -368,7 +378,10 @@ def profile(
                 phase=Phase.COMPUTE_ONLY,
             )
             _run_steps(profiler, replayed, train_step)
-    return profiler.result()
+    result = profiler.result()
+    if isinstance(train_step, EmulatedStep):
+        result.emulated_step_s = train_step.seconds
+    return result
 
 
 def _run_steps(

@@ -23,6 +23,7 @@ from tfperf.results._distribution import Distribution
 from tfperf.results._json import JsonRecord
 from tfperf.results._limit import Limit, TrainingRate
 from tfperf.results._scaling import ScalingCurve
+from tfperf.results._utilisation import Utilisation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -478,6 +479,12 @@ class ProfileResult(JsonRecord):
     scaling: ScalingCurve | None = None
     # The strategy it trained under, its replicas and per-replica figures; None: no strategy.
     distribution: Distribution | None = None
+    # Seconds per step of the emulated accelerator (`--step-time`): the training step was a
+    # sleep of this length, no model ran. None: the pipeline's own step was measured.
+    emulated_step_s: float | None = None
+    # The accelerator's utilisation against MLPerf Storage's bar (`--step-time`,
+    # `--accelerator-speedup`); None when not asked for.
+    utilisation: Utilisation | None = None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""

@@ -28,6 +28,7 @@ from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
+    EmulatedStep,
     EpochInfo,
     ProgressCallback,
     profile,
@@ -65,6 +66,7 @@ def profile_pipeline(
     on_discovery: Callable[[Discovery], None] | None = None,
     epoch_steps: int | None = None,
     strategy: StrategyKind | None = None,
+    step_time_s: float | None = None,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
@@ -88,6 +90,8 @@ def profile_pipeline(
         strategy: train under this `tf.distribute` strategy (by name); None takes the file's
             `make_strategy()`, or a script's own, else none. Under one, `result.distribution`
             holds the replicas and the per-replica figures.
+        step_time_s: emulate the accelerator: each step sleeps this long instead of
+            training (`tfperf.measure.EmulatedStep`), and a pipeline file's model is not built.
 
     Raises:
         PipelineFileError: the file's functions break the contract (wrong return types).
@@ -97,7 +101,8 @@ def profile_pipeline(
     if owns_process:
         _tf.enable_gpu_memory_growth()
     with _tf.precision_policy(knobs.mixed_precision):
-        built = build(pipeline, knobs, strategy)
+        emulated = EmulatedStep(step_time_s) if step_time_s is not None else None
+        built = build(pipeline, knobs, strategy, emulated)
         dataset, model, train_step = built.dataset, built.model, built.train_step
         measured: Knobs | dict[str, Any] = knobs
         if built.discovery is not None:
@@ -119,6 +124,7 @@ def profile_pipeline(
                 probes=probes,
                 progress=recorder.progress(progress),
                 epoch=epoch_info(dataset, chain, epoch_of(built, epoch_steps)),
+                step_time_s=step_time_s,
             )
         except InputPipelineError as error:
             raise _explain_input_error(error, dataset, pipeline) from error.__cause__
