@@ -77,10 +77,10 @@ class PipelineKind(str, Enum):
 class PipelineFile:
     """A loaded pipeline file whose contract has been checked, or a training script.
 
-    For a pipeline file, `make_model` or `make_train_step` may be None, never both (unless it
-    was loaded for an emulated step, `needs_step` False); each function
-    takes the knobs (`without_knobs` names those the file defines without them, which ignore the
-    knobs they are passed). `baseline` is `Knobs()` when the file has no `BASELINE` (then
+    For a pipeline file, `make_model` or `make_train_step` may be None, never both unless it was
+    loaded for an emulated step (`needs_step` False); each function takes the knobs
+    (`without_knobs` names those the file defines without them, which ignore the knobs they are
+    passed). `baseline` is `Knobs()` when the file has no `BASELINE` (then
     `has_baseline` is False); `search_space` is empty without a `SEARCH_SPACE`, and fixes the knobs
     only code applies when the code takes none (`kind` PLAIN or SCRIPT). A script has no module and
     no functions. `argv` is what the file sees after its own path in `sys.argv`. `discovery` holds
