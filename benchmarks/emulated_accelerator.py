@@ -30,6 +30,7 @@ import_tensorflow_quietly()
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from benchmarks.emulated_step_record import EmulatedStepRow, emulated_step_section  # noqa: E402
 from tfperf.measure import profile  # noqa: E402
 from tfperf.results import Utilisation  # noqa: E402
 from tfperf.results._utilisation import wait_at  # noqa: E402
@@ -39,18 +40,6 @@ INPUT_INTERVAL_S = 0.005
 #: The emulated steps measured, and the wait the issue expects at each.
 STEPS_S = (0.001, 0.020)
 EXPECTED_WAIT = {0.001: 0.8, 0.020: 0.0}
-
-
-@dataclasses.dataclass(frozen=True)
-class EmulatedRow:
-    """One emulated step: the wait measured end to end and the model's at the same step."""
-
-    step_s: float
-    expected_wait: float
-    measured_wait: float
-    model_wait: float
-    input_interval_s: float
-    min_step_s: float
 
 
 def five_ms_input() -> Any:
@@ -65,7 +54,7 @@ def five_ms_input() -> Any:
     return data.repeat().prefetch(4)
 
 
-def measure(steps: int, min_seconds: float) -> list[EmulatedRow]:
+def measure(steps: int, min_seconds: float) -> list[EmulatedStepRow]:
     """Profiles the input against each emulated step in `STEPS_S`."""
     rows = []
     for step_s in STEPS_S:
@@ -80,7 +69,7 @@ def measure(steps: int, min_seconds: float) -> list[EmulatedRow]:
         found = Utilisation.of(result)
         assert found is not None, "the profile measured the pipeline-only phase"
         rows.append(
-            EmulatedRow(
+            EmulatedStepRow(
                 step_s=step_s,
                 expected_wait=EXPECTED_WAIT[step_s],
                 measured_wait=result.input_wait_fraction,
@@ -92,28 +81,13 @@ def measure(steps: int, min_seconds: float) -> list[EmulatedRow]:
     return rows
 
 
-def render(rows: list[EmulatedRow]) -> str:
-    """The rows side by side, as a Markdown table."""
-    lines = [
-        "| emulated step | expected wait | measured wait | model's wait | input interval | "
-        "shortest step at 90% |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {r.step_s * 1e3:g} ms | {r.expected_wait:.2f} | {r.measured_wait:.2f} | "
-        f"{r.model_wait:.2f} | {r.input_interval_s * 1e3:.2f} ms | {r.min_step_s * 1e3:.2f} ms |"
-        for r in rows
-    ]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.emulated_accelerator")
     parser.add_argument("--smoke", action="store_true", help="20 steps per phase, not 100")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args(argv)
     rows = measure(steps=20 if args.smoke else 100, min_seconds=1.0)
-    print(render(rows))
+    print(emulated_step_section(rows))
     if args.json is not None:
         args.json.write_text(json.dumps([dataclasses.asdict(r) for r in rows], indent=2) + "\n")
     return 0
