@@ -421,3 +421,7 @@ def test_with_a_step_time_every_trial_emulates_it_and_probes_no_model(write_pipe
     tuner(pipeline, tmp_path, runner, trials=3, step_time_s=0.005).run()
     assert runner.requests and {r.step_time_s for r in runner.requests} == {0.005}
     assert all(r.training == () for r in runner.requests)
+    with pytest.raises(StudyMismatchError, match="measured against an emulated step of 5 ms"):
+        tuner(pipeline, tmp_path, FakeRunner(), trials=4).run()  # the model's own step now
+    with pytest.raises(StudyMismatchError, match="Resume it with --step-time 5ms"):
+        tuner(pipeline, tmp_path, FakeRunner(), trials=4, step_time_s=0.02).run()

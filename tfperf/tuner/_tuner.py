@@ -177,7 +177,14 @@ class Tuner:
         if not created:
             await_references(study, SETUP_WAIT_S, SETUP_POLL_S)
         shown = f"{self.storage_shown} (study {self.study_name!r})"
-        claim_study(study, self.pipeline.path.name, options.objective, shown, self.source)
+        claim_study(
+            study,
+            self.pipeline.path.name,
+            options.objective,
+            shown,
+            self.source,
+            step_time_s=options.step_time_s,
+        )
         if self.pipeline.discovery is not None:
             root = str(self.pipeline.path.parent.resolve())
             write_study(study, StudyRecord(discovery=self.pipeline.discovery, code_root=root))
