@@ -101,6 +101,7 @@ def profile_pipeline(
     if owns_process:
         _tf.enable_gpu_memory_growth()
     with _tf.precision_policy(knobs.mixed_precision):
+        # The emulated step is the built train step: `profile` sees it is one and records it.
         emulated = EmulatedStep(step_time_s) if step_time_s is not None else None
         built = build(pipeline, knobs, strategy, emulated)
         dataset, model, train_step = built.dataset, built.model, built.train_step
@@ -124,7 +125,6 @@ def profile_pipeline(
                 probes=probes,
                 progress=recorder.progress(progress),
                 epoch=epoch_info(dataset, chain, epoch_of(built, epoch_steps)),
-                step_time_s=step_time_s,
             )
         except InputPipelineError as error:
             raise _explain_input_error(error, dataset, pipeline) from error.__cause__
