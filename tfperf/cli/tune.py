@@ -365,10 +365,16 @@ def _finish(tuner: Tuner, result: TuneResult, pipeline: PipelineFile, outputs: _
     from tfperf.cli._gpu_memory import recommended_gpu_memory
     from tfperf.cli.sites import patch_section
     from tfperf.report import render_tune_summary
+    from tfperf.units import format_seconds
 
     json_path, failed = _save_json(result, outputs.json)
     html_path = _report_or_note(tuner, outputs.html, result)
     print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
+    if (step_s := tuner.options.step_time_s) is not None:
+        print(
+            f"\nEvery trial ran against an emulated {format_seconds(step_s)} step (--step-time): "
+            "these rates are what the input sustains feeding an accelerator of that step."
+        )
     if gpu_memory := recommended_gpu_memory(tuner.ledger.study, result):
         print(f"\n{gpu_memory}")
     patch = patch_section(pipeline, result, outputs.patch)
