@@ -10,7 +10,7 @@ import pytest
 
 from tests.deadlines import HANG_MS
 from tests.reports import fake_profile
-from tfperf.measure import scaling_curve
+from tfperf.measure.scaling import scaling_curve
 from tfperf.report import render_profile_html, render_summary, write_html
 from tfperf.report._scaling import (
     ScalingChart,

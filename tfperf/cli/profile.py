@@ -19,6 +19,7 @@ from tfperf.cli._common_args import (
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
+    add_step_time_argument,
 )
 from tfperf.cli._devices import (
     add_device_arguments,
@@ -114,6 +115,17 @@ class ProfileCommand(Command):
         add_stall_argument(parser)
         add_device_arguments(parser)
         add_scaling_argument(parser)
+        accelerator = parser.add_mutually_exclusive_group()
+        add_step_time_argument(accelerator)
+        accelerator.add_argument(
+            "--accelerator-speedup",
+            type=speedup,
+            default=None,
+            metavar="K",
+            help="predict the input wait and the accelerator's utilisation for a step K times "
+            "faster than the model's measured one (e.g. 8 for a GPU eight times faster than "
+            "this CPU), from the pipeline-only rate",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -128,7 +140,9 @@ class ProfileCommand(Command):
         framework.start(device_options(args)[0] if args.debug else None)
         # Loaded here too, not only in the child: a broken file fails in a second, with the
         # same message, before a measurement starts.
-        pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
+        pipeline = load_pipeline(
+            args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
+        )
         check_loaded(outputs, pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
@@ -139,6 +153,7 @@ class ProfileCommand(Command):
                 result = _profile_here(pipeline, knobs, args, progress, found)
             else:
                 result = profile_in_child(args, knobs, progress, found, pipeline)
+        result = with_utilisation(result, args)
         saved = _save(result, json_path, html_path)  # first: a Ctrl-C in --scaling keeps it
         result, (saved_json, saved_html, failed) = _scaled(result, saved, args, pipeline, knobs)
         print(render_summary(result))
@@ -197,7 +212,32 @@ def _profile_here(
         on_discovery=found.append,
         epoch_steps=args.epoch_steps,
         budget_s=_budget(args),
+        step_time_s=args.step_time,
     )
+
+
+def speedup(text: str) -> float:
+    """`--accelerator-speedup`: how many times faster the accelerator's step is, above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be a number above 0 (e.g. 8 for a step eight times faster), but got {text!r}"
+        )
+    return value
+
+
+def with_utilisation(result: ProfileResult, args: argparse.Namespace) -> ProfileResult:
+    """`result` with the accelerator's utilisation when `--step-time` or
+    `--accelerator-speedup` asked for it; as it is otherwise."""
+    from tfperf.results import Utilisation
+
+    if args.step_time is None and args.accelerator_speedup is None:
+        return result
+    result.utilisation = Utilisation.of(result, args.accelerator_speedup)
+    return result
 
 
 def profile_in_child(
@@ -235,6 +275,7 @@ def profile_in_child(
         layout=layout,
         strategy=strategy,
         budget_s=_budget(args),
+        step_time_s=args.step_time,
     )
     stall_s = stall_limit(args)
     outcome = run_trial(

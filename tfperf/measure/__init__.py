@@ -14,6 +14,9 @@ from tfperf.measure._analysis import (
     stage_report,
     with_added_costs,
 )
+from tfperf.measure._emulated import (
+    EmulatedStep,
+)
 from tfperf.measure._model import (
     THREAD_CAP,
     InputCpu,
@@ -43,11 +46,6 @@ from tfperf.measure._restarts import (
     EpochInfo,
     restart_stage,
 )
-from tfperf.measure._scaling import (
-    replica_counts,
-    scaling_curve,
-    scaling_point,
-)
 from tfperf.measure._window import (
     Budget,
     window_steps,
@@ -57,6 +55,7 @@ __all__ = [
     "CONTENTION_AT",
     "THREAD_CAP",
     "Budget",
+    "EmulatedStep",
     "EpochInfo",
     "InputCpu",
     "PipelineModel",
@@ -75,10 +74,7 @@ __all__ = [
     "profile",
     "profile_limit",
     "profile_restarts",
-    "replica_counts",
     "restart_stage",
-    "scaling_curve",
-    "scaling_point",
     "stage_costs",
     "stage_report",
     "synchronise",

@@ -30,6 +30,7 @@ from tfperf.knobs import Knobs
 from tfperf.measure import _analysis as analysis
 from tfperf.measure import _restarts as restarts
 from tfperf.measure._batches import ShapeSampler
+from tfperf.measure._emulated import EmulatedStep
 from tfperf.measure._recorder import (
     PhaseRecorder,
     Progress,
@@ -322,6 +323,7 @@ def profile(
     epoch: restarts.EpochInfo | None = None,
     sync: Callable[[Any], None] = synchronise,
     max_seconds: float | None = None,
+    step_time_s: float | None = None,
 ) -> ProfileResult:
     """Measures one configuration three ways: end to end, pipeline only, compute only.
 
@@ -341,6 +343,10 @@ def profile(
             calls `.numpy()` on every leaf that has one.
         max_seconds: each phase ends once it has run this long (its share of a time budget,
             `tfperf.measure._window.phase_seconds`); None: no limit.
+        step_time_s: emulate the accelerator: `train_step` is replaced by a sleep of this
+            many seconds per batch (`EmulatedStep`, the DLIO / MLPerf Storage method). A
+            `train_step` that is an `EmulatedStep` is emulated as well; either way the result
+            records the step's length (`emulated_step_s`).
 
     Returns:
         A `ProfileResult` with the verdict, the three throughputs and memory figures.
@@ -350,6 +356,10 @@ def profile(
     """
     if steps < 1:
         raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
+    if step_time_s is not None:
+        train_step = EmulatedStep(step_time_s)
+    if isinstance(train_step, EmulatedStep):
+        sync = train_step.sync
     profiler = Profiler(
         warmup=warmup,
         pipeline=pipeline,
@@ -373,7 +383,10 @@ def profile(
         if measure_compute:
             replayed = window(profiler.shapes.replay(), phase=Phase.COMPUTE_ONLY)
             _run_steps(profiler, replayed, train_step)
-    return profiler.result()
+    result = profiler.result()
+    if isinstance(train_step, EmulatedStep):
+        result.emulated_step_s = train_step.seconds
+    return result
 
 
 def _run_steps(

@@ -33,6 +33,7 @@ from tfperf.report import _study_summary as ss
 from tfperf.report._alt import TextAlternative, text_alternative
 from tfperf.report._buffers import buffer_rows, buffers_summary
 from tfperf.report._distribution import distribution_rows
+from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.report._words import knob_value
 from tfperf.units import format_bytes, format_seconds
 
@@ -188,6 +189,8 @@ def profile_section(
         "distribution": (
             distribution_rows(result.distribution) if result.distribution is not None else []
         ),
+        "emulated": emulated_note(result),
+        "utilisation": utilisation_words(result),
     }
     section["memory_chart"] = charts.add(f"{prefix}-memory", rc.memory_figure(section["memory"]))
     waterfall = pc.stage_waterfall(result)

@@ -8,6 +8,7 @@ from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
+from tfperf.report._utilisation import utilisation_text
 from tfperf.report._words import knob_value
 from tfperf.results import PhaseResult, ProfileResult, Verdict
 from tfperf.results.stages import (
@@ -34,6 +35,7 @@ def render_summary(result: ProfileResult) -> str:
     sections = [
         _verdict(result),
         _throughput(result),
+        utilisation_text(result),
         distribution_text(result),
         _restarts(result.restarts) if result.restarts is not None else "",
         _batch_shapes(result.batch_shapes),

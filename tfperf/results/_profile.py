@@ -24,6 +24,7 @@ from tfperf.results._json import JsonRecord
 from tfperf.results._limit import Limit, TrainingRate
 from tfperf.results._memory import MemoryAccount
 from tfperf.results._scaling import ScalingCurve
+from tfperf.results._utilisation import Utilisation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -519,6 +520,12 @@ class ProfileResult(JsonRecord):
     memory: MemoryAccount | None = None
     # The time budget the measurement was sized to (`--budget`), seconds; None: none.
     budget_s: float | None = None
+    # Seconds per step of the emulated accelerator (`--step-time`): the training step was a
+    # sleep of this length, no model ran. None: the pipeline's own step was measured.
+    emulated_step_s: float | None = None
+    # The accelerator's utilisation against MLPerf Storage's bar (`--step-time`,
+    # `--accelerator-speedup`); None when not asked for.
+    utilisation: Utilisation | None = None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""

@@ -181,7 +181,14 @@ class Tuner:
         if not created:
             await_references(study, SETUP_WAIT_S, SETUP_POLL_S)
         shown = f"{self.storage_shown} (study {self.study_name!r})"
-        claim_study(study, self.pipeline.path.name, options.objective, shown, self.source)
+        claim_study(
+            study,
+            self.pipeline.path.name,
+            options.objective,
+            shown,
+            self.source,
+            step_time_s=options.step_time_s,
+        )
         if self.pipeline.discovery is not None:
             root = str(self.pipeline.path.parent.resolve())
             write_study(study, StudyRecord(discovery=self.pipeline.discovery, code_root=root))
@@ -406,8 +413,16 @@ class Tuner:
             epoch_steps=self.options.epoch_steps,
             layout=self.options.layout,
             strategy=self.options.strategy,
-            training=self.references.training_settings() if stages else (),
+            training=self._training_settings() if stages else (),
+            step_time_s=self.options.step_time_s,
         )
+
+    def _training_settings(self) -> tuple[Mapping[str, Any], ...]:
+        """The training settings the baseline trial probes; none for an emulated step, which
+        has no model to run under them."""
+        if self.options.step_time_s is not None:
+            return ()
+        return tuple(self.references.training_settings())
 
     def _pruner(self, claim: Claim) -> Callable[[Progress], bool]:
         """A progress callback that stops a trial far below the best feasible one so far."""

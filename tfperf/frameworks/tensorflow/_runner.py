@@ -31,6 +31,7 @@ from tfperf.frameworks.tensorflow._edit_checks import ram_budget
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
     Budget,
+    EmulatedStep,
     EpochInfo,
     ProgressCallback,
     attribute_restarts,
@@ -72,6 +73,7 @@ def profile_pipeline(
     epoch_steps: int | None = None,
     strategy: StrategyKind | None = None,
     budget_s: float | None = None,
+    step_time_s: float | None = None,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
@@ -98,6 +100,8 @@ def profile_pipeline(
         strategy: train under this `tf.distribute` strategy (by name); None takes the file's
             `make_strategy()`, or a script's own, else none. Under one, `result.distribution`
             holds the replicas and the per-replica figures.
+        step_time_s: emulate the accelerator: each step sleeps this long instead of
+            training (`tfperf.measure.EmulatedStep`), and a pipeline file's model is not built.
 
     Raises:
         PipelineFileError: the file's functions break the contract (wrong return types).
@@ -107,7 +111,9 @@ def profile_pipeline(
     if owns_process:
         _tf.enable_gpu_memory_growth()
     with _tf.precision_policy(knobs.mixed_precision):
-        built = build(pipeline, knobs, strategy)
+        # The emulated step is the built train step: `profile` sees it is one and records it.
+        emulated = EmulatedStep(step_time_s) if step_time_s is not None else None
+        built = build(pipeline, knobs, strategy, emulated)
         dataset, model, train_step = built.dataset, built.model, built.train_step
         measured: Knobs | dict[str, Any] = knobs
         if built.discovery is not None:
