@@ -1,0 +1,296 @@
+"""tf.data service servers tfperf starts: a dispatcher here or in a child, workers in children.
+
+Every child is started with `Child` and listed until it is stopped; `stop_all` (registered with
+`atexit`, and run by `LocalCluster` on the way out of its block, also on Ctrl-C and SIGTERM,
+which the CLI raises as `KeyboardInterrupt`) stops what is left. A child also stops by itself
+when its stdin closes, so a tfperf killed with SIGKILL leaves no server behind.
+
+Ports: 0 lets the OS choose a free one; a port asked for that is in use is a `ServiceError`
+naming it, checked before gRPC tries to bind it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+from tfperf.errors import ServiceError
+from tfperf.frameworks.tensorflow._service._serve import ANSWER_PREFIX
+
+__all__ = [
+    "Child",
+    "Dispatcher",
+    "DispatcherWatch",
+    "LocalCluster",
+    "check_reachable",
+    "host_cores",
+    "start_dispatcher",
+    "stop_all",
+]
+
+_MODULE = "tfperf.frameworks.tensorflow._service._serve"
+#: Jobs nobody reads are dropped after this long, so a finished measurement stops costing CPU.
+JOB_GC_MS = 1000
+#: A child's stop: stdin closed, then SIGTERM after this long, then SIGKILL.
+STOP_GRACE_S = 2.0
+
+_running: set[Child] = set()
+_lock = threading.Lock()
+
+
+def host_cores() -> list[int]:
+    """The CPU cores this process may run on, in order."""
+    return sorted(os.sched_getaffinity(0))
+
+
+@dataclasses.dataclass
+class Dispatcher:
+    """A dispatcher running in this process, at `address` (`HOST:PORT`)."""
+
+    address: str
+    server: Any
+
+    @property
+    def target(self) -> str:
+        return f"grpc://{self.address}"
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def start_dispatcher(port: int = 0) -> Dispatcher:
+    """A dispatcher in this process on `port` (0: a free one the OS picks).
+
+    Raises:
+        ServiceError: `port` is in use.
+    """
+    import tensorflow as tf
+
+    check_port_free(port)
+    service = tf.data.experimental.service
+    config = service.DispatcherConfig(
+        port=port, job_gc_check_interval_ms=JOB_GC_MS, job_gc_timeout_ms=JOB_GC_MS
+    )
+    try:
+        server = service.DispatchServer(config)
+    except RuntimeError as error:
+        raise ServiceError(_port_message(port, str(error))) from error
+    return Dispatcher(address=server.target.split("://", 1)[1], server=server)
+
+
+def check_port_free(port: int) -> None:
+    """Raises `ServiceError` if `port` (not 0) cannot be bound on loopback."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("localhost", port))
+        except OSError as error:
+            raise ServiceError(_port_message(port, error.strerror or str(error))) from error
+
+
+def _port_message(port: int, cause: str) -> str:
+    return (
+        f"cannot start a tf.data service dispatcher on port {port}: {cause}. Another process "
+        f"holds the port (see `ss -ltnp 'sport = :{port}'`); pick another with --port, or "
+        "--port 0 for any free one."
+    )
+
+
+def check_reachable(address: str, timeout_s: float) -> None:
+    """Raises `ServiceError` unless something accepts connections at `address` (`HOST:PORT`).
+
+    A cheap, bounded check before a measurement: gRPC itself would retry a missing dispatcher
+    for minutes.
+    """
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "localhost", int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as error:
+        raise ServiceError(
+            f"no tf.data service dispatcher answers at {address} ({error}). Start one "
+            "(tf.data.experimental.service.DispatchServer) and check the address, or leave out "
+            "--service to measure on this host."
+        ) from error
+
+
+class DispatcherWatch:
+    """`fault()` for a dispatcher at `address`: a refused connection means it went away.
+
+    Checked at most every `every_s`, so a watched read costs a connection a second at most.
+    """
+
+    def __init__(self, address: str, every_s: float = 1.0, timeout_s: float = 2.0) -> None:
+        self.address, self.every_s, self.timeout_s = address, every_s, timeout_s
+        self._last = time.monotonic()
+
+    def __call__(self) -> str | None:
+        if time.monotonic() - self._last < self.every_s:
+            return None
+        self._last = time.monotonic()
+        try:
+            check_reachable(self.address, self.timeout_s)
+        except ServiceError:
+            return f"the tf.data service dispatcher at {self.address} went away"
+        return None
+
+
+class Child:
+    """One server process; `answer()` reads its first message, `stop()` ends it."""
+
+    def __init__(self, role: str, request: dict[str, Any], name: str) -> None:
+        self.name = name
+        self._log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  # closed by `stop`
+        environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", _MODULE, role, json.dumps(request)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=environment,
+        )
+        self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True, name=f"tfperf-{name}").start()
+        with _lock:
+            _running.add(self)
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(ANSWER_PREFIX):
+                self._answers.put(json.loads(line[len(ANSWER_PREFIX) :]))
+        self._answers.put(None)
+
+    def answer(self, timeout_s: float) -> dict[str, Any]:
+        """The child's message; raises `ServiceError` if it failed, died or took too long."""
+        try:
+            message = self._answers.get(timeout=timeout_s)
+        except queue.Empty:
+            self.stop()
+            raise ServiceError(
+                f"the {self.name} did not start within {timeout_s:g} s; the host may be "
+                "overloaded (raise --timeout)."
+            ) from None
+        if message is None or "error" in message:
+            self.stop()
+            cause = message["error"] if message else f"it exited with status {self.status()}"
+            raise ServiceError(f"the {self.name} failed: {cause}{self._tail()}")
+        return message
+
+    def status(self) -> int | None:
+        return self.process.poll()
+
+    def gone(self) -> str | None:
+        """Why the child is no longer running; None while it runs."""
+        status = self.process.poll()
+        if status is None:
+            return None
+        how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        return f"the {self.name} (pid {self.process.pid}) {how}"
+
+    def _tail(self) -> str:
+        self._log.seek(0)
+        lines = self._log.read().decode("utf-8", "replace").strip().splitlines()
+        return ("\n" + "\n".join(lines[-5:])) if lines else ""
+
+    def stop(self) -> None:
+        """Closes stdin (the child exits), then SIGTERM and SIGKILL if it lingers."""
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        try:
+            self.process.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        with _lock:
+            _running.discard(self)
+        self._log.close()
+
+
+def stop_all() -> None:
+    """Stops every child still running (at exit, and on the way out of a `LocalCluster`)."""
+    with _lock:
+        children = list(_running)
+    for child in children:
+        child.stop()
+
+
+atexit.register(stop_all)
+
+
+class LocalCluster:
+    """A dispatcher and worker processes on loopback, each worker pinned to its own cores.
+
+    Example:
+        >>> with LocalCluster.start() as cluster:  # doctest: +SKIP
+        ...     cluster.add_workers([[0], [1]], timeout_s=60)
+    """
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.workers: list[Child] = []
+
+    @classmethod
+    @contextlib.contextmanager
+    def start(cls, *, port: int = 0) -> Iterator[LocalCluster]:
+        """Starts the dispatcher in this process; stops it and every worker on the way out."""
+        cluster = cls(start_dispatcher(port))
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+
+    def add_workers(self, core_sets: Sequence[Sequence[int]], timeout_s: float) -> None:
+        """Starts one worker per core set, all at once, and waits until each is serving."""
+        started = [
+            Child(
+                "worker",
+                {"dispatcher": self.dispatcher.address, "cores": list(cores)},
+                f"tf.data service worker {len(self.workers) + i + 1} (cores "
+                f"{','.join(map(str, cores))})",
+            )
+            for i, cores in enumerate(core_sets)
+        ]
+        self.workers += started
+        for child in started:
+            child.answer(timeout_s)
+        time.sleep(2 * _heartbeat_s())  # the dispatcher hears of each before a job starts
+
+    def fault(self) -> str | None:
+        """Why the cluster cannot serve any more; None while every process runs."""
+        for child in self.workers:
+            problem = child.gone()
+            if problem is not None:
+                return problem
+        return None
+
+    def stop(self) -> None:
+        for child in self.workers:
+            child.stop()
+        self.workers = []
+        self.dispatcher.stop()
+
+
+def _heartbeat_s() -> float:
+    from tfperf.frameworks.tensorflow._service._serve import HEARTBEAT_MS
+
+    return HEARTBEAT_MS / 1000
