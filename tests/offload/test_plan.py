@@ -108,7 +108,9 @@ def test_the_answer_names_workers_cores_and_what_binds() -> None:
     trainer = offload_answer(_result(binds=Binding.TRAINER))
     assert "tops out at 12,000 examples/s" in trainer
     stopped = offload_answer(_result(workers_needed=None, binds=None, fault="worker died"))
-    assert stopped == "No answer: the verify through the local service did not finish (worker died)."
+    assert (
+        stopped == "No answer: the verify through the local service did not finish (worker died)."
+    )
 
 
 def test_the_chart_data_and_figure() -> None:

@@ -17,32 +17,40 @@ from tfperf.knobs import Knobs
 from tfperf.offload import CoreRate, OffloadSettings, ServiceCeiling
 from tfperf.pipeline import PipelineFile
 
-__all__ = ["batch_bytes", "distribute", "pinned_rate", "service_ceiling", "through_service"]
+__all__ = [
+    "batch_bytes",
+    "distribute",
+    "pinned_rate",
+    "service_ceiling",
+    "spawn_rate",
+    "through_service",
+]
+
+
+def spawn_rate(cores: Sequence[int]) -> Child:
+    """A child pinned to `cores` that imports TensorFlow and waits for `pinned_rate`."""
+    return Child("rate", {"cores": list(cores)}, f"measurement on {len(cores)} pinned core(s)")
 
 
 def pinned_rate(
-    pipeline: PipelineFile, knobs: Knobs, cores: Sequence[int], settings: OffloadSettings
+    child: Child, pipeline: PipelineFile, knobs: Knobs, settings: OffloadSettings
 ) -> CoreRate:
-    """The cut pipeline's rate in a child process pinned to `cores`."""
-    child = Child(
-        "rate",
+    """The cut pipeline's rate in `child` (from `spawn_rate`, imported), which then exits."""
+    child.send(
         {
             "pipeline": str(pipeline.path),
             "argv": list(pipeline.argv),
             "knobs": knobs.to_dict(),
-            "cores": list(cores),
             "seconds": settings.seconds,
             "warmup_s": settings.warmup_s,
-        },
-        f"measurement on {len(cores)} pinned core(s)",
+        }
     )
     try:
-        timeout = settings.timeout_s + settings.seconds + settings.warmup_s
-        answer = child.answer(timeout)
+        answer = child.answer(settings.timeout_s + settings.seconds + settings.warmup_s)
     finally:
         child.stop()
     return CoreRate(
-        cores=len(cores),
+        cores=len(child.request["cores"]),
         examples_per_sec=float(answer["examples_per_sec"]),
         batches_per_sec=float(answer["batches_per_sec"]),
     )

@@ -23,9 +23,15 @@ from tfperf.frameworks.tensorflow._service._measure import (
     batch_bytes,
     pinned_rate,
     service_ceiling,
+    spawn_rate,
     through_service,
 )
-from tfperf.frameworks.tensorflow._service._servers import LocalCluster, host_cores
+from tfperf.frameworks.tensorflow._service._servers import (
+    Child,
+    LocalCluster,
+    host_cores,
+    spawn_workers,
+)
 from tfperf.knobs import Knobs
 from tfperf.measure import batch_examples
 from tfperf.offload import (
@@ -74,29 +80,52 @@ def offload(
     batch = next(iter(cut.dataset))
     examples = batch_examples(batch)
     raw, compressed = batch_bytes(batch)
-    model = settings.model_examples_per_sec
-    if model is None:
-        on_status("Timing the model step alone...")
-        model = model_examples_per_sec()
-    cores = host_cores()[: settings.max_cores or None]
-    rates: list[CoreRate] = []
-    for count in range(1, len(cores) + 1):
-        on_status(f"Measuring the pipeline up to {cut.label} pinned to {count} core(s)...")
-        rates.append(pinned_rate(pipeline, knobs, cores[:count], settings))
-    chosen = cores_per_worker(rates)
-    most = max(1, len(cores) // chosen.cores)
-    most = min(most, settings.max_workers or most)
+    cores = host_cores()
+    sweep = [cores[:count] for count in range(1, min(len(cores), settings.max_cores or 10**6) + 1)]
+    spares = min(len(cores), settings.max_workers or len(cores))
+    # Every child starts now, so their TensorFlow imports overlap; each then waits, idle, for
+    # its command, so the measurements run on a quiet host.
+    on_status(f"Starting {len(sweep) + spares} processes (pinned measurements, workers)...")
+    rate_children = [spawn_rate(pinned) for pinned in sweep]
+    workers = spawn_workers(spares)
     ceilings: list[ServiceCeiling] = []
     verify: list[VerifyPoint] = []
     fault = None
     try:
-        _on_service(
-            cut.dataset, batch, cores, chosen.cores, most, settings, ceilings, verify, on_status
-        )
-    except ServiceError as error:
-        if not verify and not ceilings:
-            raise
-        fault = str(error)
+        for child in [*rate_children, *workers]:
+            child.answer(settings.timeout_s)
+        model = settings.model_examples_per_sec
+        if model is None:
+            on_status("Timing the model step alone...")
+            model = model_examples_per_sec()
+        rates: list[CoreRate] = []
+        for child in rate_children:
+            count = len(child.request["cores"])
+            on_status(f"Measuring the pipeline up to {cut.label} pinned to {count} core(s)...")
+            rates.append(pinned_rate(child, pipeline, knobs, settings))
+        chosen = cores_per_worker(rates)
+        most = max(1, min(spares, len(cores) // chosen.cores))
+        for extra in workers[most:]:
+            extra.stop()
+        try:
+            _on_service(
+                cut.dataset,
+                batch,
+                cores,
+                chosen.cores,
+                workers[:most],
+                settings,
+                ceilings,
+                verify,
+                on_status,
+            )
+        except ServiceError as error:
+            if not verify and not ceilings:
+                raise
+            fault = str(error)
+    finally:
+        for child in [*rate_children, *workers]:
+            child.stop()
     return _result(
         pipeline,
         cut.label,
@@ -118,7 +147,7 @@ def _on_service(
     batch: object,
     cores: list[int],
     per_worker: int,
-    most: int,
+    workers: list[Child],
     settings: OffloadSettings,
     ceilings: list[ServiceCeiling],
     verify: list[VerifyPoint],
@@ -127,23 +156,27 @@ def _on_service(
     """The ceilings and the verify on a local cluster, appended as they are measured."""
     with LocalCluster.start() as cluster:
         on_status("Starting a local tf.data service dispatcher and worker...")
-        cluster.add_workers([cores[:per_worker]], settings.timeout_s)
+        cluster.add_workers([cores[:per_worker]], settings.timeout_s, spares=workers[:1])
         for compression in ("AUTO", "NONE"):
             on_status(f"Measuring the trainer's ceiling through the service ({compression})...")
             ceilings.append(service_ceiling(cluster, batch, compression, settings))
-        for workers in range(1, most + 1):
-            if workers > 1:
-                start = (workers - 1) * per_worker
-                cluster.add_workers([cores[start : start + per_worker]], settings.timeout_s)
-            on_status(f"Verifying: the pipeline through {workers} worker(s)...")
+        for count in range(1, len(workers) + 1):
+            if count > 1:
+                start = (count - 1) * per_worker
+                cluster.add_workers(
+                    [cores[start : start + per_worker]],
+                    settings.timeout_s,
+                    spares=workers[count - 1 :],
+                )
+            on_status(f"Verifying: the pipeline through {count} worker(s)...")
             rate = through_service(
                 cluster,
                 dataset,
                 settings.compression,
                 settings,
-                f"the verify with {workers} worker(s)",
+                f"the verify with {count} worker(s)",
             )
-            verify.append(VerifyPoint(workers, per_worker, rate.examples_per_sec))
+            verify.append(VerifyPoint(count, per_worker, rate.examples_per_sec))
 
 
 def _result(

@@ -1,4 +1,4 @@
-"""tf.data service servers tfperf starts: a dispatcher here or in a child, workers in children.
+"""tf.data service servers tfperf starts: a dispatcher in this process, workers in children.
 
 Every child is started with `Child` and listed until it is stopped; `stop_all` (registered with
 `atexit`, and run by `LocalCluster` on the way out of its block, also on Ctrl-C and SIGTERM,
@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import queue
 import socket
@@ -27,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
 from tfperf.errors import ServiceError
-from tfperf.frameworks.tensorflow._service._serve import ANSWER_PREFIX
+from tfperf.frameworks.tensorflow._service._serve import ANSWER_PREFIX, HEARTBEAT_MS
 
 __all__ = [
     "Child",
@@ -36,9 +37,12 @@ __all__ = [
     "LocalCluster",
     "check_reachable",
     "host_cores",
+    "spawn_workers",
     "start_dispatcher",
     "stop_all",
 ]
+
+logger = logging.getLogger(__name__)
 
 _MODULE = "tfperf.frameworks.tensorflow._service._serve"
 #: Jobs nobody reads are dropped after this long, so a finished measurement stops costing CPU.
@@ -152,7 +156,7 @@ class Child:
     """One server process; `answer()` reads its first message, `stop()` ends it."""
 
     def __init__(self, role: str, request: dict[str, Any], name: str) -> None:
-        self.name = name
+        self.name, self.request = name, request
         self._log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115  # closed by `stop`
         environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
         self.process = subprocess.Popen(
@@ -175,6 +179,15 @@ class Child:
                 self._answers.put(json.loads(line[len(ANSWER_PREFIX) :]))
         self._answers.put(None)
 
+    def send(self, command: dict[str, Any]) -> None:
+        """Writes one command line to the child's stdin."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(command) + "\n").encode("utf-8"))
+            self.process.stdin.flush()
+        except OSError as error:  # it died: `answer` says how
+            logger.debug("could not write to the %s: %s", self.name, error)
+
     def answer(self, timeout_s: float) -> dict[str, Any]:
         """The child's message; raises `ServiceError` if it failed, died or took too long."""
         try:
@@ -182,7 +195,7 @@ class Child:
         except queue.Empty:
             self.stop()
             raise ServiceError(
-                f"the {self.name} did not start within {timeout_s:g} s; the host may be "
+                f"the {self.name} did not answer within {timeout_s:g} s; the host may be "
                 "overloaded (raise --timeout)."
             ) from None
         if message is None or "error" in message:
@@ -242,7 +255,7 @@ class LocalCluster:
 
     Example:
         >>> with LocalCluster.start() as cluster:  # doctest: +SKIP
-        ...     cluster.add_workers([[0], [1]], timeout_s=60)
+        ...     cluster.add_workers([[0], [1]], timeout_s=60.0)
     """
 
     def __init__(self, dispatcher: Dispatcher) -> None:
@@ -259,21 +272,29 @@ class LocalCluster:
         finally:
             cluster.stop()
 
-    def add_workers(self, core_sets: Sequence[Sequence[int]], timeout_s: float) -> None:
-        """Starts one worker per core set, all at once, and waits until each is serving."""
-        started = [
-            Child(
-                "worker",
-                {"dispatcher": self.dispatcher.address, "cores": list(cores)},
-                f"tf.data service worker {len(self.workers) + i + 1} (cores "
-                f"{','.join(map(str, cores))})",
-            )
-            for i, cores in enumerate(core_sets)
-        ]
-        self.workers += started
-        for child in started:
-            child.answer(timeout_s)
-        time.sleep(2 * _heartbeat_s())  # the dispatcher hears of each before a job starts
+    def add_workers(
+        self,
+        core_sets: Sequence[Sequence[int]],
+        timeout_s: float,
+        spares: Sequence[Child] = (),
+    ) -> None:
+        """Makes one worker per core set serve this dispatcher, and waits until each does.
+
+        `spares` are workers already started (`spawn_workers`), whose TensorFlow is imported;
+        the core sets beyond them get new ones.
+        """
+        children = list(spares[: len(core_sets)])
+        fresh = spawn_workers(len(core_sets) - len(children), first=len(self.workers) + 1)
+        for child in fresh:
+            child.answer(timeout_s)  # imported
+        children += fresh
+        self.workers += children
+        for child, cores in zip(children, core_sets, strict=True):
+            child.name = f"{child.name} (cores {','.join(map(str, cores))})"
+            child.send({"dispatcher": self.dispatcher.address, "cores": list(cores)})
+        for child in children:
+            child.answer(timeout_s)  # serving
+        time.sleep(2 * HEARTBEAT_MS / 1000)  # the dispatcher hears of each before a job starts
 
     def fault(self) -> str | None:
         """Why the cluster cannot serve any more; None while every process runs."""
@@ -290,7 +311,7 @@ class LocalCluster:
         self.dispatcher.stop()
 
 
-def _heartbeat_s() -> float:
-    from tfperf.frameworks.tensorflow._service._serve import HEARTBEAT_MS
-
-    return HEARTBEAT_MS / 1000
+def spawn_workers(count: int, first: int = 1) -> list[Child]:
+    """`count` worker processes, started at once; each imports TensorFlow, then waits for
+    `LocalCluster.add_workers` to give it its cores and dispatcher."""
+    return [Child("worker", {}, f"tf.data service worker {first + i}") for i in range(count)]
