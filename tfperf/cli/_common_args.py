@@ -12,7 +12,13 @@ from pathlib import Path
 
 from tfperf.cli.base import non_negative_int, non_negative_seconds, positive_int
 
-__all__ = ["add_measurement_arguments", "add_output_arguments", "add_pipeline_argument"]
+__all__ = [
+    "add_measurement_arguments",
+    "add_output_arguments",
+    "add_pipeline_argument",
+    "add_service_argument",
+    "service_address",
+]
 
 _Target = argparse.ArgumentParser | argparse._ArgumentGroup
 
@@ -84,3 +90,29 @@ def add_output_arguments(target: _Target, *, json_default: str, html_default: st
         help=f"where to write the HTML report (default: {html_default})",
     )
     target.add_argument("--quiet", action="store_true", help="no progress bars, only the summary")
+
+
+def service_address(text: str) -> str:
+    """argparse type for `--service`: `grpc://HOST:PORT` (or `HOST:PORT`), as `grpc://...`."""
+    address = text.strip().removeprefix("grpc://")
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(
+            f"expected a tf.data service dispatcher as grpc://HOST:PORT, e.g. "
+            f"grpc://localhost:5050, but got {text!r}"
+        )
+    return f"grpc://{address}"
+
+
+def add_service_argument(target: _Target) -> None:
+    """`--service grpc://HOST:PORT`: measure through a tf.data service cluster."""
+    target.add_argument(
+        "--service",
+        type=service_address,
+        default=None,
+        metavar="grpc://HOST:PORT",
+        help="read the input through the tf.data service cluster whose dispatcher is at this "
+        "address: tfperf inserts distribute() after the pipeline's last stage before prefetch "
+        "and keeps a local prefetch after it (see docs/offload.md). The stage analysis is off: "
+        "the stages run on the workers",
+    )

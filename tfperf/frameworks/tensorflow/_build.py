@@ -85,7 +85,12 @@ def build(pipeline: PipelineFile, knobs: Knobs, strategy: StrategyKind | None = 
     if live is None and pipeline.kind is not PipelineKind.SCRIPT:
         dataset, model, train_step, recorder = build_parts(pipeline, knobs)
         discovery = found_sites(recorder, dataset, pipeline)
-        return Built(_tf.apply_options(dataset, knobs), model, train_step, discovery)
+        dataset = _tf.apply_options(dataset, knobs)
+        if knobs.service is not None:
+            from tfperf.frameworks.tensorflow._service import served
+
+            dataset = served(dataset, knobs, pipeline.path.name)
+        return Built(dataset, model, train_step, discovery)
     from tfperf.frameworks.tensorflow._build_distributed import build_distributed
 
     return build_distributed(pipeline, knobs, live)

@@ -8,7 +8,7 @@ Built on TensorFlow's own service (`tf.data.experimental.service`: `DispatchServ
 from __future__ import annotations
 
 from tfperf.frameworks.tensorflow._service._cut import Cut, check_runs_on_service, cut_dataset
-from tfperf.frameworks.tensorflow._service._measure import distribute
+from tfperf.frameworks.tensorflow._service._measure import distribute, served
 from tfperf.frameworks.tensorflow._service._offload import offload
 from tfperf.frameworks.tensorflow._service._servers import (
     LocalCluster,
@@ -25,6 +25,7 @@ __all__ = [
     "cut_dataset",
     "distribute",
     "offload",
+    "served",
     "start_dispatcher",
     "stop_all",
 ]

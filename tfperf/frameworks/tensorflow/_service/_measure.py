@@ -21,6 +21,7 @@ __all__ = [
     "batch_bytes",
     "distribute",
     "pinned_rate",
+    "served",
     "service_ceiling",
     "spawn_rate",
     "through_service",
@@ -124,3 +125,28 @@ def through_service(
         fault=cluster.fault,
         what=what,
     )
+
+
+def served(dataset: Any, knobs: Knobs, file_name: str) -> Any:
+    """`dataset` read through the tf.data service at `knobs.service`, cut after its last
+    non-prefetch stage, with the service knobs and the options applied on both sides.
+
+    Raises:
+        PipelineFileError: a stage cannot run on a service worker.
+    """
+    from tfperf.frameworks.tensorflow import _tf
+    from tfperf.frameworks.tensorflow._service._cut import check_runs_on_service, cut_dataset
+
+    assert knobs.service is not None
+    check_runs_on_service(dataset, file_name)
+    cut = _tf.apply_options(cut_dataset(dataset).dataset, knobs)
+    through = distribute(
+        cut,
+        knobs.service,
+        compression="NONE" if knobs.service_compression.value == "none" else "AUTO",
+        processing_mode=knobs.service_processing_mode.value,
+        job_name=knobs.service_job_name,
+        max_outstanding_requests=knobs.service_max_outstanding_requests,
+        target_workers=knobs.service_target_workers.value.upper(),
+    )
+    return _tf.apply_options(through, knobs)
