@@ -13,6 +13,7 @@ from pathlib import Path
 from tfperf.cli.base import non_negative_int, non_negative_seconds, positive_int
 
 __all__ = [
+    "SERVICE_CHECK_S",
     "add_measurement_arguments",
     "add_output_arguments",
     "add_pipeline_argument",
@@ -21,6 +22,8 @@ __all__ = [
 ]
 
 _Target = argparse.ArgumentParser | argparse._ArgumentGroup
+#: The longest `--service`'s dispatcher may take to accept a connection, in seconds.
+SERVICE_CHECK_S = 5.0
 
 
 def add_pipeline_argument(parser: argparse.ArgumentParser) -> None:

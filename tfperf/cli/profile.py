@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from tfperf import frameworks
 from tfperf.cli._common_args import (
+    SERVICE_CHECK_S,
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 
 DEFAULT_REPORTS_DIR = Path("reports")
-#: The longest `--service`'s dispatcher may take to accept a connection, in seconds.
-SERVICE_CHECK_S = 5.0
 #: `--stall-timeout`'s default under `--service`, in seconds.
 SERVICE_STALL_S = 60.0
 
