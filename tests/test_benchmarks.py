@@ -1032,3 +1032,24 @@ def test_the_bench_records_the_recommended_change_and_the_one_passed_over():
     assert training_choice(result) == TrainingChoice(
         "estimate", "estimate-training", 2.0, 0.0, True, "trial 18", pytest.approx(1.05)
     )
+
+
+def test_the_offload_table_sets_prediction_against_measurement_and_checks_the_bar():
+    from benchmarks.offload import table
+
+    data = {
+        "predicted_per_worker_examples_per_sec": 1000.0,
+        "verify": [
+            {"workers": 1, "cores_per_worker": 1, "examples_per_sec": 900.0},
+            {"workers": 2, "cores_per_worker": 1, "examples_per_sec": 1600.0},
+        ],
+        "workers_needed": 12,
+        "binds": "workers",
+    }
+    lines, met = table(data)
+    assert lines[1:3] == [
+        "      1           1,000            900                0.90",
+        "      2           2,000          1,600                0.80",
+    ]
+    assert met
+    assert not table({**data, "workers_needed": 1})[1]
