@@ -4,12 +4,14 @@ Each child first imports TensorFlow and answers `{"imported": true}`, then waits
 line on stdin, so tfperf starts every child at once (their imports overlap) and measures only
 once all are idle:
 
-- `rate` (REQUEST `{"cores": [0, 1]}`, pinned from the start): on `{"pipeline": ...,
-  "argv": [...], "knobs": {...}, "seconds": 1.0, "warmup_s": 0.5}` it reads the pipeline up
-  to the cut alone and answers its rate, then exits;
+- `rate` (REQUEST `{"cores": [0, 1]}`): on `{"pipeline": ..., "argv": [...], "knobs": {...},
+  "seconds": 1.0, "warmup_s": 0.5}` it pins every thread it has to `cores`, reads the
+  pipeline up to the cut alone and answers its rate, then exits;
 - `worker` (REQUEST `{}`): on `{"dispatcher": "localhost:P", "cores": [0]}` it pins every
-  thread it has to `cores`, starts a `WorkerServer` and answers `{"ready": true}`. It pins
-  before the server's thread pools exist, so they are sized for `cores`.
+  thread it has to `cores`, starts a `WorkerServer` and answers `{"ready": true}`.
+
+Both pin the same way, after the import and before TensorFlow sizes its thread pools (at the
+first op), so the pinned measurement runs the pipeline as a worker of as many cores does.
 
 Answers are lines on stdout starting with `ANSWER_PREFIX` (`{"error": ...}` before exiting
 with status 1 on a failure); any other line (the user's `print`) is ignored by the parent. A
@@ -35,8 +37,6 @@ HEARTBEAT_MS = 200
 
 def main(argv: Sequence[str]) -> int:
     role, request = argv[0], json.loads(argv[1])
-    if request.get("cores"):
-        os.sched_setaffinity(0, request["cores"])  # before TensorFlow starts its threads
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         import tensorflow  # noqa: F401  # the slow part, done while the parent waits
@@ -47,6 +47,7 @@ def main(argv: Sequence[str]) -> int:
             return 0  # the parent stopped us before the command
         command = json.loads(line)
         if role == "rate":
+            pin_every_thread(request["cores"])
             _answer(_rate(command))
             return 0
         _worker(command)
