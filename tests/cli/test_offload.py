@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import psutil
 import pytest
 
 from tfperf.cli.main import EXIT_USAGE, main
+from tfperf.cli.offload import EXIT_SERVICE
 
 pytestmark = pytest.mark.tf
 
@@ -65,20 +67,40 @@ def _serve_children(pid: int) -> list[psutil.Process]:
     return found
 
 
-def test_offload_measures_verifies_and_writes_its_answer(capsys, write_pipeline, tmp_path):
+def test_offload_end_to_end_keeps_what_it_measured_when_a_worker_dies(
+    capsys, monkeypatch, write_pipeline, tmp_path
+):
+    """One run covers the whole command on real processes (a pinned measurement, two worker
+    processes, a dispatcher here) and the fault: worker 2 is killed during the verify with
+    two workers, so the run ends with exit status 3 and keeps every figure before it."""
+    from tfperf.frameworks.tensorflow._service import _offload
+
+    measure = _offload.through_service
+    killed: list[int] = []
+
+    def kill_the_second_worker(cluster, dataset, compression, settings, what):  # type: ignore[no-untyped-def]
+        if "2 worker(s)" in what:
+            killed.append(cluster.workers[-1].process.pid)
+            threading.Timer(0.1, os.kill, (killed[0], signal.SIGKILL)).start()
+        return measure(cluster, dataset, compression, settings, what)
+
+    monkeypatch.setattr(_offload, "through_service", kill_the_second_worker)
     path = write_pipeline(SMALL)
     outputs = ["--json", str(tmp_path / "o.json"), "--html", str(tmp_path / "o.html")]
-    limits = ["--max-cores", "1", "--max-workers", "1", "--seconds", "0.3", "--quiet"]
+    limits = ["--max-cores", "1", "--max-workers", "2", "--seconds", "0.3", "--quiet"]
     model = ["--model-examples-per-sec", "1e7"]
     status = main(["offload", str(path), *limits, *model, *outputs])
     out, err = capsys.readouterr()
-    assert status == 0, err
+    assert status == EXIT_SERVICE, err
+    assert f"tf.data service worker 2 (cores 1) (pid {killed[0]}) was killed by signal 9 " in err
+    assert "during the verify with 2 worker(s)" in err
     data = json.loads((tmp_path / "o.json").read_text())
     assert data["cut"] == "batch(8)" and data["cores_per_worker"] == 1
+    assert [rate["cores"] for rate in data["core_rates"]] == [1]
+    assert {c["compression"] for c in data["ceilings"]} == {"AUTO", "NONE"}
     assert [point["workers"] for point in data["verify"]] == [1]
     assert data["per_worker_examples_per_sec"] > 0 and data["workers_needed"] >= 1
-    assert {c["compression"] for c in data["ceilings"]} == {"AUTO", "NONE"}
-    assert data["binds"] in ("workers", "trainer", "network") and data["fault"] is None
+    assert data["binds"] in ("workers", "trainer") and "killed by signal 9" in data["fault"]
     assert "tf.data service worker(s) of 1 core(s) feed the model" in out
     assert "How many tf.data service workers" in (tmp_path / "o.html").read_text()
     assert _serve_children(os.getpid()) == []

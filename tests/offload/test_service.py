@@ -1,11 +1,9 @@
-"""tf.data service under tfperf, on real servers over loopback: a dispatcher in this process,
-a worker in a child process (one cluster for the module), and the faults: a worker that dies,
-a dispatcher that goes away or is not there, a port in use, a stage a worker cannot run."""
+"""tf.data service under tfperf, on real servers over loopback, all in this process (one
+cluster for the module; worker processes are in tests/cli/test_offload.py), and the faults: a
+dispatcher that goes away or is not there, a port in use, a stage a worker cannot run."""
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import threading
 import time
@@ -37,10 +35,14 @@ SETTINGS = OffloadSettings(seconds=0.2, warmup_s=0.1, timeout_s=20.0)
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
+    service = tf.data.experimental.service
     with LocalCluster.start() as running:
-        running.add_workers([[os.sched_getaffinity(0).copy().pop()]], timeout_s=60.0)
+        config = service.WorkerConfig(
+            dispatcher_address=running.dispatcher.address, heartbeat_interval_ms=200
+        )
+        worker = service.WorkerServer(config)
         yield running
-    assert running.workers == []  # every worker stopped on the way out
+        worker.stop()
 
 
 def _pipeline() -> tf.data.Dataset:
@@ -127,24 +129,6 @@ def test_a_dispatcher_that_goes_away_stops_the_read_within_its_bound() -> None:
             what="the test read",
         )
     assert time.monotonic() - started < 5.0
-
-
-def test_a_worker_that_dies_mid_measurement_stops_it_with_its_name(
-    cluster: LocalCluster,
-) -> None:
-    """Last in the module: it kills the module's worker."""
-    worker = cluster.workers[0].process
-    threading.Timer(0.5, os.kill, (worker.pid, signal.SIGKILL)).start()
-    long = dataclasses_replace(SETTINGS, seconds=60.0)
-    with pytest.raises(ServiceError) as raised:
-        through_service(cluster, cut_dataset(_pipeline()).dataset, "AUTO", long, "the verify")
-    assert f"(pid {worker.pid}) was killed by signal 9 during the verify" in str(raised.value)
-
-
-def dataclasses_replace(settings: OffloadSettings, **changes: float) -> OffloadSettings:
-    import dataclasses
-
-    return dataclasses.replace(settings, **changes)  # type: ignore[arg-type]
 
 
 def test_no_child_outlives_the_module() -> None:
