@@ -94,3 +94,17 @@ def test_a_malformed_address_is_refused_by_the_parser(capsys):
     with pytest.raises(SystemExit):
         main(["profile", "p.py", "--service", "localhost"])
     assert "expected a tf.data service dispatcher as grpc://HOST:PORT" in capsys.readouterr().err
+
+
+def test_tune_refuses_a_dispatcher_that_is_not_there_before_any_trial(
+    capsys, write_pipeline, tmp_path
+):
+    port = _free_port()
+    path = write_pipeline(SMALL)
+    outputs = ["--json", str(tmp_path / "t.json"), "--html", str(tmp_path / "t.html")]
+    storage = ["--storage", f"sqlite:///{tmp_path}/s.db"]
+    service = ["--service", f"localhost:{port}"]
+    status = main(["tune", str(path), "--trials", "2", "--quiet", *service, *storage, *outputs])
+    err = capsys.readouterr().err
+    assert status == EXIT_SERVICE, err
+    assert f"no tf.data service dispatcher answers at localhost:{port}" in err

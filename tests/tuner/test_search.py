@@ -84,10 +84,10 @@ def test_default_space_for_a_two_core_cpu_machine():
         "gpu_memory_growth": Fixed(None),
         # Without --service the service knobs are not searched (see the test below).
         "service": Fixed(None),
-        "service_processing_mode": Fixed(ProcessingMode.PARALLEL_EPOCHS),
-        "service_compression": Fixed(ServiceCompression.AUTO),
+        "service_processing_mode": Fixed(None),
+        "service_compression": Fixed(None),
         "service_max_outstanding_requests": Fixed(None),
-        "service_target_workers": Fixed(TargetWorkers.AUTO),
+        "service_target_workers": Fixed(None),
         "service_job_name": Fixed(None),
     }
 
@@ -95,11 +95,10 @@ def test_default_space_for_a_two_core_cpu_machine():
 def test_service_knobs_are_searched_only_through_a_service():
     space = default_space(Knobs(service="grpc://localhost:5050"), machine(2))
     assert space["service"] == Fixed("grpc://localhost:5050")
-    assert space["service_compression"] == Choices(
-        (ServiceCompression.AUTO, ServiceCompression.NONE)
-    )
+    assert space["service_compression"] == Choices((None, ServiceCompression.NONE))
     assert space["service_max_outstanding_requests"] == Choices((None, 1, 4, 16))
-    assert space["service_processing_mode"] == Choices(tuple(ProcessingMode))
+    assert space["service_processing_mode"] == Choices((None, ProcessingMode.DISTRIBUTED_EPOCH))
+    assert space["service_target_workers"] == Choices((None, TargetWorkers.ANY))
     assert space["service_job_name"] == Fixed(None)
 
 

@@ -181,7 +181,9 @@ def _through_service(
     service = framework.service()
     if service is None:
         raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
-    knobs = knobs.replace(service=args.service)
+    # The JSON's knobs then name both where and how the input was read.
+    mode = knobs.service_processing_mode or "parallel_epochs"
+    knobs = knobs.replace(service=args.service, service_processing_mode=mode)
     service.check(pipeline, knobs, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
     args.no_stages = True  # the stages run on the workers, out of this host's sight
     if getattr(args, "stall_timeout", None) == DEFAULT_STALL_S:

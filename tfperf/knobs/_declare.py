@@ -61,9 +61,9 @@ class Kind(str, Enum):
     SHARD_POLICY = "one of 'auto', 'file', 'data', 'off', or None (tf.data's default, auto)"
     SITES = "a mapping of call-site names to values"
     SERVICE_ADDRESS = "a tf.data service address such as grpc://HOST:PORT, or None (no service)"
-    PROCESSING_MODE = "one of 'parallel_epochs', 'distributed_epoch'"
-    SERVICE_COMPRESSION = "one of 'auto', 'none'"
-    TARGET_WORKERS = "one of 'auto', 'any', 'local'"
+    PROCESSING_MODE = "one of 'parallel_epochs', 'distributed_epoch', or None (parallel_epochs)"
+    SERVICE_COMPRESSION = "one of 'auto', 'none', or None (tf.data's default, auto)"
+    TARGET_WORKERS = "one of 'auto', 'any', 'local', or None (tf.data's default, auto)"
     JOB_NAME = "a job name (text) or None (a job of its own)"
 
 

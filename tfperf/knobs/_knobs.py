@@ -258,24 +258,27 @@ class Knobs:
         unset="no service",
         search=None,  # where the cluster is, not a setting to search
     )
-    service_processing_mode: ProcessingMode = knob(  # noqa: RUF009 (see `mixed_precision`)
-        ProcessingMode.PARALLEL_EPOCHS,
+    service_processing_mode: ProcessingMode | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
         Kind.PROCESSING_MODE,
-        "`distribute(processing_mode=...)` under `--service`.",
+        "`distribute(processing_mode=...)` under `--service`; None: parallel_epochs.",
         applied_by=Applier.SERVICE,
         changes_training=True,
         training_note="The winner changes the service's processing mode ({old} → {new}): "
         "with several workers, parallel_epochs repeats every example once per worker in an "
         "epoch, distributed_epoch visits each once. Check what an epoch means for your "
         "training before adopting it.",
-        search=service_choices(ProcessingMode.PARALLEL_EPOCHS, ProcessingMode.DISTRIBUTED_EPOCH),
+        unset="parallel_epochs",
+        search=service_choices(None, ProcessingMode.DISTRIBUTED_EPOCH),
     )
-    service_compression: ServiceCompression = knob(  # noqa: RUF009 (see `mixed_precision`)
-        ServiceCompression.AUTO,
+    service_compression: ServiceCompression | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
         Kind.SERVICE_COMPRESSION,
-        "`distribute(compression=...)` under `--service`: auto compresses with snappy.",
+        "`distribute(compression=...)` under `--service`: auto compresses with snappy; None "
+        "keeps tf.data's default (auto).",
         applied_by=Applier.SERVICE,
-        search=service_choices(ServiceCompression.AUTO, ServiceCompression.NONE),
+        unset="auto",
+        search=service_choices(None, ServiceCompression.NONE),
     )
     service_max_outstanding_requests: int | None = knob(
         None,
@@ -286,13 +289,14 @@ class Knobs:
         unset="tf.data's choice",
         search=service_choices(None, 1, 4, 16),
     )
-    service_target_workers: TargetWorkers = knob(  # noqa: RUF009 (see `mixed_precision`)
-        TargetWorkers.AUTO,
+    service_target_workers: TargetWorkers | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
         Kind.TARGET_WORKERS,
-        "`distribute(target_workers=...)` under `--service`.",
+        "`distribute(target_workers=...)` under `--service`; None keeps tf.data's default (auto).",
         applied_by=Applier.SERVICE,
+        unset="auto",
         # LOCAL fails without a worker on the trainer's host: only a SEARCH_SPACE tries it.
-        search=service_choices(TargetWorkers.AUTO, TargetWorkers.ANY),
+        search=service_choices(None, TargetWorkers.ANY),
     )
     service_job_name: str | None = knob(
         None,
@@ -566,6 +570,8 @@ _CHOICES: dict[Kind, type[Enum]] = {
 
 
 def _check_choice(name: str, value: Any, kind: Kind) -> Any:
+    if value is None:
+        return None
     try:
         return _CHOICES[kind](value.lower() if isinstance(value, str) else value)
     except ValueError:

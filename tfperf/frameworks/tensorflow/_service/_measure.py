@@ -140,13 +140,18 @@ def served(dataset: Any, knobs: Knobs, file_name: str) -> Any:
     assert knobs.service is not None
     check_runs_on_service(dataset, file_name)
     cut = _tf.apply_options(cut_dataset(dataset).dataset, knobs)
+    compression, mode, target = (
+        knobs.service_compression,
+        knobs.service_processing_mode,
+        knobs.service_target_workers,
+    )
     through = distribute(
         cut,
         knobs.service,
-        compression="NONE" if knobs.service_compression.value == "none" else "AUTO",
-        processing_mode=knobs.service_processing_mode.value,
+        compression="AUTO" if compression is None else compression.value.upper(),
+        processing_mode="parallel_epochs" if mode is None else mode.value,
         job_name=knobs.service_job_name,
         max_outstanding_requests=knobs.service_max_outstanding_requests,
-        target_workers=knobs.service_target_workers.value.upper(),
+        target_workers="AUTO" if target is None else target.value.upper(),
     )
     return _tf.apply_options(through, knobs)
