@@ -12,8 +12,10 @@ back with `fault` set and the figures it has.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from tfperf.errors import ServiceError
 from tfperf.frameworks.tensorflow import _tf
@@ -55,6 +57,29 @@ logger = logging.getLogger(__name__)
 Status = Callable[[str], None]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Sample:
+    """The cut pipeline and one batch of it: what every later measurement starts from."""
+
+    dataset: Any
+    label: str
+    batch: Any
+    examples: int
+    raw_bytes: int
+    compressed_bytes: int
+
+
+@dataclasses.dataclass
+class _Figures:
+    """What has been measured so far; a fault keeps it."""
+
+    model: float = 0.0
+    rates: list[CoreRate] = dataclasses.field(default_factory=list)
+    ceilings: list[ServiceCeiling] = dataclasses.field(default_factory=list)
+    verify: list[VerifyPoint] = dataclasses.field(default_factory=list)
+    fault: str | None = None
+
+
 def offload(
     pipeline: PipelineFile,
     knobs: Knobs,
@@ -71,15 +96,9 @@ def offload(
 
     Raises:
         PipelineFileError: a stage cannot run on a service worker (before anything runs).
-        ServiceError: the local service could not start.
+        ServiceError: the service failed before a pinned rate was measured.
     """
-    dataset, _ = raw_dataset(pipeline, knobs)
-    dataset = _tf.apply_options(dataset, knobs)
-    check_runs_on_service(dataset, pipeline.path.name)
-    cut = cut_dataset(dataset)
-    batch = next(iter(cut.dataset))
-    examples = batch_examples(batch)
-    raw, compressed = batch_bytes(batch)
+    sample = _sample(pipeline, knobs)
     cores = host_cores()
     sweep = [cores[:count] for count in range(1, min(len(cores), settings.max_cores or 10**6) + 1)]
     spares = min(len(cores), settings.max_workers or len(cores))
@@ -88,137 +107,104 @@ def offload(
     on_status(f"Starting {len(sweep) + spares} processes (pinned measurements, workers)...")
     rate_children = [spawn_rate(pinned) for pinned in sweep]
     workers = spawn_workers(spares)
-    ceilings: list[ServiceCeiling] = []
-    verify: list[VerifyPoint] = []
-    fault = None
+    figures = _Figures()
     try:
         for child in [*rate_children, *workers]:
             child.answer(settings.timeout_s)
-        model = settings.model_examples_per_sec
-        if model is None:
-            on_status("Timing the model step alone...")
-            model = model_examples_per_sec()
-        rates: list[CoreRate] = []
+        figures.model = settings.model_examples_per_sec or _timed(model_examples_per_sec, on_status)
         for child in rate_children:
             count = len(child.request["cores"])
-            on_status(f"Measuring the pipeline up to {cut.label} pinned to {count} core(s)...")
-            rates.append(pinned_rate(child, pipeline, knobs, settings))
-        chosen = cores_per_worker(rates)
+            on_status(f"Measuring the pipeline up to {sample.label} pinned to {count} core(s)...")
+            figures.rates.append(pinned_rate(child, pipeline, knobs, settings))
+        chosen = cores_per_worker(figures.rates)
         most = max(1, min(spares, len(cores) // chosen.cores))
         for extra in workers[most:]:
-            extra.stop()
-        try:
-            _on_service(
-                cut.dataset,
-                batch,
-                cores,
-                chosen.cores,
-                workers[:most],
-                settings,
-                ceilings,
-                verify,
-                on_status,
-            )
-        except ServiceError as error:
-            if not verify and not ceilings:
-                raise
-            fault = str(error)
+            extra.stop()  # idle, but each holds a TensorFlow's memory
+        _on_service(sample, cores, chosen.cores, workers[:most], settings, figures, on_status)
+    except ServiceError as error:
+        if not figures.rates:
+            raise
+        figures.fault = str(error)
     finally:
         for child in [*rate_children, *workers]:
             child.stop()
-    return _result(
-        pipeline,
-        cut.label,
-        examples,
-        model,
-        len(cores),
-        rates,
-        (raw, compressed),
-        ceilings,
-        verify,
-        chosen,
-        settings,
-        fault,
-    )
+    return _result(pipeline, sample, len(cores), figures, settings)
+
+
+def _sample(pipeline: PipelineFile, knobs: Knobs) -> _Sample:
+    """The cut pipeline, checked to run on a worker, and its first batch's size."""
+    dataset = _tf.apply_options(raw_dataset(pipeline, knobs)[0], knobs)
+    check_runs_on_service(dataset, pipeline.path.name)
+    cut = cut_dataset(dataset)
+    batch = next(iter(cut.dataset))
+    raw, compressed = batch_bytes(batch)
+    return _Sample(cut.dataset, cut.label, batch, batch_examples(batch), raw, compressed)
+
+
+def _timed(model_examples_per_sec: Callable[[], float], on_status: Status) -> float:
+    on_status("Timing the model step alone...")
+    return model_examples_per_sec()
 
 
 def _on_service(
-    dataset: object,
-    batch: object,
+    sample: _Sample,
     cores: list[int],
     per_worker: int,
     workers: list[Child],
     settings: OffloadSettings,
-    ceilings: list[ServiceCeiling],
-    verify: list[VerifyPoint],
+    figures: _Figures,
     on_status: Status,
 ) -> None:
-    """The ceilings and the verify on a local cluster, appended as they are measured."""
+    """The ceilings and the verify on a local cluster, added to `figures` as measured."""
     with LocalCluster.start() as cluster:
         on_status("Starting a local tf.data service dispatcher and worker...")
         cluster.add_workers([cores[:per_worker]], settings.timeout_s, spares=workers[:1])
         for compression in ("AUTO", "NONE"):
             on_status(f"Measuring the trainer's ceiling through the service ({compression})...")
-            ceilings.append(service_ceiling(cluster, batch, compression, settings))
+            figures.ceilings.append(service_ceiling(cluster, sample.batch, compression, settings))
         for count in range(1, len(workers) + 1):
             if count > 1:
                 start = (count - 1) * per_worker
-                cluster.add_workers(
-                    [cores[start : start + per_worker]],
-                    settings.timeout_s,
-                    spares=workers[count - 1 :],
-                )
+                spares = workers[count - 1 :]
+                cluster.add_workers([cores[start : start + per_worker]], settings.timeout_s, spares)
             on_status(f"Verifying: the pipeline through {count} worker(s)...")
-            rate = through_service(
-                cluster,
-                dataset,
-                settings.compression,
-                settings,
-                f"the verify with {count} worker(s)",
-            )
-            verify.append(VerifyPoint(count, per_worker, rate.examples_per_sec))
+            what = f"the verify with {count} worker(s)"
+            rate = through_service(cluster, sample.dataset, settings.compression, settings, what)
+            figures.verify.append(VerifyPoint(count, per_worker, rate.examples_per_sec))
 
 
 def _result(
     pipeline: PipelineFile,
-    cut: str,
-    examples: int,
-    model: float,
+    sample: _Sample,
     host: int,
-    rates: list[CoreRate],
-    sizes: tuple[int, int],
-    ceilings: list[ServiceCeiling],
-    verify: list[VerifyPoint],
-    chosen: CoreRate,
+    figures: _Figures,
     settings: OffloadSettings,
-    fault: str | None,
 ) -> OffloadResult:
-    raw, compressed = sizes
-    fitted = fit_workers(verify)
+    chosen = cores_per_worker(figures.rates)
+    fitted = fit_workers(figures.verify)
     per_worker, efficiency = fitted if fitted is not None else (None, None)
     needed = None
     if per_worker is not None and efficiency is not None and efficiency > 0:
-        needed = workers_needed(model, per_worker, efficiency)
+        needed = workers_needed(figures.model, per_worker, efficiency)
     ceiling = next(
-        (c.examples_per_sec for c in ceilings if c.compression == settings.compression), None
+        (c.examples_per_sec for c in figures.ceilings if c.compression == settings.compression),
+        None,
     )
-    sent = compressed if settings.compression == "AUTO" else raw
-    network = (
-        None
-        if settings.network_gbps is None
-        else network_ceiling(settings.network_gbps, sent, examples)
-    )
+    sent = sample.compressed_bytes if settings.compression == "AUTO" else sample.raw_bytes
+    network = None
+    if settings.network_gbps is not None:
+        network = network_ceiling(settings.network_gbps, sent, sample.examples)
     return OffloadResult(
         pipeline=str(pipeline.path),
-        cut=cut,
-        batch_examples=examples,
-        model_examples_per_sec=model,
+        cut=sample.label,
+        batch_examples=sample.examples,
+        model_examples_per_sec=figures.model,
         host_cores=host,
-        core_rates=tuple(rates),
-        bytes_per_batch_raw=raw,
-        bytes_per_batch_compressed=compressed,
-        ceilings=tuple(ceilings),
-        verify=tuple(verify),
+        core_rates=tuple(figures.rates),
+        bytes_per_batch_raw=sample.raw_bytes,
+        bytes_per_batch_compressed=sample.compressed_bytes,
+        ceilings=tuple(figures.ceilings),
+        verify=tuple(figures.verify),
         cores_per_worker=chosen.cores,
         predicted_per_worker_examples_per_sec=chosen.examples_per_sec,
         per_worker_examples_per_sec=per_worker,
@@ -227,7 +213,7 @@ def _result(
         trainer_ceiling_examples_per_sec=ceiling,
         network_gbps=settings.network_gbps,
         network_ceiling_examples_per_sec=network,
-        binds=None if needed is None else binding(model, needed, ceiling, network),
+        binds=None if needed is None else binding(figures.model, needed, ceiling, network),
         compression=settings.compression,
-        fault=fault,
+        fault=figures.fault,
     )
