@@ -419,7 +419,12 @@ def _through_service(args: argparse.Namespace, pipeline: PipelineFile) -> Pipeli
         raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
     baseline = pipeline.baseline.replace(service=args.service)
     service.check(pipeline, baseline, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
-    return dataclasses.replace(pipeline, baseline=baseline)
+    space = dict(pipeline.search_space)
+    if "service" in space:  # fixed at the code's own (none) where no patch could write it
+        from tfperf.knobs import Fixed
+
+        space["service"] = Fixed(args.service)
+    return dataclasses.replace(pipeline, baseline=baseline, search_space=space)
 
 
 def _check_baseline_replicas(args: argparse.Namespace, pipeline: PipelineFile) -> None:

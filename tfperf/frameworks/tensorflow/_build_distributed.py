@@ -20,6 +20,8 @@ from tfperf.frameworks.tensorflow._build import (
     call_user,
     found_sites,
     raw_dataset,
+    refuse_service,
+    through_service,
     with_context,
 )
 from tfperf.knobs import Knobs
@@ -33,6 +35,7 @@ def build_distributed(pipeline: PipelineFile, knobs: Knobs, strategy: Any | None
     if pipeline.kind is PipelineKind.SCRIPT:
         return _script(pipeline, knobs, strategy)
     assert strategy is not None, "a pipeline file without a strategy builds undistributed"
+    refuse_service(knobs)
     with _tf.in_scope(strategy):
         model, step = build_train_step(pipeline, knobs)
     if model is not None:
@@ -71,7 +74,8 @@ def _script(pipeline: PipelineFile, knobs: Knobs, strategy: Any | None) -> Built
     if own is not None and not _tf.is_default(own):
         strategy = own  # the script built its model under this strategy: fit would use it
     if strategy is None:
-        return Built(dataset, model, train_step, discovery)
+        return Built(through_service(dataset, knobs, pipeline), model, train_step, discovery)
+    refuse_service(knobs)
     distributed = _tf.distribute_dataset(strategy, dataset, knobs)
     step = _tf.keras_distributed_step(model)
     return Built(distributed.dataset, model, step, discovery, strategy, distributed)
