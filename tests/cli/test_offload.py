@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -111,6 +112,18 @@ def test_a_stage_the_service_cannot_run_stops_offload_before_measuring(capsys, w
     err = capsys.readouterr().err
     assert status == EXIT_USAGE
     assert "pipeline.py: the stage map(lambda) at pipeline.py:10 calls Python" in err
+    assert _serve_children(os.getpid()) == []
+
+
+def test_a_port_in_use_stops_offload_before_any_process_starts(capsys, write_pipeline):
+    with socket.socket() as holder:
+        holder.bind(("localhost", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        status = main(["offload", str(write_pipeline(SMALL)), "--port", str(port), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == EXIT_SERVICE, err
+    assert f"cannot start a tf.data service dispatcher on port {port}" in err
     assert _serve_children(os.getpid()) == []
 
 

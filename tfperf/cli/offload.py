@@ -16,7 +16,13 @@ from pathlib import Path
 from tfperf import frameworks
 from tfperf.cli._common_args import add_output_arguments, add_pipeline_argument
 from tfperf.cli._outputs import check_outputs, profile_stem
-from tfperf.cli.base import Command, knob_assignment, positive_float, positive_int
+from tfperf.cli.base import (
+    Command,
+    knob_assignment,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from tfperf.errors import PipelineFileError
 
 __all__ = ["EXIT_SERVICE", "OffloadCommand"]
@@ -96,6 +102,13 @@ class OffloadCommand(Command):
             help="measured seconds of each rate, after warm-up (default: %(default)s)",
         )
         parser.add_argument(
+            "--port",
+            type=non_negative_int,
+            default=0,
+            metavar="P",
+            help="the local dispatcher's port (default: 0, any free one)",
+        )
+        parser.add_argument(
             "--timeout",
             type=positive_float,
             default=60.0,
@@ -136,6 +149,7 @@ class OffloadCommand(Command):
             network_gbps=args.network_gbps,
             compression=args.compression,
             timeout_s=args.timeout,
+            port=args.port,
         )
         result = service.offload(pipeline, knobs, settings, on_status=_status(args))
         saved = result.save(json_path)

@@ -21,6 +21,7 @@ class OffloadSettings:
         network_gbps: bandwidth between workers and trainer, gigabits/s; None: not bounded.
         compression: tf.data service compression for the verify: "AUTO" (snappy) or "NONE".
         timeout_s: the longest tfperf waits for a process to start or a batch to arrive.
+        port: the local dispatcher's port; 0: a free one the OS picks.
     """
 
     seconds: float = 1.0
@@ -31,6 +32,7 @@ class OffloadSettings:
     network_gbps: float | None = None
     compression: str = "AUTO"
     timeout_s: float = 60.0
+    port: int = 0
 
     def __post_init__(self) -> None:
         if self.seconds <= 0 or self.warmup_s < 0 or self.timeout_s <= 0:

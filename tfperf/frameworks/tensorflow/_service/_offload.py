@@ -31,6 +31,7 @@ from tfperf.frameworks.tensorflow._service._measure import (
 from tfperf.frameworks.tensorflow._service._servers import (
     Child,
     LocalCluster,
+    check_port_free,
     host_cores,
     spawn_workers,
 )
@@ -98,6 +99,7 @@ def offload(
         PipelineFileError: a stage cannot run on a service worker (before anything runs).
         ServiceError: the service failed before a pinned rate was measured.
     """
+    check_port_free(settings.port)  # before any child starts
     sample = _sample(pipeline, knobs)
     cores = host_cores()
     sweep = [cores[:count] for count in range(1, min(len(cores), settings.max_cores or 10**6) + 1)]
@@ -156,7 +158,7 @@ def _on_service(
     on_status: Status,
 ) -> None:
     """The ceilings and the verify on a local cluster, added to `figures` as measured."""
-    with LocalCluster.start() as cluster:
+    with LocalCluster.start(port=settings.port) as cluster:
         on_status("Starting a local tf.data service dispatcher and worker...")
         cluster.add_workers([cores[:per_worker]], settings.timeout_s, spares=workers[:1])
         for compression in ("AUTO", "NONE"):

@@ -35,6 +35,7 @@ __all__ = [
     "Dispatcher",
     "DispatcherWatch",
     "LocalCluster",
+    "check_port_free",
     "check_reachable",
     "host_cores",
     "spawn_workers",
