@@ -135,3 +135,11 @@ def test_text_and_html_render_a_saved_result() -> None:
     assert "Stopped early: the worker died" in text
     html = render_offload_html(_result())
     assert "How many tf.data service workers" in html and "batch(16)" in html
+
+
+def test_tfperf_report_redraws_a_saved_offload_result(tmp_path: Path) -> None:
+    from tfperf.cli.main import main
+
+    saved = _result().save(tmp_path / "heavy-offload.json")
+    assert main(["report", str(saved), "--html", str(tmp_path / "again.html")]) == 0
+    assert "How many tf.data service workers" in (tmp_path / "again.html").read_text()
