@@ -34,6 +34,7 @@ from tfperf.frameworks.tensorflow._service._servers import (
     check_port_free,
     host_cores,
     spawn_workers,
+    stop_children,
 )
 from tfperf.knobs import Knobs
 from tfperf.measure import batch_examples
@@ -120,16 +121,14 @@ def offload(
             figures.rates.append(pinned_rate(child, pipeline, knobs, settings))
         chosen = cores_per_worker(figures.rates)
         most = max(1, min(spares, len(cores) // chosen.cores))
-        for extra in workers[most:]:
-            extra.stop()  # idle, but each holds a TensorFlow's memory
+        stop_children(workers[most:])  # idle, but each holds a TensorFlow's memory
         _on_service(sample, cores, chosen.cores, workers[:most], settings, figures, on_status)
     except ServiceError as error:
         if not figures.rates:
             raise
         figures.fault = str(error)
     finally:
-        for child in [*rate_children, *workers]:
-            child.stop()
+        stop_children([*rate_children, *workers])
     return _result(pipeline, sample, len(cores), figures, settings)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "spawn_workers",
     "start_dispatcher",
     "stop_all",
+    "stop_children",
 ]
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,9 @@ logger = logging.getLogger(__name__)
 _MODULE = "tfperf.frameworks.tensorflow._service._serve"
 #: Jobs nobody reads are dropped after this long, so a finished measurement stops costing CPU.
 JOB_GC_MS = 1000
-#: A child's stop: stdin closed, then SIGTERM after this long, then SIGKILL.
+#: A child's stop: stdin closed, then SIGTERM after `CLOSE_GRACE_S`, then SIGKILL after
+#: `STOP_GRACE_S` more.
+CLOSE_GRACE_S = 0.5
 STOP_GRACE_S = 2.0
 
 _running: set[Child] = set()
@@ -222,30 +225,38 @@ class Child:
         return ("\n" + "\n".join(lines[-5:])) if lines else ""
 
     def stop(self) -> None:
-        """Closes stdin (the child exits), then SIGTERM and SIGKILL if it lingers."""
+        """Ends the child (see `stop_children`)."""
+        stop_children([self])
+
+
+def stop_children(children: Sequence[Child]) -> None:
+    """Ends `children` together: stdin closed (a serving child exits at once), then SIGTERM
+    for those still running after `CLOSE_GRACE_S` (one busy importing or measuring), then
+    SIGKILL after `STOP_GRACE_S`. At most about three seconds, however many there are."""
+    for child in children:
         with contextlib.suppress(OSError):
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-        try:
-            self.process.wait(STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self.process.terminate()
-            try:
-                self.process.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            if child.process.stdin is not None:
+                child.process.stdin.close()
+    for grace, end in ((CLOSE_GRACE_S, "terminate"), (STOP_GRACE_S, "kill")):
+        deadline = time.monotonic() + grace
+        for child in children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.process.wait(max(0.0, deadline - time.monotonic()))
+        for child in children:
+            if child.process.poll() is None:
+                getattr(child.process, end)()
+    for child in children:
+        child.process.wait()
         with _lock:
-            _running.discard(self)
-        self._log.close()
+            _running.discard(child)
+        child._log.close()
 
 
 def stop_all() -> None:
     """Stops every child still running (at exit, and on the way out of a `LocalCluster`)."""
     with _lock:
         children = list(_running)
-    for child in children:
-        child.stop()
+    stop_children(children)
 
 
 atexit.register(stop_all)
@@ -306,8 +317,7 @@ class LocalCluster:
         return None
 
     def stop(self) -> None:
-        for child in self.workers:
-            child.stop()
+        stop_children(self.workers)
         self.workers = []
         self.dispatcher.stop()
 
