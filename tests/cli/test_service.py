@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 
+import psutil
 import pytest
 
 from tfperf.cli.main import EXIT_USAGE, main
@@ -108,3 +111,45 @@ def test_tune_refuses_a_dispatcher_that_is_not_there_before_any_trial(
     err = capsys.readouterr().err
     assert status == EXIT_SERVICE, err
     assert f"no tf.data service dispatcher answers at localhost:{port}" in err
+
+
+def test_a_dispatcher_that_goes_away_during_a_profile_ends_it_with_exit_3(
+    capsys, write_pipeline, tmp_path
+):
+    """The dispatcher answers the check, then stops once the measuring child starts: the
+    child's read blocks, the stall guard ends it, and the message says the dispatcher left."""
+    import tensorflow as tf
+
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer(service.DispatcherConfig(port=0))
+
+    def stop_when_the_child_starts() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any("tfperf.trials._worker" in " ".join(c.cmdline()) for c in _children()):
+                break
+            time.sleep(0.05)
+        dispatcher.stop()
+
+    watcher = threading.Thread(target=stop_when_the_child_starts, daemon=True)
+    watcher.start()
+    outputs = ["--json", str(tmp_path / "p.json"), "--html", str(tmp_path / "p.html")]
+    window = ["--steps", "5", "--stall-timeout", "3", "--quiet"]
+    path = write_pipeline(SMALL)
+    status = main(["profile", str(path), "--service", dispatcher.target, *window, *outputs])
+    watcher.join()
+    err = capsys.readouterr().err
+    assert status == EXIT_SERVICE, err
+    address = dispatcher.target.removeprefix("grpc://")
+    assert f"the tf.data service dispatcher at {address} went away during the measurement" in err
+
+
+def _children() -> list[psutil.Process]:
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            child.cmdline()
+        except psutil.Error:
+            continue
+        found.append(child)
+    return found

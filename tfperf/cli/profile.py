@@ -52,7 +52,7 @@ EXIT_FAILED = 1
 
 DEFAULT_REPORTS_DIR = Path("reports")
 #: `--stall-timeout`'s default under `--service`, in seconds.
-SERVICE_STALL_S = 60.0
+SERVICE_STALL_S = 120.0
 
 
 class ProfileCommand(Command):

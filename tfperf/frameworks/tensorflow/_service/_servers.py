@@ -33,7 +33,6 @@ from tfperf.frameworks.tensorflow._service._serve import ANSWER_PREFIX, HEARTBEA
 __all__ = [
     "Child",
     "Dispatcher",
-    "DispatcherWatch",
     "LocalCluster",
     "check_port_free",
     "check_reachable",
@@ -133,27 +132,6 @@ def check_reachable(address: str, timeout_s: float) -> None:
             "(tf.data.experimental.service.DispatchServer) and check the address, or leave out "
             "--service to measure on this host."
         ) from error
-
-
-class DispatcherWatch:
-    """`fault()` for a dispatcher at `address`: a refused connection means it went away.
-
-    Checked at most every `every_s`, so a watched read costs a connection a second at most.
-    """
-
-    def __init__(self, address: str, every_s: float = 1.0, timeout_s: float = 2.0) -> None:
-        self.address, self.every_s, self.timeout_s = address, every_s, timeout_s
-        self._last = time.monotonic()
-
-    def __call__(self) -> str | None:
-        if time.monotonic() - self._last < self.every_s:
-            return None
-        self._last = time.monotonic()
-        try:
-            check_reachable(self.address, self.timeout_s)
-        except ServiceError:
-            return f"the tf.data service dispatcher at {self.address} went away"
-        return None
 
 
 class Child:
