@@ -34,9 +34,15 @@ def spawn_rate(cores: Sequence[int]) -> Child:
 
 
 def pinned_rate(
-    child: Child, pipeline: PipelineFile, knobs: Knobs, settings: OffloadSettings
+    child: Child,
+    pipeline: PipelineFile,
+    knobs: Knobs,
+    settings: OffloadSettings,
+    cores: Sequence[int] | None = None,
 ) -> CoreRate:
-    """The cut pipeline's rate in `child` (from `spawn_rate`, imported), which then exits."""
+    """The cut pipeline's rate in `child` (imported): a child from `spawn_rate`, which then
+    exits, or a worker not yet serving (`spawn_workers`), pinned to `cores`, which stays."""
+    pinned = list(child.request["cores"] if cores is None else cores)
     child.send(
         {
             "pipeline": str(pipeline.path),
@@ -44,14 +50,16 @@ def pinned_rate(
             "knobs": knobs.to_dict(),
             "seconds": settings.seconds,
             "warmup_s": settings.warmup_s,
+            "cores": pinned,
         }
     )
     try:
         answer = child.answer(settings.timeout_s + settings.seconds + settings.warmup_s)
     finally:
-        child.stop()
+        if cores is None:
+            child.stop()
     return CoreRate(
-        cores=len(child.request["cores"]),
+        cores=len(pinned),
         examples_per_sec=float(answer["examples_per_sec"]),
         batches_per_sec=float(answer["batches_per_sec"]),
     )

@@ -107,22 +107,30 @@ def offload(
     spares = min(len(cores), settings.max_workers or len(cores))
     # Every child starts now, so their TensorFlow imports overlap; each then waits, idle, for
     # its command, so the measurements run on a quiet host.
-    on_status(f"Starting {len(sweep) + spares} processes (pinned measurements, workers)...")
-    rate_children = [spawn_rate(pinned) for pinned in sweep]
+    # The first worker measures the one-core rate itself: one TensorFlow fewer to start.
+    on_status(f"Starting {len(sweep) - 1 + spares} processes (pinned measurements, workers)...")
+    rate_children = [spawn_rate(pinned) for pinned in sweep[1:]]
     workers = spawn_workers(spares)
     figures = _Figures()
     try:
         for child in [*rate_children, *workers]:
             child.answer(settings.timeout_s)
         figures.model = settings.model_examples_per_sec or _timed(model_examples_per_sec, on_status)
+        on_status(f"Measuring the pipeline up to {sample.label} pinned to 1 core...")
+        figures.rates.append(pinned_rate(workers[0], pipeline, knobs, settings, cores[:1]))
         for child in rate_children:
             count = len(child.request["cores"])
-            on_status(f"Measuring the pipeline up to {sample.label} pinned to {count} core(s)...")
+            on_status(f"Measuring the pipeline up to {sample.label} pinned to {count} cores...")
             figures.rates.append(pinned_rate(child, pipeline, knobs, settings))
         chosen = cores_per_worker(figures.rates)
         most = max(1, min(spares, len(cores) // chosen.cores))
+        if chosen.cores != 1:
+            # Its thread pools were sized for the one core it measured on: a fresh worker
+            # takes its place (`add_workers` starts one for each core set it lacks).
+            stop_children(workers[:1])
+            workers = workers[1:]
         stop_children(workers[most:])  # idle, but each holds a TensorFlow's memory
-        _on_service(sample, cores, chosen.cores, workers[:most], settings, figures, on_status)
+        _on_service(sample, cores, chosen.cores, most, workers[:most], settings, figures, on_status)
     except ServiceError as error:
         if not figures.rates:
             raise
@@ -151,19 +159,21 @@ def _on_service(
     sample: _Sample,
     cores: list[int],
     per_worker: int,
+    most: int,
     workers: list[Child],
     settings: OffloadSettings,
     figures: _Figures,
     on_status: Status,
 ) -> None:
-    """The ceilings and the verify on a local cluster, added to `figures` as measured."""
+    """The ceilings and the verify with 1..`most` workers on a local cluster, added to
+    `figures` as measured; `workers` are started ones to use first."""
     with LocalCluster.start(port=settings.port) as cluster:
         on_status("Starting a local tf.data service dispatcher and worker...")
         cluster.add_workers([cores[:per_worker]], settings.timeout_s, spares=workers[:1])
         for compression in ("AUTO", "NONE"):
             on_status(f"Measuring the trainer's ceiling through the service ({compression})...")
             figures.ceilings.append(service_ceiling(cluster, sample.batch, compression, settings))
-        for count in range(1, len(workers) + 1):
+        for count in range(1, most + 1):
             if count > 1:
                 start = (count - 1) * per_worker
                 spares = workers[count - 1 :]

@@ -8,7 +8,9 @@ once all are idle:
   "seconds": 1.0, "warmup_s": 0.5}` it pins every thread it has to `cores`, reads the
   pipeline up to the cut alone and answers its rate, then exits;
 - `worker` (REQUEST `{}`): on `{"dispatcher": "localhost:P", "cores": [0]}` it pins every
-  thread it has to `cores`, starts a `WorkerServer` and answers `{"ready": true}`.
+  thread it has to `cores`, starts a `WorkerServer` and answers `{"ready": true}`. Before
+  that it may take rate commands (with their `"cores"`), answered as a `rate` child's are, so
+  the first worker measures the one-core rate and then serves on as many cores.
 
 Both pin the same way, after the import and before TensorFlow sizes its thread pools (at the
 first op), so the pinned measurement runs the pipeline as a worker of as many cores does.
@@ -50,6 +52,13 @@ def main(argv: Sequence[str]) -> int:
             pin_every_thread(request["cores"])
             _answer(_rate(command))
             return 0
+        while "pipeline" in command:  # a worker may measure a pinned rate before it serves
+            pin_every_thread(command["cores"])
+            _answer(_rate(command))
+            line = sys.stdin.readline()
+            if not line:
+                return 0
+            command = json.loads(line)
         _worker(command)
     except Exception as error:
         _answer({"error": f"{type(error).__name__}: {error}"})
