@@ -23,6 +23,8 @@ __all__ = ["Rate", "read_rate", "read_watched"]
 Clock = Callable[[], float]
 #: How often the watching thread checks for a fault.
 POLL_S = 0.05
+#: How long a failed read waits for a fault to show before it reports the read's own error.
+SETTLE_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +70,16 @@ class _Window:
     def rate(self) -> Rate:
         end = self.last if self.start is not None else self.clock()
         return Rate(self.batches, self.examples, end - (self.start or end))
+
+
+def _settled(fault: Callable[[], str | None], clock: Clock) -> str | None:
+    """`fault()`, asked again for up to `SETTLE_S` while it names none."""
+    deadline = clock() + SETTLE_S
+    while True:
+        problem = fault()
+        if problem is not None or clock() >= deadline:
+            return problem
+        time.sleep(POLL_S)
 
 
 def read_rate(
@@ -132,6 +144,11 @@ def read_watched(
     finally:
         stop.set()
     if failed:
+        # A read that failed because a worker died names the worker, not gRPC's error: the
+        # death may take a moment to show.
+        problem = _settled(fault, clock)
+        if problem is not None:
+            raise ServiceError(f"{problem} during {what}; the measurement stopped there.")
         raise ServiceError(
             f"reading through the tf.data service failed during {what}: "
             f"{type(failed[0]).__name__}: {failed[0]}"
