@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("outputs",),  # writes files; imports errors
     ("knobs",),
     ("results",),
+    ("offload",),  # tf.data service sizing: records and rules, neutral
     ("frameworks",),  # the framework interface and registry: neutral
     ("probes",),
     ("hardware",),
@@ -37,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 #: Subpackages whose insides are private: outsiders import their face only.
 FACED = {"knobs", "results", "probes", "sites", "pipeline", "measure", "trials", "study"}
-FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow"}
+FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow", "offload"}
 #: Public modules of a faced package that are faces of their own, one concept each (as
 #: `optuna.visualization.matplotlib` is): outsiders may import `tfperf.<package>.<sub-face>`.
 SUB_FACES: dict[str, frozenset[str]] = {
@@ -200,7 +201,7 @@ def test_tensorflow_internals_are_private_to_their_package() -> None:
 #: `tfperf.frameworks.Framework` object. Every unit but the implementations is neutral.
 NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "frameworks")
 NEUTRAL += ("probes", "hardware", "sites", "pipeline", "measure", "trials", "study", "tuner")
-NEUTRAL += ("report", "cli")
+NEUTRAL += ("report", "cli", "offload")
 #: Top-level modules that are a framework.
 FRAMEWORK_MODULES = frozenset({"tensorflow", "keras"})
 

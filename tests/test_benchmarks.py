@@ -1048,3 +1048,24 @@ def test_the_emulated_step_rows_render_side_by_side_and_round_trip(tmp_path):
     assert "| 20 ms | 0.00 | 0.02 | 0.00 | 7.05 ms | 6.34 ms |" in text
     assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
     assert "Emulated accelerator step" not in render(bench_record())
+
+
+def test_the_offload_table_sets_prediction_against_measurement_and_checks_the_bar():
+    from benchmarks.offload import table
+
+    data = {
+        "predicted_per_worker_examples_per_sec": 1000.0,
+        "verify": [
+            {"workers": 1, "cores_per_worker": 1, "examples_per_sec": 900.0},
+            {"workers": 2, "cores_per_worker": 1, "examples_per_sec": 1600.0},
+        ],
+        "workers_needed": 12,
+        "binds": "workers",
+    }
+    lines, met = table(data)
+    assert lines[1:3] == [
+        "      1           1,000            900                0.90",
+        "      2           2,000          1,600                0.80",
+    ]
+    assert met
+    assert not table({**data, "workers_needed": 1})[1]

@@ -49,3 +49,8 @@ class ResultFileError(TfperfError):
 
 class OutputPathError(TfperfError):
     """An output path (`--json`, `--html`, `--write-patch`, a default report) cannot be written."""
+
+
+class ServiceError(TfperfError):
+    """The tf.data service failed under tfperf: its dispatcher cannot be reached or went away,
+    a worker died, or a port it needs is in use. The CLI exits with status 3."""

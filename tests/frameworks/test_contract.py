@@ -20,7 +20,15 @@ import pytest
 
 from tests.frameworks.fake_python import MARKER
 from tfperf import frameworks
-from tfperf.frameworks import CallSites, Framework, Input, StageNode, Workers, _registry
+from tfperf.frameworks import (
+    CallSites,
+    Framework,
+    Input,
+    Service,
+    StageNode,
+    Workers,
+    _registry,
+)
 from tfperf.knobs import Knobs
 from tfperf.results import ProfileResult
 from tfperf.results.discovery import Discovery
@@ -178,6 +186,13 @@ def test_describes_itself(name: str) -> None:
     assert isinstance(framework.workers, Workers)
     assert isinstance(framework.hook, str) and framework.hook
     assert frameworks.get(name) is framework
+
+
+def test_remote_workers_are_a_service_or_none(name: str) -> None:
+    """`service()` is None (the default) or implements `Service`, without importing a
+    framework."""
+    service = frameworks.get(name).service()
+    assert service is None or isinstance(service, Service)
 
 
 def test_an_unknown_name_says_which_exist() -> None:

@@ -10,6 +10,7 @@ import pytest
 from tfperf.errors import KnobError
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs, Precision, parse_search_space
+from tfperf.knobs._knobs import ProcessingMode, ServiceCompression, TargetWorkers
 from tfperf.tuner._search import (
     autotune_knobs,
     build_space,
@@ -81,7 +82,24 @@ def test_default_space_for_a_two_core_cpu_machine():
         "per_replica_buffer_size": Fixed(None),
         # Without a GPU, memory growth has nothing to act on.
         "gpu_memory_growth": Fixed(None),
+        # Without --service the service knobs are not searched (see the test below).
+        "service": Fixed(None),
+        "service_processing_mode": Fixed(None),
+        "service_compression": Fixed(None),
+        "service_max_outstanding_requests": Fixed(None),
+        "service_target_workers": Fixed(None),
+        "service_job_name": Fixed(None),
     }
+
+
+def test_service_knobs_are_searched_only_through_a_service():
+    space = default_space(Knobs(service="grpc://localhost:5050"), machine(2))
+    assert space["service"] == Fixed("grpc://localhost:5050")
+    assert space["service_compression"] == Choices((None, ServiceCompression.NONE))
+    assert space["service_max_outstanding_requests"] == Choices((None, 1, 4, 16))
+    assert space["service_processing_mode"] == Choices((None, ProcessingMode.DISTRIBUTED_EPOCH))
+    assert space["service_target_workers"] == Choices((None, TargetWorkers.ANY))
+    assert space["service_job_name"] == Fixed(None)
 
 
 def test_strategy_knobs_are_searched_only_under_a_strategy():

@@ -14,14 +14,19 @@ from tfperf.cli.base import non_negative_int, non_negative_seconds, positive_int
 from tfperf.units import parse_duration
 
 __all__ = [
+    "SERVICE_CHECK_S",
     "add_measurement_arguments",
     "add_output_arguments",
     "add_pipeline_argument",
+    "add_service_argument",
     "add_step_time_argument",
     "duration",
+    "service_address",
 ]
 
 _Target = argparse.ArgumentParser | argparse._ArgumentGroup
+#: The longest `--service`'s dispatcher may take to accept a connection, in seconds.
+SERVICE_CHECK_S = 5.0
 
 
 def add_pipeline_argument(parser: argparse.ArgumentParser) -> None:
@@ -113,3 +118,29 @@ def duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def service_address(text: str) -> str:
+    """argparse type for `--service`: `grpc://HOST:PORT` (or `HOST:PORT`), as `grpc://...`."""
+    address = text.strip().removeprefix("grpc://")
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(
+            f"expected a tf.data service dispatcher as grpc://HOST:PORT, e.g. "
+            f"grpc://localhost:5050, but got {text!r}"
+        )
+    return f"grpc://{address}"
+
+
+def add_service_argument(target: _Target) -> None:
+    """`--service grpc://HOST:PORT`: measure through a tf.data service cluster."""
+    target.add_argument(
+        "--service",
+        type=service_address,
+        default=None,
+        metavar="grpc://HOST:PORT",
+        help="read the input through the tf.data service cluster whose dispatcher is at this "
+        "address: tfperf inserts distribute() after the pipeline's last stage before prefetch "
+        "and keeps a local prefetch after it (see docs/offload.md). The stage analysis is off: "
+        "the stages run on the workers",
+    )

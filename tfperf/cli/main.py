@@ -2,7 +2,9 @@
 
 Errors meant for the user (`TfperfError`) are printed as one message without a traceback and
 exit non-zero: 2 for bad input (flags, the pipeline file, an output path, a storage that cannot be
-used), 1 when the pipeline failed while running, 130 on Ctrl-C and 143 on SIGTERM. Anything else
+used), 1 when the pipeline failed while running, 3 when the tf.data service failed (a worker
+died, the dispatcher is unreachable or went away, a port is in use), 130 on Ctrl-C and 143 on
+SIGTERM. Anything else
 is a bug in tfperf: "internal error", exit 1. `--debug` shows full tracebacks and TensorFlow's own
 logging.
 """
@@ -26,6 +28,7 @@ from tfperf.cli.lifecycle import (
     interrupted_status,
     reap_orphans,
 )
+from tfperf.cli.offload import EXIT_SERVICE, OffloadCommand
 from tfperf.cli.profile import ProfileCommand
 from tfperf.cli.report import ReportCommand
 from tfperf.cli.tune import TuneCommand
@@ -34,6 +37,7 @@ from tfperf.errors import (
     OutputPathError,
     PipelineFileError,
     ResultFileError,
+    ServiceError,
     TfperfError,
 )
 
@@ -52,6 +56,7 @@ __all__ = [
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 COMMANDS: tuple[Command, ...] = (ProfileCommand(), TuneCommand(), ReportCommand())
+COMMANDS += (OffloadCommand(),)
 
 
 def _usage_errors() -> tuple[type[TfperfError], ...]:
@@ -123,6 +128,8 @@ def _run(args: argparse.Namespace) -> int:
         return int(args.handler.run(args))
     except _usage_errors() as error:
         return _fail(error, args, EXIT_USAGE)
+    except ServiceError as error:
+        return _fail(error, args, EXIT_SERVICE)
     except TfperfError as error:
         return _fail(error, args, EXIT_FAILED)
     except KeyboardInterrupt:

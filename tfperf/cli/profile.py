@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 
 from tfperf import frameworks
 from tfperf.cli._common_args import (
+    SERVICE_CHECK_S,
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
+    add_service_argument,
     add_step_time_argument,
 )
 from tfperf.cli._devices import (
@@ -30,7 +32,7 @@ from tfperf.cli._devices import (
 )
 from tfperf.cli._outputs import Outputs, check_loaded, check_outputs, profile_stem
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
-from tfperf.cli._stall import add_stall_argument, stall_limit, stall_message
+from tfperf.cli._stall import DEFAULT_STALL_S, add_stall_argument, stall_limit, stall_message
 from tfperf.cli.base import (
     Command,
     knob_assignment,
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
 EXIT_FAILED = 1
 
 DEFAULT_REPORTS_DIR = Path("reports")
+#: `--stall-timeout`'s default under `--service`, in seconds.
+SERVICE_STALL_S = 120.0
 
 
 class ProfileCommand(Command):
@@ -126,6 +130,7 @@ class ProfileCommand(Command):
             "faster than the model's measured one (e.g. 8 for a GPU eight times faster than "
             "this CPU), from the pipeline-only rate",
         )
+        add_service_argument(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -146,13 +151,14 @@ class ProfileCommand(Command):
         check_loaded(outputs, pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
+        knobs = _through_service(args, framework, pipeline, knobs)
         _status(f"Profiling {args.pipeline} ({_window_words(args)})...", args)
         found: list[Discovery] = []
         with ProgressDisplay(enabled=not args.quiet) as progress:
             if args.debug:  # in this process, so that a failure shows its whole traceback
                 result = _profile_here(pipeline, knobs, args, progress, found)
             else:
-                result = profile_in_child(args, knobs, progress, found, pipeline)
+                result = _measured(args, knobs, progress, found, pipeline)
         result = with_utilisation(result, args)
         saved = _save(result, json_path, html_path)  # first: a Ctrl-C in --scaling keeps it
         result, (saved_json, saved_html, failed) = _scaled(result, saved, args, pipeline, knobs)
@@ -190,6 +196,58 @@ def _check_devices(args: argparse.Namespace, pipeline: PipelineFile, knobs: Knob
     note_gpu_flags(args, has_gpu=machine.has_gpu)
     check_cpu_replicas(args, pipeline, knobs, machine.cpu_count)
     return knobs.replace(**gpu_memory_fixes(args, has_gpu=machine.has_gpu))
+
+
+def _through_service(
+    args: argparse.Namespace, framework: frameworks.Framework, pipeline: PipelineFile, knobs: Knobs
+) -> Knobs:
+    """With `--service`: the knobs that read through it, once its dispatcher answers and every
+    stage can run on a worker (else one message, before anything is measured)."""
+    if args.service is None:
+        return knobs
+    service = framework.service()
+    if service is None:
+        raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
+    # The JSON's knobs then name both where and how the input was read.
+    mode = knobs.service_processing_mode or "parallel_epochs"
+    knobs = knobs.replace(service=args.service, service_processing_mode=mode)
+    service.check(pipeline, knobs, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
+    args.no_stages = True  # the stages run on the workers, out of this host's sight
+    if getattr(args, "stall_timeout", None) == DEFAULT_STALL_S:
+        # A read from a cluster that stopped answering blocks inside TensorFlow: stop it
+        # sooner than a slow pipeline's default allows, then say whether the dispatcher left.
+        args.stall_timeout = SERVICE_STALL_S
+    return knobs
+
+
+def _measured(
+    args: argparse.Namespace,
+    knobs: Knobs,
+    progress: ProgressDisplay,
+    found: list[Discovery],
+    pipeline: PipelineFile,
+) -> ProfileResult:
+    """`profile_in_child`; a failure through `--service` whose dispatcher no longer answers is
+    a `ServiceError` saying so (exit status 3)."""
+    try:
+        return profile_in_child(args, knobs, progress, found, pipeline)
+    except PipelineRuntimeError as error:
+        if args.service is None:
+            raise
+        from tfperf.errors import ServiceError
+
+        framework = frameworks.detect(pipeline.path)
+        service = framework.service()
+        address = args.service.removeprefix("grpc://")
+        try:
+            assert service is not None
+            service.check(pipeline, knobs, address, SERVICE_CHECK_S)
+        except ServiceError as gone:
+            raise ServiceError(
+                f"the tf.data service dispatcher at {address} went away during the "
+                f"measurement: {gone}"
+            ) from error
+        raise
 
 
 def _profile_here(

@@ -9,14 +9,18 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfperf.cli.base import Command
 from tfperf.errors import ResultFileError
 
+if TYPE_CHECKING:
+    from tfperf.offload import OffloadResult
+
 
 class ReportCommand(Command):
     name = "report"
-    help = "write the HTML report of a saved profile (JSON) or of a study (--storage)"
+    help = "write the HTML report of a saved profile or offload (JSON) or of a study (--storage)"
     description = (
         "Write a self-contained HTML report without re-running anything and without "
         "TensorFlow: from the JSON that `tfperf profile` saved, or from a study in an Optuna "
@@ -29,7 +33,7 @@ class ReportCommand(Command):
             type=Path,
             nargs="?",
             metavar="RESULT.json",
-            help="a profile result, e.g. reports/pipeline-profile.json",
+            help="a profile or offload result, e.g. reports/pipeline-profile.json",
         )
         parser.add_argument(
             "--storage",
@@ -71,9 +75,13 @@ class ReportCommand(Command):
 
 
 def _profile_report(path: Path) -> tuple[str, Path]:
-    from tfperf.report import default_profile_path, render_profile_html
+    from tfperf.report import default_profile_path, render_offload_html, render_profile_html
     from tfperf.results import ProfileResult
 
+    offload = _offload_result(path)
+    if offload is not None:
+        stem = Path(offload.pipeline).stem
+        return render_offload_html(offload), Path("reports") / f"{stem}-offload.html"
     _refuse_other_json(path)
     result = ProfileResult.load(path)
     return render_profile_html(result), default_profile_path(Path(result.pipeline).stem)
@@ -84,6 +92,19 @@ def _study_report(storage: str, study: str | None) -> tuple[str, Path]:
 
     snapshot = load_snapshot(storage, study)
     return render_study_html(snapshot), default_study_path(snapshot.study_name)
+
+
+def _offload_result(path: Path) -> OffloadResult | None:
+    """The `tfperf offload` result saved at `path`; None for any other file."""
+    from tfperf.offload import OffloadResult
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and "workers_needed" in data and "core_rates" in data:
+        return OffloadResult.from_dict(data)
+    return None
 
 
 def _refuse_other_json(path: Path) -> None:

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from tfperf import frameworks
 from tfperf.cli._common_args import (
+    SERVICE_CHECK_S,
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
+    add_service_argument,
     add_step_time_argument,
 )
 from tfperf.cli._devices import (
@@ -34,7 +36,7 @@ from tfperf.cli.base import (
     positive_int,
 )
 from tfperf.cli.lifecycle import interrupted_status
-from tfperf.errors import OutputPathError, TfperfError
+from tfperf.errors import OutputPathError, PipelineFileError, TfperfError
 from tfperf.outputs import safe_stem
 from tfperf.results.tune import Objective
 from tfperf.tuner import TuneOptions
@@ -216,6 +218,7 @@ class TuneCommand(Command):
         )
         add_device_arguments(parser)
         add_step_time_argument(search)
+        add_service_argument(parser)
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -240,6 +243,7 @@ class TuneCommand(Command):
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
         note_gpu_flags(args)
         _check_baseline_replicas(args, pipeline)
+        pipeline = _through_service(args, pipeline)
         options = self._options(args, pipeline)
         with TuneProgress(options.trials, enabled=not args.quiet) as listener:
             tuner = Tuner(pipeline, options, listener)
@@ -412,6 +416,26 @@ def write_study_report(tuner: Tuner, path: Path | None, result: TuneResult | Non
     snapshot = load_snapshot(tuner.storage_url, tuner.study_name)
     html = render_study_html(snapshot, tune=result)
     return write_html(html, path or default_study_path(tuner.study_name))
+
+
+def _through_service(args: argparse.Namespace, pipeline: PipelineFile) -> PipelineFile:
+    """With `--service`: the pipeline whose baseline reads through it (so every trial does,
+    and the service knobs are searched), once the dispatcher answers and every stage can run
+    on a worker."""
+    if args.service is None:
+        return pipeline
+    framework = frameworks.detect(pipeline.path)
+    service = framework.service()
+    if service is None:
+        raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
+    baseline = pipeline.baseline.replace(service=args.service)
+    service.check(pipeline, baseline, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
+    space = dict(pipeline.search_space)
+    if "service" in space:  # fixed at the code's own (none) where no patch could write it
+        from tfperf.knobs import Fixed
+
+        space["service"] = Fixed(args.service)
+    return dataclasses.replace(pipeline, baseline=baseline, search_space=space)
 
 
 def _check_baseline_replicas(args: argparse.Namespace, pipeline: PipelineFile) -> None:

@@ -17,6 +17,7 @@ from tfperf.frameworks._base import (
     Framework,
     Input,
     Pipeline,
+    Service,
     StageNode,
     Workers,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "Framework",
     "Input",
     "Pipeline",
+    "Service",
     "StageNode",
     "StrategyKind",
     "Workers",

@@ -40,6 +40,7 @@ from tfperf.results.stages import StageKind, StageUnit
 if TYPE_CHECKING:
     from tfperf.frameworks._devices import DeviceLayout, StrategyKind
     from tfperf.knobs import Knobs
+    from tfperf.offload import OffloadResult, OffloadSettings
     from tfperf.results import ProfileResult, TrainingRate
     from tfperf.results.discovery import Discovery
 
@@ -127,6 +128,28 @@ class CallSites(Protocol):
         ...
 
 
+@runtime_checkable
+class Service(Protocol):
+    """Input moved to remote workers (tf.data service): sized on this host, or checked
+    before a measurement through a cluster the user runs."""
+
+    def offload(
+        self,
+        pipeline: Any,
+        knobs: Knobs,
+        settings: OffloadSettings,
+        *,
+        on_status: Callable[[str], None],
+    ) -> OffloadResult:
+        """How many workers of how many cores feed `pipeline`'s model, measured here."""
+        ...
+
+    def check(self, pipeline: Any, knobs: Knobs, address: str, timeout_s: float) -> None:
+        """Raises before a measurement if the dispatcher at `address` (`HOST:PORT`) does not
+        answer or a stage of the input cannot run on a worker."""
+        ...
+
+
 class Framework(abc.ABC):
     """One input framework: how tfperf loads, builds, measures and patches its pipelines."""
 
@@ -209,3 +232,8 @@ class Framework(abc.ABC):
     @abc.abstractmethod
     def sites(self) -> CallSites | None:
         """Call-site finding and patching; None where the framework has none."""
+
+    def service(self) -> Service | None:
+        """Remote input workers (`tfperf offload`, `--service`); None where the framework has
+        none (the default)."""
+        return None

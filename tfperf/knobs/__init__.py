@@ -16,6 +16,7 @@ from __future__ import annotations
 from tfperf.knobs._knobs import (
     CODE_KNOBS,
     KNOBS,
+    SERVICE_KNOBS,
     SITES,
     STRATEGY_KNOBS,
     Knobs,
@@ -52,6 +53,7 @@ __all__ = [
     "AUTOTUNE",
     "CODE_KNOBS",
     "KNOBS",
+    "SERVICE_KNOBS",
     "SITES",
     "STRATEGY_KNOBS",
     "TUNABLE",

@@ -60,6 +60,11 @@ class Kind(str, Enum):
     PRECISION = "one of 'float32', 'mixed_float16', 'mixed_bfloat16'"
     SHARD_POLICY = "one of 'auto', 'file', 'data', 'off', or None (tf.data's default, auto)"
     SITES = "a mapping of call-site names to values"
+    SERVICE_ADDRESS = "a tf.data service address such as grpc://HOST:PORT, or None (no service)"
+    PROCESSING_MODE = "one of 'parallel_epochs', 'distributed_epoch', or None (parallel_epochs)"
+    SERVICE_COMPRESSION = "one of 'auto', 'none', or None (tf.data's default, auto)"
+    TARGET_WORKERS = "one of 'auto', 'any', 'local', or None (tf.data's default, auto)"
+    JOB_NAME = "a job name (text) or None (a job of its own)"
 
 
 class Applier(str, Enum):
@@ -70,6 +75,7 @@ class Applier(str, Enum):
     PRECISION = "the Keras precision policy"  # set by tfperf before make_model runs
     STRATEGY = "the tf.distribute strategy"  # its InputOptions / auto-shard policy
     PROCESS = "tfperf before TensorFlow starts"  # e.g. GPU memory growth
+    SERVICE = "tf.data service's distribute()"  # tfperf inserts it at the cut (--service)
 
 
 class Step(int, Enum):
@@ -93,12 +99,14 @@ class SearchContext:
         has_gpu: whether a GPU is visible to them.
         cpu_bf16: whether the CPU computes bfloat16 natively.
         distributed: whether the trials run under a `tf.distribute` strategy.
+        service: whether the trials read through a tf.data service cluster (`--service`).
     """
 
     cpu_count: int
     has_gpu: bool
     cpu_bf16: bool
     distributed: bool = False
+    service: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +205,11 @@ def choices(*values: Any) -> Search:
 def distributed_choices(*values: Any) -> Search:
     """`values` under a strategy; the baseline's value alone otherwise."""
     return lambda _value, context: list(values) if context.distributed else []
+
+
+def service_choices(*values: Any) -> Search:
+    """`values` when the trials read through tf.data service; the baseline's alone otherwise."""
+    return lambda _value, context: list(values) if context.service else []
 
 
 def gpu_choices(*values: Any) -> Search:

@@ -41,6 +41,7 @@ from tfperf.knobs._declare import (
     precision_values,
     prefetch_values,
     scaled_values,
+    service_choices,
 )
 from tfperf.knobs._sitename import AUTOTUNE, SiteValues, check_site_value, is_site_name
 
@@ -63,6 +64,28 @@ class ShardPolicy(str, Enum):
     FILE = "file"  # each worker reads its own files
     DATA = "data"  # each worker reads everything and keeps every n-th element
     OFF = "off"  # no sharding: every worker sees all the data
+
+
+class ProcessingMode(str, Enum):
+    """tf.data service's `processing_mode`: how the workers share the dataset."""
+
+    PARALLEL_EPOCHS = "parallel_epochs"  # every worker produces the whole dataset
+    DISTRIBUTED_EPOCH = "distributed_epoch"  # the workers split one pass between them
+
+
+class ServiceCompression(str, Enum):
+    """tf.data service's `compression` of the elements workers send."""
+
+    AUTO = "auto"  # snappy, unless the service decides it does not pay
+    NONE = "none"
+
+
+class TargetWorkers(str, Enum):
+    """tf.data service's `target_workers`: which workers the trainer reads from."""
+
+    AUTO = "auto"  # the service decides
+    ANY = "any"  # any worker
+    LOCAL = "local"  # only workers on the trainer's host
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,6 +248,64 @@ class Knobs:
         ),
         edit="Add tf.config.experimental.set_memory_growth(gpu, {value}) for each GPU in "
         'tf.config.list_physical_devices("GPU"), before TensorFlow first uses it.',
+    )
+    service: str | None = knob(
+        None,
+        Kind.SERVICE_ADDRESS,
+        "The tf.data service dispatcher the input is read through (`--service`); None: the "
+        "input runs in the training process.",
+        applied_by=Applier.SERVICE,
+        unset="no service",
+        search=None,  # where the cluster is, not a setting to search
+    )
+    service_processing_mode: ProcessingMode | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
+        Kind.PROCESSING_MODE,
+        "`distribute(processing_mode=...)` under `--service`; None: parallel_epochs.",
+        applied_by=Applier.SERVICE,
+        changes_training=True,
+        training_note="The winner changes the service's processing mode ({old} → {new}): "
+        "with several workers, parallel_epochs repeats every example once per worker in an "
+        "epoch, distributed_epoch visits each once. Check what an epoch means for your "
+        "training before adopting it.",
+        unset="parallel_epochs",
+        search=service_choices(None, ProcessingMode.DISTRIBUTED_EPOCH),
+    )
+    service_compression: ServiceCompression | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
+        Kind.SERVICE_COMPRESSION,
+        "`distribute(compression=...)` under `--service`: auto compresses with snappy; None "
+        "keeps tf.data's default (auto).",
+        applied_by=Applier.SERVICE,
+        unset="auto",
+        search=service_choices(None, ServiceCompression.NONE),
+    )
+    service_max_outstanding_requests: int | None = knob(
+        None,
+        Kind.OPTIONAL_THREADS,
+        "`distribute(max_outstanding_requests=...)` under `--service`: element requests in "
+        "flight; None lets tf.data choose.",
+        applied_by=Applier.SERVICE,
+        unset="tf.data's choice",
+        search=service_choices(None, 1, 4, 16),
+    )
+    service_target_workers: TargetWorkers | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
+        Kind.TARGET_WORKERS,
+        "`distribute(target_workers=...)` under `--service`; None keeps tf.data's default (auto).",
+        applied_by=Applier.SERVICE,
+        unset="auto",
+        # LOCAL fails without a worker on the trainer's host: only a SEARCH_SPACE tries it.
+        search=service_choices(None, TargetWorkers.ANY),
+    )
+    service_job_name: str | None = knob(
+        None,
+        Kind.JOB_NAME,
+        "`distribute(job_name=...)` under `--service`: trainers giving one name share one "
+        "job; None: a job of this trainer's own.",
+        applied_by=Applier.SERVICE,
+        unset="a job of its own",
+        search=None,  # shared jobs are a choice about training, not speed
     )
     sites: SiteValues = dataclasses.field(
         default=SiteValues(),
@@ -394,6 +475,9 @@ CODE_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.CODE)
 #: Knobs that act only under a `tf.distribute` strategy (see docs/multi-device.md): tfperf
 #: applies them when it distributes the dataset, and the tuner searches them only then.
 STRATEGY_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.STRATEGY)
+#: Knobs that act only when the input is read through tf.data service (`--service`, see
+#: docs/offload.md): tfperf passes them to the `distribute()` it inserts.
+SERVICE_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.SERVICE)
 
 
 def format_value(value: Any) -> str:
@@ -438,6 +522,12 @@ def _check_value(name: str, kind: Kind, value: Any) -> Any:
         return _check_precision(name, value)
     if kind is Kind.SHARD_POLICY:
         return _check_shard_policy(name, value)
+    if kind in _CHOICES:
+        return _check_choice(name, value, kind)
+    if kind in (Kind.SERVICE_ADDRESS, Kind.JOB_NAME):
+        if value is None or (isinstance(value, str) and value.strip()):
+            return value if value is None else value.strip()
+        raise _bad(name, value, kind)
     if kind is Kind.OPTIONAL_BOOL:
         if value is None or isinstance(value, bool):
             return value
@@ -470,6 +560,22 @@ def _check_shard_policy(name: str, value: Any) -> ShardPolicy | None:
         return ShardPolicy(value.lower() if isinstance(value, str) else value)
     except ValueError:
         raise _bad(name, value, Kind.SHARD_POLICY) from None
+
+
+_CHOICES: dict[Kind, type[Enum]] = {
+    Kind.PROCESSING_MODE: ProcessingMode,
+    Kind.SERVICE_COMPRESSION: ServiceCompression,
+    Kind.TARGET_WORKERS: TargetWorkers,
+}
+
+
+def _check_choice(name: str, value: Any, kind: Kind) -> Any:
+    if value is None:
+        return None
+    try:
+        return _CHOICES[kind](value.lower() if isinstance(value, str) else value)
+    except ValueError:
+        raise _bad(name, value, kind) from None
 
 
 def _as_int(value: Any) -> int | None:

@@ -10,6 +10,7 @@ from tfperf.report._html import (
     render_study_html,
     write_html,
 )
+from tfperf.report._offload import render_offload_html, render_offload_text
 from tfperf.report._study_data import StudySnapshot, load_snapshot
 from tfperf.report._text import render_summary
 from tfperf.report._tune_text import render_tune_summary
@@ -20,6 +21,8 @@ __all__ = [
     "default_study_path",
     "gpu_memory_text",
     "load_snapshot",
+    "render_offload_html",
+    "render_offload_text",
     "render_profile_html",
     "render_study_html",
     "render_summary",

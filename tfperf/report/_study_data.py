@@ -36,9 +36,10 @@ logger = logging.getLogger(__name__)
 #: Host fields that describe hardware and software, as opposed to which process ran a trial.
 HARDWARE_FIELDS = ("cpu_model", "cpu_count", "gpu_model", "tf_version")
 
-#: Knobs shown only when set: they apply under a strategy or on a GPU alone.
+#: Knobs shown only when set: they apply under a strategy, on a GPU or through tf.data service
+#: alone.
 SITUATIONAL_KNOBS = frozenset(
-    knob.name for knob in KNOBS.applied_by(Applier.STRATEGY, Applier.PROCESS)
+    knob.name for knob in KNOBS.applied_by(Applier.STRATEGY, Applier.PROCESS, Applier.SERVICE)
 )
 
 

@@ -26,7 +26,11 @@ from tfperf.sites._patch import Change, Patch, changes_between, inserted_prefetc
 __all__ = ["additions_between", "edit_sites", "patch_for", "reorder_sites", "unplaceable"]
 
 #: The kind of insertion that writes what each applier put into effect around the code.
-_INSERTIONS = {Applier.TF_DATA: "options", Applier.PRECISION: "precision"}
+_INSERTIONS = {
+    Applier.TF_DATA: "options",
+    Applier.PRECISION: "precision",
+    Applier.SERVICE: "service",
+}
 
 
 def applied_knobs() -> dict[str, str]:
@@ -47,7 +51,40 @@ def additions_between(
     name = KNOBS.mixed_precision.name
     precision = after.get(name)
     changed = precision is not None and precision != before.get(name)
-    return Additions(options, str(precision) if changed else None, prefetch)
+    return Additions(
+        options, str(precision) if changed else None, prefetch, _distribute_arguments(after)
+    )
+
+
+#: `distribute()`'s argument for each service knob, and tf.data's default for it.
+_DISTRIBUTE = {
+    "service_processing_mode": ("processing_mode", "parallel_epochs"),
+    "service": ("service", None),
+    "service_job_name": ("job_name", None),
+    "service_compression": ("compression", "auto"),
+    "service_max_outstanding_requests": ("max_outstanding_requests", None),
+    "service_target_workers": ("target_workers", "auto"),
+}
+
+
+def _distribute_arguments(after: Mapping[str, Any]) -> str | None:
+    """The arguments of the `distribute()` call `after` read its input through, as source;
+    None when it read none. Arguments at tf.data's defaults are left out."""
+    if after.get(KNOBS.service.name) is None:
+        return None
+    shown = []
+    for name, (argument, default) in _DISTRIBUTE.items():
+        value = after.get(name)
+        if name == "service_processing_mode" and value is None:
+            value = default  # required: tfperf's choice when unset
+        elif value is None or value == default:
+            continue
+        if name == "service_compression" and value == "none":
+            shown.append("compression=None")
+            continue
+        text = str(value).upper() if name == "service_target_workers" else value
+        shown.append(f"{argument}={text!r}")
+    return ", ".join(shown)
 
 
 def patch_for(
@@ -68,7 +105,9 @@ def patch_for(
 
 def unplaceable(root: Path, discovery: Discovery, *, script: bool) -> dict[str, str]:
     """Knob (or site) name -> why no patch can write it into these files."""
-    names = applied_knobs()
+    # Not the service's knobs: they act only under --service, which the user chose for the
+    # cluster; a patch that cannot place `distribute()` says what to add by hand instead.
+    names = {name: what for name, what in applied_knobs().items() if what != "service"}
     names.update(
         {site.name: "prefetch" for site in discovery.sites if site.calls == 0 and site.col is None}
     )

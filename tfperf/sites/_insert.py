@@ -1,4 +1,5 @@
-"""Inserts the code tfperf applied itself while measuring: options, precision, a prefetch.
+"""Inserts the code tfperf applied itself while measuring: options, precision, a prefetch, and
+the `distribute()` call that read the input through tf.data service (`--service`).
 
 A plain file or script reads no knobs, so what tfperf set around its calls during a trial
 (`tf.data.Options`, the Keras precision policy, a `prefetch` it added at the end of the
@@ -63,12 +64,22 @@ class Additions:
     options: tuple[tuple[str, str], ...] = ()
     precision: str | None = None
     prefetch: int | None = None
+    #: The arguments of the `distribute()` call that reads the dataset through tf.data
+    #: service (Python source: `processing_mode="parallel_epochs", service="grpc://..."`).
+    service: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.options) or self.precision is not None or self.prefetch is not None
+        return (
+            bool(self.options)
+            or self.precision is not None
+            or self.prefetch is not None
+            or self.service is not None
+        )
 
     def describe(self) -> list[str]:
         lines = [f"options.{path} = {value}" for path, value in self.options]
+        if self.service is not None:
+            lines.append(f"distribute({self.service}) added at the end of the pipeline")
         if self.prefetch is not None:
             shown = "AUTOTUNE" if self.prefetch == AUTOTUNE else str(self.prefetch)
             lines.append(f"prefetch({shown}) added at the end of the pipeline")
@@ -90,7 +101,8 @@ class InsertEdit:
 
 
 def placement_problem(source: str, anchor: Anchor, what: str) -> str | None:
-    """Why `what` ("options", "prefetch" or "precision") cannot be written, else None."""
+    """Why `what` ("options", "prefetch", "service" or "precision") cannot be written, else
+    None."""
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
@@ -112,6 +124,7 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
     for what, wanted in (
         ("options", additions.options),
         ("prefetch", additions.prefetch is not None),
+        ("service", additions.service),
         ("precision", additions.precision),
     ):
         problem = placement_problem(source, anchor, what) if wanted else None
@@ -121,7 +134,7 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
     names = _Names(tree)
     lines = source.split("\n")
     edits: list[InsertEdit] = []
-    if additions.options or additions.prefetch is not None:
+    if additions.options or additions.prefetch is not None or additions.service is not None:
         found = _handovers(tree, anchor)
         assert not isinstance(found, str)
         variable = names.free("options", "data_options", "tfperf_options")
@@ -175,8 +188,12 @@ def _dataset_edits(
     indent = lines[statement.lineno - 1][: statement.col_offset]
     edits = []
     suffix = ""
-    if additions.prefetch is not None:
-        buffer = f"{tf}.data.AUTOTUNE" if additions.prefetch == AUTOTUNE else additions.prefetch
+    if additions.service is not None:
+        # As tfperf measured it: the workers run the pipeline, the trainer prefetches.
+        suffix += f".apply({tf}.data.experimental.service.distribute({additions.service}))"
+    if additions.prefetch is not None or additions.service is not None:
+        prefetch = AUTOTUNE if additions.prefetch is None else additions.prefetch
+        buffer = f"{tf}.data.AUTOTUNE" if prefetch == AUTOTUNE else prefetch
         suffix += f".prefetch({buffer})"
     if additions.options:
         setup = [f"{variable} = {tf}.data.Options()"]

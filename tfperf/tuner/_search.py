@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from enum import Enum
@@ -101,6 +102,7 @@ def default_space(
     (`distributed`), `gpu_memory_growth` only with a GPU.
     """
     context = search_context(machine, distributed=distributed)
+    context = dataclasses.replace(context, service=baseline.service is not None)
     knobs = {
         knob.name: _domain(_with(knob.domain(value, context), [value]))
         for knob, value in ((knob, getattr(baseline, knob.name)) for knob in KNOBS)

@@ -409,7 +409,8 @@ class Tuner:
             min_seconds=self.options.min_seconds,
             warmup=self.options.warmup,
             argv=self.pipeline.argv,
-            analyse_stages=stages,
+            # Through tf.data service the stages run on the workers, out of the trial's sight.
+            analyse_stages=stages and knobs.service is None,
             epoch_steps=self.options.epoch_steps,
             layout=self.options.layout,
             strategy=self.options.strategy,

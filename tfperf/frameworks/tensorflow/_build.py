@@ -43,7 +43,16 @@ if TYPE_CHECKING:
     from tfperf.frameworks.tensorflow._recording import Recorder
     from tfperf.frameworks.tensorflow._tf import DistributedInput
 
-__all__ = ["Built", "build", "build_dataset", "build_parts", "found_sites", "raw_dataset"]
+__all__ = [
+    "Built",
+    "build",
+    "build_dataset",
+    "build_parts",
+    "found_sites",
+    "raw_dataset",
+    "refuse_service",
+    "through_service",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,10 +102,30 @@ def build(
     if live is None and pipeline.kind is not PipelineKind.SCRIPT:
         dataset, model, train_step, recorder = build_parts(pipeline, knobs, step=step)
         discovery = found_sites(recorder, dataset, pipeline)
-        return Built(_tf.apply_options(dataset, knobs), model, train_step, discovery)
+        dataset = through_service(_tf.apply_options(dataset, knobs), knobs, pipeline)
+        return Built(dataset, model, train_step, discovery)
     from tfperf.frameworks.tensorflow._build_distributed import build_distributed
 
     return build_distributed(pipeline, knobs, live, step)
+
+
+def through_service(dataset: Any, knobs: Knobs, pipeline: PipelineFile) -> Any:
+    """`dataset` read through tf.data service when `knobs.service` names one (`--service`)."""
+    if knobs.service is None:
+        return dataset
+    from tfperf.frameworks.tensorflow._service import served
+
+    return served(dataset, knobs, pipeline.path.name)
+
+
+def refuse_service(knobs: Knobs) -> None:
+    """Raises: tfperf does not read a `tf.distribute` strategy's input through the service."""
+    if knobs.service is not None:
+        raise KnobError(
+            "--service reads the input through tf.data service in a single-replica trainer; "
+            "under a tf.distribute strategy, distribute the dataset to the service in your "
+            "own input function, or leave out --strategy (and --cpu-replicas)."
+        )
 
 
 def _strategy(pipeline: PipelineFile, kind: StrategyKind | None) -> Any | None:

@@ -21,6 +21,8 @@ from tfperf.frameworks.tensorflow._build import (
     call_user,
     found_sites,
     raw_dataset,
+    refuse_service,
+    through_service,
     with_context,
 )
 from tfperf.knobs import Knobs
@@ -42,6 +44,7 @@ def build_distributed(
     if pipeline.kind is PipelineKind.SCRIPT:
         return _script(pipeline, knobs, strategy, emulated)
     assert strategy is not None, "a pipeline file without a strategy builds undistributed"
+    refuse_service(knobs)
     with _tf.in_scope(strategy):
         model, step = build_train_step(pipeline, knobs, emulated)
     if emulated is not None:
@@ -87,7 +90,8 @@ def _script(
     if own is not None and not _tf.is_default(own):
         strategy = own  # the script built its model under this strategy: fit would use it
     if strategy is None:
-        return Built(dataset, model, train_step, discovery)
+        return Built(through_service(dataset, knobs, pipeline), model, train_step, discovery)
+    refuse_service(knobs)
     distributed = _tf.distribute_dataset(strategy, dataset, knobs)
     step = emulated if emulated is not None else _tf.keras_distributed_step(model)
     return Built(distributed.dataset, model, step, discovery, strategy, distributed)

@@ -12,16 +12,18 @@ import ast
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tfperf.errors import PipelineRuntimeError
 from tfperf.frameworks import (
     CallSites,
     DeviceLayout,
     Framework,
     Input,
     Pipeline,
+    Service,
     StageNode,
     StrategyKind,
     Workers,
@@ -39,6 +41,7 @@ from tfperf.sites import patch_for
 
 if TYPE_CHECKING:
     from tfperf.knobs import Knobs
+    from tfperf.offload import OffloadResult, OffloadSettings
     from tfperf.results import ProfileResult, TrainingRate
     from tfperf.results.discovery import Discovery
 
@@ -64,6 +67,45 @@ class TensorFlowSites:
         script: bool,
     ) -> Any:
         return patch_for(root, discovery, before, after, script=script)
+
+
+class TensorFlowService:
+    """tf.data service: `offload` sizes workers on this host; `check` precedes `--service`."""
+
+    def offload(
+        self,
+        pipeline: Any,
+        knobs: Knobs,
+        settings: OffloadSettings,
+        *,
+        on_status: Callable[[str], None],
+    ) -> OffloadResult:
+        from tfperf.frameworks.tensorflow._service import offload
+
+        file = _file(pipeline)
+
+        def model_rate() -> float:
+            rates = probe_training(file, knobs, [{}])
+            if not rates:
+                raise PipelineRuntimeError(
+                    f"{file.path.name}: the model step failed when timed alone; run "
+                    f"`tfperf profile {file.path.name}` to see why, or give the model's rate "
+                    "with --model-examples-per-sec."
+                )
+            return rates[0].examples_per_sec
+
+        return offload(
+            file, knobs, settings, model_examples_per_sec=model_rate, on_status=on_status
+        )
+
+    def check(self, pipeline: Any, knobs: Knobs, address: str, timeout_s: float) -> None:
+        from tfperf.frameworks.tensorflow._build import build_dataset
+        from tfperf.frameworks.tensorflow._service import check_reachable, check_runs_on_service
+
+        file = _file(pipeline)
+        dataset, _ = build_dataset(file, knobs)
+        check_runs_on_service(dataset, file.path.name)
+        check_reachable(address, timeout_s)
 
 
 class TensorFlow(Framework):
@@ -145,6 +187,9 @@ class TensorFlow(Framework):
 
     def sites(self) -> CallSites | None:
         return TensorFlowSites()
+
+    def service(self) -> Service | None:
+        return TensorFlowService()
 
 
 def _file(pipeline: Pipeline) -> PipelineFile:

@@ -1,0 +1,157 @@
+"""`tfperf offload` end to end on a real local tf.data service, and a real SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tfperf.cli.main import EXIT_USAGE, main
+from tfperf.cli.offload import EXIT_SERVICE
+
+pytestmark = pytest.mark.tf
+
+TFPERF = str(Path(sys.executable).with_name("tfperf"))
+
+# A few milliseconds of real TensorFlow work per batch; the step does nothing.
+SMALL = """
+import tensorflow as tf
+
+BASELINE = {"batch_size": 8, "num_parallel_calls": 1, "prefetch": 2}
+
+def make_dataset(knobs):
+    ds = tf.data.Dataset.range(100000).map(
+        lambda x: tf.reduce_sum(tf.random.stateless_uniform([64, 64], seed=[x, 0])),
+        num_parallel_calls=knobs.num_parallel_calls,
+    )
+    return ds.batch(knobs.batch_size).prefetch(knobs.prefetch)
+
+def make_train_step(knobs):
+    return lambda batch: batch
+"""
+
+CALLS_PYTHON = """
+import tensorflow as tf
+
+BASELINE = {"batch_size": 8}
+
+def _double(x):
+    return x * 2
+
+def make_dataset(knobs):
+    ds = tf.data.Dataset.range(100)
+    ds = ds.map(lambda x: tf.py_function(_double, [x], tf.int64))
+    return ds.batch(knobs.batch_size)
+
+def make_train_step(knobs):
+    return lambda batch: batch
+"""
+
+
+def _serve_children(pid: int) -> list[psutil.Process]:
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if "_service._serve" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_offload_end_to_end_keeps_what_it_measured_when_a_worker_dies(
+    capsys, monkeypatch, write_pipeline, tmp_path
+):
+    """One run covers the whole command on real processes (a pinned measurement, two worker
+    processes, a dispatcher here) and the fault: worker 2 is killed during the verify with
+    two workers, so the run ends with exit status 3 and keeps every figure before it."""
+    from tfperf.frameworks.tensorflow._service import _offload
+
+    measure = _offload.through_service
+    killed: list[int] = []
+
+    def kill_the_second_worker(cluster, dataset, compression, settings, what):  # type: ignore[no-untyped-def]
+        if "2 worker(s)" in what:
+            killed.append(cluster.workers[-1].process.pid)
+            threading.Timer(0.1, os.kill, (killed[0], signal.SIGKILL)).start()
+        return measure(cluster, dataset, compression, settings, what)
+
+    monkeypatch.setattr(_offload, "through_service", kill_the_second_worker)
+    path = write_pipeline(SMALL)
+    outputs = ["--json", str(tmp_path / "o.json"), "--html", str(tmp_path / "o.html")]
+    limits = ["--max-cores", "1", "--max-workers", "2", "--seconds", "0.3", "--quiet"]
+    model = ["--model-examples-per-sec", "1e7"]
+    status = main(["offload", str(path), *limits, *model, *outputs])
+    out, err = capsys.readouterr()
+    assert status == EXIT_SERVICE, err
+    assert f"tf.data service worker 2 (cores 1) (pid {killed[0]}) was killed by signal 9 " in err
+    assert "during the verify with 2 worker(s)" in err
+    data = json.loads((tmp_path / "o.json").read_text())
+    assert data["cut"] == "batch(8)" and data["cores_per_worker"] == 1
+    assert [rate["cores"] for rate in data["core_rates"]] == [1]
+    assert {c["compression"] for c in data["ceilings"]} == {"AUTO", "NONE"}
+    assert [point["workers"] for point in data["verify"]] == [1]
+    assert data["per_worker_examples_per_sec"] > 0 and data["workers_needed"] >= 1
+    assert data["binds"] in ("workers", "trainer") and "killed by signal 9" in data["fault"]
+    assert "tf.data service worker(s) of 1 core(s) feed the model" in out
+    assert "How many tf.data service workers" in (tmp_path / "o.html").read_text()
+    assert _serve_children(os.getpid()) == []
+
+
+def test_a_stage_the_service_cannot_run_stops_offload_before_measuring(capsys, write_pipeline):
+    status = main(["offload", str(write_pipeline(CALLS_PYTHON)), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == EXIT_USAGE
+    assert "pipeline.py: the stage map(lambda) at pipeline.py:10 calls Python" in err
+    assert _serve_children(os.getpid()) == []
+
+
+def test_a_port_in_use_stops_offload_before_any_process_starts(capsys, write_pipeline):
+    with socket.socket() as holder:
+        holder.bind(("localhost", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        status = main(["offload", str(write_pipeline(SMALL)), "--port", str(port), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == EXIT_SERVICE, err
+    assert f"cannot start a tf.data service dispatcher on port {port}" in err
+    assert _serve_children(os.getpid()) == []
+
+
+def test_sigterm_stops_offload_and_every_process_it_started(write_pipeline, tmp_path):
+    path = write_pipeline(SMALL)
+    process = subprocess.Popen(
+        [TFPERF, "offload", str(path), "--quiet", "--model-examples-per-sec", "1e7"],
+        cwd=tmp_path,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        started: list[psutil.Process] = []
+        while not started and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()
+            started = _serve_children(process.pid)
+            time.sleep(0.1)
+        assert started, "offload started no child"
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    except BaseException:
+        for child in psutil.Process(process.pid).children(recursive=True):
+            child.kill()
+        process.kill()
+        raise
+    assert process.returncode == 143, err
+    assert "tfperf: terminated (SIGTERM)." in err
+    assert [child for child in started if child.is_running() and child.status() != "zombie"] == []

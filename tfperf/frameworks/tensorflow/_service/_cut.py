@@ -1,0 +1,82 @@
+"""Where a pipeline moves to tf.data service workers, and whether the service can run it.
+
+The cut is the pipeline without its trailing `prefetch` stages: after `batch` in the usual
+`... -> batch -> prefetch` pipeline. Everything above the cut runs on the workers; the trainer
+keeps a local `prefetch` after `distribute()`, so reading overlaps the step as before.
+
+A worker runs the dataset's graph in another process, without the trainer's Python: a stage
+whose function calls Python (`tf.py_function`, `tf.numpy_function`) or whose source is a Python
+generator (`from_generator`) cannot run there. `check_runs_on_service` names the first such
+stage, its line and the fix, before anything is measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tfperf.errors import PipelineFileError
+from tfperf.frameworks import StageNode
+from tfperf.frameworks.tensorflow._chain import recover_chain
+from tfperf.results.stages import StageKind
+
+__all__ = ["Cut", "check_runs_on_service", "cut_dataset"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Cut:
+    """The dataset cut for the workers, and the label of its last stage."""
+
+    dataset: Any
+    label: str
+
+
+def cut_dataset(dataset: Any) -> Cut:
+    """`dataset` without its trailing prefetch stages (the dataset itself if none)."""
+    stages = recover_chain(dataset).stages
+    kept = list(stages)
+    while len(kept) > 1 and kept[-1].kind is StageKind.PREFETCH:
+        kept.pop()
+    if not kept:
+        return Cut(dataset, "the pipeline's output")
+    return Cut(kept[-1].dataset, kept[-1].label)
+
+
+def check_runs_on_service(dataset: Any, file_name: str) -> None:
+    """Raises if a stage of `dataset` cannot run on a tf.data service worker.
+
+    Raises:
+        PipelineFileError: names the stage, where it is written and the fix.
+    """
+    for stage in recover_chain(dataset).stages:
+        problem = _problem(stage)
+        if problem is not None:
+            where = f" at {stage.location}" if stage.location else ""
+            raise PipelineFileError(
+                f"{file_name}: the stage {stage.label}{where} {problem} A tf.data service "
+                "worker runs the dataset's graph in its own process, without this process's "
+                "Python, so it cannot run this stage. "
+                + (_GENERATOR_FIX if _is_generator(stage) else _PYTHON_FIX)
+            )
+
+
+_PYTHON_FIX = (
+    "Write the function with TensorFlow ops (tf.image, tf.strings, tf.io) instead of "
+    "tf.py_function / tf.numpy_function, or apply it after `distribute()`, on the trainer."
+)
+_GENERATOR_FIX = (
+    "Read the data with a tf.data source the worker can run (tf.data.TFRecordDataset, "
+    "Dataset.from_tensor_slices, Dataset.list_files) instead of Dataset.from_generator."
+)
+
+
+def _is_generator(stage: StageNode) -> bool:
+    return stage.label.startswith("from_generator(")
+
+
+def _problem(stage: StageNode) -> str | None:
+    if _is_generator(stage):
+        return "reads from a Python generator (Dataset.from_generator)."
+    if stage.calls_python:
+        return "calls Python for each element (tf.py_function or tf.numpy_function)."
+    return None
