@@ -26,6 +26,7 @@ from tfperf.measure._model import (
     pipeline_model,
     profile_limit,
     profile_restarts,
+    revise_limit,
     stage_costs,
 )
 from tfperf.measure._profiler import (
@@ -73,6 +74,7 @@ __all__ = [
     "profile_restarts",
     "replica_counts",
     "restart_stage",
+    "revise_limit",
     "scaling_curve",
     "scaling_point",
     "stage_costs",

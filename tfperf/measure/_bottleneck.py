@@ -97,7 +97,7 @@ def stage_report(
 
 
 def stage_advice(report: StageReport) -> str:
-    """What to change at the limiting stage, or that every stage keeps up; "" if none is named."""
+    """What to change at the limiting stage, or that the pipeline keeps up; "" if none is named."""
     stage = report.bottleneck
     if stage is None or stage.added_s_per_example is None or stage.examples_per_sec is None:
         return ""
@@ -107,10 +107,14 @@ def stage_advice(report: StageReport) -> str:
         None,
     )
     consumption = report.consumption_examples_per_sec
-    if consumption is not None and output is not None and output >= consumption:
+    if report.keeps_up and consumption is not None and output is not None:
+        # No stage is named limiting here, so this never sits beside a limiting stage; a wait
+        # end to end then has a cause no single stage explains, and the sentence says which.
         return (
-            f"Every stage keeps up with the model ({output:,.0f} vs {consumption:,.0f} "
-            f"examples/s); the costliest, {stage.label}, adds {added} per example."
+            f"Run alone, the pipeline delivers what the model consumes ({output:,.0f} vs "
+            f"{consumption:,.0f} examples/s), so no single stage limits it; any wait for input "
+            "end to end comes from running beside the model (the two share the cores) or from "
+            f"restarts. The costliest stage, {stage.label}, adds {added} per example."
         )
     before = next(
         (

@@ -32,6 +32,7 @@ from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._alt import TextAlternative, text_alternative
 from tfperf.report._distribution import distribution_rows
+from tfperf.report._text import order_flag
 from tfperf.report._words import knob_value
 from tfperf.units import format_bytes, format_seconds
 
@@ -184,6 +185,11 @@ def profile_section(
         "gpu_memory": result.gpu_memory_advice(),
         "distribution": (
             distribution_rows(result.distribution) if result.distribution is not None else []
+        ),
+        "order_flag": (
+            order_flag(ratio).strip()
+            if (ratio := result.end_to_end_over_pipeline) is not None
+            else None
         ),
     }
     section["memory_chart"] = charts.add(f"{prefix}-memory", rc.memory_figure(section["memory"]))

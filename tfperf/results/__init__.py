@@ -21,6 +21,7 @@ from tfperf.results._json import (
     validated,
 )
 from tfperf.results._limit import (
+    RATE_NOISE,
     Limit,
     LimitBound,
     LimitTerm,
@@ -46,6 +47,7 @@ from tfperf.results._trial import (
 )
 
 __all__ = [
+    "RATE_NOISE",
     "CpuUsage",
     "Environment",
     "GpuMemoryAdvice",

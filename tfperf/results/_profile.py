@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf.errors import ResultFileError
 from tfperf.results._distribution import Distribution
 from tfperf.results._json import JsonRecord
-from tfperf.results._limit import Limit, TrainingRate
+from tfperf.results._limit import RATE_NOISE, Limit, TrainingRate
 from tfperf.results._scaling import ScalingCurve
 
 if TYPE_CHECKING:
@@ -276,8 +276,27 @@ class StageReport:
 
     @property
     def bottleneck(self) -> StageStat | None:
-        """The limiting stage, or None."""
+        """The costliest stage (see `bottleneck_index`), or None."""
         return None if self.bottleneck_index is None else self.stages[self.bottleneck_index]
+
+    @property
+    def keeps_up(self) -> bool:
+        """Whether the whole pipeline, run alone, delivers at least what the model consumes."""
+        output = next(
+            (s.examples_per_sec for s in reversed(self.stages) if s.examples_per_sec is not None),
+            None,
+        )
+        consumption = self.consumption_examples_per_sec
+        return consumption is not None and output is not None and output >= consumption
+
+    @property
+    def limiting(self) -> StageStat | None:
+        """The limiting stage: the costliest, unless the pipeline keeps up with the model.
+
+        One rule for every page (terminal, JSON readers, HTML): a pipeline that delivers what
+        the model consumes has no limiting stage, only a costliest one.
+        """
+        return None if self.keeps_up else self.bottleneck
 
 
 @dataclasses.dataclass
@@ -478,6 +497,21 @@ class ProfileResult(JsonRecord):
     scaling: ScalingCurve | None = None
     # The strategy it trained under, its replicas and per-replica figures; None: no strategy.
     distribution: Distribution | None = None
+
+    @property
+    def end_to_end_over_pipeline(self) -> float | None:
+        """End to end's rate over the pipeline alone's, where it is above it beyond the noise
+        (`RATE_NOISE`); None otherwise.
+
+        End to end runs the same pipeline with a model beside it, so it cannot truly be the
+        faster: above it beyond the noise, the two phases ran under different conditions (a
+        busier machine during one of them), and the page says so instead of showing both.
+        """
+        alone = self.pipeline_only
+        if alone is None or alone.examples_per_sec <= 0:
+            return None
+        ratio = self.end_to_end.examples_per_sec / alone.examples_per_sec
+        return ratio if ratio > 1 + RATE_NOISE else None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""
