@@ -180,3 +180,11 @@ def test_a_stage_that_calls_python_is_told_its_threads_share_the_lock():
     fix = bottleneck.stage_fix(dataclasses.replace(stage, calls_python=True))
     assert fix.startswith(plain + " Its function calls Python (tf.numpy_function")
     assert "one request for many objects" in fix
+
+
+def test_a_last_cut_far_below_the_pipeline_only_phase_is_called_disturbed():
+    report = _report({}, consumption=5_000.0)  # the last cut delivers 1,000 examples/s
+    assert bottleneck.checked_against(report, 1_200.0) is report  # within the share
+    checked = bottleneck.checked_against(report, 2_000.0)
+    assert checked.note is not None and "cannot tell which stage limits" in checked.note
+    assert checked.advice.startswith("The stage figures were disturbed (the last cut ran 1,000")

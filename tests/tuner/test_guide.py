@@ -510,7 +510,10 @@ class RefusingRunner(FakeRunner):
 
 
 def test_a_literal_cycle_length_caps_the_proposals_and_loses_no_trial(write_pipeline, tmp_path):
-    pipeline = load_pipeline(write_pipeline(TUNER_SOURCE))
+    # The cycle_length knob is fixed at 1 but the file writes 2: the file's 2 bounds the calls.
+    fixed = '"mixed_precision": "float32", "cycle_length": 1}'
+    source = TUNER_SOURCE.replace('"mixed_precision": "float32"}', fixed)
+    pipeline = load_pipeline(write_pipeline(source))
     runner = RefusingRunner()
     options = TuneOptions(
         trials=4,
@@ -526,4 +529,5 @@ def test_a_literal_cycle_length_caps_the_proposals_and_loses_no_trial(write_pipe
     assert estimate is not None and estimate.knobs.num_parallel_calls == 2
     ran = [r.knobs.num_parallel_calls for r in runner.requests]
     assert all(calls == AUTOTUNE or calls <= 2 for calls in ran), ran
+    assert 2 in ran  # the estimate ran: the fixed knob's 1 did not refuse it
     assert result.trial_counts.get("failed", 0) == 0

@@ -13,6 +13,7 @@ from tfperf.measure._analysis import (
     stage_report,
     with_added_costs,
 )
+from tfperf.measure._bottleneck import checked_against
 from tfperf.measure._model import (
     THREAD_CAP,
     InputCpu,
@@ -64,6 +65,7 @@ __all__ = [
     "Restarts",
     "StageCost",
     "batch_examples",
+    "checked_against",
     "input_cpu_s_per_example",
     "model_from_profile",
     "nearest_limit_input_cpu",

@@ -356,7 +356,7 @@ def pipeline_limit(
             )
         )
     roofline = next((t.examples_per_sec for t in terms if t.bound_by is LimitBound.CPU), None)
-    terms.extend(_parallel_terms(stages, cores, roofline))
+    terms.extend(_parallel_terms(stages, cores, roofline, input_cpu_s_per_example))
     terms.extend(_sequential_terms(stages))
     if not terms:
         return None
@@ -367,7 +367,7 @@ def pipeline_limit(
 
 
 def _parallel_terms(
-    stages: Sequence[StageCost], cores: int, roofline: float | None
+    stages: Sequence[StageCost], cores: int, roofline: float | None, input_cpu: float | None
 ) -> list[LimitTerm]:
     """One term per stage tuning can parallelise: its rate at its best parallelism.
 
@@ -376,7 +376,8 @@ def _parallel_terms(
     wall time per example`. The smaller binds. The term is what tuning can reach, not the
     rate as written: a map written without `num_parallel_calls` is priced here too. A term at
     or above the CPU roofline (`roofline`) is left out: the roofline counts the stage's CPU
-    with the rest, so it binds first.
+    with the rest, so it binds first. A stage's CPU is at most the whole input's
+    (`input_cpu`), which may be a figure measured nearer the limit (`nearest_limit_input_cpu`).
     """
     terms = []
     for stage in stages:
@@ -384,16 +385,16 @@ def _parallel_terms(
             continue
         by_threads = THREAD_CAP / stage.wall_s_per_example
         rate, detail = by_threads, f"{THREAD_CAP} threads ÷ {_ms(stage.wall_s_per_example)} wall"
-        if stage.cpu_s_per_example > 0 and cores / stage.cpu_s_per_example < by_threads:
-            rate = cores / stage.cpu_s_per_example
-            detail = f"{cores} usable cores ÷ {_ms(stage.cpu_s_per_example)} CPU"
+        cpu = min(stage.cpu_s_per_example, input_cpu or stage.cpu_s_per_example)
+        if cpu > 0 and cores / cpu < by_threads:
+            rate, detail = cores / cpu, f"{cores} usable cores ÷ {_ms(cpu)} CPU"
         if roofline is not None and rate >= roofline:
             continue
         terms.append(
             LimitTerm(
                 LimitBound.PARALLEL_STAGE,
                 rate,
-                f"{stage.label} at its best parallelism: {detail} per example",
+                f"{detail} per example",
                 stage_label=stage.label,
             )
         )

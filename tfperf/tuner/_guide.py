@@ -61,7 +61,8 @@ class Guide:
         cycle_caps: parallelism name -> the fixed `cycle_length` it must not exceed (tf.data
             refuses an interleave with more parallel calls than a fixed cycle).
         knob_interleave: the pipeline has an interleave with `num_parallel_calls`, so the
-            knobs `num_parallel_calls` and `cycle_length` constrain each other.
+            knobs `num_parallel_calls` and `cycle_length` constrain each other (not when its
+            cycle is written in the file: `fixed_cycles`).
         setting_limits: the limit under each training setting the baseline trial probed.
         fixed_cycles: parallelism knob -> an interleave's `cycle_length` the file writes as a
             number, read from the baseline's dataset graph (`literal_cycles`): a proposal
@@ -118,9 +119,8 @@ def make_guide(
     names = tuple(guidable)
     stages = baseline_result.stages.stages if baseline_result.stages else []
     fixed = literal_cycles(stages, baseline)
-    caps = cycle_caps(baseline, space, model, machine.cpu_count)
-    for name, cycle in fixed.items():
-        caps[name] = min(caps.get(name, cycle), cycle)
+    # The file's own cycle, not the `cycle_length` knob, bounds the calls the knob sets there.
+    caps = {**cycle_caps(baseline, space, model, machine.cpu_count), **fixed}
     choice, limits = training_estimate(baseline_result, machine, baseline, space, model, input_cpu)
     fit = Fit(model, choice, baseline, space, names, caps, machine)
     return Guide(
@@ -128,7 +128,7 @@ def make_guide(
         estimates=propose(fit, proposers),
         threads=sized_threads(model, names, caps, machine),
         cycle_caps=caps,
-        knob_interleave=knob_drives_interleave(stages, baseline),
+        knob_interleave=knob_drives_interleave(stages, baseline) and not fixed,
         setting_limits=limits,
         fixed_cycles=fixed,
     )

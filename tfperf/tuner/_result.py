@@ -79,7 +79,7 @@ def tune_result(
             "compared with it; see the trial reasons with `tfperf report`."
         )
     autotune = by_label.get(Reference.AUTOTUNE.value)
-    choice = input_only_choice(measured, baseline)
+    choice = input_only_choice(measured, baseline, facts.options.training_change_margin)
     best = choice.best
     vs_baseline = speedup(best, baseline)
     changes = training_changes(best, baseline)

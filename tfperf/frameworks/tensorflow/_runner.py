@@ -30,6 +30,7 @@ from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
     EpochInfo,
     ProgressCallback,
+    checked_against,
     profile,
     profile_limit,
     restart_stage,
@@ -130,7 +131,8 @@ def profile_pipeline(
         result.distribution = distribution_of(built, result)
         result.dataset_options = _tf.dataset_options(dataset)
         if analyse_stages:
-            result.stages = _stage_report(dataset, result, stage_seconds)
+            alone = result.pipeline_only.examples_per_sec if result.pipeline_only else None
+            result.stages = checked_against(_stage_report(dataset, result, stage_seconds), alone)
             if result.stages.advice:
                 result.advice = f"{result.advice} {result.stages.advice}"
             result.limit = profile_limit(result)
