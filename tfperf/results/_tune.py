@@ -350,7 +350,8 @@ TRAINING_CHANGE_MARGIN = 1.2
 
 def worth_changing_training(gain: Speedup, margin: float = TRAINING_CHANGE_MARGIN) -> bool:
     """Whether `gain` (a change to training over the best input-only configuration) clears
-    `margin` beyond the noise: significant, and at least `margin` at the low end of its spread.
+    `margin` beyond the noise: a ratio of at least `margin`, and a gain beyond the measured
+    noise (`Speedup.significant`).
 
     Example:
         >>> worth_changing_training(Speedup(1.06, 0.05, True))
@@ -358,7 +359,7 @@ def worth_changing_training(gain: Speedup, margin: float = TRAINING_CHANGE_MARGI
         >>> worth_changing_training(Speedup(1.5, 0.05, True))
         True
     """
-    return gain.significant and gain.ratio * (1 - gain.spread) >= margin
+    return gain.significant and gain.ratio >= margin
 
 
 def input_only_choice(
