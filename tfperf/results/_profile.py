@@ -262,6 +262,8 @@ class StageReport:
         duration_s: wall time the whole stage analysis took.
         note: a caveat on the whole analysis (a pipeline that branches), else None.
         advice: what to change at the limiting stage; empty when there is nothing to say.
+        limiting_index: the limiting stage by the one rule of `limiting`, for readers of the
+            JSON; set from the other fields whenever the record is made or read.
     """
 
     stages: list[StageStat]
@@ -273,6 +275,11 @@ class StageReport:
     duration_s: float
     note: str | None
     advice: str
+    limiting_index: int | None = None
+
+    def __post_init__(self) -> None:
+        stage = self.limiting
+        self.limiting_index = stage.index if stage is not None else None
 
     @property
     def bottleneck(self) -> StageStat | None:
