@@ -107,8 +107,8 @@ def _limit_line(limit: Limit | None, found: Summary | None, tune: TuneResult | N
     if limit is None:
         return None
     text = (
-        f"Limit of this pipeline on this machine: {limit.examples_per_sec:,.0f} examples/s "
-        f"({limit.bound_words}): {limit.explanation}"
+        f"Limit of this pipeline on this machine: {limit.examples_per_sec:,.0f} examples/s, "
+        f"{limit.bound_words}. {limit.explanation}"
     )
     if found is not None:
         shown = "; ".join(f"{row.label} {row.median:,.0f}" for row in found.rows[:3])
@@ -117,7 +117,7 @@ def _limit_line(limit: Limit | None, found: Summary | None, tune: TuneResult | N
     if best_limit is not None and best_limit != limit:
         text += (
             f" Under the recommendation's training setting the limit is "
-            f"{best_limit.examples_per_sec:,.0f} examples/s ({best_limit.bound_words})."
+            f"{best_limit.examples_per_sec:,.0f} examples/s, {best_limit.bound_words}."
         )
     if tune is not None and tune.tuned_over_limit is not None:
         text += f" The recommendation reaches {tune.tuned_over_limit:.0%} of the limit."
