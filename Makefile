@@ -32,10 +32,12 @@ install-dev: $(VENV)/.installed-dev
 # Benchmarks (benchmarks/, see its RESULTS.md). `make bench` tunes and measures seven pipelines,
 # about an hour on 2 cores, and rewrites benchmarks/RESULTS.md: run it on a quiet machine.
 # `make bench-smoke` checks the runner end to end on one pipeline in about 40 seconds.
+# `make bench` then profiles the generated family with known truth (tests/generated.py).
 .PHONY: bench bench-smoke
 
 bench: $(VENV)/.installed
 	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks.generated
 
 bench-smoke: $(VENV)/.installed
 	$(BIN)/python -m benchmarks --smoke

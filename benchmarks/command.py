@@ -2,8 +2,9 @@
 
 For each pipeline: prepare its data (untimed), `tfperf tune` it on a fresh study with a fixed
 trial budget, then measure its baseline, AUTOTUNE and tuned configurations side by side.
-Then the repeatability of one configuration and the profiler's overhead. The figures are saved
-as a JSON record, and RESULTS.md is rendered from that record alone.
+Then the repeatability of one configuration, the profiler's overhead and the emulated
+accelerator step against its known answer. The figures are saved as a JSON record, and
+RESULTS.md is rendered from that record alone.
 
     python -m benchmarks                      # the full run (35-45 minutes on 2 cores)
     python -m benchmarks --only remote_storage --trials 8
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmarks import measure
+from benchmarks.emulated_step_record import EmulatedStepRow, run_emulated_step
 from benchmarks.record import BenchRecord, Failure, Machine, PipelineRecord, Repeatability
 from benchmarks.render import render
 from benchmarks.suite import (
@@ -127,6 +129,12 @@ def run(
         except measure.BenchError as error:
             log(f"profiler overhead: FAILED: {error}")
             failures.append(Failure("overhead", str(error)))
+    emulated_step: list[EmulatedStepRow] = []
+    try:  # not in a smoke run: its own TensorFlow would add seconds to the suite's smoke test
+        emulated_step = [] if settings.smoke else run_emulated_step(log)
+    except RuntimeError as error:
+        log(f"emulated accelerator step: FAILED: {error}")
+        failures.append(Failure("emulated_step", str(error)))
     return BenchRecord(
         command=command,
         started_at=started,
@@ -139,6 +147,7 @@ def run(
         overhead=overhead,
         failures=failures,
         zero_change=zero_change,
+        emulated_step=emulated_step,
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.emulated_step_record import EmulatedStepRow
 from benchmarks.zero_change_record import ZeroChange
 from tfperf.errors import ResultFileError
 from tfperf.results._json import JsonRecord
@@ -269,6 +270,8 @@ class BenchRecord(JsonRecord):
     overhead: Overhead | None
     failures: list[Failure] = dataclasses.field(default_factory=list)
     zero_change: ZeroChange | None = None  # the plain-file twin's hand-over (zero_change.py)
+    # The emulated accelerator step against its known answer (emulated_accelerator.py).
+    emulated_step: list[EmulatedStepRow] = dataclasses.field(default_factory=list)
     schema_version: int = BENCH_SCHEMA_VERSION
 
     @classmethod

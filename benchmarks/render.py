@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from benchmarks.emulated_step_record import emulated_step_section
 from benchmarks.goals import (
     Check,
     check_geomean,
@@ -58,6 +59,7 @@ def render(record: BenchRecord) -> str:
         _memory(record),
         _goals(record),
         _overhead(record),
+        emulated_step_section(record.emulated_step),
         _repeatability(record),
         _configurations(record),
     ]

@@ -150,3 +150,26 @@ def make_dataset(knobs):
 def make_train_step(knobs):
     return lambda batch: tf.reduce_sum(batch)
 """
+
+# The input alone, for an emulated step (`--step-time`): no model. A sequential map sleeps 5 ms
+# per batch in Python, so a batch comes every ~5 ms (more on a busy host); prefetch(1) lets the
+# input work while the emulated step sleeps.
+INPUT_ONLY_5MS = """
+import time
+import numpy as np
+import tensorflow as tf
+
+BASELINE = {"batch_size": 8, "num_parallel_calls": 1, "prefetch": 1}
+
+def _slow(x):
+    time.sleep(0.005)
+    return x
+
+def make_dataset(knobs):
+    ds = tf.data.Dataset.from_tensor_slices(np.zeros((64, 4), "float32")).batch(knobs.batch_size)
+    ds = ds.map(
+        lambda b: tf.py_function(_slow, [b], tf.float32),
+        num_parallel_calls=knobs.num_parallel_calls,
+    )
+    return ds.repeat().prefetch(knobs.prefetch)
+"""

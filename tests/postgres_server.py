@@ -33,6 +33,8 @@ from typing import NoReturn
 
 import pytest
 
+from tests.deadlines import HANG_S
+
 USER = "tfperf"
 PASSWORD = "pg-s3cret-Pa55"
 _BIN_GLOB = "/usr/lib/postgresql/*/bin"
@@ -186,7 +188,7 @@ class PostgresServer:
     def _run(self, *command: str) -> None:
         prefix = ["runuser", "-u", self.run_as, "--"] if self.run_as else []
         completed = subprocess.run(
-            [*prefix, *command], capture_output=True, text=True, check=False, timeout=120
+            [*prefix, *command], capture_output=True, text=True, check=False, timeout=HANG_S
         )
         if completed.returncode != 0:
             log = self.folder / "server.log"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.emulated_step_record import EmulatedStepRow
 from benchmarks.goals import (
     check_autotune,
     check_convergence,
@@ -47,6 +48,7 @@ from benchmarks.record import (
 )
 from benchmarks.render import render
 from benchmarks.suite import SUITE, Settings, SuiteError, select
+from tests.deadlines import HANG_S
 from tfperf.results.tune import Measurement
 
 REPO = Path(__file__).resolve().parents[1]
@@ -826,7 +828,7 @@ def test_smoke_run_measures_and_renders(tmp_path):
         capture_output=True,
         text=True,
         check=False,
-        timeout=280,
+        timeout=HANG_S,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     record = BenchRecord.load(tmp_path / "RESULTS.json")
@@ -1032,3 +1034,17 @@ def test_the_bench_records_the_recommended_change_and_the_one_passed_over():
     assert training_choice(result) == TrainingChoice(
         "estimate", "estimate-training", 2.0, 0.0, True, "trial 18", pytest.approx(1.05)
     )
+
+
+def test_the_emulated_step_rows_render_side_by_side_and_round_trip(tmp_path):
+    record = bench_record()
+    record.emulated_step = [
+        EmulatedStepRow(0.001, 0.8, 0.86, 0.82, 0.0057, 0.00513),
+        EmulatedStepRow(0.020, 0.0, 0.02, 0.0, 0.00705, 0.00634),
+    ]
+    text = render(record)
+    assert "## Emulated accelerator step" in text
+    assert "| 1 ms | 0.80 | 0.86 | 0.82 | 5.70 ms | 5.13 ms |" in text
+    assert "| 20 ms | 0.00 | 0.02 | 0.00 | 7.05 ms | 6.34 ms |" in text
+    assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
+    assert "Emulated accelerator step" not in render(bench_record())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def format_bytes(count: float) -> str:
     """Binary units, three significant figures: "1.5 GiB", "512 MiB", "1 GiB"."""
@@ -15,3 +17,32 @@ def format_bytes(count: float) -> str:
 def format_seconds(seconds: float) -> str:
     """Milliseconds below a second ("36.2 ms"), seconds above ("1.23 s")."""
     return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+#: Seconds per unit a duration may be written in; a bare number is seconds.
+_DURATION_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
+_DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([a-z]*)\s*")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration as a person writes it: "5ms", "0.02s", "20 ms", "0.5".
+
+    A bare number is seconds; the units are s, ms and us. The duration must be positive.
+
+    Raises:
+        ValueError: the text is no duration, or not a positive one; the message quotes it.
+
+    Example:
+        >>> parse_duration("20 ms")
+        0.02
+    """
+    match = _DURATION.fullmatch(text.lower())
+    if match is None or match.group(2) not in _DURATION_UNITS:
+        raise ValueError(
+            f"{text!r} is not a duration: write a number and a unit, e.g. 5ms, 0.02s or "
+            "'20 ms' (units: s, ms, us; a bare number is seconds)"
+        )
+    seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"a duration must be positive, but got {text!r}")
+    return seconds

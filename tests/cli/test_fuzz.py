@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from tests import pipelines
+from tests.deadlines import HANG_S
 
 TFPERF = str(Path(sys.executable).with_name("tfperf"))
 DOCUMENTED = {0, 1, 2, 130, 143}
@@ -137,7 +138,7 @@ def test_a_broken_input_ends_with_a_clear_message(case: Case, tmp_path: Path):
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=False,
     )
     err = completed.stderr

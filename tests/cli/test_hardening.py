@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from tests import pipelines
+from tests.deadlines import HANG_S
 from tfperf.cli.main import EXIT_FAILED, EXIT_USAGE, main
 
 TFPERF = str(Path(sys.executable).with_name("tfperf"))
@@ -84,7 +85,7 @@ def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float = 90) -> None:
+def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float = HANG_S) -> None:
     """Waits until `process`'s pipeline has written `path` (it reached the user's code)."""
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -93,7 +94,7 @@ def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float 
         time.sleep(0.1)
 
 
-def _wait_for_worker(process: subprocess.Popen[str], timeout_s: float = 90) -> None:
+def _wait_for_worker(process: subprocess.Popen[str], timeout_s: float = HANG_S) -> None:
     """Waits until `process` runs a measuring child (not the call-site discovery)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -197,7 +198,7 @@ def test_one_ctrl_c_ends_profile_while_the_pipeline_blocks(write_pipeline, tmp_p
         _wait_for_worker(process)
         _wait_for_file(process, path.with_name("blocking"))  # a cold start takes longer
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=10)
+        _, err = process.communicate(timeout=HANG_S)
     except BaseException:
         _kill(process)
         raise
@@ -226,7 +227,7 @@ def test_sigterm_records_the_trial_as_interrupted_and_says_how_to_resume(write_p
     try:
         _wait_for_worker(process)
         process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=HANG_S)
     except BaseException:
         _kill(process)
         raise
@@ -304,7 +305,7 @@ def test_when_no_trial_completes_the_tuner_stops_with_every_reason(
 def test_os_exit_while_imported_is_reported(write_pipeline, tmp_path):
     path = write_pipeline("import os\nos._exit(4)\n")
     completed = subprocess.run(
-        [TFPERF, "profile", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [TFPERF, "profile", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=HANG_S
     )
     assert completed.returncode == EXIT_USAGE, completed.stderr
     assert f"{path} called os._exit(4) while tfperf imported it" in completed.stderr
@@ -318,7 +319,7 @@ def test_profile_ends_despite_a_thread_and_stops_a_detached_process(write_pipeli
     path = write_pipeline(LEAVES_THINGS_RUNNING)
     process = _start("profile", str(path), "--steps", "2", "--no-stages", "--quiet", cwd=tmp_path)
     try:
-        out, err = process.communicate(timeout=180)
+        out, err = process.communicate(timeout=HANG_S)
     except BaseException:
         _kill(process)
         raise
@@ -392,7 +393,7 @@ def test_the_tuners_own_wrapper_is_not_another_tuner():
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=HANG_S,
     )
     wrapper_pid, listed = run.stdout.split("\n")[:2]
     # Tuners of other tests may run beside this one: only the wrapper must be left out.

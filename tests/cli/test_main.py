@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests import pipelines
+from tests.deadlines import HANG_S
 from tfperf.cli.main import EXIT_FAILED, EXIT_USAGE, main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -177,7 +178,7 @@ def test_quickstart_from_the_console_script(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=HANG_S,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr

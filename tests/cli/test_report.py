@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.deadlines import HANG_S
 from tests.reports import fake_profile, make_study
 from tfperf.cli.main import main
 
@@ -44,7 +45,7 @@ def test_report_from_study_without_tensorflow(tmp_path):
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr

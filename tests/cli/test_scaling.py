@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import pipelines
+from tests.deadlines import HANG_S
 from tests.fakes.trials import FakeRunner, outcome
 from tfperf.cli._scaling import (
     AUTO,
@@ -102,7 +103,7 @@ def _args(path: Path) -> argparse.Namespace:
         min_seconds=0.0,
         warmup=1,
         epoch_steps=None,
-        timeout=30.0,
+        timeout=HANG_S,
         quiet=True,
     )
 

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from tests import pipelines
+from tests.deadlines import HANG_S
 from tfperf.cli.main import EXIT_FAILED, EXIT_USAGE, main
 
 TFPERF = str(Path(sys.executable).with_name("tfperf"))
@@ -112,7 +113,7 @@ def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float = 600) -> None:
+def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float = HANG_S) -> None:
     """Waits until `process`'s pipeline has written `path`; a hang guard, not a limit."""
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -241,7 +242,7 @@ def test_ctrl_c_during_scaling_keeps_and_prints_the_profile(write_pipeline, tmp_
         # Saved before the scaling runs started.
         assert json.loads((tmp_path / "out.json").read_text())["scaling"] is None
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
+        out, err = process.communicate(timeout=HANG_S)
     except BaseException:
         _kill(process)
         raise

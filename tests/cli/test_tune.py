@@ -17,6 +17,7 @@ import pytest
 import sqlalchemy.exc
 
 from tests import pipelines
+from tests.deadlines import HANG_S
 
 pytestmark = pytest.mark.tf
 
@@ -62,7 +63,7 @@ def trials(db: Path, name: str = "pipeline") -> list[optuna.trial.FrozenTrial]:
 def test_search_beats_the_baseline_on_the_knob_that_matters(write_pipeline, tmp_path):
     path = write_pipeline(pipelines.PARALLEL_SENSITIVE)
     process = tune(path, "--trials", "4", "--rounds", "2", "--finalists", "1", cwd=tmp_path)
-    out, err = process.communicate(timeout=400)
+    out, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 0, err
     summary = json.loads((tmp_path / "reports" / "pipeline-tune.json").read_text())
     best, baseline = summary["best"], summary["baseline"]
@@ -91,7 +92,7 @@ def kill_while_a_trial_runs(process: subprocess.Popen[str], db: Path) -> list[in
     The tuner is frozen (SIGSTOP) while the study is read, so what it shows cannot change
     between the look and the kill: a trial seen running is one the kill cuts short.
     """
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + HANG_S
     while time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.5)
         os.kill(process.pid, signal.SIGSTOP)
@@ -107,11 +108,11 @@ def kill_while_a_trial_runs(process: subprocess.Popen[str], db: Path) -> list[in
         running = [t.number for t in states if t.state.name == "RUNNING"]
         if running and sum(t.state.name == "COMPLETE" for t in states) >= 2:
             os.kill(process.pid, signal.SIGKILL)
-            process.communicate(timeout=30)
+            process.communicate(timeout=HANG_S)
             return running
         os.kill(process.pid, signal.SIGCONT)
     process.kill()
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=HANG_S)
     pytest.fail(f"the tuner never had a trial running after two completed:\n{err[-2000:]}")
 
 
@@ -128,7 +129,7 @@ def test_sigkilled_tuner_loses_nothing_and_the_next_run_carries_on(write_pipelin
     resumed = tune(
         path, "--trials", str(len(before) + 1), "--rounds", "1", "--finalists", "1", cwd=tmp_path
     )
-    _, err = resumed.communicate(timeout=400)
+    _, err = resumed.communicate(timeout=HANG_S)
     assert resumed.returncode == 0, err
     after = {t.number: t for t in trials(db)}
     for number, values in completed.items():
@@ -145,7 +146,7 @@ def test_broken_file_stops_before_any_trial(write_pipeline, tmp_path):
         "BASELINE = {'batch': 3}\ndef make_dataset(knobs): pass\ndef make_model(knobs): pass\n"
     )
     process = tune(path, "--trials", "3", cwd=tmp_path)
-    _, err = process.communicate(timeout=120)
+    _, err = process.communicate(timeout=HANG_S)
     assert process.returncode == 2
     assert "unknown knob name 'batch'" in err
     assert not (tmp_path / "studies" / "pipeline.db").exists()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_tune import trials, tune
+from tests.deadlines import HANG_S
 from tfperf.results.tune import TuneResult
 from tfperf.study import stored_result
 
@@ -43,7 +44,7 @@ def test_every_trial_of_a_tune_runs_on_both_replicas(tmp_path: Path) -> None:
         str(tmp_path / "tune.html"),
         cwd=tmp_path,
     )
-    stdout, stderr = process.communicate(timeout=600)
+    stdout, stderr = process.communicate(timeout=HANG_S)
     assert process.returncode == 0, stderr[-3000:]
 
     result = TuneResult.from_dict(json.loads(out.read_text(encoding="utf-8")))
@@ -97,7 +98,7 @@ def test_a_script_that_fits_in_its_strategys_scope_is_tuned_unchanged(tmp_path: 
         str(tmp_path / "tune.html"),
         cwd=tmp_path,
     )
-    stdout, stderr = process.communicate(timeout=600)
+    stdout, stderr = process.communicate(timeout=HANG_S)
     assert process.returncode == 0, stderr[-3000:]
 
     assert script.read_bytes() == before  # tuned as written

@@ -44,3 +44,19 @@ def timed_step(clock: FakeClock, seconds: float):
         clock.advance(seconds)
 
     return step
+
+
+class PrefetchedData:
+    """Re-iterable data produced in the background, as with ideal prefetch: batch i of a pass
+    is ready `i * interval_s` after the pass starts, whatever the step does meanwhile."""
+
+    def __init__(self, clock: FakeClock, interval_s: float, count: int = 200) -> None:
+        self.clock, self.interval_s, self.count = clock, interval_s, count
+
+    def __iter__(self) -> Iterator[Batch]:
+        start = self.clock()
+        for index in range(1, self.count + 1):
+            ready = start + index * self.interval_s
+            if ready > self.clock():
+                self.clock.advance(ready - self.clock())
+            yield Batch(8)

@@ -55,8 +55,10 @@ class FakePython(Framework):
     def start(self, layout: DeviceLayout | None = None, *, owns_process: bool = False) -> None:
         pass
 
-    def load(self, path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
-        return load_pipeline(path, argv)
+    def load(
+        self, path: str | Path, argv: Sequence[str] = (), *, needs_step: bool = True
+    ) -> PipelineFile:
+        return load_pipeline(path, argv, needs_step=needs_step)
 
     def build(
         self, pipeline: Pipeline, knobs: Knobs, *, strategy: StrategyKind | None = None

@@ -6,7 +6,7 @@ import pytest
 
 from tests.fakes.trials import fake_result
 from tfperf.knobs import Knobs
-from tfperf.measure import replica_counts, scaling_curve, scaling_point
+from tfperf.measure.scaling import replica_counts, scaling_curve, scaling_point
 from tfperf.results.scaling import BatchScaling, ReplicaDevice, ScalingFailure, ScalingPoint
 
 

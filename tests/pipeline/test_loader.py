@@ -547,6 +547,20 @@ def test_neither_model_nor_train_step_explains_both(in_tmp):
     assert "Functions found: make_dataset, build_model." in message
 
 
+def test_without_a_model_the_message_offers_an_emulated_step(in_tmp):
+    write(in_tmp, "def make_dataset(knobs):\n    return []\n")
+    assert "give `--step-time` (e.g. `--step-time 5ms`): it needs no model" in load_error(
+        "pipeline.py"
+    )
+
+
+def test_for_an_emulated_step_make_dataset_alone_is_a_pipeline_file(in_tmp):
+    write(in_tmp, "BASELINE = {'batch_size': 4}\ndef make_dataset(knobs):\n    return []\n")
+    pipeline = load_pipeline("pipeline.py", needs_step=False)
+    assert pipeline.kind is PipelineKind.KNOBS and pipeline.baseline.batch_size == 4
+    assert pipeline.make_model is None and pipeline.make_train_step is None
+
+
 @pytest.mark.parametrize(("value", "kind"), [("[64]", "list"), ("64", "int"), ("'fast'", "str")])
 def test_baseline_not_a_dict(in_tmp, value, kind):
     write(in_tmp, CONTRACT + f"BASELINE = {value}\n")

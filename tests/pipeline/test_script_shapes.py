@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import HANG_S
 from tfperf.frameworks.tensorflow import discover_sites
 from tfperf.knobs import AUTOTUNE
 from tfperf.pipeline import PipelineKind, load_pipeline
@@ -555,7 +556,7 @@ def test_a_script_shape_is_found_patched_applied_and_trains_one_step(tmp_path, s
         env={**os.environ, "TRAIN_STEPS": "1"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert (tmp_path / "patch" / "trained").read_text() == str(shape.trained)

@@ -9,6 +9,7 @@ import time
 import pynvml
 import pytest
 
+from tests.deadlines import HANG_S
 from tests.fakes.fake_nvml import FakeNvml, two_gpus
 from tfperf.probes import HostProbe, NvmlProbe, Probe, RunningStats, Sampler, Series
 from tfperf.results import TimedValue
@@ -112,7 +113,7 @@ def test_sampler_samples_at_start_and_stop():
 
 def test_sampler_samples_periodically():
     probe = RecordingProbe()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_S
     with Sampler([probe], _counting_clock(), interval_s=0.005):
         while len(probe.times) < 5 and time.monotonic() < deadline:
             time.sleep(0.005)

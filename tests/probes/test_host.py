@@ -22,9 +22,8 @@ HOLD_MEMORY = (
     "print('ready', flush=True)\n"
     "time.sleep(60)\n"
 )
-BUSY_HALF_SECOND = (
-    "import time\nend = time.perf_counter() + 0.5\nwhile time.perf_counter() < end:\n    pass\n"
-)
+# Burns half a second of its own CPU, however long a loaded host makes that take.
+BUSY_HALF_SECOND = "import time\nwhile time.process_time() < 0.5:\n    pass\n"
 
 
 @pytest.fixture
@@ -60,13 +59,15 @@ def test_cpu_of_a_busy_child_counts_even_after_it_exits():
     start = time.monotonic()
     probe.sample(0.0)
     subprocess.run([sys.executable, "-c", BUSY_HALF_SECOND], check=True)
-    probe.sample(time.monotonic() - start)
+    wall_s = time.monotonic() - start
+    probe.sample(wall_s)
     probe.close()
 
     cpu = probe.cpu()
-    # A real measurement: about 100 % for one busy core; the bound only proves it was seen.
-    assert cpu.peak_percent > 20
-    assert cpu.mean_percent > 20
+    # The child's CPU seconds are fixed; its share of the wall clock depends on the load.
+    seen_cpu_s = cpu.mean_percent / 100 * wall_s
+    assert seen_cpu_s >= 0.45, seen_cpu_s  # the kernel counts CPU time in clock ticks
+    assert cpu.peak_percent >= cpu.mean_percent > 0
     assert cpu.cpu_count >= 1
     assert len(cpu.samples) == 1
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import HANG_MS
 from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
 from tfperf.knobs import Knobs
 from tfperf.report import render_profile_html, render_study_html, write_html
@@ -64,7 +65,7 @@ def open_report(browser, path: Path, screenshot: str) -> Visit:
     page.wait_for_function(
         "document.querySelectorAll('[data-chart]').length"
         " === document.querySelectorAll('[data-drawn]').length",
-        timeout=60_000,
+        timeout=HANG_MS,
     )
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{screenshot}.png"), full_page=True)

@@ -15,16 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import HANG_MS, HANG_S
 from tests.report.test_browser import browser, open_report  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "pipeline.py"
 PHONE = {"width": 390, "height": 844}
 PRINT_WIDTH = 718  # px: A4 portrait within Chromium's default print margins
-
-# The module's fixture runs a real three-trial tune and a profile before its first test: on a
-# busy 2-core machine that alone has taken over five minutes. The limit is a hang guard.
-pytestmark = pytest.mark.timeout(1200)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +32,7 @@ class Real:
 
 def _tfperf(*args: str, cwd: Path) -> None:
     command = [str(Path(sys.executable).with_name("tfperf")), *args]
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=400)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -125,7 +122,7 @@ def test_printed_pages_keep_every_chart_within_the_page(browser, real, name):  #
     page.wait_for_function(
         f"Array.from(document.querySelectorAll('.js-plotly-plot svg.main-svg'))"
         f".every(s => s.getBoundingClientRect().width <= {PRINT_WIDTH})",
-        timeout=20_000,
+        timeout=HANG_MS,
     )
     assert page.evaluate("document.documentElement.scrollWidth") <= PRINT_WIDTH
     pdf = page.pdf(format="A4")

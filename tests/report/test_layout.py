@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import HANG_MS
 from tests.report.helpers import tune_result
 from tests.report.test_browser import browser  # noqa: F401  (a fixture)
 from tests.report.test_distribution import distributed_profile
@@ -122,7 +123,7 @@ def opened(browser, pages) -> Iterator[object]:  # noqa: F811
         page.wait_for_function(
             "document.querySelectorAll('[data-chart]').length"
             " === document.querySelectorAll('[data-drawn]').length",
-            timeout=60_000,
+            timeout=HANG_MS,
         )
         return page
 

@@ -8,8 +8,9 @@ import shutil
 
 import pytest
 
+from tests.deadlines import HANG_MS
 from tests.reports import fake_profile
-from tfperf.measure import scaling_curve
+from tfperf.measure.scaling import scaling_curve
 from tfperf.report import render_profile_html, render_summary, write_html
 from tfperf.report._scaling import (
     ScalingChart,
@@ -221,7 +222,7 @@ def test_the_scaling_chart_draws_in_chromium(tmp_path):
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(path.as_uri())
-        page.wait_for_selector('[data-chart="profile-scaling"][data-drawn]', timeout=60_000)
+        page.wait_for_selector('[data-chart="profile-scaling"][data-drawn]', timeout=HANG_MS)
         legend = page.locator('[data-chart="profile-scaling"] .legend').text_content() or ""
         page.locator('[data-chart="profile-scaling"]').screenshot(path=str(tmp_path / "chart.png"))
         lines = page.locator('[data-chart="profile-scaling"] .scatterlayer .trace').count()

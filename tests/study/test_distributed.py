@@ -28,6 +28,7 @@ import psutil
 import pytest
 
 from tests import pipelines
+from tests.deadlines import HANG_S
 from tests.fakes.trials import FakeRunner
 from tests.pipelines import TUNER_SOURCE as SOURCE
 from tests.postgres_server import PostgresServer, free_port
@@ -86,7 +87,7 @@ def start_tune(path: Path, url: str, cwd: Path, *args: str) -> subprocess.Popen[
     )
 
 
-def finish(process: subprocess.Popen[str], timeout: float = 240) -> tuple[str, str]:
+def finish(process: subprocess.Popen[str], timeout: float = HANG_S) -> tuple[str, str]:
     """Waits for a tuner that must succeed; kills it (and fails) when it hangs."""
     try:
         out, err = process.communicate(timeout=timeout)
@@ -182,7 +183,7 @@ def assert_report_from_storage(url: str, cwd: Path, trials: int, recommendation:
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
@@ -296,7 +297,7 @@ def test_cli_wrong_password_exits_2_without_credentials(postgres, write_pipeline
     path = write_pipeline(pipelines.PARALLEL_SENSITIVE)
     url = postgres.url("cli", password="hunter2-Wrong")
     tuner = start_tune(path, url, tmp_path / "cli", "--trials", "2")
-    out, err = tuner.communicate(timeout=120)
+    out, err = tuner.communicate(timeout=HANG_S)
     assert tuner.returncode == 2
     assert "authentication failed for user 'tfperf'" in err
     assert_no_password(out + err, "hunter2-Wrong")
@@ -369,7 +370,7 @@ def run_fake_tuners(url: str, path: Path, tuners: int, trials: int) -> list[dict
         )
         for _ in range(tuners)
     ]
-    outputs = [finish(process, timeout=120) for process in processes]
+    outputs = [finish(process, timeout=HANG_S) for process in processes]
     return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
 
 
@@ -401,7 +402,7 @@ def fake_tuner(
 
 
 def first_running_trial(
-    url: str, tuners: list[subprocess.Popen[str]], timeout: float = 120
+    url: str, tuners: list[subprocess.Popen[str]], timeout: float = HANG_S
 ) -> tuple[subprocess.Popen[str], int]:
     """The first tuner seen measuring a trial (its knobs chosen), and that trial's number."""
     by_pid = {tuner.pid: tuner for tuner in tuners}
@@ -423,7 +424,7 @@ def kill_tree(process: subprocess.Popen) -> None:
     for child in family:
         with contextlib.suppress(psutil.NoSuchProcess):
             child.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
+    process.wait(timeout=HANG_S)
 
 
 def storage_message(url: str) -> str:

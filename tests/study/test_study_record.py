@@ -127,3 +127,10 @@ def test_a_study_begun_before_the_source_digest_reads_without_one_and_takes_the_
     claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "aa" * 32)
     with pytest.raises(SourceChangedError, match="changed since its study began"):
         claim_study(study, "pipeline.py", Objective.THROUGHPUT, "s.db", "bb" * 32)
+
+
+def test_the_emulated_step_is_stored_and_absent_for_a_real_one(study):
+    write_study(study, StudyRecord(pipeline="pipeline.py", step_time_s=0.005))
+    assert study.user_attrs["tfperf_step_time_s"] == 0.005
+    assert read_study(study).step_time_s == 0.005
+    assert "tfperf_step_time_s" not in StudyRecord(pipeline="p.py").to_attrs()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import HANG_S
 from tests.fakes.trials import FakeRunner
 from tfperf.cli.sites import describe_handover, patch_section
 from tfperf.frameworks.tensorflow import discover_sites
@@ -252,7 +253,7 @@ def test_a_script_patch_applies_and_the_patched_script_runs(tmp_path):
         cwd=tmp_path / "patch",
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
 

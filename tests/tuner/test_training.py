@@ -10,6 +10,7 @@ import math
 import optuna
 import pytest
 
+from tests.deadlines import HANG_S
 from tests.fakes.trials import fake_result
 from tests.tuner.test_guide import MACHINE, ModelRunner, _stat, with_model
 from tfperf.knobs import Choices, Fixed, Knobs
@@ -549,7 +550,7 @@ class EstimateHoldsRunner(TrainingRunner):
     def __call__(self, request, budgets, *, on_progress=None):
         if len(self.requests) == 2:
             self.second.start()
-            assert self.waiting.wait(timeout=120), "the second tuner never waited"
+            assert self.waiting.wait(timeout=HANG_S), "the second tuner never waited"
         return super().__call__(request, budgets, on_progress=on_progress)
 
 
@@ -577,7 +578,7 @@ def test_two_tuners_on_one_sqlite_study_give_the_same_answer(write_pipeline, tmp
     class LetsTheOtherMeasure(TuneListener):
         def trial_finished(self, number, outcome, best, baseline):
             if number == 2:  # refit done: the other tuner takes the lock and re-measures
-                thread.join(timeout=300)
+                thread.join(timeout=HANG_S)
 
     second = Tuner(pipeline, options, Waits(), runner=TrainingRunner(), machine=MACHINE)
     thread = threading.Thread(target=lambda: results.setdefault("second", second.run()))

@@ -412,3 +412,16 @@ def test_a_sibling_module_edited_between_runs_is_a_changed_pipeline(write_pipeli
     helper.write_text("ROWS = 128\n")
     with pytest.raises(SourceChangedError):
         tuner(load_pipeline(first.path), tmp_path, FakeRunner(), trials=3, rounds=1).run()
+
+
+def test_with_a_step_time_every_trial_emulates_it_and_probes_no_model(write_pipeline, tmp_path):
+    source = TUNER_SOURCE.replace("def make_train_step(knobs): pass\n", "")
+    pipeline = load_pipeline(write_pipeline(source), needs_step=False)
+    runner = FakeRunner()
+    tuner(pipeline, tmp_path, runner, trials=3, step_time_s=0.005).run()
+    assert runner.requests and {r.step_time_s for r in runner.requests} == {0.005}
+    assert all(r.training == () for r in runner.requests)
+    with pytest.raises(StudyMismatchError, match="measured against an emulated step of 5 ms"):
+        tuner(pipeline, tmp_path, FakeRunner(), trials=4).run()  # the model's own step now
+    with pytest.raises(StudyMismatchError, match="Resume it with --step-time 5ms"):
+        tuner(pipeline, tmp_path, FakeRunner(), trials=4, step_time_s=0.02).run()

@@ -11,8 +11,15 @@ import argparse
 from pathlib import Path
 
 from tfperf.cli.base import non_negative_int, non_negative_seconds, positive_int
+from tfperf.units import parse_duration
 
-__all__ = ["add_measurement_arguments", "add_output_arguments", "add_pipeline_argument"]
+__all__ = [
+    "add_measurement_arguments",
+    "add_output_arguments",
+    "add_pipeline_argument",
+    "add_step_time_argument",
+    "duration",
+]
 
 _Target = argparse.ArgumentParser | argparse._ArgumentGroup
 
@@ -84,3 +91,25 @@ def add_output_arguments(target: _Target, *, json_default: str, html_default: st
         help=f"where to write the HTML report (default: {html_default})",
     )
     target.add_argument("--quiet", action="store_true", help="no progress bars, only the summary")
+
+
+def add_step_time_argument(target: _Target) -> None:
+    """`--step-time DURATION`: emulate the accelerator's step by a sleep of that length."""
+    target.add_argument(
+        "--step-time",
+        type=duration,
+        default=None,
+        metavar="DURATION",
+        help="emulate the accelerator: each training step sleeps this long (e.g. 5ms, 0.02s) "
+        "instead of running the model, as DLIO and MLPerf Storage measure input; the file "
+        "then needs only make_dataset. Reports the accelerator's utilisation against "
+        "MLPerf Storage's 90%% bar and the shortest step the input keeps that busy",
+    )
+
+
+def duration(text: str) -> float:
+    """Seconds in a duration argument ("5ms", "0.02s", "20 ms"); argparse names the flag."""
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

@@ -103,7 +103,7 @@ def scaling_plan(requested: int, machine: Machine, visible: str | None = None) -
 
     `visible` is `CUDA_VISIBLE_DEVICES` as set (None: read from the environment).
     """
-    from tfperf.measure import replica_counts
+    from tfperf.measure.scaling import replica_counts
 
     if machine.has_gpu:
         gpus = _visible_gpus(len(machine.gpu_names), visible)
@@ -151,7 +151,7 @@ def measure_curve(
     progress: ProgressCallback | None = None,
 ) -> ScalingCurve:
     """Profiles each count of `plan` in a child of its own and builds the curve."""
-    from tfperf.measure import scaling_curve, scaling_point
+    from tfperf.measure.scaling import scaling_curve, scaling_point
 
     points: list[ScalingPoint] = []
     failures: list[ScalingFailure] = []
@@ -224,6 +224,7 @@ def _measure_count(
         epoch_steps=args.epoch_steps,
         layout=_layout(plan, count, args),
         strategy=strategy,
+        step_time_s=getattr(args, "step_time", None),
     )
     with _gpus_visible(plan.gpus[:count] if plan.device is ReplicaDevice.GPU else None):
         budgets = Budgets(timeout_s=args.timeout, stall_s=stall_limit(args))

@@ -19,6 +19,7 @@ from tfperf.cli._common_args import (
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
+    add_step_time_argument,
 )
 from tfperf.cli._devices import (
     add_device_arguments,
@@ -33,10 +34,12 @@ from tfperf.cli._stall import add_stall_argument, stall_limit, stall_message
 from tfperf.cli.base import (
     Command,
     knob_assignment,
+    non_negative_seconds,
     positive_float,
 )
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
+from tfperf.measure import Budget
 from tfperf.results import TrialStatus
 from tfperf.results.discovery import Discovery, describe_discovery
 
@@ -99,9 +102,30 @@ class ProfileCommand(Command):
             "(default: no limit). The measurement runs in a child process, so Ctrl-C or the "
             "timeout ends it at once whatever the pipeline is doing",
         )
+        parser.add_argument(
+            "--budget",
+            type=budget_seconds,
+            default=Budget().seconds,
+            metavar="S",
+            help=f"the time the measurement may take, e.g. 300 or 5m (default: "
+            f"{Budget().seconds:g}s; 0: none). Each phase ends after a quarter of it and the "
+            "stage analysis after a fifth, with the steps measured by then, so slow steps "
+            "are measured over fewer of them; start-up comes on top",
+        )
         add_stall_argument(parser)
         add_device_arguments(parser)
         add_scaling_argument(parser)
+        accelerator = parser.add_mutually_exclusive_group()
+        add_step_time_argument(accelerator)
+        accelerator.add_argument(
+            "--accelerator-speedup",
+            type=speedup,
+            default=None,
+            metavar="K",
+            help="predict the input wait and the accelerator's utilisation for a step K times "
+            "faster than the model's measured one (e.g. 8 for a GPU eight times faster than "
+            "this CPU), from the pipeline-only rate",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -116,17 +140,20 @@ class ProfileCommand(Command):
         framework.start(device_options(args)[0] if args.debug else None)
         # Loaded here too, not only in the child: a broken file fails in a second, with the
         # same message, before a measurement starts.
-        pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
+        pipeline = load_pipeline(
+            args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
+        )
         check_loaded(outputs, pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
-        _status(f"Profiling {args.pipeline} ({_window_words(args)} per phase)...", args)
+        _status(f"Profiling {args.pipeline} ({_window_words(args)})...", args)
         found: list[Discovery] = []
         with ProgressDisplay(enabled=not args.quiet) as progress:
             if args.debug:  # in this process, so that a failure shows its whole traceback
                 result = _profile_here(pipeline, knobs, args, progress, found)
             else:
                 result = profile_in_child(args, knobs, progress, found, pipeline)
+        result = with_utilisation(result, args)
         saved = _save(result, json_path, html_path)  # first: a Ctrl-C in --scaling keeps it
         result, (saved_json, saved_html, failed) = _scaled(result, saved, args, pipeline, knobs)
         print(render_summary(result))
@@ -184,7 +211,33 @@ def _profile_here(
         analyse_stages=not args.no_stages,
         on_discovery=found.append,
         epoch_steps=args.epoch_steps,
+        budget_s=_budget(args),
+        step_time_s=args.step_time,
     )
+
+
+def speedup(text: str) -> float:
+    """`--accelerator-speedup`: how many times faster the accelerator's step is, above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be a number above 0 (e.g. 8 for a step eight times faster), but got {text!r}"
+        )
+    return value
+
+
+def with_utilisation(result: ProfileResult, args: argparse.Namespace) -> ProfileResult:
+    """`result` with the accelerator's utilisation when `--step-time` or
+    `--accelerator-speedup` asked for it; as it is otherwise."""
+    from tfperf.results import Utilisation
+
+    if args.step_time is None and args.accelerator_speedup is None:
+        return result
+    result.utilisation = Utilisation.of(result, args.accelerator_speedup)
+    return result
 
 
 def profile_in_child(
@@ -221,6 +274,8 @@ def profile_in_child(
         epoch_steps=args.epoch_steps,
         layout=layout,
         strategy=strategy,
+        budget_s=_budget(args),
+        step_time_s=args.step_time,
     )
     stall_s = stall_limit(args)
     outcome = run_trial(
@@ -320,8 +375,21 @@ def _save(result: ProfileResult, json_path: Path, html_path: Path) -> tuple[Path
 def _window_words(args: argparse.Namespace) -> str:
     steps = f"{args.steps} measured steps"
     if args.min_seconds > 0:
-        return f"{steps}, at least {args.min_seconds:g} s,"
+        steps = f"{steps}, at least {args.min_seconds:g} s,"
+    budget = _budget(args)
+    if budget:
+        steps = f"{steps} per phase, within a budget of {budget:g} s (--budget)"
     return steps
+
+
+def budget_seconds(text: str) -> float:
+    """argparse type for `--budget`: seconds, with an optional `s` or `m` unit; 0 is none."""
+    factor = 60.0 if text.endswith("m") else 1.0
+    return factor * non_negative_seconds(text.rstrip("sm") or text)
+
+
+def _budget(args: argparse.Namespace) -> float | None:
+    return getattr(args, "budget", None) or None
 
 
 def _status(message: str, args: argparse.Namespace) -> None:

@@ -15,6 +15,7 @@ from tfperf.cli._common_args import (
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
+    add_step_time_argument,
 )
 from tfperf.cli._devices import (
     add_device_arguments,
@@ -223,6 +224,7 @@ class TuneCommand(Command):
             "(by default they run side by side, interleaved, 2 x --rounds runs)",
         )
         add_device_arguments(parser)
+        add_step_time_argument(search)
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
@@ -239,7 +241,9 @@ class TuneCommand(Command):
         from tfperf.cli._reorder import reorder_when_asked
         from tfperf.cli.sites import find_sites
 
-        pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
+        pipeline = load_pipeline(
+            args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
+        )
         pipeline = find_sites(pipeline, quiet=args.quiet)
         check_loaded(outputs.named(args), pipeline)
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
@@ -282,6 +286,7 @@ class TuneCommand(Command):
             prune=args.prune,
             layout=layout,
             strategy=strategy,
+            step_time_s=args.step_time,
         )
 
 
@@ -370,10 +375,16 @@ def _finish(tuner: Tuner, result: TuneResult, pipeline: PipelineFile, outputs: _
     from tfperf.cli._gpu_memory import recommended_gpu_memory
     from tfperf.cli.sites import patch_section
     from tfperf.report import render_tune_summary
+    from tfperf.units import format_seconds
 
     json_path, failed = _save_json(result, outputs.json)
     html_path = _report_or_note(tuner, outputs.html, result)
     print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
+    if (step_s := tuner.options.step_time_s) is not None:
+        print(
+            f"\nEvery trial ran against an emulated {format_seconds(step_s)} step (--step-time): "
+            "these rates are what the input sustains feeding an accelerator of that step."
+        )
     if gpu_memory := recommended_gpu_memory(tuner.ledger.study, result):
         print(f"\n{gpu_memory}")
     patch = patch_section(pipeline, result, outputs.patch)

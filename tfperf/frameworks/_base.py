@@ -162,8 +162,14 @@ class Framework(abc.ABC):
         return contextlib.nullcontext()
 
     @abc.abstractmethod
-    def load(self, path: str | Path, argv: Sequence[str] = ()) -> Pipeline:
-        """Loads a pipeline file or training script, checked against the contract."""
+    def load(
+        self, path: str | Path, argv: Sequence[str] = (), *, needs_step: bool = True
+    ) -> Pipeline:
+        """Loads a pipeline file or training script, checked against the contract.
+
+        `needs_step` False: the training step will be emulated (`profile(..., step_time_s=)`),
+        so a file that builds only its input, with no model or step, is accepted.
+        """
 
     @abc.abstractmethod
     def build(
@@ -187,7 +193,12 @@ class Framework(abc.ABC):
     def profile(
         self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
     ) -> ProfileResult:
-        """Measures `pipeline` under `knobs` end to end, the input alone and the step alone."""
+        """Measures `pipeline` under `knobs` end to end, the input alone and the step alone.
+
+        The options are `tfperf.measure.profile`'s; with `step_time_s`, the step is emulated
+        (a sleep of that length per batch, `tfperf.measure.EmulatedStep`) and no model is
+        built.
+        """
 
     @abc.abstractmethod
     def probe_training(

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from tfperf.measure._analysis import (
     CONTENTION_AT,
+    attribute_restarts,
     stage_report,
     with_added_costs,
 )
 from tfperf.measure._bottleneck import checked_against
+from tfperf.measure._emulated import (
+    EmulatedStep,
+)
 from tfperf.measure._model import (
     THREAD_CAP,
     InputCpu,
@@ -44,18 +48,16 @@ from tfperf.measure._restarts import (
     EpochInfo,
     restart_stage,
 )
-from tfperf.measure._scaling import (
-    replica_counts,
-    scaling_curve,
-    scaling_point,
-)
 from tfperf.measure._window import (
+    Budget,
     window_steps,
 )
 
 __all__ = [
     "CONTENTION_AT",
     "THREAD_CAP",
+    "Budget",
+    "EmulatedStep",
     "EpochInfo",
     "InputCpu",
     "PipelineModel",
@@ -64,6 +66,7 @@ __all__ = [
     "ProgressCallback",
     "Restarts",
     "StageCost",
+    "attribute_restarts",
     "batch_examples",
     "checked_against",
     "input_cpu_s_per_example",
@@ -74,11 +77,8 @@ __all__ = [
     "profile",
     "profile_limit",
     "profile_restarts",
-    "replica_counts",
     "restart_stage",
     "revise_limit",
-    "scaling_curve",
-    "scaling_point",
     "stage_costs",
     "stage_report",
     "synchronise",

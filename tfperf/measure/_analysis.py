@@ -20,7 +20,15 @@ from tfperf.measure import _restarts as restarts
 # The stage figures moved to `_bottleneck`; re-exported for callers that import them from here.
 from tfperf.measure._bottleneck import stage_report as stage_report
 from tfperf.measure._bottleneck import with_added_costs as with_added_costs
-from tfperf.results import Phase, PhaseResult, StepRecord, StepTimeStats, Verdict, Warmup
+from tfperf.results import (
+    Phase,
+    PhaseResult,
+    ProfileResult,
+    StepRecord,
+    StepTimeStats,
+    Verdict,
+    Warmup,
+)
 from tfperf.results.stages import RestartCost
 
 #: Wait share of step time at or above which input is the main problem (TensorBoard: 20%).
@@ -214,15 +222,34 @@ def advise(
     """One or two sentences of advice that follow from the measured numbers.
 
     With `restart` (the dataset restarted in the window), the wait share is the one weighed by
-    a real epoch; when restarts dominate it, the advice is about restarts, never prefetch.
+    a real epoch; when restarts dominate it, the advice is about restarts and the stage they
+    wait for, whatever the verdict (which then follows the wait between restarts).
     """
     dominant = restart is not None and restarts.restart_dominates(restart)
-    if restart is not None and dominant and verdict is not Verdict.COMPUTE_BOUND:
+    if restart is not None and dominant:
         return restarts.restart_advice(restart) + _contention(end_to_end, compute_only)
     wait = end_to_end.input_wait_fraction if restart is None else restart.weighted_wait_fraction
     main = _main_advice(verdict, wait, end_to_end, pipeline_only, compute_only, knobs)
     note = restarts.restart_note(restart) if restart is not None else ""
     return main + note + _contention(end_to_end, compute_only)
+
+
+def attribute_restarts(result: ProfileResult) -> ProfileResult:
+    """`result` with its restarts attributed to the stage measured late after a fresh start
+    (its stage analysis's first-element times), and its verdict and advice written anew.
+
+    Unchanged when it has no restarts or no stage analysis.
+    """
+    if result.restarts is None or result.stages is None:
+        return result
+    cost = restarts.attribute(result.restarts, result.stages.stages)
+    wait = restarts.verdict_wait(result.end_to_end, cost)
+    verdict = classify(wait)
+    phases = (result.end_to_end, result.pipeline_only, result.compute_only)
+    advice = advise(verdict, *phases, result.knobs, cost)
+    return dataclasses.replace(
+        result, restarts=cost, verdict=verdict, input_wait_fraction=wait, advice=advice
+    )
 
 
 def _main_advice(

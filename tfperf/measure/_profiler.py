@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -29,6 +30,7 @@ from tfperf.knobs import Knobs
 from tfperf.measure import _analysis as analysis
 from tfperf.measure import _restarts as restarts
 from tfperf.measure._batches import ShapeSampler
+from tfperf.measure._emulated import EmulatedStep
 from tfperf.measure._recorder import (
     PhaseRecorder,
     Progress,
@@ -136,6 +138,7 @@ class Profiler:
         steps: int | None = None,
         phase: Phase = Phase.END_TO_END,
         min_seconds: float = 0.0,
+        max_seconds: float | None = None,
     ) -> Iterator[Any]:
         """Yields batches from `data`, timing how long each one takes to arrive.
 
@@ -146,6 +149,8 @@ class Profiler:
             min_seconds: with `steps`, the measured window also lasts at least this long
                 (more steps are taken until it does), so a fast pipeline is not timed over a
                 fraction of a second.
+            max_seconds: the phase ends once it has run this long, warm-up included, whatever
+                `steps` and `min_seconds` ask (see `PhaseRecorder`); None: no limit.
 
         Raises:
             EmptyDatasetError: `data` (or a later epoch of it) yields nothing.
@@ -157,7 +162,9 @@ class Profiler:
             raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
         if min_seconds < 0:
             raise ValueError(f"`min_seconds >= 0` must hold, but got min_seconds={min_seconds}")
-        recorder = PhaseRecorder(phase, self.warmup, self.warmup_rule, steps, min_seconds)
+        recorder = PhaseRecorder(
+            phase, self.warmup, self.warmup_rule, steps, min_seconds, max_seconds
+        )
         self._phases[phase] = recorder
         return self._iterate(data, steps, recorder)
 
@@ -179,7 +186,7 @@ class Profiler:
         compute_only = phases.get(Phase.COMPUTE_ONLY)
         pipeline_only = phases.get(Phase.PIPELINE_ONLY)
         restart = restarts.restart_cost(end_to_end, self.epoch)
-        wait = end_to_end.input_wait_fraction if restart is None else restart.weighted_wait_fraction
+        wait = restarts.verdict_wait(end_to_end, restart)
         verdict = analysis.classify(wait)
         host = next((p for p in self.probes if isinstance(p, HostProbe) and p.available), None)
         nvml = next((p for p in self.probes if isinstance(p, NvmlProbe)), None)
@@ -315,6 +322,8 @@ def profile(
     progress: ProgressCallback | None = None,
     epoch: restarts.EpochInfo | None = None,
     sync: Callable[[Any], None] = synchronise,
+    max_seconds: float | None = None,
+    step_time_s: float | None = None,
 ) -> ProfileResult:
     """Measures one configuration three ways: end to end, pipeline only, compute only.
 
@@ -332,6 +341,12 @@ def profile(
             the dataset's restarts is weighed; None counts one pass of `dataset`.
         sync: blocks until a step's outputs exist (a framework's `Input.sync`); the default
             calls `.numpy()` on every leaf that has one.
+        max_seconds: each phase ends once it has run this long (its share of a time budget,
+            `tfperf.measure._window.phase_seconds`); None: no limit.
+        step_time_s: emulate the accelerator: `train_step` is replaced by a sleep of this
+            many seconds per batch (`EmulatedStep`, the DLIO / MLPerf Storage method). A
+            `train_step` that is an `EmulatedStep` is emulated as well; either way the result
+            records the step's length (`emulated_step_s`).
 
     Returns:
         A `ProfileResult` with the verdict, the three throughputs and memory figures.
@@ -341,6 +356,10 @@ def profile(
     """
     if steps < 1:
         raise ValueError(f"`steps >= 1` must hold, but got steps={steps}")
+    if step_time_s is not None:
+        train_step = EmulatedStep(step_time_s)
+    if isinstance(train_step, EmulatedStep):
+        sync = train_step.sync
     profiler = Profiler(
         warmup=warmup,
         pipeline=pipeline,
@@ -352,23 +371,22 @@ def profile(
         sync=sync,
     )
     with profiler:
-        batches = profiler.iterate(dataset, steps=steps, min_seconds=min_seconds)
+        window = functools.partial(
+            profiler.iterate, steps=steps, min_seconds=min_seconds, max_seconds=max_seconds
+        )
+        batches = window(dataset)
         _run_steps(profiler, batches, train_step, sampler=profiler.shapes)
         if measure_pipeline:
-            pipeline_only = profiler.iterate(
-                dataset, steps=steps, min_seconds=min_seconds, phase=Phase.PIPELINE_ONLY
-            )
+            pipeline_only = window(dataset, phase=Phase.PIPELINE_ONLY)
             for _ in pipeline_only:
                 profiler.mark_step()
         if measure_compute:
-            replayed = profiler.iterate(
-                profiler.shapes.replay(),
-                steps=steps,
-                min_seconds=min_seconds,
-                phase=Phase.COMPUTE_ONLY,
-            )
+            replayed = window(profiler.shapes.replay(), phase=Phase.COMPUTE_ONLY)
             _run_steps(profiler, replayed, train_step)
-    return profiler.result()
+    result = profiler.result()
+    if isinstance(train_step, EmulatedStep):
+        result.emulated_step_s = train_step.seconds
+    return result
 
 
 def _run_steps(

@@ -13,6 +13,7 @@ from typing import Any
 
 from tfperf.errors import InputPipelineError
 from tfperf.measure import _analysis as analysis
+from tfperf.measure._window import MIN_BUDGET_STEPS
 from tfperf.results import Phase, PhaseResult, StepRecord
 
 
@@ -40,6 +41,9 @@ class PhaseRecorder:
     `target` measured steps (None: as many as the data holds) and `min_seconds` of measured
     window make the phase `complete`, whichever comes last, as `timeit` autoranges: a fast
     pipeline's window is stretched to a length the clock and the host's noise allow.
+    `max_seconds` (the phase's share of the profile's budget) ends it sooner: once the phase
+    has run that long, warm-up included, with at least `MIN_BUDGET_STEPS` measured steps
+    (warm-up is ended at half of it if step times have not settled by then).
     """
 
     def __init__(
@@ -49,10 +53,13 @@ class PhaseRecorder:
         rule: analysis.WarmupRule,
         target: int | None,
         min_seconds: float = 0.0,
+        max_seconds: float | None = None,
     ) -> None:
         self.phase = phase
         self.target = target
         self.min_seconds = min_seconds
+        self.max_seconds = max_seconds
+        self.cut_by_budget = False
         self.fixed_warmup = warmup
         self.rule = rule
         self.steps: list[tuple[float, float, float, int, int]] = []
@@ -72,6 +79,18 @@ class PhaseRecorder:
         else:
             times = [wait + compute for _, wait, compute, _, _ in self.steps]
             self.warmup_end = analysis.detect_warmup_end(times, self.rule)
+        if self.warmup_end is None and self._over_budget(0.5):
+            self.warmup_end = (len(self.steps), False)
+
+    def elapsed_seconds(self) -> float:
+        """From the phase's first request to its last step's end, warm-up included."""
+        if not self.steps:
+            return 0.0
+        last_start, last_wait, last_compute, _, _ = self.steps[-1]
+        return last_start + last_wait + last_compute - self.steps[0][0]
+
+    def _over_budget(self, share: float = 1.0) -> bool:
+        return self.max_seconds is not None and self.elapsed_seconds() >= share * self.max_seconds
 
     @property
     def measured_steps(self) -> int:
@@ -97,7 +116,14 @@ class PhaseRecorder:
         return sum(step[3] for step in self.measured()) / seconds
 
     def complete(self) -> bool:
-        """Whether the window holds `target` measured steps and lasts `min_seconds`."""
+        """Whether the window holds `target` measured steps and lasts `min_seconds`, or the
+        phase has used its `max_seconds` with at least `MIN_BUDGET_STEPS` measured."""
+        if self._over_budget() and self.measured_steps >= MIN_BUDGET_STEPS:
+            self.cut_by_budget = self.cut_by_budget or not self._asked_for_done()
+            return True
+        return self._asked_for_done()
+
+    def _asked_for_done(self) -> bool:
         if self.target is None or self.measured_steps < self.target:
             return False
         return self.measured_seconds() >= self.min_seconds
@@ -111,9 +137,11 @@ class PhaseRecorder:
             StepRecord(start_s=s, wait_s=w, compute_s=c, examples=n, epoch=e, warmup=i < end)
             for i, (s, w, c, n, e) in enumerate(self.steps)
         ]
-        return analysis.summarise_phase(
+        result = analysis.summarise_phase(
             self.phase, records, self.time_to_first_batch_s, converged, self.epochs_crossed
         )
+        result.cut_by_budget = self.cut_by_budget
+        return result
 
 
 def batch_examples(batch: Any) -> int:

@@ -7,6 +7,18 @@ training on the real data does, so its raw wait share says more about the window
 training. Here the restart steps are taken out (`StepRecord.epoch` says where the dataset
 restarted), the steady wait is measured without them, and the restart cost is folded back in
 once per *real* epoch. Pure functions on plain records: tests assert exact figures.
+
+Which stage a restart waits for is measured where the stage analysis ran (`attribute`): each
+cut pipeline's time to its first element after a fresh start, less the time of the cut below
+it, is that stage's own share of the wait; the largest share names the stage, and the advice
+follows from it (a parallel map for a map written on one thread, not a smaller shuffle buffer
+for a shuffle of four file names). Without the stage analysis the stage is read off the stage
+graph (`restart_stage`), and the report says so.
+
+Restarts are what `repeat()` (or a cache of the expensive stages) removes, so when they
+dominate the wait the verdict follows the wait between restarts (`verdict_wait`): a pipeline
+that keeps up between restarts is not called input-bound for its restarts; the advice says
+what they cost.
 """
 
 from __future__ import annotations
@@ -18,7 +30,25 @@ from collections.abc import Sequence
 
 from tfperf.frameworks import StageNode
 from tfperf.results import PhaseResult, StepRecord
-from tfperf.results.stages import EpochSource, RestartCost, StageKind
+from tfperf.results.stages import EpochSource, RestartCost, StageKind, StageStat
+
+#: Fewer steps than this in an epoch leaves no steady part to measure: such an epoch is
+#: all start-up, whatever one buffer holds.
+SHORT_EPOCH_STEPS = 3
+#: An epoch whose early steps (after the restart step) still wait this many times as long as
+#: its late steps never settled: the pipeline ramps up through the whole epoch, rather than
+#: refilling one buffer at the restart and running steadily after it.
+RAMP_FACTOR = 2.0
+
+#: Kinds that pass elements on without making them: never the stage a restart waits for.
+_PASSES_ON = frozenset({StageKind.PREFETCH, StageKind.REPEAT, StageKind.TAKE, StageKind.SKIP})
+
+#: Kinds whose work a parallelism argument spreads over threads, and that argument's name.
+_PARALLEL_ARGUMENT = {
+    StageKind.MAP: "num_parallel_calls",
+    StageKind.INTERLEAVE: "num_parallel_calls",
+    StageKind.READ: "num_parallel_reads",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +111,7 @@ def restart_cost(phase: PhaseResult, epoch: EpochInfo | None = None) -> RestartC
     weighted_wait = steady_wait + per_restart / steps
     window_wait = math.fsum(records[i].wait_s for i in measured)
     examples_per_step = statistics.fmean(records[i].examples for i in measured)
+    observed = observed_epoch_steps(records)
     return RestartCost(
         restarts=len(restarts),
         seconds_per_restart=per_restart,
@@ -93,30 +124,125 @@ def restart_cost(phase: PhaseResult, epoch: EpochInfo | None = None) -> RestartC
         epoch_steps=steps,
         epoch_source=source,
         weighted_examples_per_sec=_share(examples_per_step, weighted_wait + compute),
+        short_epoch=never_steady(records, observed),
     )
+
+
+def never_steady(records: Sequence[StepRecord], epoch_steps: int | None) -> bool:
+    """Whether an epoch of `epoch_steps` steps is too short to reach a steady state.
+
+    True when it has fewer than `SHORT_EPOCH_STEPS` steps, or when the measured steps of its
+    first half (the restart step left out) wait over `RAMP_FACTOR` times as long as those of
+    its second half: the wait falls through the whole epoch instead of settling.
+    """
+    if epoch_steps is None:
+        return False
+    if epoch_steps < SHORT_EPOCH_STEPS:
+        return True
+    early: list[float] = []
+    late: list[float] = []
+    position = -1
+    for index, record in enumerate(records):
+        position = 0 if index and record.epoch != records[index - 1].epoch else position + 1
+        if record.warmup or position == 0:  # a restart's own wait is measured apart
+            continue
+        (early if position <= epoch_steps // 2 else late).append(record.wait_s)
+    if not early or not late:
+        return False
+    return statistics.fmean(early) > RAMP_FACTOR * statistics.fmean(late)
+
+
+def attribute(cost: RestartCost, stages: Sequence[StageStat]) -> RestartCost:
+    """`cost` with its stage measured: the stage whose own share of the time to the first
+    element after a fresh start is largest (see the module docstring).
+
+    A batch of B waits for B elements of the stage below: B - 1 of them at that stage's
+    steady rate, which is that stage's share, not the batch's. Stages without a measured
+    first element are skipped; `cost` comes back unchanged when no stage has one. Stages that
+    only pass elements on (`prefetch`, `repeat`, `take`, `skip`) are never named: what they
+    seem to add is noise, as in the stage analysis's limiting stage.
+    """
+    own: dict[int, float] = {}
+    below: StageStat | None = None
+    reached = 0.0
+    for stage in stages:
+        if stage.first_element_s is None:
+            continue
+        carried = _gathered_s(stage, below)
+        own[stage.index] = stage.first_element_s - reached - carried
+        if below is not None:
+            own[below.index] += carried
+        reached, below = stage.first_element_s, stage
+    passing = {s.index for s in stages if s.kind in _PASSES_ON}
+    candidates = [index for index in own if index not in passing]
+    if not candidates:
+        return cost
+    index = max(candidates, key=lambda i: own[i])
+    late = next(stage for stage in stages if stage.index == index)
+    return dataclasses.replace(
+        cost,
+        stage=late.label,
+        stage_kind=late.kind,
+        measured=True,
+        stage_own_s=max(0.0, own[index]),
+        stage_sequential=_sequential(late),
+    )
+
+
+def _gathered_s(stage: StageStat, below: StageStat | None) -> float:
+    size = stage.parameters.get("batch_size")
+    rate = below.elements_per_sec if below is not None else None
+    if stage.kind is not StageKind.BATCH or not isinstance(size, int) or not rate:
+        return 0.0
+    return (size - 1) / rate
+
+
+def _sequential(stage: StageStat) -> bool:
+    """A map or read written without parallelism (absent or 1), so one thread runs it."""
+    argument = _PARALLEL_ARGUMENT.get(stage.kind)
+    if argument is None:
+        return False
+    value = stage.parameters.get(argument)
+    return value is None or value in (0, 1)
+
+
+def verdict_wait(end_to_end: PhaseResult, cost: RestartCost | None) -> float:
+    """The wait share the verdict follows: weighed by the real epoch, but the wait between
+    restarts when restarts dominate (they are what `repeat()` or `cache()` removes)."""
+    if cost is None:
+        return end_to_end.input_wait_fraction
+    if restart_dominates(cost):
+        return cost.steady_wait_fraction
+    return cost.weighted_wait_fraction
 
 
 def restart_dominates(cost: RestartCost) -> bool:
     """Whether restarts cost more wait per real epoch than the steady steps do."""
-    return cost.seconds_per_restart / cost.epoch_steps > cost.steady_wait_s_per_step
+    return cost.dominates
 
 
 def restart_advice(cost: RestartCost) -> str:
     """Advice when the wait is mostly restarts: what refills, and how to avoid restarting."""
     share = f"{cost.weighted_wait_fraction:.0%}"
     what = _what_refills(cost)
+    refill = cost.stage_kind in (StageKind.SHUFFLE, StageKind.CACHE) and not cost.short_epoch
+    prefetch = (
+        " Prefetch does not help here: the stall is the pipeline filling again, not input "
+        "failing to overlap."
+        if refill or cost.stage is None
+        else ""
+    )
     return (
         f"Steps wait for input {share} of the time over a real epoch of {cost.epoch_steps:,} "
         f"steps ({_source(cost)}), almost all of it at restarts: each restart of the dataset "
         f"costs {cost.seconds_per_restart:.3g} s while {what}; between restarts steps wait "
-        f"{cost.steady_wait_fraction:.0%} of the time. {_restart_fix(cost)} Prefetch does not "
-        "help here: the stall is the pipeline filling again, not input failing to overlap."
+        f"{cost.steady_wait_fraction:.0%} of the time. {_restart_fix(cost)}{prefetch}"
     )
 
 
 def restart_note(cost: RestartCost) -> str:
     """One sentence on restarts that do not dominate the wait: their cost, and their weight."""
-    where = f" while {cost.stage} fills again" if cost.stage else ""
+    where = cost.waiting_on
     return (
         f" The dataset restarted {cost.restarts} time{'s' * (cost.restarts != 1)} in this "
         f"window ({cost.seconds_per_restart:.3g} s each{where}, "
@@ -127,8 +253,16 @@ def restart_note(cost: RestartCost) -> str:
 
 
 def _what_refills(cost: RestartCost) -> str:
+    late = _late(cost)
+    if cost.short_epoch:
+        return (
+            "an epoch is too short for the pipeline to reach a steady state (its steps wait "
+            "less and less until the next restart), so each epoch is mostly start-up" + late
+        )
     if cost.stage is None:
         return "the pipeline fills again"
+    if cost.measured and cost.stage_kind not in (StageKind.SHUFFLE, StageKind.CACHE):
+        return f"{cost.stage} is late with its first elements" + late
     if cost.stage_kind is StageKind.SHUFFLE:
         return f"{cost.stage} refills its buffer"
     if cost.stage_kind is StageKind.CACHE:
@@ -142,7 +276,19 @@ _REPEAT = (
 )
 
 
+def _late(cost: RestartCost) -> str:
+    if not cost.measured or cost.stage_own_s is None:
+        return ""
+    return f" ({cost.stage} adds {cost.stage_own_s:.3g} s of the wait after a fresh start)"
+
+
 def _restart_fix(cost: RestartCost) -> str:
+    argument = _PARALLEL_ARGUMENT.get(cost.stage_kind) if cost.stage_kind else None
+    if cost.stage_sequential and argument is not None:
+        return (
+            f"Give {cost.stage} {argument}=tf.data.AUTOTUNE: it runs on one thread, so after "
+            f"every restart its elements come one at a time; {_REPEAT[0].lower()}{_REPEAT[1:]}."
+        )
     if cost.stage_kind is StageKind.SHUFFLE:
         return (
             f"{_REPEAT} (repeat() before shuffle() keeps the buffer full across epochs); or "

@@ -60,7 +60,8 @@ _PURPOSE = {
 
 @dataclasses.dataclass(frozen=True)
 class Contract:
-    """What a pipeline module provides, checked. One of the two training functions is set.
+    """What a pipeline module provides, checked. One of the two training functions is set,
+    unless the contract was checked for an emulated step (`needs_step` False).
 
     Every function is callable with the knobs: one the file defines without a parameter is
     wrapped to drop them, and its name is in `without_knobs`. `plain` is True when
@@ -81,8 +82,11 @@ class Contract:
         return "make_dataset" in self.without_knobs
 
 
-def check_contract(module: types.ModuleType, shown: str) -> Contract:
+def check_contract(module: types.ModuleType, shown: str, *, needs_step: bool = True) -> Contract:
     """Checks what an executed pipeline module defines; `shown` names the file in messages.
+
+    `needs_step` False accepts a file with `make_dataset` alone: its training step is emulated
+    (`--step-time`), so no model is built.
 
     Raises:
         PipelineFileError: a required function is missing, not callable or cannot take the
@@ -95,7 +99,7 @@ def check_contract(module: types.ModuleType, shown: str) -> Contract:
     others = without if plain else None
     make_model = _function(module, "make_model", shown, required=False, without=others)
     make_train_step = _function(module, "make_train_step", shown, required=False, without=others)
-    if make_model is None and make_train_step is None:
+    if needs_step and make_model is None and make_train_step is None:
         raise PipelineFileError(_no_training_message(module, shown))
     baseline, has_baseline = _baseline(module, shown)
     search_space = _search_space(module, shown)
@@ -396,6 +400,8 @@ def _no_training_message(module: types.ModuleType, shown: str) -> str:
         "  - `make_train_step(knobs)` returning a callable that tfperf runs on each batch (e.g. "
         "a `tf.function` doing one optimizer step).\n"
         f"{_functions_found(module)}{_did_you_mean(module, ['make_model', 'make_train_step'])}"
+        "\nTo measure the input alone feeding an accelerator of a known step time, give "
+        "`--step-time` (e.g. `--step-time 5ms`): it needs no model."
     )
 
 

@@ -77,9 +77,10 @@ class PipelineKind(str, Enum):
 class PipelineFile:
     """A loaded pipeline file whose contract has been checked, or a training script.
 
-    For a pipeline file, `make_model` or `make_train_step` may be None, never both; each function
-    takes the knobs (`without_knobs` names those the file defines without them, which ignore the
-    knobs they are passed). `baseline` is `Knobs()` when the file has no `BASELINE` (then
+    For a pipeline file, `make_model` or `make_train_step` may be None, never both unless it was
+    loaded for an emulated step (`needs_step` False); each function takes the knobs
+    (`without_knobs` names those the file defines without them, which ignore the knobs they are
+    passed). `baseline` is `Knobs()` when the file has no `BASELINE` (then
     `has_baseline` is False); `search_space` is empty without a `SEARCH_SPACE`, and fixes the knobs
     only code applies when the code takes none (`kind` PLAIN or SCRIPT). A script has no module and
     no functions. `argv` is what the file sees after its own path in `sys.argv`. `discovery` holds
@@ -148,12 +149,16 @@ def check_source(path: str | Path) -> Path:
     return file
 
 
-def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
+def load_pipeline(
+    path: str | Path, argv: Sequence[str] = (), *, needs_step: bool = True
+) -> PipelineFile:
     """Imports the pipeline file at `path` and checks its contract.
 
     Args:
         path: The user's .py file.
         argv: Arguments the file sees in `sys.argv[1:]` while it is imported and called.
+        needs_step: False when the training step is emulated (`--step-time`): a file with
+            `make_dataset` alone is then a whole pipeline file.
 
     Raises:
         PipelineFileError: the file is missing, not Python, not UTF-8, has a syntax error,
@@ -171,7 +176,7 @@ def load_pipeline(path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
     with framework.import_guard(tree, file, shown):  # training reached on import stops it
         module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
-        checked = check_contract(module, shown)
+        checked = check_contract(module, shown, needs_step=needs_step)
     except BaseException:
         sys.modules.pop(module.__name__, None)
         raise

@@ -31,8 +31,10 @@ from tfperf.report import _study_charts as sc
 from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._alt import TextAlternative, text_alternative
+from tfperf.report._buffers import buffer_rows, buffers_summary
 from tfperf.report._distribution import distribution_rows
 from tfperf.report._text import order_flag
+from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.report._words import knob_value
 from tfperf.units import format_bytes, format_seconds
 
@@ -183,6 +185,8 @@ def profile_section(
         "memory": rc.memory_chart(result),
         "cpu": rc.cpu_chart(result),
         "gpu_memory": result.gpu_memory_advice(),
+        "buffers": buffer_rows(result.memory) if result.memory is not None else [],
+        "buffers_summary": buffers_summary(result.memory) if result.memory is not None else "",
         "distribution": (
             distribution_rows(result.distribution) if result.distribution is not None else []
         ),
@@ -191,6 +195,8 @@ def profile_section(
             if (ratio := result.end_to_end_over_pipeline) is not None
             else None
         ),
+        "emulated": emulated_note(result),
+        "utilisation": utilisation_words(result),
     }
     section["memory_chart"] = charts.add(f"{prefix}-memory", rc.memory_figure(section["memory"]))
     waterfall = pc.stage_waterfall(result)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from tfperf.knobs import format_value
+from tfperf.report._buffers import buffers_text
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
+from tfperf.report._utilisation import utilisation_text
 from tfperf.report._words import knob_value
 from tfperf.results import RATE_NOISE, PhaseResult, ProfileResult, Verdict
 from tfperf.results.stages import (
@@ -33,13 +35,16 @@ def render_summary(result: ProfileResult) -> str:
     sections = [
         _verdict(result),
         _throughput(result),
+        utilisation_text(result),
         distribution_text(result),
         _restarts(result.restarts) if result.restarts is not None else "",
         _batch_shapes(result.batch_shapes),
         _stages(result.stages) if result.stages is not None else "",
         _limit_line(result),
         _warmup(result),
+        _budget(result),
         _memory(result),
+        buffers_text(result.memory) if result.memory is not None else "",
         gpu_memory_text(result),
         _autotune(result, result.autotune) if result.autotune is not None else "",
         _scaling(result),
@@ -113,15 +118,36 @@ def _ceiling(speedup: float) -> str:
 
 
 def _restarts(cost: RestartCost) -> str:
-    where = f" while {cost.stage} fills again" if cost.stage else ""
+    where = cost.waiting_on
     times = f"{cost.restarts} time{'s' * (cost.restarts != 1)}"
     return (
         f"Restarts: the finite dataset restarted {times} in the window, each costing "
         f"{format_seconds(cost.seconds_per_restart)}{where} ({cost.window_wait_share:.0%} of the "
         f"window's wait).\n  Wait share between restarts {cost.steady_wait_fraction:.1%}; with "
         f"one restart per real epoch of {cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
-        f"{cost.weighted_wait_fraction:.1%}, the figure the verdict follows."
+        f"{cost.weighted_wait_fraction:.1%}, {_follows(cost)}"
     )
+
+
+def _follows(cost: RestartCost) -> str:
+    """Which wait share the verdict follows, and how the restart's stage was found."""
+    found = ""
+    if cost.measured and cost.stage and cost.stage_own_s is not None:
+        found = (
+            f"\n  {cost.stage} is the stage a restart waits for: measured, it adds "
+            f"{format_seconds(cost.stage_own_s)} to the first batch after a fresh start."
+        )
+    elif cost.stage:
+        found = (
+            f"\n  {cost.stage} is read off the stage graph, not measured: the stage analysis "
+            "(without --no-stages) measures which stage a restart waits for."
+        )
+    if cost.dominates:
+        return (
+            "but restarts dominate it and repeat() or cache() removes them, so the verdict "
+            "follows the wait between restarts." + found
+        )
+    return "the figure the verdict follows." + found
 
 
 _EPOCH = {
@@ -322,3 +348,21 @@ def _limit_line(result: ProfileResult) -> str:
         f"Limit: {limit.examples_per_sec:,.0f} examples/s, {limit.bound_words}.\n"
         f"  {limit.explanation}"
     )
+
+
+def _budget(result: ProfileResult) -> str:
+    """The time budget the measurement was sized to, and the phases it cut short."""
+    if not result.budget_s:
+        return ""
+    cut = [phase for phase in result.phases() if phase.cut_by_budget]
+    line = (
+        f"Budget: measured within {result.budget_s:g} s (--budget; start-up not counted): "
+        "each phase may take a quarter of it, the stage analysis a fifth."
+    )
+    if cut:
+        names = ", ".join(f"{p.phase.value.replace('_', ' ')} after {p.steps} steps" for p in cut)
+        line += (
+            f"\n  The budget ended {names}, before the steps asked for: the window was sized "
+            "by the measured step time. A larger --budget measures more steps."
+        )
+    return line

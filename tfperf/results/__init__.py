@@ -1,11 +1,12 @@
 """What tfperf measured and found, as plain records that round-trip through JSON.
 
 Everything the report layer reads lives here, with no TensorFlow and no Optuna. This face
-holds a profile (`ProfileResult`, its phases, memory and CPU), the limit, and how a trial ended
-(`TrialStatus`, `TrialOutcome`); one public module per further concept holds the rest:
-`tfperf.results.stages` (the stage analysis), `tfperf.results.scaling` (scaling runs and
-distribution), `tfperf.results.discovery` (call sites a build found) and
-`tfperf.results.tune` (a tuning run: `TuneResult`, `Measurement`, `Reference`).
+holds a profile (`ProfileResult`, its phases, memory and CPU), the limit, the accelerator's
+utilisation (`Utilisation`) and how a trial ended (`TrialStatus`, `TrialOutcome`); one public
+module per further concept holds the rest: `tfperf.results.stages` (the stage analysis),
+`tfperf.results.scaling` (scaling runs and distribution), `tfperf.results.discovery` (call
+sites a build found) and `tfperf.results.tune` (a tuning run: `TuneResult`, `Measurement`,
+`Reference`).
 """
 
 from __future__ import annotations
@@ -45,8 +46,15 @@ from tfperf.results._trial import (
     TrialOutcome,
     TrialStatus,
 )
+from tfperf.results._utilisation import (
+    MLPERF_STORAGE_BAR,
+    StepSource,
+    Utilisation,
+    UtilisationPoint,
+)
 
 __all__ = [
+    "MLPERF_STORAGE_BAR",
     "RATE_NOISE",
     "CpuUsage",
     "Environment",
@@ -62,11 +70,14 @@ __all__ = [
     "PhaseResult",
     "ProfileResult",
     "StepRecord",
+    "StepSource",
     "StepTimeStats",
     "TimedValue",
     "TrainingRate",
     "TrialOutcome",
     "TrialStatus",
+    "Utilisation",
+    "UtilisationPoint",
     "Verdict",
     "Warmup",
     "gpu_memory_advice",

@@ -22,7 +22,9 @@ from tfperf.errors import ResultFileError
 from tfperf.results._distribution import Distribution
 from tfperf.results._json import JsonRecord
 from tfperf.results._limit import RATE_NOISE, Limit, TrainingRate
+from tfperf.results._memory import MemoryAccount
 from tfperf.results._scaling import ScalingCurve
+from tfperf.results._utilisation import Utilisation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,6 +109,8 @@ class PhaseResult:
     warmup: Warmup
     epochs_crossed: int
     records: list[StepRecord]
+    #: The profile's time budget ended this phase before the steps it asked for were measured.
+    cut_by_budget: bool = False
 
 
 @dataclasses.dataclass
@@ -225,6 +229,9 @@ class StageStat:
         note: why figures are missing, or a caveat about them; None when there is none.
         calls_python: its function runs Python per element (tf.numpy_function or
             tf.py_function), so every call takes the GIL, whatever its parallelism.
+        first_element_s: seconds from a fresh start of the cut pipeline to its first
+            element: what a restart of the dataset waits for up to this stage; None when not
+            measured.
     """
 
     index: int
@@ -243,6 +250,7 @@ class StageStat:
     duration_s: float
     note: str | None = None
     calls_python: bool = False
+    first_element_s: float | None = None
 
 
 @dataclasses.dataclass
@@ -374,6 +382,16 @@ class RestartCost:
         epoch_steps: steps (batches) in one real epoch.
         epoch_source: where `epoch_steps` came from.
         weighted_examples_per_sec: end-to-end examples/s with the restart weighed by the epoch.
+        measured: True when `stage` is the stage whose output was measured late after a
+            fresh start (the stage analysis's first-element times); False when it was taken
+            from the stage graph alone (no stage analysis ran).
+        stage_own_s: that stage's own share of the time to the first batch after a fresh
+            start, seconds; None when not measured.
+        stage_sequential: the stage is a map or read that could run in parallel but is
+            written to run on one thread.
+        short_epoch: an epoch holds too few steps for the pipeline to reach a steady state
+            (`tfperf.measure._restarts.SHORT_EPOCH_STEPS`): the wait is the epoch's own
+            length, not a buffer refilling.
     """
 
     restarts: int
@@ -387,6 +405,26 @@ class RestartCost:
     epoch_steps: int
     epoch_source: EpochSource
     weighted_examples_per_sec: float
+    measured: bool = False
+    stage_own_s: float | None = None
+    stage_sequential: bool = False
+    short_epoch: bool = False
+
+    @property
+    def waiting_on(self) -> str:
+        """What a restart waits for, in words: `" while shuffle(640) fills again"`, or
+        `" while waiting for map(decode)"` for a stage measured late; "" when none is known."""
+        if self.stage is None:
+            return ""
+        refills = self.stage_kind in (StageKind.SHUFFLE, StageKind.CACHE)
+        if self.measured and not refills:
+            return f" while waiting for {self.stage}"
+        return f" while {self.stage} fills again"
+
+    @property
+    def dominates(self) -> bool:
+        """Whether restarts cost more wait per real epoch than the steady steps do."""
+        return self.seconds_per_restart / self.epoch_steps > self.steady_wait_s_per_step
 
 
 @dataclasses.dataclass
@@ -504,6 +542,16 @@ class ProfileResult(JsonRecord):
     scaling: ScalingCurve | None = None
     # The strategy it trained under, its replicas and per-replica figures; None: no strategy.
     distribution: Distribution | None = None
+    # What each buffering stage holds in host memory, beside the peak RSS; None: not read.
+    memory: MemoryAccount | None = None
+    # The time budget the measurement was sized to (`--budget`), seconds; None: none.
+    budget_s: float | None = None
+    # Seconds per step of the emulated accelerator (`--step-time`): the training step was a
+    # sleep of this length, no model ran. None: the pipeline's own step was measured.
+    emulated_step_s: float | None = None
+    # The accelerator's utilisation against MLPerf Storage's bar (`--step-time`,
+    # `--accelerator-speedup`); None when not asked for.
+    utilisation: Utilisation | None = None
 
     @property
     def end_to_end_over_pipeline(self) -> float | None:

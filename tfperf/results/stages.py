@@ -1,7 +1,7 @@
 """The stage analysis of a profile: each stage's rate and cost, and which one limits.
 
-Also AUTOTUNE's choices, the tf.data options the dataset carried, the batch shapes and what
-restarting a finite dataset cost.
+Also AUTOTUNE's choices, the tf.data options the dataset carried, the batch shapes, what
+restarting a finite dataset cost and what each buffering stage holds in host memory.
 
 Example:
     >>> from tfperf.results.stages import StageKind
@@ -11,6 +11,13 @@ Example:
 
 from __future__ import annotations
 
+from tfperf.results._memory import (
+    BufferHold,
+    BufferKind,
+    MemoryAccount,
+    SizeSource,
+    memory_account,
+)
 from tfperf.results._profile import (
     AutotuneChoice,
     AutotuneReadout,
@@ -28,11 +35,16 @@ __all__ = [
     "AutotuneChoice",
     "AutotuneReadout",
     "BatchShape",
+    "BufferHold",
+    "BufferKind",
     "DatasetOptions",
     "EpochSource",
+    "MemoryAccount",
     "RestartCost",
+    "SizeSource",
     "StageKind",
     "StageReport",
     "StageStat",
     "StageUnit",
+    "memory_account",
 ]

@@ -53,6 +53,7 @@ def claim_study(
     objective: Objective,
     shown: str,
     source: str | None = None,
+    step_time_s: float | None = None,
 ) -> None:
     """Marks a new study as this pipeline's, or checks an existing one is.
 
@@ -60,6 +61,9 @@ def claim_study(
         shown: the storage and study as the user may see them (password masked).
         source: the digest of the pipeline's files now (`tfperf.pipeline.source_digest`); a
             study that began with other files is refused, one without a digest takes this.
+        step_time_s: the emulated step the trials run against (`--step-time`), None for the
+            pipeline's own: a study measured against another step is refused, since its rates
+            answer another question.
 
     Raises:
         StudyMismatchError: the study is another pipeline's, objective's or tool's.
@@ -84,10 +88,19 @@ def claim_study(
             f"{objective.value}; resume it with --objective {recorded.value} or use another "
             "--study."
         )
+    if owner is not None and stored.step_time_s != step_time_s:
+        raise StudyMismatchError(
+            f"study {study.study_name!r} was measured against {_step_words(stored.step_time_s)}, "
+            f"not {_step_words(step_time_s)}: its rates answer another question. Resume it "
+            f"with {_step_flag(stored.step_time_s)}, or use another --study."
+        )
     if source is not None and stored.source is not None and stored.source != source:
         raise SourceChangedError(source_changed(pipeline_name, study, shown))
     if owner is None:
-        write_study(study, StudyRecord(pipeline=pipeline_name, objective=objective, source=source))
+        record = StudyRecord(
+            pipeline=pipeline_name, objective=objective, source=source, step_time_s=step_time_s
+        )
+        write_study(study, record)
     elif stored.source is None and source is not None:
         write_study(study, StudyRecord(source=source))
 
@@ -340,3 +353,13 @@ def load_trials_frame(storage: str, study_name: str) -> pd.DataFrame:
 def stored_result(trial: optuna.trial.FrozenTrial) -> ProfileResult | None:
     """The trial's `ProfileResult`, or None when it did not complete."""
     return TrialRecord.from_trial(trial).profile()
+
+
+def _step_words(step_time_s: float | None) -> str:
+    if step_time_s is None:
+        return "the pipeline's own step"
+    return f"an emulated step of {step_time_s * 1000:g} ms"
+
+
+def _step_flag(step_time_s: float | None) -> str:
+    return "no --step-time" if step_time_s is None else f"--step-time {step_time_s * 1000:g}ms"

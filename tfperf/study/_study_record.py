@@ -16,6 +16,9 @@ private to this module, so a reader outside `tfperf.study` never spells one:
   pipeline or a script, the call sites found in its code and the folder they are relative to.
 - `remeasured` (`tfperf_remeasure`): the final re-measurement, one `Measurement` per
   configuration; `remeasured_by` (`tfperf_remeasured_by`) what it covers, written after it.
+- `step_time_s` (`tfperf_step_time_s`): the emulated accelerator step every trial ran against
+  (`--step-time`), in seconds; absent for a study of the pipeline's own step, as in every study
+  written before it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ _GUIDE = "tfperf_guide"
 _DISCOVERY = "tfperf_discovery"
 _REMEASURE = "tfperf_remeasure"
 _REMEASURED_BY = "tfperf_remeasured_by"
+_STEP_TIME = "tfperf_step_time_s"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +74,7 @@ class StudyRecord:
     code_root: str | None = None
     remeasured: list[Measurement] | None = None
     remeasured_by: RemeasureCover | None = None
+    step_time_s: float | None = None
 
     @property
     def created_by_tfperf(self) -> bool:
@@ -107,6 +112,7 @@ class StudyRecord:
                 if isinstance(covered, Mapping) and covered
                 else None
             ),
+            step_time_s=_seconds(attrs.get(_STEP_TIME)),
         )
 
     def to_attrs(self) -> dict[str, Any]:
@@ -128,7 +134,15 @@ class StudyRecord:
             attrs[_REMEASURE] = [plain_dict(m) for m in self.remeasured]
         if self.remeasured_by is not None:
             attrs[_REMEASURED_BY] = dataclasses.asdict(self.remeasured_by)
+        if self.step_time_s is not None:
+            attrs[_STEP_TIME] = self.step_time_s
         return attrs
+
+
+def _seconds(value: Any) -> float | None:
+    """A stored number of seconds; None for none, or for what is no number."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if is_number else None
 
 
 def _known(objective: Any) -> bool:

@@ -110,6 +110,11 @@ class TrialRequest:
     strategy: StrategyKind | None = None
     #: Training settings whose model-alone rate the child also measures (issue 12's probe).
     training: tuple[Mapping[str, Any], ...] = ()
+    #: The time budget the measurement is sized to (`tfperf profile --budget`); None: none.
+    budget_s: float | None = None
+    #: Emulate the accelerator: each step sleeps this many seconds, no model is built
+    #: (`--step-time`); None: the pipeline's own step.
+    step_time_s: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,6 +188,8 @@ def run_trial(
             gpu_memory_growth=request.layout.gpu_memory_growth,
             strategy=request.strategy.value if request.strategy is not None else None,
             training=[dict(setting) for setting in request.training],
+            budget_s=request.budget_s,
+            step_time_s=request.step_time_s,
         )
         files.request.write_text(json.dumps(work.to_dict()), encoding="utf-8")
         started = time.monotonic()

@@ -130,6 +130,11 @@ class WorkRequest:
     #: Training settings (`batch_size`, `mixed_precision` overrides) whose model-alone rate the
     #: profile also measures (`ProfileResult.training_rates`); empty: none.
     training: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: The time budget the measurement is sized to, seconds; None: none.
+    budget_s: float | None = None
+    #: Seconds each emulated step sleeps instead of training (`--step-time`); None: the
+    #: pipeline's own step.
+    step_time_s: float | None = None
 
     def layout(self) -> DeviceLayout:
         """The device layout this request asks for."""
@@ -347,7 +352,8 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
 
     framework = frameworks.detect(request.pipeline)
     framework.start(trial_layout(request, knobs))  # before anything touches a device
-    pipeline = framework.load(request.pipeline, request.argv)
+    emulated = request.step_time_s is not None
+    pipeline = framework.load(request.pipeline, request.argv, needs_step=not emulated)
     throttle = ProgressThrottle()
 
     def report(progress: Progress) -> None:
@@ -369,8 +375,11 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         analyse_stages=request.stages,
         on_discovery=discovered,
         epoch_steps=request.epoch_steps,
+        budget_s=request.budget_s,
+        step_time_s=request.step_time_s,
     )
-    if request.training and result.distribution is None:  # one device: the probe's form
+    # One device and a real model: the probe's form (an emulated step has no model to probe).
+    if request.training and result.distribution is None and not emulated:
         result.training_rates = framework.probe_training(pipeline, knobs, request.training)
     return result
 
@@ -380,7 +389,9 @@ def _discover(request: WorkRequest) -> Discovery:
 
     framework = frameworks.detect(request.pipeline)
     framework.start(owns_process=True)  # a script builds its model: take only what it needs
-    pipeline = framework.load(request.pipeline, request.argv)
+    # Finding the sites builds the input alone: a file without a model (for `--step-time`)
+    # is found as well as any.
+    pipeline = framework.load(request.pipeline, request.argv, needs_step=False)
     sites = framework.sites()
     if sites is None:
         raise PipelineFileError(

@@ -137,6 +137,7 @@ def _request(tuner: Tuner, pipeline: PipelineFile, path: Path, knobs: Knobs) -> 
         epoch_steps=tuner.options.epoch_steps,
         layout=tuner.options.layout,
         strategy=tuner.options.strategy,
+        step_time_s=tuner.options.step_time_s,
     )
 
 

@@ -92,6 +92,9 @@ class TuneOptions:
     #: name (`--strategy`); None: the pipeline file's own `make_strategy()`, else none.
     layout: DeviceLayout = dataclasses.field(default_factory=DeviceLayout)
     strategy: StrategyKind | None = None
+    #: Emulate the accelerator (`--step-time`): every trial's step sleeps this many seconds
+    #: instead of training, so the objective is the rate the input sustains feeding it.
+    step_time_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.trials is None and self.timeout_s is None:
@@ -115,6 +118,10 @@ class TuneOptions:
             raise ValueError(
                 "`1 <= training_change_margin < inf` must hold, but got "
                 f"training_change_margin={self.training_change_margin}"
+            )
+        if self.step_time_s is not None and not 0 < self.step_time_s < float("inf"):
+            raise ValueError(
+                f"`0 < step_time_s < inf` must hold, but got step_time_s={self.step_time_s}"
             )
         if not 0 < self.prune_below < 1:
             raise ValueError(f"`0 < prune_below < 1` must hold, but got {self.prune_below}")

@@ -27,7 +27,7 @@ from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, source_digest, user_sources
-from tfperf.results import Phase, TrialOutcome
+from tfperf.results import Phase, ProfileResult, TrialOutcome
 from tfperf.results.tune import Measurement, Objective, Reference, TuneResult, input_only_choice
 from tfperf.study import (
     SourceChangedError,
@@ -37,6 +37,8 @@ from tfperf.study import (
     enqueue_references,
     feasible_complete,
     hardware_groups,
+    reference_trial,
+    stored_result,
 )
 from tfperf.study.cluster import worker_record
 from tfperf.study.ledger import Claim, Done, Ledger, Lock, Waiting, open_study, quiet_optuna
@@ -56,6 +58,7 @@ from tfperf.tuner._options import (
     distributed,
     tally,
 )
+from tfperf.tuner._ram import ram_problem
 from tfperf.tuner._references import References
 from tfperf.tuner._remeasure import best_estimate, confirm, pick_finalists, remeasure
 from tfperf.tuner._result import RunFacts, tune_result
@@ -128,6 +131,7 @@ class Tuner:
         self.source = self._digest()
         self._ledger: Ledger | None = None
         self._ran = 0  # trials this tuner finished (measured, or copied from a twin)
+        self._baseline: ProfileResult | None = None  # its memory account prices the budget
         self._hardware_seen: set[str] = set()
         self._last_wait: tuple[Wait, tuple[int, ...]] | None = None
 
@@ -177,7 +181,14 @@ class Tuner:
         if not created:
             await_references(study, SETUP_WAIT_S, SETUP_POLL_S)
         shown = f"{self.storage_shown} (study {self.study_name!r})"
-        claim_study(study, self.pipeline.path.name, options.objective, shown, self.source)
+        claim_study(
+            study,
+            self.pipeline.path.name,
+            options.objective,
+            shown,
+            self.source,
+            step_time_s=options.step_time_s,
+        )
         if self.pipeline.discovery is not None:
             root = str(self.pipeline.path.parent.resolve())
             write_study(study, StudyRecord(discovery=self.pipeline.discovery, code_root=root))
@@ -313,6 +324,12 @@ class Tuner:
                 self._ran += 1
                 self.listener.trial_finished(claim.number, None, *self._standing())
                 return None
+            if over := self._ram_problem(knobs):
+                # Its buffers alone would break the RAM budget: pruned unrun, with the figures.
+                self.ledger.reject(claim, knobs, f"over the RAM budget before running: {over}")
+                self._ran += 1
+                self.listener.trial_finished(claim.number, None, *self._standing())
+                return None
             while isinstance(twin := self.ledger.twin(claim, knobs), Waiting):
                 self._wait(twin)
             if twin is not None:
@@ -376,6 +393,14 @@ class Tuner:
         self.ledger.store(lock, measurements, self.options.rounds)
         return measurements
 
+    def _ram_problem(self, knobs: Knobs) -> str | None:
+        """Why `knobs` would not fit the RAM budget, by the baseline's memory account."""
+        if self._baseline is None:
+            number = reference_trial(self.ledger.study, Reference.BASELINE.value)
+            if number is not None:
+                self._baseline = stored_result(self.ledger.study.trials[number])
+        return ram_problem(self._baseline, self.pipeline.baseline, knobs, self.budgets.ram_bytes)
+
     def _request(self, knobs: Knobs, stages: bool = False) -> TrialRequest:
         return TrialRequest(
             pipeline=self.pipeline.path,
@@ -388,8 +413,16 @@ class Tuner:
             epoch_steps=self.options.epoch_steps,
             layout=self.options.layout,
             strategy=self.options.strategy,
-            training=self.references.training_settings() if stages else (),
+            training=self._training_settings() if stages else (),
+            step_time_s=self.options.step_time_s,
         )
+
+    def _training_settings(self) -> tuple[Mapping[str, Any], ...]:
+        """The training settings the baseline trial probes; none for an emulated step, which
+        has no model to run under them."""
+        if self.options.step_time_s is not None:
+            return ()
+        return tuple(self.references.training_settings())
 
     def _pruner(self, claim: Claim) -> Callable[[Progress], bool]:
         """A progress callback that stops a trial far below the best feasible one so far."""

@@ -175,6 +175,7 @@ def test_measure_pulls_warms_up_then_measures_a_window():
     assert (measured.elements, measured.examples) == (40, 80)
     assert measured.duration_s == 0.5
     assert measured.cpu_s == 0.25
+    assert measured.first_element_s == 0.125
 
 
 def test_measure_pulls_takes_at_least_one_pull_slower_than_the_window():

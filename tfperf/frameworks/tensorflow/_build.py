@@ -68,12 +68,20 @@ class Built:
         return self.distributed if self.distributed is not None else self.dataset
 
 
-def build(pipeline: PipelineFile, knobs: Knobs, strategy: StrategyKind | None = None) -> Built:
+def build(
+    pipeline: PipelineFile,
+    knobs: Knobs,
+    strategy: StrategyKind | None = None,
+    step: Callable[[Any], Any] | None = None,
+) -> Built:
     """Builds the dataset (options applied) and the train step of `pipeline` under `knobs`.
 
     Args:
         strategy: a strategy by name; None takes the file's `make_strategy()`, or for a script
             the strategy its model was built under, else none.
+        step: a step to run instead of the file's (an emulated accelerator's,
+            `tfperf.measure.EmulatedStep`): a pipeline file's model is then not built, and a
+            script's is not trained. It takes one (global) batch per call, under a strategy too.
 
     Raises:
         PipelineFileError: the file or script breaks the contract (wrong return types, no
@@ -83,12 +91,12 @@ def build(pipeline: PipelineFile, knobs: Knobs, strategy: StrategyKind | None = 
     """
     live = _strategy(pipeline, strategy)
     if live is None and pipeline.kind is not PipelineKind.SCRIPT:
-        dataset, model, train_step, recorder = build_parts(pipeline, knobs)
+        dataset, model, train_step, recorder = build_parts(pipeline, knobs, step=step)
         discovery = found_sites(recorder, dataset, pipeline)
         return Built(_tf.apply_options(dataset, knobs), model, train_step, discovery)
     from tfperf.frameworks.tensorflow._build_distributed import build_distributed
 
-    return build_distributed(pipeline, knobs, live)
+    return build_distributed(pipeline, knobs, live, step)
 
 
 def _strategy(pipeline: PipelineFile, kind: StrategyKind | None) -> Any | None:
@@ -110,16 +118,19 @@ def build_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Discovery 
 
 
 def build_parts(
-    pipeline: PipelineFile, knobs: Knobs, scope: Any | None = None
+    pipeline: PipelineFile,
+    knobs: Knobs,
+    scope: Any | None = None,
+    step: Callable[[Any], Any] | None = None,
 ) -> tuple[Any, Any | None, Callable[[Any], Any], Recorder | None]:
     """The raw dataset, the model (if any), the train step, and the recorder of the sites.
 
     A script runs inside `scope.scope()` when a strategy `scope` is given, so the model it
-    builds is the strategy's.
+    builds is the strategy's. `step`, when given, is the train step (see `build`).
     """
     if pipeline.kind is not PipelineKind.SCRIPT:
         dataset, recorder = raw_dataset(pipeline, knobs)
-        model, train_step = build_train_step(pipeline, knobs)
+        model, train_step = build_train_step(pipeline, knobs, step)
         return dataset, model, train_step, recorder
     from tfperf.frameworks.tensorflow._script import fit_dataset, run_until_fit
 
@@ -133,7 +144,8 @@ def build_parts(
     dataset = fit_dataset(call, pipeline.path.name)
     if recorder is not None and call.filename is not None and call.line is not None:
         dataset = recorder.finish(dataset, call.filename, call.line)  # see Recorder.finish
-    return dataset, call.model, _tf.keras_train_step(call.model), recorder
+    train_step = step if step is not None else _tf.keras_train_step(call.model)
+    return dataset, call.model, train_step, recorder
 
 
 def raw_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Recorder | None]:
@@ -151,8 +163,15 @@ def raw_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Recorder | N
     return dataset, recorder
 
 
-def build_train_step(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Callable[[Any], Any]]:
-    """The model (None for a file's own step) and the train step, for a pipeline file."""
+def build_train_step(
+    pipeline: PipelineFile, knobs: Knobs, step: Callable[[Any], Any] | None = None
+) -> tuple[Any, Callable[[Any], Any]]:
+    """The model (None for a file's own step) and the train step, for a pipeline file.
+
+    With `step` (an emulated one), no model is built: (None, `step`).
+    """
+    if step is not None:
+        return None, step
     if pipeline.make_train_step is not None:
         step = call_user(pipeline, pipeline.make_train_step, knobs, "make_train_step")
         if not callable(step):

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tfperf.frameworks.tensorflow import _tf
@@ -28,14 +29,24 @@ from tfperf.pipeline import PipelineFile, PipelineKind, takes_input_context
 __all__ = ["build_distributed"]
 
 
-def build_distributed(pipeline: PipelineFile, knobs: Knobs, strategy: Any | None) -> Built:
-    """Builds `pipeline` under `strategy` (a script may bring its own when it is None)."""
+def build_distributed(
+    pipeline: PipelineFile,
+    knobs: Knobs,
+    strategy: Any | None,
+    emulated: Callable[[Any], Any] | None = None,
+) -> Built:
+    """Builds `pipeline` under `strategy` (a script may bring its own when it is None).
+
+    `emulated`: a step to run on each global batch instead of the file's (see `build`).
+    """
     if pipeline.kind is PipelineKind.SCRIPT:
-        return _script(pipeline, knobs, strategy)
+        return _script(pipeline, knobs, strategy, emulated)
     assert strategy is not None, "a pipeline file without a strategy builds undistributed"
     with _tf.in_scope(strategy):
-        model, step = build_train_step(pipeline, knobs)
-    if model is not None:
+        model, step = build_train_step(pipeline, knobs, emulated)
+    if emulated is not None:
+        train_step = emulated  # one sleep per global batch: the replicas step together
+    elif model is not None:
         train_step = _tf.keras_distributed_step(model)
     else:
         train_step = _tf.strategy_step(strategy, step)
@@ -63,8 +74,13 @@ def _per_input(pipeline: PipelineFile, knobs: Knobs) -> Any:
     return make
 
 
-def _script(pipeline: PipelineFile, knobs: Knobs, strategy: Any | None) -> Built:
-    dataset, model, train_step, recorder = build_parts(pipeline, knobs, scope=strategy)
+def _script(
+    pipeline: PipelineFile,
+    knobs: Knobs,
+    strategy: Any | None,
+    emulated: Callable[[Any], Any] | None = None,
+) -> Built:
+    dataset, model, train_step, recorder = build_parts(pipeline, knobs, strategy, emulated)
     discovery = found_sites(recorder, dataset, pipeline)
     dataset = _tf.apply_options(dataset, knobs)
     own = model.distribute_strategy if model is not None else None
@@ -73,5 +89,5 @@ def _script(pipeline: PipelineFile, knobs: Knobs, strategy: Any | None) -> Built
     if strategy is None:
         return Built(dataset, model, train_step, discovery)
     distributed = _tf.distribute_dataset(strategy, dataset, knobs)
-    step = _tf.keras_distributed_step(model)
+    step = emulated if emulated is not None else _tf.keras_distributed_step(model)
     return Built(distributed.dataset, model, step, discovery, strategy, distributed)

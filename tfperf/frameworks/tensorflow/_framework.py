@@ -101,8 +101,10 @@ class TensorFlow(Framework):
     ) -> contextlib.AbstractContextManager[None]:
         return fit_refused(tree, file, shown)  # `keras.Model.fit` raises while it imports
 
-    def load(self, path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
-        return load_pipeline(path, argv)
+    def load(
+        self, path: str | Path, argv: Sequence[str] = (), *, needs_step: bool = True
+    ) -> PipelineFile:
+        return load_pipeline(path, argv, needs_step=needs_step)
 
     def build(
         self, pipeline: Pipeline, knobs: Knobs, *, strategy: StrategyKind | None = None

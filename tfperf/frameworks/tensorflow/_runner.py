@@ -23,13 +23,18 @@ from tfperf.frameworks import StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
+from tfperf.frameworks.tensorflow._buffers import buffer_holds
 from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
+from tfperf.frameworks.tensorflow._edit_checks import ram_budget
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
+    Budget,
+    EmulatedStep,
     EpochInfo,
     ProgressCallback,
+    attribute_restarts,
     checked_against,
     profile,
     profile_limit,
@@ -40,7 +45,7 @@ from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import ProfileResult
 from tfperf.results.discovery import Discovery
-from tfperf.results.stages import EpochSource, StageReport
+from tfperf.results.stages import EpochSource, MemoryAccount, StageReport, memory_account
 
 if TYPE_CHECKING:
     from tfperf.frameworks import StrategyKind
@@ -49,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 #: Measured seconds per stage in the stage analysis (plus ~0.2 s warm-up and start-up each).
 STAGE_SECONDS = 0.5
+#: The stage analysis's own budget, seconds, when the profile has none or a larger one.
+STAGE_BUDGET_S = 30.0
 
 
 def profile_pipeline(
@@ -66,6 +73,8 @@ def profile_pipeline(
     on_discovery: Callable[[Discovery], None] | None = None,
     epoch_steps: int | None = None,
     strategy: StrategyKind | None = None,
+    budget_s: float | None = None,
+    step_time_s: float | None = None,
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
@@ -86,9 +95,14 @@ def profile_pipeline(
         stage_seconds: measured window per stage in that analysis.
         epoch_steps: steps (batches) in one real epoch, by which the cost of the dataset's
             restarts is weighed; None takes the dataset's cardinality, else one pass.
+        budget_s: the time budget the measurement is sized to (start-up not counted): each
+            phase and the stage analysis end after their share of it
+            (`tfperf.measure._window`); None: no budget.
         strategy: train under this `tf.distribute` strategy (by name); None takes the file's
             `make_strategy()`, or a script's own, else none. Under one, `result.distribution`
             holds the replicas and the per-replica figures.
+        step_time_s: emulate the accelerator: each step sleeps this long instead of
+            training (`tfperf.measure.EmulatedStep`), and a pipeline file's model is not built.
 
     Raises:
         PipelineFileError: the file's functions break the contract (wrong return types).
@@ -98,7 +112,9 @@ def profile_pipeline(
     if owns_process:
         _tf.enable_gpu_memory_growth()
     with _tf.precision_policy(knobs.mixed_precision):
-        built = build(pipeline, knobs, strategy)
+        # The emulated step is the built train step: `profile` sees it is one and records it.
+        emulated = EmulatedStep(step_time_s) if step_time_s is not None else None
+        built = build(pipeline, knobs, strategy, emulated)
         dataset, model, train_step = built.dataset, built.model, built.train_step
         measured: Knobs | dict[str, Any] = knobs
         if built.discovery is not None:
@@ -120,6 +136,7 @@ def profile_pipeline(
                 probes=probes,
                 progress=recorder.progress(progress),
                 epoch=epoch_info(dataset, chain, epoch_of(built, epoch_steps)),
+                max_seconds=Budget(budget_s).phase_s,
             )
         except InputPipelineError as error:
             raise _explain_input_error(error, dataset, pipeline) from error.__cause__
@@ -130,14 +147,25 @@ def profile_pipeline(
         result.autotune = recorder.readout
         result.distribution = distribution_of(built, result)
         result.dataset_options = _tf.dataset_options(dataset)
+        result.memory = _memory(chain, result)
+        result.budget_s = budget_s
         if analyse_stages:
             alone = result.pipeline_only.examples_per_sec if result.pipeline_only else None
-            result.stages = checked_against(_stage_report(dataset, result, stage_seconds), alone)
-            if result.stages.advice:
-                result.advice = f"{result.advice} {result.stages.advice}"
+            report = checked_against(_stage_report(dataset, result, stage_seconds, budget_s), alone)
+            result.stages = report
+            result = attribute_restarts(result)
+            if report.advice:
+                result.advice = f"{result.advice} {report.advice}"
             result.limit = profile_limit(result)
     _tf.attach_allocator_peaks(result.gpus)
     return result
+
+
+def _memory(chain: list[StageNode], result: ProfileResult) -> MemoryAccount:
+    """What the pipeline's buffers hold, beside the peak RSS the profile measured."""
+    holds = buffer_holds(chain, result.autotune, result.environment.cpu_count)
+    peak = result.host_memory.peak_rss_bytes if result.host_memory is not None else None
+    return memory_account(holds, peak, ram_budget())
 
 
 def measured_knobs(knobs: Knobs, discovery: Discovery) -> dict[str, Any]:
@@ -169,10 +197,17 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def _stage_report(dataset: Any, result: ProfileResult, seconds: float) -> StageReport:
+def _stage_report(
+    dataset: Any, result: ProfileResult, seconds: float, budget_s: float | None
+) -> StageReport:
     consumption = result.compute_only.examples_per_sec if result.compute_only else None
     try:
-        return stages.analyse_stages(dataset, consumption, seconds_per_stage=seconds)
+        return stages.analyse_stages(
+            dataset,
+            consumption,
+            seconds_per_stage=seconds,
+            budget_s=Budget(budget_s).stages_s(STAGE_BUDGET_S),
+        )
     except Exception as error:  # the profile stands without it; say why it is missing
         logger.warning("the stage analysis failed", exc_info=True)
         return StageReport(

@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from tests.deadlines import HANG_S
 from tfperf.frameworks import DeviceLayout
 
 _TWO_REPLICAS = textwrap.dedent(
@@ -53,7 +54,7 @@ _TOO_LATE = textwrap.dedent(
 
 def _run(code: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S, check=True
     )
     return done.stdout.strip()
 

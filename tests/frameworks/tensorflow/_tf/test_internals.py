@@ -191,6 +191,12 @@ def test_the_function_attributes_hold_the_users_function():
     assert _tf.user_function(R(4)) is None
 
 
+def test_a_cache_keeps_its_file_name_where_it_is_read(tmp_path):
+    assert _tf.cache_file(tf.data.Dataset.range(4).cache()) == ""
+    assert _tf.cache_file(tf.data.Dataset.range(4).cache(str(tmp_path / "c"))).endswith("c")
+    assert _tf.cache_file(tf.data.Dataset.range(4)) is None
+
+
 def test_the_reader_inside_an_interleave_is_found(tmp_path):
     files = tf.data.Dataset.from_tensor_slices([_records(tmp_path)])
     dataset = files.interleave(lambda name: tf.data.TFRecordDataset(name))

@@ -25,6 +25,7 @@ __all__ = [
     "PARAMETER_ATTRIBUTES",
     "V1_ADAPTER",
     "added_by_tf_data",
+    "cache_file",
     "calls_python",
     "cardinality",
     "dataset_options",
@@ -117,6 +118,16 @@ def cardinality(dataset: Any) -> int | None:
     except Exception:  # not a tf.data dataset (a re-iterable of the user's own)
         return None
     return count if count > 0 else None
+
+
+def cache_file(dataset: Any) -> str | None:
+    """The file a `cache()` writes (`""`: it caches in memory); None for any other dataset."""
+    filename = getattr(dataset, "_filename", None)
+    numpy = getattr(filename, "numpy", None)
+    if type(dataset).__name__ != "CacheDataset" or not callable(numpy):
+        return None
+    value = numpy()
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def dataset_options(dataset: Any) -> DatasetOptions | None:

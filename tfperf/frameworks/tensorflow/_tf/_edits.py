@@ -59,6 +59,8 @@ def element_bytes(dataset: Any, sample: int = 4) -> float | None:
 
 def _tensor_bytes(tensor: Any) -> int:
     value = tensor.numpy()
+    if isinstance(value, bytes):  # a scalar tf.string reads back as bytes, not an array
+        return len(value)
     if value.dtype == object:  # tf.string: bytes objects
         return sum(len(item) for item in value.ravel()) if value.ndim else len(value)
     return int(value.nbytes)

@@ -1,0 +1,140 @@
+"""The generated family with known truth (tests/generated.py), profiled for real.
+
+Each member is written as a pipeline file and profiled with the stage analysis; its figures
+are checked against what its set costs make true:
+
+- verdict: the one the member's 4x margin between input and model rates gives;
+- limiting stage: the decode map, for the input-bound members;
+- limit >= 0.95 x the best training rate measured (end to end, and weighed by the epoch);
+- restart attribution: the stage a restart waits for, for the finite members;
+- memory by buffer: each buffer's bytes within 25% of the truth.
+
+    python -m benchmarks.generated [--smoke] [--only NAME] [--json PATH]
+
+It prints one line per member and check, and exits 1 when a check failed. Run it on a quiet
+machine: the suite checks the rules that need no clock (tests/test_generated.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from tests.generated import Generated, Verdict, by_name, family
+from tfperf.frameworks.tensorflow import profile_pipeline
+from tfperf.pipeline import load_pipeline
+from tfperf.results import ProfileResult
+
+#: The limit may sit this far below a measured rate before the check fails (noise).
+LIMIT_SLACK = 0.95
+#: Memory by buffer must be within this share of the truth.
+MEMORY_TOLERANCE = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One check of one member: what was expected, what was found, and whether they agree."""
+
+    member: str
+    name: str
+    expected: str
+    found: str
+    passed: bool
+
+
+def check_member(member: Generated, steps: int, budget_s: float) -> list[Check]:
+    """Profiles `member` and checks its figures against its truth."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{member.name}.py"
+        path.write_text(member.source(), encoding="utf-8")
+        result = profile_pipeline(
+            load_pipeline(path), steps=steps, analyse_stages=True, budget_s=budget_s
+        )
+    return _checks(member, result)
+
+
+def _checks(member: Generated, result: ProfileResult) -> list[Check]:
+    truth = member.truth()
+    checks = [_check(member, "verdict", truth.verdict.value, result.verdict.value)]
+    if truth.verdict is Verdict.INPUT_BOUND:
+        found = result.stages.bottleneck if result.stages is not None else None
+        checks.append(
+            _check(member, "limiting stage", truth.limiting_stage, found.label if found else None)
+        )
+    if result.limit is not None:
+        rates = [result.end_to_end.examples_per_sec]
+        if result.restarts is not None:
+            rates.append(result.restarts.weighted_examples_per_sec)
+        best = max(rates)
+        limit = result.limit.examples_per_sec
+        checks.append(
+            Check(
+                member.name,
+                "limit >= best measured",
+                f">= {LIMIT_SLACK * best:,.0f}",
+                f"{limit:,.0f}",
+                limit >= LIMIT_SLACK * best,
+            )
+        )
+    if truth.restart_stage is not None and result.restarts is not None:
+        checks.append(
+            _check(member, "restart attribution", truth.restart_stage, result.restarts.stage)
+        )
+    holds = {h.stage: h.bytes for h in result.memory.holds} if result.memory else {}
+    for label, expected in truth.holds.items():
+        found_bytes = holds.get(label)
+        passed = found_bytes is not None and abs(found_bytes - expected) <= (
+            MEMORY_TOLERANCE * expected
+        )
+        checks.append(
+            Check(
+                member.name,
+                f"memory of {label}",
+                f"{expected:,.0f} B",
+                f"{found_bytes:,.0f} B" if found_bytes is not None else "none",
+                passed,
+            )
+        )
+    return checks
+
+
+def _check(member: Generated, name: str, expected: str | None, found: str | None) -> Check:
+    return Check(member.name, name, str(expected), str(found), expected == found)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.generated")
+    parser.add_argument("--smoke", action="store_true", help="one member, short windows")
+    parser.add_argument("--only", action="append", help="profile only this member")
+    parser.add_argument("--json", type=Path, help="also write the checks as JSON here")
+    args = parser.parse_args(argv)
+    members = [by_name(name) for name in args.only] if args.only else family()
+    if args.smoke:
+        members = members[:1]
+    steps, budget = (10, 30.0) if args.smoke else (40, 120.0)
+    checks = [check for member in members for check in check_member(member, steps, budget)]
+    for check in checks:
+        mark = "ok  " if check.passed else "FAIL"
+        print(
+            f"{mark} {check.member:<16} {check.name:<28} expected {check.expected}, "
+            f"found {check.found}"
+        )
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps([dataclasses.asdict(c) for c in checks], indent=2) + "\n", "utf-8"
+        )
+    failed = sum(not check.passed for check in checks)
+    print(f"{len(checks) - failed} of {len(checks)} checks passed on {len(members)} pipelines")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
