@@ -121,6 +121,36 @@ def make_train_step(knobs):
     return lambda batch: tf.reduce_sum(batch)
 """
 
+# An interleave with a literal cycle_length=2 and its parallel calls set by a knob (the shape of
+# Model Garden's ResNet input, cycle_length=10): tf.data refuses num_parallel_calls above 2. A
+# map after it shares the knob, so the model sizes it for the cores. Nothing is slow.
+LITERAL_CYCLE = """
+import tensorflow as tf
+
+BASELINE = {"batch_size": 8, "num_parallel_calls": 1, "prefetch": 0}
+SEARCH_SPACE = {
+    "prefetch": [0, 2],
+    "batch_size": 8, "shuffle_buffer": 1024, "cycle_length": 1, "num_parallel_reads": 1,
+    "mixed_precision": "float32", "deterministic": None, "private_threadpool_size": None,
+}
+
+def make_dataset(knobs):
+    shards = tf.data.Dataset.range(4)
+    ds = shards.interleave(
+        lambda shard: tf.data.Dataset.range(64).map(lambda x: x + 64 * shard),
+        cycle_length=2,
+        num_parallel_calls=knobs.num_parallel_calls,
+    )
+    ds = ds.map(
+        lambda x: tf.reshape(tf.cast(x, tf.float32), [1]),
+        num_parallel_calls=knobs.num_parallel_calls,
+    ).batch(knobs.batch_size)
+    return ds.prefetch(knobs.prefetch) if knobs.prefetch else ds
+
+def make_train_step(knobs):
+    return lambda batch: tf.reduce_sum(batch)
+"""
+
 # The input alone, for an emulated step (`--step-time`): no model. A sequential map sleeps 5 ms
 # per batch in Python, so a batch comes every ~5 ms (more on a busy host); prefetch(1) lets the
 # input work while the emulated step sleeps.

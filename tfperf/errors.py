@@ -35,6 +35,15 @@ class InputPipelineError(PipelineRuntimeError):
         self.step = step
 
 
+class ConfigurationRefused(PipelineRuntimeError):
+    """The input framework refused the configuration's arguments while the dataset was built.
+
+    tf.data checks some arguments against each other when a dataset is made (an interleave's
+    `num_parallel_calls` above a fixed `cycle_length`): the configuration cannot run, while
+    others of the same pipeline can, so a search prunes it instead of counting a failure.
+    """
+
+
 class TrainStepError(PipelineRuntimeError):
     """The train step raised on a batch; the original error is `__cause__`."""
 

@@ -132,3 +132,19 @@ def test_terms_a_user_may_not_know_are_explained_on_hover():
         assert term in terms, f"{term!r} has no hover explanation"
         assert len(terms[term]) > len(term) + 20
     assert "faster and using less RAM" in terms["Pareto front"]
+
+
+def test_the_profile_page_carries_the_limit_the_source_line_and_the_order_flag():
+    from tfperf.results import Limit, LimitBound, LimitTerm
+
+    result = with_stages(fake_profile())
+    limit = Limit(2400.0, LimitBound.CPU, "The host's cores bound it.", [])
+    limit.terms.append(LimitTerm(LimitBound.CPU, 2400.0, "2 usable cores ÷ 0.83 ms"))
+    assert result.pipeline_only is not None
+    slower = dataclasses.replace(result.pipeline_only, examples_per_sec=100.0)
+    html = render_profile_html(dataclasses.replace(result, limit=limit, pipeline_only=slower))
+
+    assert "Limit: 2,400 examples/s, bound by cpu." in html
+    assert "The host&#39;s cores bound it." in html
+    assert "<code>map(parse)</code>, the limiting stage, is defined at demo.py:12." in html
+    assert "Caution: end to end ran 33% faster than the pipeline alone" in html

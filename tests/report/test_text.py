@@ -305,3 +305,13 @@ def test_the_fastest_passed_over_says_why_it_is_not_the_recommendation():
         "trial 9 changes training more than trial 4, for 1.04x ± 0.06 (within noise: not a "
         "measured gain) over it"
     )
+
+
+def test_end_to_end_above_the_pipeline_alone_beyond_the_noise_is_flagged():
+    result = _result()
+    assert result.pipeline_only is not None
+    e2e = result.end_to_end.examples_per_sec
+    for rate, flagged in ((e2e / 1.04, False), (e2e / 1.2, True)):
+        alone = dataclasses.replace(result.pipeline_only, examples_per_sec=rate)
+        text = render_summary(dataclasses.replace(result, pipeline_only=alone))
+        assert ("Caution: end to end ran 20% faster than the pipeline alone" in text) is flagged

@@ -94,6 +94,26 @@ def test_input_only_rule_recommends_a_change_to_training_beyond_noise_and_names_
     assert "batch_size" in text and "trial 3's knobs is the best" in text
 
 
+def test_a_change_to_training_must_clear_the_margin_beyond_the_noise():
+    from tfperf.results.tune import input_only_choice, recommend, speedup, training_changes
+
+    # The issue's case: halving the batch for 1.06x over the best input-only configuration.
+    baseline = _measured("baseline", {"batch_size": 4, "num_parallel_calls": 1}, [100.0, 101.0])
+    parallel = _measured("trial 3", {"batch_size": 4, "num_parallel_calls": 8}, [200.0, 201.0])
+    halved = _measured("trial 11", {"batch_size": 2, "num_parallel_calls": 8}, [212.0, 213.0])
+    choice = input_only_choice([baseline, parallel, halved], baseline)
+
+    assert choice.best is parallel and choice.fastest is halved
+    assert choice.gain is not None and choice.gain.significant
+    text = recommend(parallel, speedup(parallel, baseline), [], parallel, choice.gain, halved)
+    assert "short of the margin a change to training must clear" in text
+    # A margin of 1 takes any gain beyond the noise; 1.5x clears the default 1.2.
+    assert input_only_choice([baseline, parallel, halved], baseline, 1.0).best is halved
+    faster = _measured("trial 12", {"batch_size": 2, "num_parallel_calls": 8}, [300.0, 301.0])
+    assert input_only_choice([baseline, parallel, faster], baseline).best is faster
+    assert training_changes(faster, baseline) == ["batch_size"]
+
+
 def test_when_the_baseline_is_the_best_input_only_the_recommendation_names_it_plainly():
     from tfperf.results.tune import input_only_choice, recommend, speedup, training_changes
 

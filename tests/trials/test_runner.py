@@ -394,6 +394,27 @@ def test_an_error_message_from_the_child_is_the_reason(tmp_path, trials_dir):
     assert outcome.reason == "boom"
 
 
+def test_a_configuration_the_framework_refused_is_pruned_with_its_reason(tmp_path, trials_dir):
+    refused = {"type": "error", "kind": "refused", "error": "X", "message": "tf.data refused it"}
+    outcome = _fake_run(tmp_path, f"echo '{encode_message(refused)}'\nexit 1\n")
+    assert outcome.status is TrialStatus.PRUNED
+    assert outcome.reason == "tf.data refused it"
+
+
+@pytest.mark.tf
+def test_calls_above_a_literal_cycle_length_are_refused_not_failed(tmp_path, trials_dir):
+    from tests.pipelines import LITERAL_CYCLE
+
+    request = TrialRequest(_write(tmp_path, LITERAL_CYCLE), Knobs(num_parallel_calls=4), steps=2)
+    outcome = run_trial(request, Budgets(timeout_s=120))
+    assert outcome.status is TrialStatus.PRUNED, outcome.reason
+    assert outcome.reason.startswith(
+        "tf.data refused this configuration while make_dataset(knobs) built the dataset: "
+    )
+    assert "less than or equal to `cycle_length`" in outcome.reason
+    _assert_nothing_left(trials_dir)
+
+
 def test_exit_zero_without_a_result_is_a_crash(tmp_path, trials_dir):
     outcome = _fake_run(tmp_path, "exit 0\n")
     assert outcome.status is TrialStatus.CRASHED

@@ -15,7 +15,7 @@ from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs
 from tfperf.measure._analysis import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
-from tfperf.results import LimitBound
+from tfperf.results import LimitBound, TrialOutcome, TrialStatus
 from tfperf.results.stages import StageKind, StageStat, StageUnit
 from tfperf.results.tune import Estimate, Reference, TuneResult
 from tfperf.tuner import TuneOptions, Tuner
@@ -23,6 +23,7 @@ from tfperf.tuner._guide import (
     Guide,
     guided_ranges,
     knob_drives_interleave,
+    literal_cycles,
     make_guide,
     thread_range,
     widen,
@@ -459,3 +460,74 @@ def test_a_guide_stored_with_four_estimate_fields_reads_as_the_guide_made_now():
     baseline = Knobs(batch_size=32, num_parallel_calls=1, prefetch=0)
     now = make_guide(with_parse(fake_result(baseline, 0.01)), MACHINE, baseline, _FREE, _GUIDABLE)
     assert now == old
+
+
+# --- a cycle_length written in the file (issue 45) -------------------------------------------
+
+
+def _literal_interleave(result, cycle=2):
+    """`result` with a 2 ms blocking interleave whose calls follow the knob, in a cycle of
+    `cycle` written in the file, and a compute-only phase at 9,000/s."""
+    stats = [
+        _stat(0, StageKind.SOURCE, "range", 10e-6, 10e-6),
+        _stat(
+            1,
+            StageKind.INTERLEAVE,
+            "interleave(read)",
+            2.01e-3,
+            30e-6,
+            {"cycle_length": cycle, "num_parallel_calls": 1},
+        ),
+    ]
+    stages = stage_report(
+        with_added_costs(stats), None, seconds_per_stage=1, warmup_s=0, duration_s=1, note=None
+    )
+    return dataclasses.replace(with_model(result), stages=stages)
+
+
+def test_a_cycle_length_written_in_the_file_is_read_from_the_baseline_graph():
+    stats = _literal_interleave(fake_result(Knobs(num_parallel_calls=1), 0.01)).stages.stages
+    assert literal_cycles(stats, Knobs(num_parallel_calls=1)) == {"num_parallel_calls": 2}
+    # The knob's own value in the cycle: tfperf cannot tell it from a literal, and caps nothing.
+    assert literal_cycles(stats, Knobs(num_parallel_calls=1, cycle_length=2)) == {}
+    # Calls not at the knob's value: the knob does not drive this interleave.
+    assert literal_cycles(stats, Knobs(num_parallel_calls=3)) == {}
+
+
+class RefusingRunner(FakeRunner):
+    """The literal-cycle stage analysis on the baseline; as tf.data, it refuses calls above 2."""
+
+    def __call__(self, request, budgets, *, on_progress=None):
+        calls = request.knobs.num_parallel_calls
+        if calls != AUTOTUNE and calls > 2:
+            self.requests.append(request)
+            reason = "tf.data refused this configuration"
+            return TrialOutcome(TrialStatus.PRUNED, None, reason, 0, None, 1.0)
+        outcome = super().__call__(request, budgets, on_progress=on_progress)
+        if request.analyse_stages and outcome.result is not None:
+            outcome = dataclasses.replace(outcome, result=_literal_interleave(outcome.result))
+        return outcome
+
+
+def test_a_literal_cycle_length_caps_the_proposals_and_loses_no_trial(write_pipeline, tmp_path):
+    # The cycle_length knob is fixed at 1 but the file writes 2: the file's 2 bounds the calls.
+    fixed = '"mixed_precision": "float32", "cycle_length": 1}'
+    source = TUNER_SOURCE.replace('"mixed_precision": "float32"}', fixed)
+    pipeline = load_pipeline(write_pipeline(source))
+    runner = RefusingRunner()
+    options = TuneOptions(
+        trials=4,
+        storage=f"sqlite:///{tmp_path / 'study.db'}",
+        seed=1,
+        rounds=1,
+        finalists=1,
+        max_consecutive_failures=1,
+    )
+    result = Tuner(pipeline, options, runner=runner, machine=MACHINE).run()
+
+    estimate = result.estimate_of(Reference.ESTIMATE)
+    assert estimate is not None and estimate.knobs.num_parallel_calls == 2
+    ran = [r.knobs.num_parallel_calls for r in runner.requests]
+    assert all(calls == AUTOTUNE or calls <= 2 for calls in ran), ran
+    assert 2 in ran  # the estimate ran: the fixed knob's 1 did not refuse it
+    assert result.trial_counts.get("failed", 0) == 0

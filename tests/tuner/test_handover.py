@@ -256,3 +256,17 @@ def test_a_script_patch_applies_and_the_patched_script_runs(tmp_path):
         timeout=HANG_S,
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
+
+
+def test_a_verified_gain_above_the_headline_says_why_the_two_differ():
+    from tests.report.helpers import tune_result
+    from tfperf.results.tune import HandOver, Speedup
+
+    result = tune_result()
+    result.speedup_vs_baseline = Speedup(1.56, 0.045, True)
+    handover = HandOver(root=".", diff="", manual_edits=[], verified=Speedup(2.34, 0.02, True))
+    text = describe_handover(handover, result)
+    assert "That is above the winner's 1.56x beyond noise" in text
+    assert text.endswith("the recommendation rests on the study's 1.56x.")
+    same = HandOver(root=".", diff="", manual_edits=[], verified=Speedup(1.58, 0.02, True))
+    assert "beyond noise" not in describe_handover(same, result)

@@ -106,6 +106,15 @@ class TuneCommand(Command):
             "call sites holding them stay as written",
         )
         search.add_argument(
+            "--training-change-margin",
+            type=_margin,
+            default=default("training_change_margin"),
+            metavar="X",
+            help="recommend a change to batch size, shuffle buffer or precision only when it "
+            "runs X times as fast as the best configuration that leaves training as written, "
+            "beyond the noise (default: %(default)s)",
+        )
+        search.add_argument(
             "--objective",
             choices=[o.value for o in Objective],
             default=default("objective").value,
@@ -271,6 +280,7 @@ class TuneCommand(Command):
             objective=Objective(args.objective),
             fixes={**gpu_memory_fixes(args), **dict(args.fixes)},
             input_only=args.input_only,
+            training_change_margin=args.training_change_margin,
             storage=args.storage,
             study_name=args.study,
             seed=args.seed,
@@ -527,3 +537,16 @@ def resume_command(tuner: Any) -> str:
         elif value.startswith("--storage="):
             argv[index] = f"--storage={tuner.storage_shown}"
     return "tfperf " + shlex.join(argv)
+
+
+def _margin(text: str) -> float:
+    """argparse type for `--training-change-margin`: a factor of at least 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number such as 1.2, not {text!r}") from None
+    if not 1 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be at least 1 (1: any gain beyond noise), not {text}"
+        )
+    return value

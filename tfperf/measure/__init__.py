@@ -14,6 +14,7 @@ from tfperf.measure._analysis import (
     stage_report,
     with_added_costs,
 )
+from tfperf.measure._bottleneck import checked_against
 from tfperf.measure._emulated import (
     EmulatedStep,
 )
@@ -30,6 +31,7 @@ from tfperf.measure._model import (
     pipeline_model,
     profile_limit,
     profile_restarts,
+    revise_limit,
     stage_costs,
 )
 from tfperf.measure._profiler import (
@@ -66,6 +68,7 @@ __all__ = [
     "StageCost",
     "attribute_restarts",
     "batch_examples",
+    "checked_against",
     "input_cpu_s_per_example",
     "model_from_profile",
     "nearest_limit_input_cpu",
@@ -75,6 +78,7 @@ __all__ = [
     "profile_limit",
     "profile_restarts",
     "restart_stage",
+    "revise_limit",
     "stage_costs",
     "stage_report",
     "synchronise",

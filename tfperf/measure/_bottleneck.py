@@ -96,8 +96,39 @@ def stage_report(
     return report
 
 
+#: The last cut of the stage analysis is the whole pipeline alone, which the pipeline-only
+#: phase measured too; a cut this much slower than that phase was disturbed (a busier machine
+#: while it ran), and the stage it names may be noise. Well above the few percent two windows
+#: of one pipeline differ by, since restarts also fall differently on the two.
+DISTURBED_SHARE = 0.25
+
+
+def checked_against(report: StageReport, pipeline_only: float | None) -> StageReport:
+    """`report`, saying so where its last cut ran slower than the pipeline-only phase beyond
+    `DISTURBED_SHARE`: the same pipeline measured twice, so its figures were disturbed and the
+    stage it names limiting may be noise (tfperf cannot tell)."""
+    output = next(
+        (s.examples_per_sec for s in reversed(report.stages) if s.examples_per_sec is not None),
+        None,
+    )
+    if output is None or not pipeline_only or output >= (1 - DISTURBED_SHARE) * pipeline_only:
+        return report
+    note = (
+        f"the last cut ran {output:,.0f} examples/s, {1 - output / pipeline_only:.0%} below the "
+        f"pipeline-only phase's {pipeline_only:,.0f} for the same pipeline: the stage figures "
+        "were disturbed (a busier machine), so tfperf cannot tell which stage limits; profile "
+        "again on a quieter machine"
+    )
+    advice = f"The stage figures were disturbed ({note.split(':', 1)[0]}); read them with care. "
+    return dataclasses.replace(
+        report,
+        note=f"{report.note}; {note}" if report.note else note,
+        advice=advice + report.advice if report.advice else "",
+    )
+
+
 def stage_advice(report: StageReport) -> str:
-    """What to change at the limiting stage, or that every stage keeps up; "" if none is named."""
+    """What to change at the limiting stage, or that the pipeline keeps up; "" if none is named."""
     stage = report.bottleneck
     if stage is None or stage.added_s_per_example is None or stage.examples_per_sec is None:
         return ""
@@ -107,10 +138,14 @@ def stage_advice(report: StageReport) -> str:
         None,
     )
     consumption = report.consumption_examples_per_sec
-    if consumption is not None and output is not None and output >= consumption:
+    if report.keeps_up and consumption is not None and output is not None:
+        # No stage is named limiting here, so this never sits beside a limiting stage; a wait
+        # end to end then has a cause no single stage explains, and the sentence says which.
         return (
-            f"Every stage keeps up with the model ({output:,.0f} vs {consumption:,.0f} "
-            f"examples/s); the costliest, {stage.label}, adds {added} per example."
+            f"Run alone, the pipeline delivers what the model consumes ({output:,.0f} vs "
+            f"{consumption:,.0f} examples/s), so no single stage limits it; any wait for input "
+            "end to end comes from running beside the model (the two share the cores) or from "
+            f"restarts. The costliest stage, {stage.label}, adds {added} per example."
         )
     before = next(
         (

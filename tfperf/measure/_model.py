@@ -8,13 +8,15 @@ parallelism the profiled configuration ran it with. One thread of the stage then
 `wall = added wall x parallelism` per example, of which `cpu = added CPU` computes; the rest
 blocks (a read from remote storage, a sleep, a remote call). From that:
 
-- the limit (`pipeline_limit`): the smallest of the compute-only rate (input free), the CPU
-  roofline (usable cores ÷ (input + model CPU-seconds per example)) and the rate of each run
-  of stages that one thread works through in turn (no parallelism argument; after an
-  asynchronous stage, only where the cut after them slows beyond the noise,
-  `RESOLVABLE_SHARE`); the input's CPU per example is the stage
-  analysis's, or one measured at a higher rate (`nearest_limit_input_cpu`: it falls as the
-  rate rises);
+- the limit (`pipeline_limit`): the best the pipeline can do under tuning, the smallest of
+  the compute-only rate (input free), the CPU roofline (usable cores ÷ (input + model
+  CPU-seconds per example)), each stage tuning can parallelise at its tuned rate
+  (`PARALLELISABLE`, even one written sequential) and the rate of each run of stages that
+  cannot run in parallel, which one thread works through in turn (after an asynchronous
+  stage, only where the cut after them slows beyond the noise, `RESOLVABLE_SHARE`); the
+  input's CPU per example is the stage analysis's, or one measured at a higher rate
+  (`nearest_limit_input_cpu`: it falls as the rate rises). No measured rate may exceed it:
+  `revise_limit` raises it to the fastest measured, and says so;
 - the threads a stage needs (Little's law): `threads = target rate x wall per example`, the
   target being the limit: more threads cannot make the stage deliver more than the rest allows;
   a computing stage gets all the calls the cores hold (`CALLS_PER_CORE` per core); a blocking
@@ -38,15 +40,26 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult, TrainingRate
+from tfperf.results import (
+    RATE_NOISE,
+    Limit,
+    LimitBound,
+    LimitTerm,
+    PhaseResult,
+    ProfileResult,
+    TrainingRate,
+)
 from tfperf.results.stages import AutotuneReadout, StageKind, StageReport, StageStat
 
 __all__ = [
     "BLOCKING_HEADROOM",
     "BLOCKING_RATIO",
     "CALLS_PER_CORE",
+    "LIMIT_NOISE",
+    "PARALLELISABLE",
+    "PIPELINE_ONLY",
     "POOL_TOLERANCE",
     "RESOLVABLE_SHARE",
     "THREAD_CAP",
@@ -55,12 +68,14 @@ __all__ = [
     "Restarts",
     "StageCost",
     "input_cpu_s_per_example",
+    "measured_rates",
     "model_from_profile",
     "nearest_limit_input_cpu",
     "pipeline_limit",
     "pipeline_model",
     "profile_limit",
     "profile_restarts",
+    "revise_limit",
     "stage_costs",
 ]
 
@@ -96,6 +111,24 @@ NEGLIGIBLE_SHARE = 0.02
 RESOLVABLE_SHARE = 0.25
 #: Arguments that run a stage's work on several threads.
 PARALLEL_ARGUMENTS = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
+#: tf.data methods that take a parallelism argument, so tuning can run them in parallel
+#: whether or not the pipeline passes one: such a stage is priced at its tuned rate, never as
+#: a sequential bound. A batch copies its elements on several threads with
+#: `num_parallel_calls`; `padded_batch`, `filter`, `unbatch` and a generator cannot.
+PARALLELISABLE = frozenset(
+    {
+        "map",
+        "interleave",
+        "batch",
+        "map_and_batch",
+        "TFRecordDataset",
+        "TextLineDataset",
+        "FixedLengthRecordDataset",
+    }
+)
+#: A measured rate this near the limit (above or below) cannot tell whether the pipeline is at
+#: it: the noise between repeated windows of one configuration (`RATE_NOISE`).
+LIMIT_NOISE = RATE_NOISE
 #: Arguments that run a stage on threads of its own, apart from its consumer (a sequential
 #: interleave takes `cycle_length` alone and runs in its consumer's thread).
 _ASYNC_ARGUMENTS = ("num_parallel_calls", "num_parallel_reads")
@@ -123,6 +156,8 @@ class StageCost:
         upstream_s_per_example: seconds per example of the pipeline cut after the nearest
             asynchronous stage before this one (a parallel map or read, a prefetch), which runs
             beside it on threads of its own; 0.0 when none precedes it.
+        parallelisable: tuning can run it in parallel (`PARALLELISABLE`, or it takes a
+            parallelism argument), even where the pipeline runs it sequentially.
     """
 
     index: int
@@ -135,6 +170,7 @@ class StageCost:
     threads: int = 1
     calls_python: bool = False
     upstream_s_per_example: float = 0.0
+    parallelisable: bool = False
 
     @property
     def blocking(self) -> bool:
@@ -277,6 +313,7 @@ def stage_costs(
                     cpu_s_per_example=max(cpu or 0.0, 0.0),
                     calls_python=stat.calls_python,
                     upstream_s_per_example=upstream,
+                    parallelisable=argument is not None or _method(stat.label) in PARALLELISABLE,
                 )
             )
         if _asynchronous(stat) and stat.examples_per_sec:
@@ -318,13 +355,181 @@ def pipeline_limit(
                 f"{model_part} CPU per example{_measured_at(input_measured_at)})",
             )
         )
+    roofline = next((t.examples_per_sec for t in terms if t.bound_by is LimitBound.CPU), None)
+    terms.extend(_parallel_terms(stages, cores, roofline, input_cpu_s_per_example))
     terms.extend(_sequential_terms(stages))
     if not terms:
         return None
     binding = min(terms, key=lambda term: term.examples_per_sec)
-    python = next((s.label for s in stages if s.calls_python and s.argument is not None), None)
-    explanation = _explain(binding) + (_python_caveat(python) if python else "")
+    python = next((s.label for s in stages if s.calls_python and s.parallelisable), None)
+    explanation = _explain(binding) + _python_caveat(python)
     return Limit(binding.examples_per_sec, binding.bound_by, explanation, terms, python)
+
+
+def _parallel_terms(
+    stages: Sequence[StageCost], cores: int, roofline: float | None, input_cpu: float | None
+) -> list[LimitTerm]:
+    """One term per stage tuning can parallelise: its rate at its best parallelism.
+
+    A computing stage's calls share the usable cores, so at best it delivers `cores ÷ its CPU
+    per example`; a stage that waits is held by the threads it may get, `THREAD_CAP ÷ its
+    wall time per example`. The smaller binds. The term is what tuning can reach, not the
+    rate as written: a map written without `num_parallel_calls` is priced here too. A term at
+    or above the CPU roofline (`roofline`) is left out: the roofline counts the stage's CPU
+    with the rest, so it binds first. A stage's CPU is at most the whole input's
+    (`input_cpu`), which may be a figure measured nearer the limit (`nearest_limit_input_cpu`).
+    """
+    terms = []
+    for stage in stages:
+        if not stage.parallelisable or stage.wall_s_per_example <= 0:
+            continue
+        by_threads = THREAD_CAP / stage.wall_s_per_example
+        rate, detail = by_threads, f"{THREAD_CAP} threads ÷ {_ms(stage.wall_s_per_example)} wall"
+        cpu = min(stage.cpu_s_per_example, input_cpu or stage.cpu_s_per_example)
+        if cpu > 0 and cores / cpu < by_threads:
+            rate, detail = cores / cpu, f"{cores} usable cores ÷ {_ms(cpu)} CPU"
+        if roofline is not None and rate >= roofline:
+            continue
+        terms.append(
+            LimitTerm(
+                LimitBound.PARALLEL_STAGE,
+                rate,
+                f"{detail} per example",
+                stage_label=stage.label,
+            )
+        )
+    return terms
+
+
+def revise_limit(
+    limit: Limit,
+    measured: Mapping[str, float],
+    input_measured: Mapping[str, float] | None = None,
+) -> Limit:
+    """`limit`, never below a rate measured for a configuration of the pipeline.
+
+    Args:
+        measured: what measured a training rate ("end to end", "trial 7") -> that rate. One
+            above the limit proves the model low: the limit becomes that rate.
+        input_measured: what measured the input alone ("pipeline only") -> that rate. It
+            bounds only the input's own terms (a stage's, sequential or parallel): the input
+            alone may run faster than the model's step or the cores it shares with the
+            model let training go, and that is no contradiction. A term below it is replaced
+            by it.
+
+    A revised limit is bound by MEASURED: its explanation names the term that erred and by how
+    much, and the model's figure is kept in `model_examples_per_sec`, never shown beside the
+    larger one. Within `LIMIT_NOISE` of the limit, either way, tfperf cannot tell whether the
+    pipeline is already at it, and the explanation says so.
+
+    Example:
+        >>> term = LimitTerm(LimitBound.CPU, 1000.0, "2 usable cores ÷ 2 ms CPU per example")
+        >>> limit = Limit(1000.0, LimitBound.CPU, "The host's cores bound it.", [term])
+        >>> revised = revise_limit(limit, {"end to end": 1200.0})
+        >>> revised.examples_per_sec, revised.bound_by.value, revised.model_examples_per_sec
+        (1200.0, 'measured', 1000.0)
+    """
+    model = limit.model_examples_per_sec or min(
+        (t.examples_per_sec for t in limit.terms if t.bound_by is not LimitBound.MEASURED),
+        default=limit.examples_per_sec,
+    )
+    current = limit
+    for label, rate in _fastest(input_measured or {}):
+        below = [
+            t for t in limit.terms if t.bound_by in _INPUT_BOUNDS and t.examples_per_sec < rate
+        ]
+        if below:
+            kept = [t for t in limit.terms if t not in below]
+            terms = [*kept, LimitTerm(LimitBound.MEASURED, rate, f"measured: {label}")]
+            current = _bound(limit, terms, model, min(below, key=lambda t: t.examples_per_sec))
+    for label, rate in _fastest(measured):
+        if rate > current.examples_per_sec:
+            erring = min(
+                (t for t in current.terms if t.bound_by is not LimitBound.MEASURED),
+                key=lambda t: t.examples_per_sec,
+                default=None,
+            )
+            current = dataclasses.replace(
+                current,
+                examples_per_sec=rate,
+                bound_by=LimitBound.MEASURED,
+                explanation=_revised(label, rate, model, erring),
+                terms=[*current.terms, LimitTerm(LimitBound.MEASURED, rate, f"measured: {label}")],
+                model_examples_per_sec=model,
+                revised_by=label,
+            )
+    return current if current.revised else _noted(current, measured)
+
+
+def _bound(limit: Limit, terms: list[LimitTerm], model: float, erring: LimitTerm) -> Limit:
+    """`limit` with `terms` in place of its own: bound by the smallest of them."""
+    binding = min(terms, key=lambda term: term.examples_per_sec)
+    if binding.bound_by is not LimitBound.MEASURED:
+        return dataclasses.replace(
+            limit,
+            examples_per_sec=binding.examples_per_sec,
+            bound_by=binding.bound_by,
+            explanation=_explain(binding) + _python_caveat(limit.python_stage),
+            terms=terms,
+        )
+    label = binding.detail.removeprefix("measured: ")
+    return dataclasses.replace(
+        limit,
+        examples_per_sec=binding.examples_per_sec,
+        bound_by=LimitBound.MEASURED,
+        explanation=_revised(label, binding.examples_per_sec, model, erring),
+        terms=terms,
+        model_examples_per_sec=model,
+        revised_by=label,
+    )
+
+
+#: The terms that bound the input alone, which the pipeline-only rate may contradict.
+_INPUT_BOUNDS = frozenset({LimitBound.SEQUENTIAL_STAGE, LimitBound.PARALLEL_STAGE})
+
+
+def _fastest(rates: Mapping[str, float]) -> list[tuple[str, float]]:
+    """The fastest usable rate of `rates` with its label, as a list of at most one."""
+    usable = [(label, rate) for label, rate in rates.items() if rate > 0 and math.isfinite(rate)]
+    return [max(usable, key=lambda item: item[1])] if usable else []
+
+
+_AT_LIMIT = "The fastest rate measured"
+
+
+def _noted(limit: Limit, measured: Mapping[str, float]) -> Limit:
+    """`limit`, saying so where a measured rate is within the noise below it."""
+    for label, rate in _fastest(measured):
+        if rate >= (1 - LIMIT_NOISE) * limit.examples_per_sec and _AT_LIMIT not in (
+            limit.explanation
+        ):
+            return dataclasses.replace(
+                limit,
+                explanation=(
+                    f"{limit.explanation} {_AT_LIMIT} ({label}, {rate:,.0f} examples/s) is "
+                    f"within the noise of this limit ({LIMIT_NOISE:.0%}): tfperf cannot tell "
+                    "whether the pipeline is already at it, so tuning may gain nothing "
+                    "measurable."
+                ),
+            )
+    return limit
+
+
+def _revised(label: str, rate: float, model: float, term: LimitTerm | None) -> str:
+    """Why the limit is a measured rate: which term the measurement contradicts."""
+    erred = f"its {term.bound_by.value} term ({term.detail})" if term else "its terms"
+    head = f"Revised to the measured {rate:,.0f} examples/s ({label})"
+    if rate <= (1 + LIMIT_NOISE) * model:
+        return (
+            f"{head}: the model's limit ({model:,.0f}, from {erred}) is within the noise "
+            f"({LIMIT_NOISE:.0%}) below it, so tfperf cannot tell whether the pipeline is "
+            "already at its limit; tuning may gain nothing measurable."
+        )
+    return (
+        f"{head}: a measured rate is one the pipeline reaches, and {erred} put the limit "
+        f"{rate / model - 1:.0%} lower, so that term errs low on this pipeline and the limit "
+        "is at least what was measured."
+    )
 
 
 def _sequential_terms(stages: Sequence[StageCost]) -> list[LimitTerm]:
@@ -363,20 +568,21 @@ def _sequential_terms(stages: Sequence[StageCost]) -> list[LimitTerm]:
 def _sequential_runs(stages: Sequence[StageCost]) -> list[list[StageCost]]:
     """The sequential stages, grouped into runs that share one thread.
 
-    A stage with a parallelism argument ends a run; so does a change of the asynchronous stage
+    A stage tuning can parallelise ends a run and is never in one, even one written
+    sequential: tuning gives it threads of its own; so does a change of the asynchronous stage
     upstream (a prefetch, even one that added no time and so is not among the costs). Shuffles
     and prefetches are never counted in a run (`_NEVER_SEQUENTIAL`); a shuffle does not end one.
     """
     runs: list[list[StageCost]] = []
     current: list[StageCost] = []
     for stage in stages:
-        ends = stage.argument is not None or (
+        ends = stage.parallelisable or (
             current and stage.upstream_s_per_example != current[0].upstream_s_per_example
         )
         if ends and current:
             runs.append(current)
             current = []
-        if stage.argument is None and stage.kind not in _NEVER_SEQUENTIAL:
+        if not stage.parallelisable and stage.kind not in _NEVER_SEQUENTIAL:
             current.append(stage)
     if current:
         runs.append(current)
@@ -392,11 +598,14 @@ def pipeline_model(
     restarts: Restarts | None = None,
     buffer_scale: float = 1.0,
     input_cpu: InputCpu | None = None,
+    measured: Mapping[str, float] | None = None,
 ) -> PipelineModel | None:
     """The model of a pipeline from its stage analysis; None when nothing could be measured.
 
     `input_cpu`, when given, replaces the full pipeline's CPU per example of the stage analysis
     in the CPU roofline: a figure measured at a higher rate (`nearest_limit_input_cpu`).
+    `measured`: rates measured for configurations of the pipeline, by what measured them; the
+    limit is never below them (`revise_limit`), and the threads are sized for it.
 
     Example:
         >>> model = pipeline_model(report, 2, 9000.0)  # doctest: +SKIP
@@ -416,6 +625,7 @@ def pipeline_model(
     )
     if limit is None:
         return None
+    limit = revise_limit(limit, *_split(measured or {}))
     target = limit.examples_per_sec
     waiting_target = _waiting_target(limit)
     sized = [
@@ -468,12 +678,15 @@ def model_from_profile(
     """
     if profile.stages is None:
         return None
+    measured: dict[str, float] = {}
     if training is not None:
         compute: float | None = training.examples_per_sec
         model_cpu = training.model_cpu_s_per_example
     else:
         compute = profile.compute_only.examples_per_sec if profile.compute_only else None
         model_cpu = model_cpu_s_per_example(profile)
+        # Rates measured under another training setting do not bound this one's limit.
+        measured = measured_rates(profile)
     return pipeline_model(
         profile.stages,
         cores,
@@ -483,7 +696,28 @@ def model_from_profile(
         profile_restarts(profile),
         buffer_scale,
         input_cpu,
+        measured,
     )
+
+
+#: The label `measured_rates` gives the pipeline-alone rate: it bounds the input's terms only.
+PIPELINE_ONLY = "pipeline only"
+
+
+def measured_rates(profile: ProfileResult) -> dict[str, float]:
+    """The rates a profile measured for its configuration: end to end, and the pipeline alone
+    under `PIPELINE_ONLY` (which `revise_limit` holds against the input's terms only)."""
+    rates = {"end to end": profile.end_to_end.examples_per_sec}
+    if profile.pipeline_only is not None:
+        rates[PIPELINE_ONLY] = profile.pipeline_only.examples_per_sec
+    return rates
+
+
+def _split(measured: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """`measured` as (training rates, input-alone rates) for `revise_limit`."""
+    training = {label: rate for label, rate in measured.items() if label != PIPELINE_ONLY}
+    alone = {label: rate for label, rate in measured.items() if label == PIPELINE_ONLY}
+    return training, alone
 
 
 def profile_restarts(profile: ProfileResult) -> Restarts | None:
@@ -582,6 +816,11 @@ def _asynchronous(stat: StageStat) -> bool:
     return stat.kind is StageKind.PREFETCH or any(a in stat.parameters for a in _ASYNC_ARGUMENTS)
 
 
+def _method(label: str) -> str:
+    """The tf.data method a stage label names: `map(parse)` -> `map`."""
+    return label.split("(", 1)[0].strip()
+
+
 def _parallel_argument(stat: StageStat) -> str | None:
     for argument in PARALLEL_ARGUMENTS:
         if argument in stat.parameters:
@@ -670,13 +909,22 @@ def _explain(term: LimitTerm) -> str:
             "example (cheaper decoding, cache() after the costly stages) or more cores would "
             "lift it."
         )
+    if term.bound_by is LimitBound.PARALLEL_STAGE:
+        return (
+            f"{term.stage_label} bounds this pipeline at {rate} even at its best parallelism "
+            f"({term.detail}): cheaper work per element (cache() after its costly "
+            "deterministic part, or that part done offline) would lift it."
+        )
     return (
-        f"{term.stage_label} runs sequentially and bounds this pipeline at {rate}: give it "
-        "parallelism (num_parallel_calls), or move it after batching, to lift it."
+        f"{term.stage_label} cannot run in parallel and bounds this pipeline at {rate}: "
+        "cheaper work per element, or that work moved into a stage that runs in parallel (a "
+        "map), would lift it."
     )
 
 
-def _python_caveat(label: str) -> str:
+def _python_caveat(label: str | None) -> str:
+    if label is None:
+        return ""
     return (
         f" {label} calls Python, and its threads queue for the process's one interpreter "
         "lock, which this limit does not count: the input may stop short of it with cores "

@@ -33,6 +33,7 @@ from tfperf.report import _study_summary as ss
 from tfperf.report._alt import TextAlternative, text_alternative
 from tfperf.report._buffers import buffer_rows, buffers_summary
 from tfperf.report._distribution import distribution_rows
+from tfperf.report._text import order_flag
 from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.report._words import knob_value
 from tfperf.units import format_bytes, format_seconds
@@ -188,6 +189,11 @@ def profile_section(
         "buffers_summary": buffers_summary(result.memory) if result.memory is not None else "",
         "distribution": (
             distribution_rows(result.distribution) if result.distribution is not None else []
+        ),
+        "order_flag": (
+            order_flag(ratio).strip()
+            if (ratio := result.end_to_end_over_pipeline) is not None
+            else None
         ),
         "emulated": emulated_note(result),
         "utilisation": utilisation_words(result),

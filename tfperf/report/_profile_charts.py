@@ -31,7 +31,7 @@ class VerdictBanner:
     speedup_if_input_free: float | None
     compute_slowdown: float | None
     advice: str
-    limiting_stage: str | None  # the stage analysis's bottleneck, when it ran
+    limiting_stage: str | None  # the stage analysis's limiting stage (`StageReport.limiting`)
 
 
 _BANNERS = {
@@ -56,7 +56,7 @@ def verdict_banner(result: ProfileResult) -> VerdictBanner:
 
 
 def _limiting_stage(result: ProfileResult) -> str | None:
-    stage = result.stages.bottleneck if result.stages is not None else None
+    stage = result.stages.limiting if result.stages is not None else None
     return stage.label if stage is not None else None
 
 
@@ -146,7 +146,8 @@ def stage_waterfall(result: ProfileResult) -> StageWaterfall | None:
         labels=tuple(f"{stage.index}. {stage.label}" for stage in drawn),
         examples_per_sec=tuple(stage.examples_per_sec or 0.0 for stage in drawn),
         stage_indices=tuple(stage.index for stage in drawn),
-        bottleneck_index=report.bottleneck_index,
+        # The limiting stage only (`StageReport.limiting`): one rule with the table and text.
+        bottleneck_index=report.limiting.index if report.limiting is not None else None,
         consumption_examples_per_sec=report.consumption_examples_per_sec,
     )
 

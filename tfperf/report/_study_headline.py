@@ -63,11 +63,13 @@ def _diagnosis(
 
 
 def limiting_stage(result: ProfileResult, limit: Limit | None) -> str | None:
-    """The profile's measured bottleneck, else the stage the tuner's limit names."""
-    stage = result.stages.bottleneck if result.stages is not None else None
-    if stage is not None:
-        return stage.label
-    return limit.terms[0].stage_label if limit is not None and limit.terms else None
+    """The profile's limiting stage (`StageReport.limiting`), else the stage that binds the
+    tuner's limit, if a stage does; None when the pipeline keeps up with the model."""
+    if result.stages is not None:
+        stage = result.stages.limiting
+        return stage.label if stage is not None else None
+    binding = min(limit.terms, key=lambda t: t.examples_per_sec) if limit and limit.terms else None
+    return binding.stage_label if binding is not None else None
 
 
 def _recommended(
@@ -105,8 +107,8 @@ def _limit_line(limit: Limit | None, found: Summary | None, tune: TuneResult | N
     if limit is None:
         return None
     text = (
-        f"Limit of this pipeline on this machine: {limit.examples_per_sec:,.0f} examples/s "
-        f"({limit.bound_by.value}): {limit.explanation}"
+        f"Limit of this pipeline on this machine: {limit.examples_per_sec:,.0f} examples/s, "
+        f"{limit.bound_words}. {limit.explanation}"
     )
     if found is not None:
         shown = "; ".join(f"{row.label} {row.median:,.0f}" for row in found.rows[:3])
@@ -115,7 +117,7 @@ def _limit_line(limit: Limit | None, found: Summary | None, tune: TuneResult | N
     if best_limit is not None and best_limit != limit:
         text += (
             f" Under the recommendation's training setting the limit is "
-            f"{best_limit.examples_per_sec:,.0f} examples/s ({best_limit.bound_by.value})."
+            f"{best_limit.examples_per_sec:,.0f} examples/s, {best_limit.bound_words}."
         )
     if tune is not None and tune.tuned_over_limit is not None:
         text += f" The recommendation reaches {tune.tuned_over_limit:.0%} of the limit."

@@ -10,7 +10,7 @@ from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
 from tfperf.report._utilisation import utilisation_text
 from tfperf.report._words import knob_value
-from tfperf.results import PhaseResult, ProfileResult, Verdict
+from tfperf.results import RATE_NOISE, PhaseResult, ProfileResult, Verdict
 from tfperf.results.stages import (
     AutotuneReadout,
     BatchShape,
@@ -185,7 +185,19 @@ def _throughput(result: ProfileResult) -> str:
     lines = ["Throughput, steady state (examples/s):"]
     for label, phase in rows:
         lines.append(f"  {label:<14} {phase.examples_per_sec:>12,.1f}   {_phase_detail(phase)}")
+    if (ratio := result.end_to_end_over_pipeline) is not None:
+        lines.append(order_flag(ratio))
     return "\n".join(lines)
+
+
+def order_flag(ratio: float) -> str:
+    """The sentence that flags end to end above the pipeline alone beyond the noise."""
+    return (
+        f"  Caution: end to end ran {ratio - 1:.0%} faster than the pipeline alone, beyond the "
+        f"noise ({RATE_NOISE:.0%}), though it runs the same pipeline with the model beside it: "
+        "the two phases ran under different conditions (a busier machine during one), so "
+        "neither figure is the pipeline's own rate; profile again on a quieter machine."
+    )
 
 
 def _phase_detail(phase: PhaseResult) -> str:
@@ -237,7 +249,8 @@ def _stage_row(stage: StageStat, report: StageReport, width: int) -> str:
     )
     marks = []
     if stage.index == report.bottleneck_index:
-        marks.append("limiting stage" + (f", {stage.location}" if stage.location else ""))
+        named = "limiting stage" if report.limiting is not None else "costliest stage"
+        marks.append(named + (f", {stage.location}" if stage.location else ""))
     if stage.index == report.falls_short_index:
         marks.append("first below the model's rate")
     return row + (f"   <- {'; '.join(marks)}" if marks else "")
@@ -332,7 +345,7 @@ def _limit_line(result: ProfileResult) -> str:
     if limit is None:
         return ""
     return (
-        f"Limit: {limit.examples_per_sec:,.0f} examples/s, bound by {limit.bound_by.value}.\n"
+        f"Limit: {limit.examples_per_sec:,.0f} examples/s, {limit.bound_words}.\n"
         f"  {limit.explanation}"
     )
 

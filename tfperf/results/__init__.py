@@ -22,6 +22,7 @@ from tfperf.results._json import (
     validated,
 )
 from tfperf.results._limit import (
+    RATE_NOISE,
     Limit,
     LimitBound,
     LimitTerm,
@@ -54,6 +55,7 @@ from tfperf.results._utilisation import (
 
 __all__ = [
     "MLPERF_STORAGE_BAR",
+    "RATE_NOISE",
     "CpuUsage",
     "Environment",
     "GpuMemoryAdvice",

@@ -13,6 +13,10 @@ from typing import Any
 from tfperf.results._json import KnobsField, as_knobs
 from tfperf.results._references import Reference
 
+#: How far apart two rates of one pipeline can be and still be one figure to tfperf: repeated
+#: windows of one configuration differ by a few percent on a quiet machine.
+RATE_NOISE = 0.05
+
 
 class LimitBound(str, Enum):
     """What caps a pipeline's rate on this machine."""
@@ -20,6 +24,10 @@ class LimitBound(str, Enum):
     COMPUTE = "compute"  # the model's own step: input could not make training faster
     CPU = "cpu"  # the host's cores, shared by the input pipeline and the model
     SEQUENTIAL_STAGE = "sequential-stage"  # a stage that cannot run in parallel
+    # A stage tuning can run in parallel, at its best parallelism: its CPU per example over the
+    # usable cores (or, for one that waits, the most threads tfperf gives a stage).
+    PARALLEL_STAGE = "parallel-stage"
+    MEASURED = "measured"  # a measured rate above every term: the model erred low
 
 
 @dataclasses.dataclass
@@ -29,12 +37,19 @@ class LimitTerm:
     bound_by: LimitBound
     examples_per_sec: float
     detail: str  # e.g. "2 usable cores ÷ (0.31 ms input + 0.05 ms model CPU per example)"
-    stage_label: str | None = None  # for SEQUENTIAL_STAGE: the stage that binds
+    stage_label: str | None = None  # for a stage's term: the stage that binds
 
 
 @dataclasses.dataclass
 class Limit:
-    """The smallest of the terms: the rate no configuration of this pipeline can exceed here.
+    """The rate no configuration of this pipeline can exceed here: the smallest of the terms, or a
+    measured rate above it.
+
+    A limit is never below a rate tfperf measured for a configuration of the pipeline: where
+    one is (the model erred low), `examples_per_sec` is that measured rate, `bound_by` is
+    MEASURED, `model_examples_per_sec` keeps the smallest term and `revised_by` names the
+    measurement (`tfperf.measure.revise_limit`). Reports read `examples_per_sec` and
+    `explanation` only, so a page never shows the model's figure beside a larger measured one.
 
     `python_stage` names a parallel stage whose function calls Python (tf.numpy_function,
     tf.py_function): its threads queue for the process's one interpreter lock, a bound no
@@ -47,6 +62,22 @@ class Limit:
     explanation: str  # what binds, and what would lift it
     terms: list[LimitTerm]
     python_stage: str | None = None
+    #: The smallest term, when a measured rate above it revised the limit (else None).
+    model_examples_per_sec: float | None = None
+    #: What measured the rate the limit was revised to, e.g. "pipeline only" or "trial 7".
+    revised_by: str | None = None
+
+    @property
+    def revised(self) -> bool:
+        """Whether a measured rate above the model's terms set the limit."""
+        return self.revised_by is not None
+
+    @property
+    def bound_words(self) -> str:
+        """What sets the limit, for a report's Limit line: "bound by cpu", or the revision."""
+        if self.revised_by is not None:
+            return f"revised to the measured rate ({self.revised_by})"
+        return f"bound by {self.bound_by.value}"
 
 
 @dataclasses.dataclass

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf.errors import ResultFileError
 from tfperf.results._distribution import Distribution
 from tfperf.results._json import JsonRecord
-from tfperf.results._limit import Limit, TrainingRate
+from tfperf.results._limit import RATE_NOISE, Limit, TrainingRate
 from tfperf.results._memory import MemoryAccount
 from tfperf.results._scaling import ScalingCurve
 from tfperf.results._utilisation import Utilisation
@@ -270,6 +270,8 @@ class StageReport:
         duration_s: wall time the whole stage analysis took.
         note: a caveat on the whole analysis (a pipeline that branches), else None.
         advice: what to change at the limiting stage; empty when there is nothing to say.
+        limiting_index: the limiting stage by the one rule of `limiting`, for readers of the
+            JSON; set from the other fields whenever the record is made or read.
     """
 
     stages: list[StageStat]
@@ -281,11 +283,35 @@ class StageReport:
     duration_s: float
     note: str | None
     advice: str
+    limiting_index: int | None = None
+
+    def __post_init__(self) -> None:
+        stage = self.limiting
+        self.limiting_index = stage.index if stage is not None else None
 
     @property
     def bottleneck(self) -> StageStat | None:
-        """The limiting stage, or None."""
+        """The costliest stage (see `bottleneck_index`), or None."""
         return None if self.bottleneck_index is None else self.stages[self.bottleneck_index]
+
+    @property
+    def keeps_up(self) -> bool:
+        """Whether the whole pipeline, run alone, delivers at least what the model consumes."""
+        output = next(
+            (s.examples_per_sec for s in reversed(self.stages) if s.examples_per_sec is not None),
+            None,
+        )
+        consumption = self.consumption_examples_per_sec
+        return consumption is not None and output is not None and output >= consumption
+
+    @property
+    def limiting(self) -> StageStat | None:
+        """The limiting stage: the costliest, unless the pipeline keeps up with the model.
+
+        One rule for every page (terminal, JSON readers, HTML): a pipeline that delivers what
+        the model consumes has no limiting stage, only a costliest one.
+        """
+        return None if self.keeps_up else self.bottleneck
 
 
 @dataclasses.dataclass
@@ -526,6 +552,21 @@ class ProfileResult(JsonRecord):
     # The accelerator's utilisation against MLPerf Storage's bar (`--step-time`,
     # `--accelerator-speedup`); None when not asked for.
     utilisation: Utilisation | None = None
+
+    @property
+    def end_to_end_over_pipeline(self) -> float | None:
+        """End to end's rate over the pipeline alone's, where it is above it beyond the noise
+        (`RATE_NOISE`); None otherwise.
+
+        End to end runs the same pipeline with a model beside it, so it cannot truly be the
+        faster: above it beyond the noise, the two phases ran under different conditions (a
+        busier machine during one of them), and the page says so instead of showing both.
+        """
+        alone = self.pipeline_only
+        if alone is None or alone.examples_per_sec <= 0:
+            return None
+        ratio = self.end_to_end.examples_per_sec / alone.examples_per_sec
+        return ratio if ratio > 1 + RATE_NOISE else None
 
     def phases(self) -> list[PhaseResult]:
         """The phases that were measured, in the order they ran."""

@@ -342,12 +342,35 @@ class InputOnlyChoice:
         return speedup(self.fastest, self.best) if self.fastest is not None else None
 
 
-def input_only_choice(measured: list[Measurement], baseline: Measurement) -> InputOnlyChoice:
+#: How much faster than the best input-only configuration a change to training (batch size,
+#: shuffle buffer, precision) must run, beyond the noise, to be recommended: it changes what
+#: the model learns, and a few percent of speed does not pay for re-checking accuracy.
+TRAINING_CHANGE_MARGIN = 1.2
+
+
+def worth_changing_training(gain: Speedup, margin: float = TRAINING_CHANGE_MARGIN) -> bool:
+    """Whether `gain` (a change to training over the best input-only configuration) clears
+    `margin` beyond the noise: a ratio of at least `margin`, and a gain beyond the measured
+    noise (`Speedup.significant`).
+
+    Example:
+        >>> worth_changing_training(Speedup(1.06, 0.05, True))
+        False
+        >>> worth_changing_training(Speedup(1.5, 0.05, True))
+        True
+    """
+    return gain.significant and gain.ratio >= margin
+
+
+def input_only_choice(
+    measured: list[Measurement], baseline: Measurement, margin: float = TRAINING_CHANGE_MARGIN
+) -> InputOnlyChoice:
     """Picks the best that leaves training as written unless a change to training beats it,
     and then the smallest change to training that does.
 
     A configuration that changes training (`training_changes`) is recommended only when its
-    gain over the best input-only one is beyond the noise of both (`speedup(...).significant`).
+    gain over the best input-only one clears `margin` beyond the noise of both
+    (`worth_changing_training`).
     Of the configurations that change training, the one recommended is the one that changes
     it least (`training_distance`) among those the fastest does not beat beyond noise
     (`least_change`): a shuffle buffer that rides along with a larger batch, at a figure the
@@ -374,7 +397,7 @@ def input_only_choice(measured: list[Measurement], baseline: Measurement) -> Inp
     least = least_change(measured, fastest, input_only, baseline)
     for changer in (least, fastest) if least is not fastest else (fastest,):
         gain = speedup(changer, input_only)
-        if gain.significant and gain.ratio > 1:
+        if worth_changing_training(gain, margin):
             passed = None if changer is fastest else fastest
             return InputOnlyChoice(changer, input_only, passed, gain)
     return InputOnlyChoice(input_only, input_only, fastest, speedup(fastest, input_only))
@@ -477,6 +500,12 @@ def recommend(
         text += (
             " A configuration that changes training ran faster, but within the noise "
             f"({gain.describe()}), so it is not recommended."
+        )
+    elif gain is not None and gain.ratio > 1:
+        text += (
+            f" A configuration that changes training ran {gain.describe()} as fast, short of "
+            "the margin a change to training must clear (--training-change-margin), so it is "
+            "not recommended."
         )
     return text
 

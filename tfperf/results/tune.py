@@ -17,6 +17,7 @@ from tfperf.results._references import (
     folded_estimates,
 )
 from tfperf.results._tune import (
+    TRAINING_CHANGE_MARGIN,
     TRAINING_KNOBS,
     EditGain,
     HandOver,
@@ -35,6 +36,7 @@ from tfperf.results._tune import (
 )
 
 __all__ = [
+    "TRAINING_CHANGE_MARGIN",
     "TRAINING_KNOBS",
     "EditGain",
     "Estimate",

@@ -55,6 +55,7 @@ from tfperf.trials._worker import (
     EXIT_FAILED,
     EXIT_FATAL,
     EXIT_OK,
+    REFUSED_KIND,
     WorkRequest,
     decode_message,
     progress_from_message,
@@ -241,6 +242,10 @@ def classify_exit(
     """
     if returncode == EXIT_OK:
         return TrialStatus.COMPLETE, ""
+    if returncode == EXIT_FAILED and error is not None and error.get("kind") == REFUSED_KIND:
+        # tf.data refused the configuration's arguments: pruned with the reason, so a search
+        # learns to avoid it and never counts it toward its run of failures.
+        return TrialStatus.PRUNED, str(error.get("message") or "tf.data refused it")
     if returncode == EXIT_FAILED and error is not None and is_gpu_oom(error, gpu_limits):
         return TrialStatus.GPU_BUDGET, gpu_oom_reason(error, gpu_limits)
     if returncode in (EXIT_FAILED, EXIT_FATAL):

@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
-from tfperf.errors import KnobError, PipelineFileError, TfperfError
+from tfperf.errors import ConfigurationRefused, KnobError, PipelineFileError, TfperfError
 
 if TYPE_CHECKING:
     from tfperf.frameworks import DeviceLayout
@@ -62,6 +62,7 @@ __all__ = [
     "EXIT_OK",
     "PROFILE",
     "PROTOCOL_PREFIX",
+    "REFUSED_KIND",
     "ProgressThrottle",
     "WorkRequest",
     "decode_message",
@@ -82,6 +83,11 @@ DISCOVER: Final = "discover"
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_FATAL = 2
+#: The error message's kind when the framework refused the configuration's arguments
+#: (`ConfigurationRefused`): the trial is pruned, not failed, since other configurations of the
+#: same pipeline run. The status stays EXIT_FAILED: an exit status alone could come from
+#: anything the child runs.
+REFUSED_KIND = "refused"
 
 #: Traceback lines sent for an exception tfperf did not expect (the lines nearest the error).
 _TRACEBACK_LINES = 8
@@ -240,6 +246,7 @@ def error_message(error: BaseException) -> tuple[int, dict[str, Any]]:
     since nobody has explained it yet.
     """
     fatal = isinstance(error, (PipelineFileError, KnobError, RequestError))
+    refused = isinstance(error, ConfigurationRefused)
     if isinstance(error, SystemExit):
         text = f"the pipeline called sys.exit({error.code!r}) while tfperf ran it"
     elif isinstance(error, TfperfError):
@@ -249,7 +256,7 @@ def error_message(error: BaseException) -> tuple[int, dict[str, Any]]:
         text = "\n".join(lines[-_TRACEBACK_LINES:])
     message: dict[str, Any] = {
         "type": "error",
-        "kind": "fatal" if fatal else "failed",
+        "kind": "fatal" if fatal else REFUSED_KIND if refused else "failed",
         "error": type(error).__name__,
         "message": text,
     }

@@ -61,8 +61,12 @@ class Guide:
         cycle_caps: parallelism name -> the fixed `cycle_length` it must not exceed (tf.data
             refuses an interleave with more parallel calls than a fixed cycle).
         knob_interleave: the pipeline has an interleave with `num_parallel_calls`, so the
-            knobs `num_parallel_calls` and `cycle_length` constrain each other.
+            knobs `num_parallel_calls` and `cycle_length` constrain each other (not when its
+            cycle is written in the file: `fixed_cycles`).
         setting_limits: the limit under each training setting the baseline trial probed.
+        fixed_cycles: parallelism knob -> an interleave's `cycle_length` the file writes as a
+            number, read from the baseline's dataset graph (`literal_cycles`): a proposal
+            above it is one tf.data refuses, so it is refused unrun.
     """
 
     limit: Limit
@@ -71,6 +75,7 @@ class Guide:
     cycle_caps: dict[str, int] = dataclasses.field(default_factory=dict)
     knob_interleave: bool = False
     setting_limits: list[SettingLimit] = dataclasses.field(default_factory=list)
+    fixed_cycles: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def estimate(self) -> Estimate:
@@ -112,18 +117,56 @@ def make_guide(
     if model is None:
         return None
     names = tuple(guidable)
-    caps = cycle_caps(baseline, space, model, machine.cpu_count)
+    stages = baseline_result.stages.stages if baseline_result.stages else []
+    fixed = literal_cycles(stages, baseline)
+    # The file's own cycle, not the `cycle_length` knob, bounds the calls the knob sets there.
+    caps = {**cycle_caps(baseline, space, model, machine.cpu_count), **fixed}
     choice, limits = training_estimate(baseline_result, machine, baseline, space, model, input_cpu)
     fit = Fit(model, choice, baseline, space, names, caps, machine)
-    stages = baseline_result.stages.stages if baseline_result.stages else []
     return Guide(
         limit=model.limit,
         estimates=propose(fit, proposers),
         threads=sized_threads(model, names, caps, machine),
         cycle_caps=caps,
-        knob_interleave=knob_drives_interleave(stages, baseline),
+        knob_interleave=knob_drives_interleave(stages, baseline) and not fixed,
         setting_limits=limits,
+        fixed_cycles=fixed,
     )
+
+
+def literal_cycles(stages: Iterable[StageStat], baseline: Knobs) -> dict[str, int]:
+    """`num_parallel_calls` -> the `cycle_length` a knobs file writes as a number in an
+    interleave whose parallel calls the knob sets, read from the baseline's dataset graph.
+
+    `interleave(read, cycle_length=2, num_parallel_calls=knobs.num_parallel_calls)`: tf.data
+    refuses any `num_parallel_calls` above 2 but AUTOTUNE. The graph shows the values the
+    interleave ran with, not where they came from: the calls follow the knob when they are
+    the baseline's `num_parallel_calls`, and the cycle is written in the file when it is not
+    the baseline's `cycle_length` knob. When it is, tfperf cannot tell (the file may pass the
+    knob), caps nothing, and tf.data's own refusal prunes the trial if it comes.
+
+    Example:
+        >>> from tfperf.results.stages import StageStat, StageUnit
+        >>> read = StageStat(1, StageKind.INTERLEAVE, "interleave(read)", None,
+        ...     {"cycle_length": 2, "num_parallel_calls": 1}, StageUnit.EXAMPLE,
+        ...     None, None, None, None, None, None, 0, 0.0)
+        >>> literal_cycles([read], Knobs(num_parallel_calls=1, cycle_length=None))
+        {'num_parallel_calls': 2}
+    """
+    if baseline.sites:
+        return {}  # call sites carry their own cycle_length, capped by `cycle_caps`
+    found: dict[str, int] = {}
+    for stage in stages:
+        cycle = stage.parameters.get("cycle_length")
+        calls = stage.parameters.get("num_parallel_calls")
+        if stage.kind is not StageKind.INTERLEAVE or calls is None:
+            continue
+        if not isinstance(cycle, int) or isinstance(cycle, bool) or cycle <= 0:
+            continue
+        if calls != baseline.num_parallel_calls or cycle == baseline.cycle_length:
+            continue
+        found["num_parallel_calls"] = min(found.get("num_parallel_calls", cycle), cycle)
+    return found
 
 
 def knob_drives_interleave(stages: Iterable[StageStat], baseline: Knobs) -> bool:

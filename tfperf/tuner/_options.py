@@ -17,7 +17,7 @@ from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, strategy_function
 from tfperf.results import TrialOutcome, TrialStatus
-from tfperf.results.tune import Objective
+from tfperf.results.tune import TRAINING_CHANGE_MARGIN, Objective
 from tfperf.study import feasible_complete, search_trials
 from tfperf.study.cluster import Liveness, LostTrial
 from tfperf.study.ledger import Wait
@@ -76,6 +76,9 @@ class TuneOptions:
     #: Search input knobs alone: batch size, shuffle buffer, precision and the call sites
     #: that hold them stay at the baseline's values.
     input_only: bool = False
+    #: A change to training is recommended only when it beats the best input-only
+    #: configuration by this factor beyond the noise (`--training-change-margin`).
+    training_change_margin: float = TRAINING_CHANGE_MARGIN
     storage: str | None = None
     study_name: str | None = None
     seed: int | None = None
@@ -110,6 +113,11 @@ class TuneOptions:
         if not 0 <= self.min_seconds < float("inf"):
             raise ValueError(
                 f"`0 <= min_seconds < inf` must hold, but got min_seconds={self.min_seconds}"
+            )
+        if not 1 <= self.training_change_margin < float("inf"):
+            raise ValueError(
+                "`1 <= training_change_margin < inf` must hold, but got "
+                f"training_change_margin={self.training_change_margin}"
             )
         if self.step_time_s is not None and not 0 < self.step_time_s < float("inf"):
             raise ValueError(

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tfperf.hardware import Machine
-from tfperf.knobs import Domain, IntRange, Knobs, cycle_conflicts
+from tfperf.knobs import AUTOTUNE, Domain, IntRange, Knobs, cycle_conflicts
 from tfperf.measure import nearest_limit_input_cpu
 from tfperf.results import Limit, ProfileResult
 from tfperf.results.tune import Estimate, Measurement, Reference
@@ -200,7 +200,12 @@ class References:
     def conflicts(self, knobs: Knobs) -> list[str]:
         """Why tf.data would refuse `knobs` (an interleave's calls above its cycle), if it would."""
         interleave = self.guide is not None and self.guide.knob_interleave
-        return cycle_conflicts(knobs, knob_interleave=interleave, cores=self.machine.cpu_count)
+        found = cycle_conflicts(knobs, knob_interleave=interleave, cores=self.machine.cpu_count)
+        for name, cycle in (self.guide.fixed_cycles if self.guide is not None else {}).items():
+            value = getattr(knobs, name)
+            if isinstance(value, int) and value != AUTOTUNE and value > cycle:
+                found.append(f"{name}={value} > the file's cycle_length={cycle}")
+        return found
 
     def estimates(self, study: optuna.Study, measured: Mapping[str, Measurement]) -> list[Estimate]:
         """Every proposal, predicted vs measured (its re-measured median in `measured`, by

@@ -12,6 +12,9 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from tfperf.errors import TfperfError
+from tfperf.knobs import Knobs
+from tfperf.measure import revise_limit
+from tfperf.results import Limit
 from tfperf.results.tune import (
     Measurement,
     Reference,
@@ -76,11 +79,12 @@ def tune_result(
             "compared with it; see the trial reasons with `tfperf report`."
         )
     autotune = by_label.get(Reference.AUTOTUNE.value)
-    choice = input_only_choice(measured, baseline)
+    choice = input_only_choice(measured, baseline, facts.options.training_change_margin)
     best = choice.best
     vs_baseline = speedup(best, baseline)
     changes = training_changes(best, baseline)
     front = pareto_front(feasible_complete(study)) if len(study.directions) > 1 else []
+    limit, best_limit = revised_limits(study, measured, references, best)
     return TuneResult(
         pipeline=facts.pipeline,
         study_name=facts.study_name,
@@ -102,15 +106,53 @@ def tune_result(
         wall_s=facts.wall_s,
         ram_budget_bytes=facts.budgets.ram_bytes,
         gpu_memory_budget_bytes=facts.budgets.gpu_memory_bytes,
-        limit=references.limit,
-        tuned_over_limit=references.over_limit(best.median, best.knobs),
-        best_limit=references.limit_for(best.knobs),
+        limit=limit,
+        tuned_over_limit=(
+            best.median / best_limit.examples_per_sec
+            if best_limit is not None and best_limit.examples_per_sec > 0
+            else None
+        ),
+        best_limit=best_limit,
         estimates=references.estimates(study, by_label),
         input_only=choice.input_only,
         fastest=choice.fastest,
         gain_over_input_only=choice.gain,
         search_gain=_search_gain(best, best_estimate(measured)),
     )
+
+
+def revised_limits(
+    study: optuna.Study,
+    measured: list[Measurement],
+    references: References,
+    best: Measurement,
+) -> tuple[Limit | None, Limit | None]:
+    """The limit as written and under the recommendation's training setting, each raised to
+    the fastest rate measured under its setting (`tfperf.measure.revise_limit`).
+
+    A limit no configuration can exceed cannot sit below a configuration that was measured:
+    every trial's figure and every re-measured median count, each against the limit of the
+    training setting it ran with.
+    """
+    base, under_best = references.limit, references.limit_for(best.knobs)
+    rates: list[tuple[str, float, Knobs | None]] = [
+        (f"trial {trial.number}", trial.values[0], TrialRecord.from_trial(trial).knobs)
+        for trial in feasible_complete(study)
+        if trial.values
+    ]
+    rates += [(f"{m.label}, re-measured median", m.median, m.knobs) for m in measured]
+
+    def revised(limit: Limit | None) -> Limit | None:
+        if limit is None:
+            return None
+        same = {
+            label: rate
+            for label, rate, knobs in rates
+            if knobs is not None and references.limit_for(knobs) == limit
+        }
+        return revise_limit(limit, same)
+
+    return revised(base), revised(under_best)
 
 
 def _baseline_over_budget(study: optuna.Study) -> bool:

@@ -481,7 +481,8 @@ class Tuner:
         baseline = next((m for m in measurements if m.label == Reference.BASELINE), None)
         if baseline is None:
             return measurements  # the result says why nothing can be compared
-        chosen = input_only_choice(measurements, baseline).weighed
+        margin = self.options.training_change_margin
+        chosen = input_only_choice(measurements, baseline, margin).weighed
         estimate = best_estimate(measurements)
         if estimate is not None and all(m is not estimate for m in chosen):
             chosen.append(estimate)

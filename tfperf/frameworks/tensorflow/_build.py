@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfperf.errors import KnobError, PipelineFileError, PipelineRuntimeError
+from tfperf.errors import ConfigurationRefused, KnobError, PipelineFileError, PipelineRuntimeError
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.knobs import Knobs
 from tfperf.pipeline import (
@@ -257,6 +257,11 @@ def call_user(pipeline: PipelineFile, function: Callable[..., Any], knobs: Knobs
     try:
         return pipeline.call(function, knobs)
     except Exception as error:
+        if _tf.refused_by_tf_data(error):
+            raise ConfigurationRefused(
+                f"tf.data refused this configuration while {pipeline.shown_call(name)} built the "
+                f"dataset: {_tf.short_tf_message(error)}"
+            ) from error
         where = _tf.user_frames_of(error, pipeline.user_paths)
         raise PipelineRuntimeError(
             f"{pipeline.path.name}: {pipeline.shown_call(name)} raised {type(error).__name__}: "

@@ -35,6 +35,7 @@ from tfperf.measure import (
     EpochInfo,
     ProgressCallback,
     attribute_restarts,
+    checked_against,
     profile,
     profile_limit,
     restart_stage,
@@ -149,7 +150,8 @@ def profile_pipeline(
         result.memory = _memory(chain, result)
         result.budget_s = budget_s
         if analyse_stages:
-            report = _stage_report(dataset, result, stage_seconds, budget_s)
+            alone = result.pipeline_only.examples_per_sec if result.pipeline_only else None
+            report = checked_against(_stage_report(dataset, result, stage_seconds, budget_s), alone)
             result.stages = report
             result = attribute_restarts(result)
             if report.advice:

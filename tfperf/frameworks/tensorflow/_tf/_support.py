@@ -177,6 +177,28 @@ def short_tf_message(error: BaseException) -> str:
     return drop_library_frames(message.strip())  # issue 17: the user's frames only
 
 
+#: How TensorFlow names a dataset op that failed as it was made: `[Op:ParallelInterleaveDatasetV4]`.
+_DATASET_OP = re.compile(r"\[Op:\w*Dataset\w*\]")
+
+
+def refused_by_tf_data(error: BaseException) -> bool:
+    """Whether `error` is tf.data refusing a dataset's arguments as the dataset was made.
+
+    Two forms: an `InvalidArgumentError` raised eagerly by a dataset op's own checks (its
+    message names the op, `[Op:...Dataset...]`), or a `ValueError` raised inside tf.data's
+    Python code (`tensorflow/python/data/`). An error from a user's function, or from a dataset
+    while it produces elements, is neither.
+    """
+    import tensorflow as tf
+
+    if isinstance(error, tf.errors.InvalidArgumentError):
+        return _DATASET_OP.search(str(error)) is not None
+    if isinstance(error, ValueError) and not isinstance(error, tf.errors.OpError):
+        frames = traceback.extract_tb(error.__traceback__)
+        return bool(frames) and "/tensorflow/python/data/" in frames[-1].filename.replace("\\", "/")
+    return False
+
+
 def reset_allocator_peaks() -> None:
     import tensorflow as tf
 

@@ -1,0 +1,44 @@
+"""The tune result's limit: never below a rate the study measured under the same setting."""
+
+from __future__ import annotations
+
+import optuna
+
+from tests.report.helpers import measured, tune_result
+from tfperf.knobs import Knobs
+from tfperf.report._tune_text import _limit
+from tfperf.results import Limit, LimitBound, LimitTerm
+from tfperf.tuner._result import revised_limits
+
+
+class _References:
+    """The limit under the baseline's setting; none probed under batch size 64."""
+
+    def __init__(self, limit: Limit) -> None:
+        self.limit = limit
+
+    def limit_for(self, knobs: Knobs) -> Limit | None:
+        return self.limit if knobs.batch_size != 64 else None
+
+
+def test_a_recommendation_above_the_limit_revises_it_and_the_summary_says_so():
+    term = LimitTerm(LimitBound.SEQUENTIAL_STAGE, 1000.0, "batch(8) runs on one thread", "b")
+    model = Limit(1000.0, LimitBound.SEQUENTIAL_STAGE, "batch(8) binds.", [term])
+    best = measured("trial 4", [1500.0, 1520.0, 1480.0], batch_size=8)
+    others = [
+        measured("baseline", [900.0], batch_size=8),
+        measured("trial 5", [9e3], batch_size=64),
+    ]
+    study = optuna.create_study(direction="maximize")
+
+    limit, under_best = revised_limits(study, [best, *others], _References(model), best)  # type: ignore[arg-type]
+
+    assert limit is not None and under_best is not None
+    assert limit.examples_per_sec == 1500.0 and limit.revised  # trial 5 ran another setting
+    assert best.median / under_best.examples_per_sec <= 1.05
+    text = _limit(tune_result(limit=limit, best_limit=under_best, tuned_over_limit=1.0))
+    assert text.startswith(
+        "Limit: 1,500 examples/s, revised to the measured rate (trial 4, re-measured median); "
+        "the recommendation reaches 100% of it"
+    )
+    assert "Revised to the measured 1,500 examples/s" in text and "50% lower" in text
