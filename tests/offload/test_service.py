@@ -87,6 +87,28 @@ def test_a_stage_a_worker_cannot_run_is_named_with_its_line_and_fix() -> None:
         check_runs_on_service(generated, "pipeline.py")
 
 
+def test_a_resource_only_this_process_holds_is_named_and_a_variable_runs(
+    cluster: LocalCluster,
+) -> None:
+    """A worker cannot find an iterator or queue created in the trainer's process; it rebuilds
+    a variable and a lookup table from the graph, so those run through the service."""
+    queue = tf.queue.FIFOQueue(4, tf.int64)
+    uses_queue = tf.data.Dataset.range(8).take(6).map(lambda x: x + queue.dequeue())
+    with pytest.raises(PipelineFileError) as raised:
+        check_runs_on_service(uses_queue.batch(2).prefetch(1), "pipeline.py")
+    message = str(raised.value)
+    assert "pipeline.py: the stage map(lambda) at test_service.py:" in message
+    assert "uses a QueueInterface created in this process" in message
+    assert "after `distribute()`" in message
+    variable = tf.Variable(3, dtype=tf.int64)
+    keys = tf.constant([1, 2], tf.int64)
+    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, keys * 10), -1)
+    rebuilt = tf.data.Dataset.range(1000).map(lambda x: table.lookup(x) * variable).batch(8)
+    check_runs_on_service(rebuilt, "pipeline.py")
+    rate = through_service(cluster, rebuilt, "AUTO", SETTINGS, "a test")
+    assert rate.batches > 0
+
+
 def test_a_dispatcher_that_is_not_there_is_named_at_once() -> None:
     with socket.socket() as probe:
         probe.bind(("localhost", 0))

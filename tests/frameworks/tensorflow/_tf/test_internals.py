@@ -380,3 +380,14 @@ def test_cardinality_and_the_options_a_dataset_carries():
     assert carried is not None and carried.deterministic is False
     assert _tf.dataset_options(R(3)).deterministic is None
     assert _tf.dataset_options([1, 2]) is None
+
+
+def test_the_serialised_graph_names_a_resource_only_this_process_holds():
+    """`_as_serialized_graph` (what `distribute()` ships) writes a variable and a table as the
+    ops that rebuild them, and an iterator as a constant handle into this process."""
+    variable = tf.Variable(3, dtype=tf.int64)
+    keys = tf.constant([1, 2], tf.int64)
+    table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, keys * 10), -1)
+    assert _tf.process_resources(R(4).map(lambda x: table.lookup(x) * variable)) == []
+    iterator = iter(R(10))
+    assert _tf.process_resources(R(4).map(lambda x: x + next(iterator))) == ["IteratorResource"]

@@ -6,8 +6,12 @@ keeps a local `prefetch` after `distribute()`, so reading overlaps the step as b
 
 A worker runs the dataset's graph in another process, without the trainer's Python: a stage
 whose function calls Python (`tf.py_function`, `tf.numpy_function`) or whose source is a Python
-generator (`from_generator`) cannot run there. `check_runs_on_service` names the first such
-stage, its line and the fix, before anything is measured.
+generator (`from_generator`) cannot run there. Nor can a stage that captures a resource living
+in this process that TensorFlow cannot rebuild from the graph (an iterator, a queue): the
+worker fails at its first element. Variables and lookup tables are rebuilt on the worker (from
+their values when `distribute()` is applied), so they run there and are not refused.
+`check_runs_on_service` names the first stage the service cannot run, its line and the fix,
+before anything is measured.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 from tfperf.errors import PipelineFileError
 from tfperf.frameworks import StageNode
+from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._chain import recover_chain
 from tfperf.results.stages import StageKind
 
@@ -48,16 +53,31 @@ def check_runs_on_service(dataset: Any, file_name: str) -> None:
     Raises:
         PipelineFileError: names the stage, where it is written and the fix.
     """
-    for stage in recover_chain(dataset).stages:
+    stages = recover_chain(dataset).stages
+    for stage in stages:
         problem = _problem(stage)
         if problem is not None:
-            where = f" at {stage.location}" if stage.location else ""
             raise PipelineFileError(
-                f"{file_name}: the stage {stage.label}{where} {problem} A tf.data service "
-                "worker runs the dataset's graph in its own process, without this process's "
-                "Python, so it cannot run this stage. "
+                f"{file_name}: the stage {_named(stage)} {problem} A tf.data service worker "
+                "runs the dataset's graph in its own process, without this process's Python, "
+                "so it cannot run this stage. "
                 + (_GENERATOR_FIX if _is_generator(stage) else _PYTHON_FIX)
             )
+    if not stages or not _tf.process_resources(dataset):  # one serialisation when none
+        return
+    for stage in stages:  # source first: the first stage whose cut holds such a handle
+        resources = _tf.process_resources(stage.dataset)
+        if resources:
+            raise PipelineFileError(
+                f"{file_name}: the stage {_named(stage)} uses a {resources[0]} created in "
+                "this process. A tf.data service worker rebuilds the dataset from its graph "
+                "in its own process, where this resource does not exist, so it cannot run "
+                f"this stage. {_RESOURCE_FIX}"
+            )
+
+
+def _named(stage: StageNode) -> str:
+    return f"{stage.label} at {stage.location}" if stage.location else stage.label
 
 
 _PYTHON_FIX = (
@@ -67,6 +87,14 @@ _PYTHON_FIX = (
 _GENERATOR_FIX = (
     "Read the data with a tf.data source the worker can run (tf.data.TFRecordDataset, "
     "Dataset.from_tensor_slices, Dataset.list_files) instead of Dataset.from_generator."
+)
+
+
+_RESOURCE_FIX = (
+    "Create the resource inside the pipeline's functions, read that data with a tf.data "
+    "stage (zip, interleave) instead of an iterator or queue, use a tf.Variable or a "
+    "lookup table (which the worker rebuilds), or apply this stage after `distribute()`, "
+    "on the trainer."
 )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "key_function",
     "method_of",
     "parameters",
+    "process_resources",
     "reader_in",
     "set_option",
     "tensorflow_dir",
@@ -109,6 +110,45 @@ def walk_inputs(dataset: Any) -> Iterator[Any]:
         seen.add(id(current))
         yield current
         pending.extend(inputs(current))
+
+
+def process_resources(dataset: Any) -> list[str]:
+    """The resources `dataset`'s graph can only name by this process's handle, by type name.
+
+    `tf.data.experimental.service.distribute` ships the dataset's graph to the workers,
+    serialised as `_as_serialized_graph` writes it with the default external-state policy
+    (WARN). A resource TensorFlow can rebuild there (a variable, a lookup table) becomes the
+    ops that recreate it; any other (an iterator, a queue) becomes a constant handle into
+    this process, which a worker fails to find at its first element.
+    """
+    import tensorflow as tf
+    from tensorflow.core.framework import graph_pb2
+
+    serialized = dataset._as_serialized_graph(
+        external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN
+    )
+    graph = graph_pb2.GraphDef.FromString(serialized.numpy())
+    nodes = [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
+    found = []
+    for node in nodes:
+        if node.op == "Const" and node.attr["dtype"].type == tf.resource.as_datatype_enum:
+            for handle in node.attr["value"].tensor.resource_handle_val:
+                found.append(_type_name(handle.maybe_type_name))
+    return found
+
+
+def _type_name(mangled: str) -> str:
+    """`IteratorResource` from the C++ type name a handle keeps (mangled: length-prefixed)."""
+    names, at = [], 0
+    while at < len(mangled):
+        length = re.match(r"\d+", mangled[at:])
+        if length is None:
+            at += 1
+            continue
+        start = at + length.end()
+        names.append(mangled[start : start + int(length.group())])
+        at = start + int(length.group())
+    return names[-1] if names else (mangled or "resource")
 
 
 def cardinality(dataset: Any) -> int | None:
