@@ -33,6 +33,8 @@ install-dev: $(VENV)/.installed-dev
 # about an hour on 2 cores, and rewrites benchmarks/RESULTS.md: run it on a quiet machine.
 # `make bench-smoke` checks the runner end to end on one pipeline in about 40 seconds.
 # `make bench` then profiles the generated family with known truth (tests/generated.py).
+# Its RESULTS.md includes `tfperf offload`'s predicted per-worker rate against a real local
+# tf.data service of 1 and 2 workers (benchmarks/offload.py, also runnable on its own).
 .PHONY: bench bench-smoke
 
 bench: $(VENV)/.installed

@@ -2,9 +2,10 @@
 
 For each pipeline: prepare its data (untimed), `tfperf tune` it on a fresh study with a fixed
 trial budget, then measure its baseline, AUTOTUNE and tuned configurations side by side.
-Then the repeatability of one configuration, the profiler's overhead and the emulated
-accelerator step against its known answer. The figures are saved as a JSON record, and
-RESULTS.md is rendered from that record alone.
+Then the repeatability of one configuration, the profiler's overhead, the emulated
+accelerator step against its known answer, and `tfperf offload`'s predicted per-worker rate
+against the real local tf.data service (k = 1 and 2 workers). The figures are saved as a JSON
+record, and RESULTS.md is rendered from that record alone.
 
     python -m benchmarks                      # the full run (35-45 minutes on 2 cores)
     python -m benchmarks --only remote_storage --trials 8
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING
 
 from benchmarks import measure
 from benchmarks.emulated_step_record import EmulatedStepRow, run_emulated_step
+from benchmarks.offload import measure_offload
+from benchmarks.offload_record import OffloadResult
 from benchmarks.record import BenchRecord, Failure, Machine, PipelineRecord, Repeatability
 from benchmarks.render import render
 from benchmarks.suite import (
@@ -135,6 +138,12 @@ def run(
     except RuntimeError as error:
         log(f"emulated accelerator step: FAILED: {error}")
         failures.append(Failure("emulated_step", str(error)))
+    offload: OffloadResult | None = None
+    try:  # not in a smoke run either: it starts a service and worker processes
+        offload = None if settings.smoke else measure_offload(log)
+    except RuntimeError as error:
+        log(f"offload: FAILED: {error}")
+        failures.append(Failure("offload", str(error)))
     return BenchRecord(
         command=command,
         started_at=started,
@@ -148,6 +157,7 @@ def run(
         failures=failures,
         zero_change=zero_change,
         emulated_step=emulated_step,
+        offload=offload,
     )
 
 

@@ -6,6 +6,7 @@ each k, the rate the pinned measurement predicts (k times one pinned core) besid
 measured through the real service, and their ratio. The issue's bar: `workers_needed` >= 2,
 and the one-worker measurement within 0.6-1.5x of the prediction; the exit status is 1 when
 either misses. Run it on a quiet machine: another process on the cores moves both figures.
+`python -m benchmarks` (`make bench`) runs it too and writes its section of RESULTS.md.
 """
 
 from __future__ import annotations
@@ -15,17 +16,23 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.offload_record import BAND, OffloadResult, offload_result
 from benchmarks.suite import BENCHMARKS_DIR
 
+__all__ = ["BAND", "PIPELINE", "measure_offload", "run", "table"]
+
 PIPELINE = BENCHMARKS_DIR / "offload_heavy.py"
-#: The issue's band for the one-worker measurement over the prediction.
-BAND = (0.6, 1.5)
 
 
 def run(seconds: float, workers: int) -> dict[str, object]:
-    """`tfperf offload` on the heavy pipeline; its JSON result."""
+    """`tfperf offload` on the heavy pipeline; its JSON result.
+
+    Raises:
+        RuntimeError: it failed; the message carries the end of its output.
+    """
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         command = [
@@ -33,24 +40,44 @@ def run(seconds: float, workers: int) -> dict[str, object]:
             "--max-cores", "1", "--max-workers", str(workers), "--seconds", str(seconds),
             "--json", str(out / "o.json"), "--html", str(out / "o.html"),
         ]  # fmt: skip
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run(
+            command, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        if done.returncode != 0:
+            tail = "\n".join(done.stderr.strip().splitlines()[-15:])
+            raise RuntimeError(
+                f"`tfperf offload` failed (exit status {done.returncode}); it ended with:\n{tail}"
+            )
         data: dict[str, object] = json.loads((out / "o.json").read_text())
     return data
 
 
 def table(data: dict[str, object]) -> tuple[list[str], bool]:
     """The lines of the predicted-against-measured table, and whether the bar is met."""
-    predicted = float(data["predicted_per_worker_examples_per_sec"])  # type: ignore[arg-type]
+    result = offload_result(data)
     lines = ["workers  predicted ex/s  measured ex/s  measured/predicted"]
-    ratios = {}
-    for point in data["verify"]:  # type: ignore[attr-defined]
-        k, measured = point["workers"], point["examples_per_sec"]
-        ratios[k] = measured / (k * predicted)
-        lines.append(f"{k:>7}  {k * predicted:>14,.0f}  {measured:>13,.0f}  {ratios[k]:>18.2f}")
-    needed = data["workers_needed"]
-    met = needed is not None and needed >= 2 and BAND[0] <= ratios.get(1, 0.0) <= BAND[1]
-    lines.append(f"workers_needed: {needed}; binds: {data['binds']}; bar met: {met}")
-    return lines, met
+    for row in result.rows:
+        lines.append(
+            f"{row.workers:>7}  {row.predicted_examples_per_sec:>14,.0f}  "
+            f"{row.measured_examples_per_sec:>13,.0f}  {row.ratio:>18.2f}"
+        )
+    lines.append(
+        f"workers_needed: {result.workers_needed}; binds: {result.binds}; bar met: {result.met}"
+    )
+    return lines, result.met
+
+
+def measure_offload(log: Callable[[str], None]) -> OffloadResult:
+    """The full run (k = 1 and 2 workers), for `python -m benchmarks`.
+
+    Raises:
+        RuntimeError: `tfperf offload` failed, or its result lacks the figures.
+    """
+    log("offload to tf.data service, k = 1 and 2 workers (python -m benchmarks.offload)")
+    try:
+        return offload_result(run(seconds=3.0, workers=2))
+    except (OSError, ValueError, KeyError, TypeError) as error:  # no JSON, or not offload's
+        raise RuntimeError(f"the offload benchmark wrote no usable result: {error}") from None
 
 
 def main() -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.emulated_step_record import EmulatedStepRow
+from benchmarks.offload_record import OffloadResult
 from benchmarks.zero_change_record import ZeroChange
 from tfperf.errors import ResultFileError
 from tfperf.results._json import JsonRecord
@@ -272,6 +273,8 @@ class BenchRecord(JsonRecord):
     zero_change: ZeroChange | None = None  # the plain-file twin's hand-over (zero_change.py)
     # The emulated accelerator step against its known answer (emulated_accelerator.py).
     emulated_step: list[EmulatedStepRow] = dataclasses.field(default_factory=list)
+    # tfperf offload's prediction against the real local service, k = 1 and 2 (offload.py).
+    offload: OffloadResult | None = None
     schema_version: int = BENCH_SCHEMA_VERSION
 
     @classmethod

@@ -16,6 +16,7 @@ from benchmarks.goals import (
     describe_changes,
     pipeline_checks,
 )
+from benchmarks.offload_record import offload_section
 from benchmarks.record import (
     BenchRecord,
     ModelFigures,
@@ -60,6 +61,7 @@ def render(record: BenchRecord) -> str:
         _goals(record),
         _overhead(record),
         emulated_step_section(record.emulated_step),
+        offload_section(record.offload),
         _repeatability(record),
         _configurations(record),
     ]

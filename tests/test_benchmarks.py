@@ -22,6 +22,7 @@ from benchmarks.goals import (
     turns_rate,
 )
 from benchmarks.measure import with_remeasured
+from benchmarks.offload_record import OffloadResult, OffloadRow
 from benchmarks.record import (
     BenchRecord,
     Failure,
@@ -1069,3 +1070,20 @@ def test_the_offload_table_sets_prediction_against_measurement_and_checks_the_ba
     ]
     assert met
     assert not table({**data, "workers_needed": 1})[1]
+
+
+def test_the_offload_rows_render_in_the_results_and_round_trip(tmp_path):
+    record = bench_record()
+    record.offload = OffloadResult(
+        workers_needed=12,
+        binds="workers",
+        rows=[OffloadRow(1, 1000.0, 900.0), OffloadRow(2, 2000.0, 1600.0)],
+    )
+    text = render(record)
+    assert "## Offload to tf.data service" in text
+    assert "| 1 | 1,000 | 900 | 0.90 |" in text and "| 2 | 2,000 | 1,600 | 0.80 |" in text
+    assert "`workers_needed`: 12; binds: workers; bar met: yes." in text
+    assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
+    record.offload.rows[0].measured_examples_per_sec = 400.0  # 0.4x: outside the band
+    assert "bar met: **no**." in render(record)
+    assert "Offload to tf.data service" not in render(bench_record())
