@@ -63,17 +63,20 @@ def check_runs_on_service(dataset: Any, file_name: str) -> None:
                 "so it cannot run this stage. "
                 + (_GENERATOR_FIX if _is_generator(stage) else _PYTHON_FIX)
             )
-    if not stages or not _tf.process_resources(dataset):  # one serialisation when none
+    whole = _tf.process_resources(dataset) if stages else []  # one serialisation when none
+    if not whole:
         return
     for stage in stages:  # source first: the first stage whose cut holds such a handle
         resources = _tf.process_resources(stage.dataset)
         if resources:
-            raise PipelineFileError(
-                f"{file_name}: the stage {_named(stage)} uses a {resources[0]} created in "
-                "this process. A tf.data service worker rebuilds the dataset from its graph "
-                "in its own process, where this resource does not exist, so it cannot run "
-                f"this stage. {_RESOURCE_FIX}"
-            )
+            break
+    else:  # not found stage by stage: the whole pipeline holds it
+        stage, resources = stages[-1], whole
+    raise PipelineFileError(
+        f"{file_name}: the stage {_named(stage)} uses a {resources[0]} created in this "
+        "process. A tf.data service worker rebuilds the dataset from its graph in its own "
+        f"process, where this resource does not exist, so it cannot run this stage. {_RESOURCE_FIX}"
+    )
 
 
 def _named(stage: StageNode) -> str:
@@ -91,10 +94,10 @@ _GENERATOR_FIX = (
 
 
 _RESOURCE_FIX = (
-    "Create the resource inside the pipeline's functions, read that data with a tf.data "
-    "stage (zip, interleave) instead of an iterator or queue, use a tf.Variable or a "
-    "lookup table (which the worker rebuilds), or apply this stage after `distribute()`, "
-    "on the trainer."
+    "Read that data with a tf.data stage (Dataset.zip with the dataset the iterator reads, "
+    "or interleave) instead of an iterator or queue captured from this process, keep state "
+    "in a tf.Variable or a lookup table (which the worker rebuilds), or apply this stage "
+    "after `distribute()`, on the trainer."
 )
 
 
