@@ -28,7 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sites",),
     ("pipeline",),
     ("measure",),
-    ("frameworks.tensorflow",),  # the TensorFlow implementation of `tfperf.frameworks`
+    # The implementations of `tfperf.frameworks`: TensorFlow, PyTorch's DataLoader.
+    ("frameworks.tensorflow", "frameworks.torch"),
     ("trials", "study"),
     ("tuner", "report"),
     ("cli",),
@@ -37,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 #: Subpackages whose insides are private: outsiders import their face only.
 FACED = {"knobs", "results", "probes", "sites", "pipeline", "measure", "trials", "study"}
-FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow"}
+FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow", "frameworks.torch"}
 #: Public modules of a faced package that are faces of their own, one concept each (as
 #: `optuna.visualization.matplotlib` is): outsiders may import `tfperf.<package>.<sub-face>`.
 SUB_FACES: dict[str, frozenset[str]] = {
@@ -201,7 +202,7 @@ NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "fram
 NEUTRAL += ("probes", "hardware", "sites", "pipeline", "measure", "trials", "study", "tuner")
 NEUTRAL += ("report", "cli")
 #: Top-level modules that are a framework.
-FRAMEWORK_MODULES = frozenset({"tensorflow", "keras"})
+FRAMEWORK_MODULES = frozenset({"tensorflow", "keras", "torch"})
 
 
 def _is_framework(dotted: str) -> bool:

@@ -26,7 +26,9 @@ from typing import Any
 from tfperf.errors import KnobError
 from tfperf.knobs._declare import (
     BATCH_FACTORS,
+    EVERY_FRAMEWORK,
     SHUFFLE_FACTORS,
+    TORCH,
     Applier,
     Kind,
     Knob,
@@ -41,6 +43,8 @@ from tfperf.knobs._declare import (
     precision_values,
     prefetch_values,
     scaled_values,
+    trainer_thread_values,
+    worker_values,
 )
 from tfperf.knobs._sitename import AUTOTUNE, SiteValues, check_site_value, is_site_name
 
@@ -65,6 +69,14 @@ class ShardPolicy(str, Enum):
     OFF = "off"  # no sharding: every worker sees all the data
 
 
+class StartMethod(str, Enum):
+    """How a DataLoader starts its worker processes (`multiprocessing_context`)."""
+
+    FORK = "fork"  # copies the trainer: fast to start, pages shared until written
+    SPAWN = "spawn"  # a fresh interpreter that imports the dataset's module again
+    FORKSERVER = "forkserver"  # forked from a clean server process
+
+
 @dataclasses.dataclass(frozen=True)
 class Knobs:
     """Input-pipeline and training settings for one measured configuration.
@@ -87,6 +99,7 @@ class Knobs:
         "and convergence may need retuning. Check accuracy before adopting it.",
         search=scaled_values(BATCH_FACTORS),
         snippet=Snippet("ds = ds.batch({value})", Step.BATCH),
+        frameworks=EVERY_FRAMEWORK,
     )
     shuffle_buffer: int = knob(
         1024,
@@ -161,6 +174,8 @@ class Knobs:
             'keras.mixed_precision.set_global_policy("{value}")', unless=(Precision.FLOAT32,)
         ),
         edit='Add keras.mixed_precision.set_global_policy("{value}") before the model is built.',
+        # For a DataLoader pipeline tfperf runs the train step under `torch.autocast`.
+        frameworks=EVERY_FRAMEWORK,
     )
     deterministic: bool | None = knob(
         None,
@@ -225,6 +240,78 @@ class Knobs:
         ),
         edit="Add tf.config.experimental.set_memory_growth(gpu, {value}) for each GPU in "
         'tf.config.list_physical_devices("GPU"), before TensorFlow first uses it.',
+    )
+    num_workers: int | None = knob(
+        None,
+        Kind.OPTIONAL_COUNT,
+        "DataLoader `num_workers`: worker processes loading items; 0 loads them in the "
+        "trainer. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        unset="as make_loader wrote it",
+        search=worker_values,
+        frameworks=TORCH,
+    )
+    prefetch_factor: int | None = knob(
+        None,
+        Kind.OPTIONAL_THREADS,
+        "DataLoader `prefetch_factor`: batches each worker loads ahead; acts only with workers. "
+        "None keeps what `make_loader` wrote (PyTorch's default: 2).",
+        applied_by=Applier.DATALOADER,
+        unset="as make_loader wrote it",
+        search=choices(None, 1, 2, 4, 8),
+        frameworks=TORCH,
+    )
+    persistent_workers: bool | None = knob(
+        None,
+        Kind.OPTIONAL_BOOL,
+        "DataLoader `persistent_workers`: keep the workers alive between epochs instead of "
+        "starting them at each; acts only with workers. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        unset="as make_loader wrote it",
+        search=choices(None, True),
+        frameworks=TORCH,
+    )
+    pin_memory: bool | None = knob(
+        None,
+        Kind.OPTIONAL_BOOL,
+        "DataLoader `pin_memory`: page-locked batches, copied to a GPU asynchronously; acts "
+        "only with CUDA. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        unset="as make_loader wrote it",
+        search=gpu_choices(None, True),
+        frameworks=TORCH,
+    )
+    in_order: bool | None = knob(
+        None,
+        Kind.OPTIONAL_BOOL,
+        "DataLoader `in_order`: False hands out whichever worker's batch is ready first, "
+        "where the installed torch accepts it. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        unset="as make_loader wrote it",
+        search=choices(None, False),
+        frameworks=TORCH,
+    )
+    worker_start_method: StartMethod | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
+        Kind.START_METHOD,
+        "DataLoader `multiprocessing_context`: how workers start. None keeps what "
+        "`make_loader` wrote (the platform's default: fork on Linux).",
+        applied_by=Applier.DATALOADER,
+        unset="the platform's default",
+        # Only a SEARCH_SPACE searches it: spawned workers import the dataset's module again,
+        # which a pipeline file loaded by tfperf under a private name cannot offer them.
+        search=None,
+        frameworks=TORCH,
+    )
+    torch_threads: int | None = knob(
+        None,
+        Kind.OPTIONAL_THREADS,
+        "`torch.set_num_threads` in the trainer: threads of the train step's operators, "
+        "which share the cores with the workers. None keeps torch's default (one per core).",
+        applied_by=Applier.TRAINER,
+        unset="one per core",
+        search=trainer_thread_values,
+        frameworks=TORCH,
     )
     sites: SiteValues = dataclasses.field(
         default=SiteValues(),
@@ -396,6 +483,11 @@ CODE_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.CODE)
 STRATEGY_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.STRATEGY)
 
 
+def framework_knobs(framework: str) -> tuple[str, ...]:
+    """The knobs that act in a pipeline of `framework` (a `tfperf.frameworks` name)."""
+    return KNOBS.where(lambda knob: framework in knob.frameworks)
+
+
 def format_value(value: Any) -> str:
     """How a knob value reads to a person: AUTOTUNE by name, strings unquoted."""
     if isinstance(value, Enum):
@@ -438,11 +530,17 @@ def _check_value(name: str, kind: Kind, value: Any) -> Any:
         return _check_precision(name, value)
     if kind is Kind.SHARD_POLICY:
         return _check_shard_policy(name, value)
+    if kind is Kind.START_METHOD:
+        return _check_start_method(name, value)
     if kind is Kind.OPTIONAL_BOOL:
         if value is None or isinstance(value, bool):
             return value
         raise _bad(name, value, kind)
-    if value is None and kind in (Kind.OPTIONAL_THREADS, Kind.OPTIONAL_PARALLELISM):
+    if value is None and kind in (
+        Kind.OPTIONAL_THREADS,
+        Kind.OPTIONAL_PARALLELISM,
+        Kind.OPTIONAL_COUNT,
+    ):
         return None
     if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
         value = AUTOTUNE
@@ -450,7 +548,7 @@ def _check_value(name: str, kind: Kind, value: Any) -> Any:
     if number is None:
         raise _bad(name, value, kind)
     accepts_autotune = kind in (Kind.PARALLELISM, Kind.OPTIONAL_PARALLELISM, Kind.BUFFER)
-    lowest = 0 if kind in (Kind.NON_NEGATIVE_INT, Kind.BUFFER) else 1
+    lowest = 0 if kind in (Kind.NON_NEGATIVE_INT, Kind.BUFFER, Kind.OPTIONAL_COUNT) else 1
     if number >= lowest or (accepts_autotune and number == AUTOTUNE):
         return number
     raise _bad(name, value, kind)
@@ -470,6 +568,15 @@ def _check_shard_policy(name: str, value: Any) -> ShardPolicy | None:
         return ShardPolicy(value.lower() if isinstance(value, str) else value)
     except ValueError:
         raise _bad(name, value, Kind.SHARD_POLICY) from None
+
+
+def _check_start_method(name: str, value: Any) -> StartMethod | None:
+    if value is None:
+        return None
+    try:
+        return StartMethod(value.lower() if isinstance(value, str) else value)
+    except ValueError:
+        raise _bad(name, value, Kind.START_METHOD) from None
 
 
 def _as_int(value: Any) -> int | None:

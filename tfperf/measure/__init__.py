@@ -36,6 +36,7 @@ from tfperf.measure._recorder import (
     Progress,
     ProgressCallback,
     batch_examples,
+    leaves,
     synchronise,
 )
 from tfperf.measure._restarts import (
@@ -64,6 +65,7 @@ __all__ = [
     "StageCost",
     "batch_examples",
     "input_cpu_s_per_example",
+    "leaves",
     "model_from_profile",
     "nearest_limit_input_cpu",
     "pipeline_limit",

@@ -127,6 +127,8 @@ def restart_note(cost: RestartCost) -> str:
 
 
 def _what_refills(cost: RestartCost) -> str:
+    if cost.stage_kind is StageKind.WORKERS:
+        return "the loader's worker processes start again"
     if cost.stage is None:
         return "the pipeline fills again"
     if cost.stage_kind is StageKind.SHUFFLE:
@@ -143,6 +145,11 @@ _REPEAT = (
 
 
 def _restart_fix(cost: RestartCost) -> str:
+    if cost.stage_kind is StageKind.WORKERS:
+        return (
+            "Pass persistent_workers=True to the DataLoader, so its workers outlive each "
+            "epoch instead of starting again (and re-importing what they load) at every one."
+        )
     if cost.stage_kind is StageKind.SHUFFLE:
         return (
             f"{_REPEAT} (repeat() before shuffle() keeps the buffer full across epochs); or "

@@ -79,9 +79,9 @@ _PREFETCH_DEPTHS: tuple[int, ...] = tuple(
 
 
 def default_space(
-    baseline: Knobs, machine: Machine, *, distributed: bool = False
+    baseline: Knobs, machine: Machine, *, distributed: bool = False, framework: str = "tensorflow"
 ) -> dict[str, Domain]:
-    """Domains for every knob, sized for `machine` and centred on `baseline`.
+    """Domains for every knob of `framework`, sized for `machine` and centred on `baseline`.
 
     Each domain holds the baseline's own value; a domain left with one value is `Fixed`.
 
@@ -98,12 +98,14 @@ def default_space(
     the parallelism knobs try powers of two up to `max(8, 4 * cpu_count)`, `cpu_count` and
     AUTOTUNE; `batch_size` and `shuffle_buffer` stay within a few times the baseline's, as
     they change training; the strategy knobs are searched only under a strategy
-    (`distributed`), `gpu_memory_growth` only with a GPU.
+    (`distributed`), `gpu_memory_growth` only with a GPU. A knob that does not act in
+    `framework`'s pipelines (a DataLoader's `num_workers` for tf.data) has no domain.
     """
     context = search_context(machine, distributed=distributed)
+    declared = [knob for knob in KNOBS if framework in knob.frameworks]
     knobs = {
         knob.name: _domain(_with(knob.domain(value, context), [value]))
-        for knob, value in ((knob, getattr(baseline, knob.name)) for knob in KNOBS)
+        for knob, value in ((knob, getattr(baseline, knob.name)) for knob in declared)
     }
     return {**knobs, **site_space(baseline.sites, machine)}
 
@@ -163,6 +165,7 @@ def build_space(
     fixes: Mapping[str, Any],
     *,
     distributed: bool = False,
+    framework: str = "tensorflow",
 ) -> dict[str, Domain]:
     """The space a study searches: defaults, then `SEARCH_SPACE`, then fixes, then references.
 
@@ -179,7 +182,7 @@ def build_space(
     Raises:
         KnobError: a fix names an unknown knob or holds an invalid value.
     """
-    space = default_space(baseline, machine, distributed=distributed)
+    space = default_space(baseline, machine, distributed=distributed, framework=framework)
     space.update(file_space)
     check_names(fixes, source="--fix")
     for name, value in fixes.items():

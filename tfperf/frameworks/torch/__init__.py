@@ -1,0 +1,33 @@
+"""The PyTorch implementation of `tfperf.frameworks.Framework` (a `DataLoader`).
+
+A pipeline file defines `make_loader(knobs)` returning a `torch.utils.data.DataLoader` and
+`make_train_step(knobs)` returning the callable run on each batch, with `BASELINE` and
+`SEARCH_SPACE` as for tf.data. tfperf applies the DataLoader knobs (`num_workers`,
+`prefetch_factor`, `persistent_workers`, `pin_memory`, `in_order`, the worker start method)
+by making the loader again with them, sets the trainer's threads (`torch_threads`) and runs
+the step under autocast (`mixed_precision`). The registry imports this module lazily
+(`tfperf.frameworks.get("torch")`); torch itself loads only inside the functions that build
+or measure. Every touch of torch's version-dependent API is in `_torch`.
+"""
+
+from __future__ import annotations
+
+from tfperf.frameworks.torch._framework import (
+    FRAMEWORK,
+    Torch,
+)
+from tfperf.frameworks.torch._limit import (
+    loader_limit,
+    workers_for,
+)
+from tfperf.frameworks.torch._runner import (
+    profile_loader,
+)
+
+__all__ = [
+    "FRAMEWORK",
+    "Torch",
+    "loader_limit",
+    "profile_loader",
+    "workers_for",
+]

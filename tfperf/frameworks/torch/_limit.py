@@ -1,0 +1,135 @@
+"""A DataLoader's limit, the workers that reach it, and the advice that names its items.
+
+The stated limit is the smallest of two terms, raised to the fastest rate measured (no limit
+may sit below a rate the machine already ran):
+
+- **compute**: the train step alone on a cached batch (the compute-only phase). Workers load
+  items beside the step, so enough of them hide the loading entirely;
+- **cpu**: the cores divided by the CPU seconds one example costs: its item's CPU in a worker
+  (measured apart in the trainer) and the step's CPU per example. Workers waiting on a read
+  cost no CPU, so a blocking `Dataset` never binds here.
+
+The workers that reach it follow Little's law: items in flight = rate x wall time per item,
+so `rate x wall_s_per_item` workers keep `rate` items/s coming, capped where the cores run out
+(`cores x wall / cpu` workers already keep every core busy).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult
+from tfperf.results.stages import LoaderReport
+
+#: Workers tfperf proposes at most: past it, process start-up and RAM cost more than they buy.
+WORKER_CAP = 64
+
+
+def workers_for(wall_s_per_item: float, cpu_s_per_item: float, rate: float, cores: int) -> int:
+    """Workers that keep `rate` items/s in flight (Little's law), at least 1.
+
+    Capped at `cores x wall / cpu` (more would only queue for the cores) and `WORKER_CAP`.
+    """
+    needed = math.ceil(rate * wall_s_per_item) if wall_s_per_item > 0 else 1
+    if cpu_s_per_item > 0:
+        needed = min(needed, math.ceil(cores * wall_s_per_item / cpu_s_per_item))
+    return max(1, min(needed, WORKER_CAP))
+
+
+def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Limit | None:
+    """The rate no configuration of this DataLoader pipeline can exceed here; None without a
+    compute-only phase."""
+    compute = result.compute_only
+    if compute is None or compute.examples_per_sec <= 0:
+        return None
+    terms = [
+        LimitTerm(
+            LimitBound.COMPUTE,
+            compute.examples_per_sec,
+            f"the train step alone on a cached batch: {compute.examples_per_sec:,.0f} examples/s",
+        )
+    ]
+    model_cpu = _phase_cpu_s_per_example(compute, result)
+    item_cpu = loader.cpu_s_per_item
+    if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:
+        terms.append(
+            LimitTerm(
+                LimitBound.CPU,
+                cores / (item_cpu + model_cpu),
+                f"{cores} cores ÷ ({item_cpu * 1e3:.3g} ms item + {model_cpu * 1e3:.3g} ms "
+                "step CPU per example)",
+            )
+        )
+    binding = min(terms, key=lambda term: term.examples_per_sec)
+    measured = result.end_to_end.examples_per_sec
+    rate = max(binding.examples_per_sec, measured)
+    return Limit(
+        examples_per_sec=rate,
+        bound_by=binding.bound_by,
+        explanation=_explanation(binding, loader, rate),
+        terms=terms,
+    )
+
+
+def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
+    if binding.bound_by is LimitBound.CPU:
+        return (
+            f"The cores bind: {binding.detail}. More workers only queue for them; make each "
+            "item cheaper (decode less, cache decoded items) to lift it."
+        )
+    workers = loader.workers_estimate
+    reach = f" About {workers} workers keep {rate:,.0f} items/s in flight." if workers else ""
+    return f"The train step binds: {binding.detail}; the loader can keep up with it.{reach}"
+
+
+def loader_advice(result: ProfileResult, loader: LoaderReport) -> str:
+    """Advice for an input-bound DataLoader, in the framework's words: its supply against the
+    step's demand, then its items and the workers that would keep up.
+
+    The core's advice stands where the wait is mostly restarts (its workers starting at each
+    epoch): that advice already says to keep them (`persistent_workers=True`).
+    """
+    restarts = result.restarts
+    if restarts is not None and "restart" in result.advice:
+        return f"{result.advice} {_items_advice(loader)}".strip()
+    wait = f"Steps wait for the DataLoader {result.input_wait_fraction:.0%} of the time"
+    alone, compute = result.pipeline_only, result.compute_only
+    if alone is not None and compute is not None:
+        wait += (
+            f": alone it delivers {alone.examples_per_sec:,.0f} examples/s, the step alone "
+            f"could take {compute.examples_per_sec:,.0f}"
+        )
+    return f"{wait}. {_items_advice(loader)}".strip()
+
+
+def _items_advice(loader: LoaderReport) -> str:
+    if loader.wall_s_per_item is None or loader.cpu_s_per_item is None:
+        return "More workers (num_workers) load items in parallel; `tfperf tune` sizes them."
+    where = f" ({loader.item_where})" if loader.item_where else ""
+    wall, cpu = loader.wall_s_per_item * 1e3, loader.cpu_s_per_item * 1e3
+    what = (
+        f"Each item of `{loader.item_function}`{where} takes {wall:.3g} ms, {cpu:.3g} ms of it CPU"
+    )
+    if cpu < wall / 2:
+        what += ": it waits on something other than the CPU, so workers beyond the cores help"
+    sentence = f"{what}."
+    if loader.workers_estimate is not None and loader.workers_estimate != loader.workers:
+        sentence += (
+            f" About {loader.workers_estimate} workers would keep the step fed "
+            f"(num_workers={loader.workers} now); `tfperf tune` searches num_workers, "
+            "prefetch_factor and persistent_workers."
+        )
+    return sentence
+
+
+def _phase_cpu_s_per_example(phase: PhaseResult, result: ProfileResult) -> float | None:
+    """CPU seconds per example over `phase`, from the host probe's samples inside it."""
+    cpu = result.cpu
+    if cpu is None or not phase.records or phase.examples_per_sec <= 0:
+        return None
+    start = phase.records[0].start_s
+    end = phase.records[-1].start_s + phase.records[-1].step_s
+    inside = [sample.value for sample in cpu.samples if start <= sample.t_s <= end]
+    if not inside:
+        return None
+    return sum(inside) / len(inside) / 100 / phase.examples_per_sec
