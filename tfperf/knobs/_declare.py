@@ -48,8 +48,9 @@ BATCH_FACTORS = (0.5, 1, 2, 4)
 # Below this many workers, powers of two are few enough to try each.
 _MIN_PARALLELISM_CAP = 8
 # A DataLoader's workers may each block on I/O, so a search tries up to this many on any
-# machine: 2 ms reads ran 12x faster with 16 workers than with none on 2 cores.
-_MIN_WORKER_CAP = 16
+# machine: a worker waiting on a read holds no core, so the useful count follows the read
+# time, not the cores.
+_MIN_WORKER_CAP = 32
 
 #: The frameworks a knob acts in unless its declaration says otherwise.
 TENSORFLOW = frozenset({"tensorflow"})
@@ -148,7 +149,8 @@ class Knob:
         option: the attribute path it sets. For `Applier.TF_DATA`, on `tf.data.Options`
             ("threading.private_threadpool_size"), and tfperf sets and reads it by this path
             alone. For a strategy knob, on `tf.distribute.InputOptions` or `tf.data.Options`,
-            for the reader: `frameworks.tensorflow` applies those by name. None for the others.
+            for the reader: `frameworks.tensorflow` applies those by name. For
+            `Applier.DATALOADER`, the `DataLoader` argument it is. None for the others.
         changes_training: whether it changes what the model learns, not only speed; such a
             knob says in `training_note` what to check when a recommendation changes it
             (`{old}` and `{new}` are its values).
@@ -240,7 +242,7 @@ def prefetch_values(_value: Any, _context: SearchContext) -> list[Any]:
 
 
 def worker_values(_value: Any, context: SearchContext) -> list[Any]:
-    """None (as written), no workers, and powers of two up to `max(16, 4 * cpu_count)` with
+    """None (as written), no workers, and powers of two up to `max(32, 4 * cpu_count)` with
     `cpu_count`: workers that block on reads help well past the core count."""
     counts = _powers_of_two(1, max(_MIN_WORKER_CAP, 4 * context.cpu_count))
     return [None, *sorted({0, *counts, context.cpu_count})]

@@ -247,6 +247,7 @@ class Knobs:
         "DataLoader `num_workers`: worker processes loading items; 0 loads them in the "
         "trainer. None keeps what `make_loader` wrote.",
         applied_by=Applier.DATALOADER,
+        option="num_workers",
         unset="as make_loader wrote it",
         search=worker_values,
         frameworks=TORCH,
@@ -257,6 +258,7 @@ class Knobs:
         "DataLoader `prefetch_factor`: batches each worker loads ahead; acts only with workers. "
         "None keeps what `make_loader` wrote (PyTorch's default: 2).",
         applied_by=Applier.DATALOADER,
+        option="prefetch_factor",
         unset="as make_loader wrote it",
         search=choices(None, 1, 2, 4, 8),
         frameworks=TORCH,
@@ -267,6 +269,7 @@ class Knobs:
         "DataLoader `persistent_workers`: keep the workers alive between epochs instead of "
         "starting them at each; acts only with workers. None keeps what `make_loader` wrote.",
         applied_by=Applier.DATALOADER,
+        option="persistent_workers",
         unset="as make_loader wrote it",
         search=choices(None, True),
         frameworks=TORCH,
@@ -277,6 +280,7 @@ class Knobs:
         "DataLoader `pin_memory`: page-locked batches, copied to a GPU asynchronously; acts "
         "only with CUDA. None keeps what `make_loader` wrote.",
         applied_by=Applier.DATALOADER,
+        option="pin_memory",
         unset="as make_loader wrote it",
         search=gpu_choices(None, True),
         frameworks=TORCH,
@@ -287,6 +291,7 @@ class Knobs:
         "DataLoader `in_order`: False hands out whichever worker's batch is ready first, "
         "where the installed torch accepts it. None keeps what `make_loader` wrote.",
         applied_by=Applier.DATALOADER,
+        option="in_order",
         unset="as make_loader wrote it",
         search=choices(None, False),
         frameworks=TORCH,
@@ -297,6 +302,7 @@ class Knobs:
         "DataLoader `multiprocessing_context`: how workers start. None keeps what "
         "`make_loader` wrote (the platform's default: fork on Linux).",
         applied_by=Applier.DATALOADER,
+        option="multiprocessing_context",
         unset="the platform's default",
         # Only a SEARCH_SPACE searches it: spawned workers import the dataset's module again,
         # which a pipeline file loaded by tfperf under a private name cannot offer them.
@@ -310,6 +316,7 @@ class Knobs:
         "which share the cores with the workers. None keeps torch's default (one per core).",
         applied_by=Applier.TRAINER,
         unset="one per core",
+        snippet=Snippet("torch.set_num_threads({value})", unless=(None,)),
         search=trainer_thread_values,
         frameworks=TORCH,
     )
@@ -360,8 +367,13 @@ class Knobs:
         return dataclasses.replace(self, **_with_sites(changes, self.sites))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values (the precision as its string); `sites` only when set."""
-        values = {name: _plain(getattr(self, name)) for name in self.names()}
+        """Plain JSON-ready values (the precision as its string); `sites` only when set, and
+        a DataLoader's or trainer's knob only when set (unset, it changes nothing)."""
+        values = {
+            name: _plain(getattr(self, name))
+            for name in self.names()
+            if getattr(self, name) is not None or name not in _SET_ONLY
+        }
         if self.sites:
             values[SITES] = dict(self.sites)
         return values
@@ -473,6 +485,10 @@ _DECLARED: dict[type[Knobs], tuple[Knob, ...]] = {}
 #: The declarations of every knob: the one place any table about knobs is derived from.
 KNOBS = Registry(Knobs)
 
+
+#: Knobs a record holds only when set: unset, a DataLoader keeps what `make_loader` wrote and
+#: the trainer its default, so leaving them out keeps a tf.data record as it always was.
+_SET_ONLY = frozenset(KNOBS.where(lambda k: k.applied_by in (Applier.DATALOADER, Applier.TRAINER)))
 
 #: Knobs that only the user's code applies, by reading them in `make_dataset(knobs)`. A
 #: pipeline whose code takes no knobs (a plain `make_dataset()`, a script) tunes the values

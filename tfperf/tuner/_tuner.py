@@ -162,6 +162,7 @@ class Tuner:
             self.budgets,
             self._ran,
             time.monotonic() - started,
+            framework=self.pipeline.framework,
         )
         # The study's guide, as every tuner on it reads it: another may have refit it since
         # this one last looked, and each would otherwise describe its own copy.

@@ -82,7 +82,7 @@ class Torch(Framework):
         built = build(_file(pipeline), knobs)
         loader = built.loader
         return Input(
-            batches=lambda: iter(loader),  # a fresh iterator (and workers) per pass
+            batches=lambda: iter(_torch.Passes(loader)),  # a new pass (and workers) each
             step=built.step,
             sync=_torch.synchronise,
             element=_element(loader),

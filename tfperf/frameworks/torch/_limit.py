@@ -22,33 +22,40 @@ from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileRes
 from tfperf.results.stages import LoaderReport
 
 #: Workers tfperf proposes at most: past it, process start-up and RAM cost more than they buy.
-WORKER_CAP = 64
+WORKER_CAP = 32
+#: Workers beyond Little's law's count: each also pickles and sends its batches, and items
+#: vary, so a loader sized exactly for the mean rate falls behind at every slow item.
+HEADROOM = 2.0
 
 
 def workers_for(wall_s_per_item: float, cpu_s_per_item: float, rate: float, cores: int) -> int:
-    """Workers that keep `rate` items/s in flight (Little's law), at least 1.
+    """Workers that keep `rate` items/s in flight (Little's law, times `HEADROOM`), at least 1.
 
-    Capped at `cores x wall / cpu` (more would only queue for the cores) and `WORKER_CAP`.
+    Capped at `cores x wall / cpu` (more would only queue for the cores) and `WORKER_CAP`,
+    then rounded up to a power of two: the counts a search tries (`knobs.worker_values`).
     """
-    needed = math.ceil(rate * wall_s_per_item) if wall_s_per_item > 0 else 1
+    needed = math.ceil(HEADROOM * rate * wall_s_per_item) if wall_s_per_item > 0 else 1
     if cpu_s_per_item > 0:
         needed = min(needed, math.ceil(cores * wall_s_per_item / cpu_s_per_item))
-    return max(1, min(needed, WORKER_CAP))
+    needed = max(1, min(needed, WORKER_CAP))
+    return min(2 ** math.ceil(math.log2(needed)), WORKER_CAP)
 
 
-def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Limit | None:
+def loader_limit(
+    result: ProfileResult, loader: LoaderReport, cores: int, one_thread: float | None = None
+) -> Limit | None:
     """The rate no configuration of this DataLoader pipeline can exceed here; None without a
-    compute-only phase."""
+    compute-only phase. `one_thread`: the step's rate alone on one operator thread, when
+    measured (the better of it and the compute-only phase is the step's ceiling)."""
     compute = result.compute_only
     if compute is None or compute.examples_per_sec <= 0:
         return None
-    terms = [
-        LimitTerm(
-            LimitBound.COMPUTE,
-            compute.examples_per_sec,
-            f"the train step alone on a cached batch: {compute.examples_per_sec:,.0f} examples/s",
-        )
-    ]
+    step = f"the train step alone on a cached batch: {compute.examples_per_sec:,.0f} examples/s"
+    rate = compute.examples_per_sec
+    if one_thread is not None and one_thread > rate:
+        step = f"the train step alone on a cached batch, one thread: {one_thread:,.0f} examples/s"
+        rate = one_thread
+    terms = [LimitTerm(LimitBound.COMPUTE, rate, step)]
     model_cpu = _phase_cpu_s_per_example(compute, result)
     item_cpu = loader.cpu_s_per_item
     if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:

@@ -33,8 +33,8 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._limit import loader_advice, loader_limit, workers_for
 from tfperf.hardware import detect_machine
-from tfperf.knobs import Knobs
-from tfperf.measure import EpochInfo, ProgressCallback, profile
+from tfperf.knobs import Knobs, framework_knobs
+from tfperf.measure import EpochInfo, ProgressCallback, batch_examples, profile
 from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import ProfileResult, Verdict
@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 WORKERS_START = "workers start"
 #: Items timed apart in the trainer, at most, and the most seconds spent on them.
 ITEMS_TIMED, ITEM_SECONDS = 64, 0.3
+#: Seconds the step is timed alone on one operator thread.
+ONE_THREAD_SECONDS = 0.3
 
 
 def profile_loader(
@@ -81,13 +83,13 @@ def profile_loader(
     name = pipeline.path.name
     try:
         result = profile(
-            loader,
+            _torch.Passes(loader),
             built.step,
             steps=steps,
             min_seconds=min_seconds,
             warmup=warmup,
             pipeline=_display_path(pipeline.path),
-            knobs=knobs,
+            knobs=_as_run(knobs, options),
             probes=probes,
             progress=progress,
             epoch=_epoch(loader, options, epoch_steps),
@@ -104,11 +106,18 @@ def profile_loader(
     except EmptyDatasetError as error:
         raise EmptyDatasetError(f"{name}: {error}") from None
     cores = detect_machine().cpu_count
-    result.loader = _loader_report(loader, options, result, cores)
-    result.limit = loader_limit(result, result.loader, cores)
+    one_thread = _one_thread_rate(built.step, loader) if knobs.torch_threads is None else None
+    result.loader = _loader_report(loader, options, result, cores, one_thread)
+    result.limit = loader_limit(result, result.loader, cores, one_thread)
     if result.verdict is not Verdict.COMPUTE_BOUND:
         result.advice = loader_advice(result, result.loader)
     return result
+
+
+def _as_run(knobs: Knobs, options: dict[str, Any]) -> dict[str, Any]:
+    """The knobs of a DataLoader pipeline, the loader's arguments as it ran (read back)."""
+    values = {**knobs.to_dict(), **_torch.plain(options)}
+    return {name: values.get(name) for name in framework_knobs("torch")}
 
 
 def _epoch(loader: Any, options: dict[str, Any], given: int | None) -> EpochInfo:
@@ -125,8 +134,38 @@ def _epoch(loader: Any, options: dict[str, Any], given: int | None) -> EpochInfo
     )
 
 
+def _one_thread_rate(step: Callable[[Any], Any], loader: Any) -> float | None:
+    """Examples/s of the step alone on one batch with one operator thread, None if it fails.
+
+    torch's default (a thread per core) spends a small step's time handing work between
+    threads, and the workers need the cores too: the step's ceiling is the better of this
+    and the compute-only phase, which ran under the knobs' threads.
+    """
+    torch = _torch.import_torch()
+    threads = torch.get_num_threads()
+    try:
+        batch = next(iter(_torch.Passes(loader)))
+        torch.set_num_threads(1)
+        for _ in range(2):
+            _torch.synchronise(step(batch))
+        steps, start = 0, time.perf_counter()
+        while steps < 3 or (time.perf_counter() - start < ONE_THREAD_SECONDS and steps < 500):
+            _torch.synchronise(step(batch))
+            steps += 1
+        return batch_examples(batch) * steps / (time.perf_counter() - start)
+    except Exception:  # the limit stands on the compute-only phase alone
+        logger.warning("could not time the step on one thread", exc_info=True)
+        return None
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _loader_report(
-    loader: Any, options: dict[str, Any], result: ProfileResult, cores: int
+    loader: Any,
+    options: dict[str, Any],
+    result: ProfileResult,
+    cores: int,
+    one_thread: float | None,
 ) -> LoaderReport:
     report = LoaderReport(
         workers=options["num_workers"],
@@ -140,8 +179,9 @@ def _loader_report(
         return report
     compute = result.compute_only
     if report.wall_s_per_item and report.cpu_s_per_item is not None and compute is not None:
+        rate = max(compute.examples_per_sec, one_thread or 0.0)
         report.workers_estimate = workers_for(
-            report.wall_s_per_item, report.cpu_s_per_item, compute.examples_per_sec, cores
+            report.wall_s_per_item, report.cpu_s_per_item, rate, cores
         )
     return report
 

@@ -20,14 +20,9 @@ from tfperf.knobs import KNOBS, Knobs, Precision, StartMethod
 from tfperf.knobs.declare import Applier
 from tfperf.measure import leaves
 
-#: DataLoader knob -> the `DataLoader` argument that carries it.
+#: DataLoader knob -> the `DataLoader` argument that carries it (its declared `option`).
 ARGUMENTS: dict[str, str] = {
-    "num_workers": "num_workers",
-    "prefetch_factor": "prefetch_factor",
-    "persistent_workers": "persistent_workers",
-    "pin_memory": "pin_memory",
-    "in_order": "in_order",
-    "worker_start_method": "multiprocessing_context",
+    knob.name: knob.option for knob in KNOBS.applied_by(Applier.DATALOADER) if knob.option
 }
 #: Arguments a DataLoader accepts only with worker processes (it raises with `num_workers=0`).
 _WORKER_ONLY = frozenset({"prefetch_factor", "persistent_workers"})
@@ -97,6 +92,11 @@ def rebuild(loader: Any, knobs: Knobs) -> Any:
     return DataLoader(**arguments)
 
 
+def plain(options: dict[str, Any]) -> dict[str, Any]:
+    """`loader_options` as JSON-ready values (the start method by name)."""
+    return {name: _argument(value) for name, value in options.items()}
+
+
 def _argument(value: Any) -> Any:
     return value.value if isinstance(value, StartMethod) else value
 
@@ -130,6 +130,20 @@ def _arguments(loader: Any, loader_class: Any, iterable: Any) -> dict[str, Any]:
         arguments["batch_size"] = None
         arguments["batch_sampler"] = loader.batch_sampler
     return arguments
+
+
+class Passes:
+    """`loader` as an iterable whose every pass is a new iterator object.
+
+    With `persistent_workers`, `iter(loader)` resets and returns the same iterator each epoch,
+    which the step timing loop would take for a one-shot iterator that cannot restart.
+    """
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self.loader
 
 
 def epoch_steps(loader: Any) -> int | None:
