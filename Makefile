@@ -53,6 +53,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e .
 	touch $@
 
+# torch (the `torch` extra, for the PyTorch tests) through pip, not uv: pip takes the CPU
+# wheel already on this machine's disk in seconds, where uv would download a multi-GB CUDA
+# build. `make demo` (.installed) installs no torch.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[dev]"
+	$(BIN)/pip install --quiet torch==2.13.0
 	touch $@ $(VENV)/.installed
