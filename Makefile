@@ -29,12 +29,12 @@ unit: $(VENV)/.installed-dev
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-# Benchmarks (benchmarks/, see its RESULTS.md). `make bench` tunes and measures seven pipelines,
+# Benchmarks (benchmarks/, see its RESULTS.md). `make bench` tunes and measures nine pipelines,
 # about an hour on 2 cores, and rewrites benchmarks/RESULTS.md: run it on a quiet machine.
 # `make bench-smoke` checks the runner end to end on one pipeline in about 40 seconds.
 .PHONY: bench bench-smoke
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(VENV)/.installed-torch
 	$(BIN)/python -m benchmarks
 
 bench-smoke: $(VENV)/.installed
@@ -59,4 +59,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/uv
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[dev]"
 	$(BIN)/pip install --quiet torch==2.13.0
-	touch $@ $(VENV)/.installed
+	touch $@ $(VENV)/.installed $(VENV)/.installed-torch
+
+# The benchmarks' PyTorch pipelines need torch; `make demo` does not.
+$(VENV)/.installed-torch: | $(VENV)/.installed
+	$(BIN)/pip install --quiet torch==2.13.0
+	touch $@
