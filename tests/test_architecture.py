@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline",),
     ("measure",),
     ("frameworks.tensorflow",),  # the TensorFlow implementation of `tfperf.frameworks`
+    ("frameworks.torch",),  # the PyTorch implementation of `tfperf.frameworks`
     ("trials", "study"),
     ("tuner", "report"),
     ("cli",),
