@@ -22,7 +22,9 @@ no more training happens. Each mode (`ScriptMode`) measures one thing:
   iterates that loader alone, the rate the loader can deliver;
 - `DISCOVER`: stops there too, measuring nothing: the call sites as written.
 
-A new epoch is a new `iter(loader)`: without `persistent_workers` its first `next()` waits
+With CUDA in use, each `next()` first waits for the GPU work queued so far
+(`torch.cuda.synchronize()`), so a step's GPU time is clocked as computing, not as the next
+wait. A new epoch is a new `iter(loader)`: without `persistent_workers` its first `next()` waits
 for the workers to start again, which is counted as that step's wait, as it is in training.
 
 Interface (the framework calls it): `run_script(path, argv, overrides, *, steps, mode,
@@ -147,6 +149,7 @@ def run_script(
     warmup: int = 2,
     threads: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    sync: Callable[[], None] | None = None,
 ) -> ScriptRun:
     """Runs the script at `path` with `argv`, its `DataLoader` calls overridden, and measures.
 
@@ -156,6 +159,9 @@ def run_script(
         threads: `torch.set_num_threads` for the run (the trainer's intra-op threads); None
             leaves torch's; restored afterwards.
         clock: seconds; injectable for tests.
+        sync: waits for the device's queued work at each `next()`; None: CUDA's, once the
+            script has used CUDA (without it, a step's GPU work would be clocked as the
+            next wait).
 
     Raises:
         PipelineFileError: the script exited, or ended, before iterating a DataLoader of its
@@ -164,7 +170,7 @@ def run_script(
     """
     file = Path(path).resolve()
     shown = file.name
-    timer = _Timer(mode, warmup + steps, clock)
+    timer = _Timer(mode, warmup + steps, clock, sync or _cuda_sync)
     with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
         with _measuring(recorder, timer):
             _run(file, shown, argv, timer)
@@ -205,10 +211,17 @@ def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer) -> None:
 class _Timer:
     """The step clock of the measured loader, across every `iter(loader)` of the run."""
 
-    def __init__(self, mode: ScriptMode, total: int, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        mode: ScriptMode,
+        total: int,
+        clock: Callable[[], float],
+        sync: Callable[[], None],
+    ) -> None:
         self.mode = mode
         self.total = total
         self.clock = clock
+        self.sync = sync
         self.loader: Any = None
         self.original_iter: Callable[[Any], Iterator[Any]] | None = None
         self.waits: list[float] = []
@@ -234,6 +247,7 @@ class _Timer:
         return inner
 
     def next(self, inner: Iterator[Any]) -> Any:
+        self.sync()  # the step's queued GPU work belongs to its compute, not to the wait
         start = self.clock()
         if self._returned is not None:
             self.computes.append(start - self._returned)
@@ -309,6 +323,14 @@ def _measuring(recorder: LoaderRecorder, timer: _Timer) -> Iterator[None]:
         yield
     finally:
         DataLoader.__iter__ = original  # type: ignore[method-assign]
+
+
+def _cuda_sync() -> None:
+    """`torch.cuda.synchronize()` when this process has used CUDA; else nothing."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 def _shut_down(iterator: Any) -> None:
