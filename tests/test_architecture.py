@@ -28,8 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sites",),
     ("pipeline",),
     ("measure",),
-    ("frameworks.tensorflow",),  # the TensorFlow implementation of `tfperf.frameworks`
-    ("frameworks.torch",),  # the PyTorch implementation of `tfperf.frameworks`
+    # The implementations of `tfperf.frameworks`: TensorFlow, PyTorch's DataLoader.
+    ("frameworks.tensorflow", "frameworks.torch"),
     ("trials", "study"),
     ("tuner", "report"),
     ("cli",),
