@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tfperf.errors import KnobError, PipelineFileError
-from tfperf.frameworks.torch._script import ScriptMode, ScriptRun, run_script
+from tfperf.frameworks.torch._script import ScriptMode, ScriptRun, profile_script, run_script
 from tfperf.frameworks.torch._sites import TorchSites
 from tfperf.results.discovery import ArgumentForm
 
@@ -180,3 +180,26 @@ class _Loaded:
     def __init__(self, path: Path, argv: tuple[str, ...]) -> None:
         self.path = path
         self.argv = argv
+
+
+def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
+    script: Path,
+) -> None:
+    from tfperf.measure import Profiler
+    from tfperf.results import Phase
+
+    seen = []
+    with Profiler(warmup=1, probes=[], pipeline="train.py") as profiler:
+        found = profile_script(
+            script, ["1"], {WORKERS: 2}, profiler, steps=6, on_loader=seen.append
+        )  # 6 steps in each phase from a script whose one epoch has 4 batches
+    result = profiler.result()
+    assert found.completed and seen == [found.loader]
+    assert found.options["num_workers"] == 2 and found.discovery.end == f"train.py:{LINE}"
+    assert [phase.phase for phase in result.phases()] == [
+        Phase.END_TO_END,
+        Phase.PIPELINE_ONLY,
+        Phase.COMPUTE_ONLY,
+    ]
+    assert all(phase.steps == 6 for phase in result.phases())
+    assert result.end_to_end.epochs_crossed >= 1

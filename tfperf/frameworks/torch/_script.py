@@ -27,8 +27,13 @@ With CUDA in use, each `next()` first waits for the GPU work queued so far
 wait. A new epoch is a new `iter(loader)`: without `persistent_workers` its first `next()` waits
 for the workers to start again, which is counted as that step's wait, as it is in training.
 
-Interface (the framework calls it): `run_script(path, argv, overrides, *, steps, mode,
-warmup=2, threads=None) -> ScriptRun`.
+Interface (the framework calls these):
+
+- `profile_script(path, argv, overrides, profiler, *, steps, min_seconds=0.0, threads=None,
+  on_loader=None) -> ScriptProfile`: the three phases in one run of the script, recorded by
+  the core's `tfperf.Profiler` (its `result()` is the `ProfileResult`);
+- `run_script(path, argv, overrides, *, steps, mode, warmup=2, threads=None) -> ScriptRun`:
+  one mode, clocked here (the call sites alone: `ScriptMode.DISCOVER`).
 
 Example:
     >>> run = run_script("train.py", ["--epochs", "3"], {}, steps=20,
@@ -42,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import os
 import runpy
 import sys
@@ -49,15 +55,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfperf.errors import PipelineFileError, PipelineRuntimeError
+from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.frameworks.torch._sites import LoaderRecorder, recording
-from tfperf.results import JsonRecord
+from tfperf.results import JsonRecord, Phase
 from tfperf.results.discovery import Discovery
 from tfperf.tracebacks import exception_user_frames, format_frames
 
-__all__ = ["ScriptMode", "ScriptRun", "run_script"]
+if TYPE_CHECKING:
+    from tfperf.measure import Profiler
+
+__all__ = ["ScriptMode", "ScriptProfile", "ScriptRun", "profile_script", "run_script"]
 
 #: The measured loader's arguments read back into `ScriptRun.options`.
 _OPTIONS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
@@ -135,6 +144,24 @@ class ScriptRun(JsonRecord):
         return cls.validate(data)
 
 
+@dataclasses.dataclass(frozen=True)
+class ScriptProfile:
+    """What `profile_script` found besides the profiler's phases.
+
+    Attributes:
+        discovery: the measured loader's sites, as `ScriptRun.discovery`.
+        options: the measured loader's arguments, overrides applied.
+        loader: the measured `DataLoader` itself (its workers shut down), for the framework
+            to time its items (`_items.time_items`) and read its options.
+        completed: whether all three phases reached their steps.
+    """
+
+    discovery: Discovery
+    options: dict[str, int | bool | None]
+    loader: Any
+    completed: bool
+
+
 class _Stop(BaseException):
     """Stops the script: the steps are measured, or the loop reached the loader."""
 
@@ -192,11 +219,160 @@ def run_script(
     )
 
 
-def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer) -> None:
+def profile_script(
+    path: str | Path,
+    argv: Sequence[str],
+    overrides: Mapping[str, int | None] | None,
+    profiler: Profiler,
+    *,
+    steps: int,
+    min_seconds: float = 0.0,
+    threads: int | None = None,
+    on_loader: Callable[[Any], None] | None = None,
+) -> ScriptProfile:
+    """Runs the script once and measures its three phases through the core's `profiler`.
+
+    The first loader of the user's that the script iterates is measured: its loop gets the
+    batches of `profiler.iterate(loader, phase=END_TO_END)` (epochs restart inside, so the
+    script's own epoch loop never ends early), then, in the same loop, the last batch again
+    and again (`COMPUTE_ONLY`); then the script is stopped and the loader iterated alone
+    (`PIPELINE_ONLY`). Call `profiler.result()` afterwards for the `ProfileResult`.
+
+    Args:
+        profiler: a `tfperf.Profiler`, entered (`with profiler:`), that records the phases.
+        steps, min_seconds: each phase's measured steps and least seconds, as `profile`'s.
+        threads: as `run_script`'s.
+        on_loader: called with the measured loader before its first batch (to set
+            `profiler.epoch` from its length and workers, say).
+
+    Raises:
+        PipelineFileError, PipelineRuntimeError: as `run_script`; the profiler's own errors
+            (`EmptyDatasetError`, `InputPipelineError`) pass through unchanged.
+    """
+    file = Path(path).resolve()
+    shown = file.name
+    session = _Profiled(profiler, steps, min_seconds, on_loader or (lambda loader: None))
+    with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
+        try:
+            with _measuring(recorder, session):
+                _run(file, shown, argv, session)
+            recorder.check_overrides(shown)
+            if session.loader is not None:
+                session.loader_alone()
+        finally:
+            session.close()
+    if session.loader is None:
+        raise PipelineFileError(_no_loop_message(shown, argv, recorder))
+    return ScriptProfile(
+        discovery=recorder.discovery(session.loader),
+        options=_options(session.loader),
+        loader=session.loader,
+        completed=session.completed,
+    )
+
+
+class _Profiled:
+    """The measured loader's batches, served to the script through the core's profiler."""
+
+    def __init__(
+        self,
+        profiler: Profiler,
+        steps: int,
+        min_seconds: float,
+        on_loader: Callable[[Any], None],
+    ) -> None:
+        self.profiler = profiler
+        self.steps = steps
+        self.min_seconds = min_seconds
+        self.on_loader = on_loader
+        self.loader: Any = None
+        self.completed = False
+        self._source: _Restartable | None = None
+        self._stream: Iterator[Any] | None = None
+
+    def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
+        if self.loader is None and recorder.place_of(loader) is not None:
+            self.loader, self._source = loader, _Restartable(loader, original)
+            self.on_loader(loader)
+            self._stream = self._batches(self._source)
+        if loader is not self.loader or self._stream is None:
+            return original(loader)
+        return _Continued(self._stream, loader)  # a new epoch of the script's: same stream
+
+    def _batches(self, source: _Restartable) -> Iterator[Any]:
+        last = None
+        for batch in self.profiler.iterate(
+            source, steps=self.steps, min_seconds=self.min_seconds, phase=Phase.END_TO_END
+        ):
+            last = batch
+            yield batch
+            _cuda_sync()  # the step's queued GPU work belongs to its compute
+        for batch in self.profiler.iterate(
+            itertools.repeat(last),
+            steps=self.steps,
+            min_seconds=self.min_seconds,
+            phase=Phase.COMPUTE_ONLY,
+        ):
+            yield batch
+            _cuda_sync()
+        raise _Stop
+
+    def loader_alone(self) -> None:
+        assert self._source is not None
+        for _ in self.profiler.iterate(
+            self._source, steps=self.steps, min_seconds=self.min_seconds, phase=Phase.PIPELINE_ONLY
+        ):
+            pass
+        self.completed = True
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+
+
+class _Restartable:
+    """The measured loader as the profiler iterates it: each pass a new iterator of torch's
+    (not the timed one the script gets), each kept to shut its workers down at the end."""
+
+    def __init__(self, loader: Any, original: Callable[[Any], Iterator[Any]]) -> None:
+        self.loader = loader
+        self.original = original
+        self.made: list[Iterator[Any]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        iterator = self.original(self.loader)
+        self.made.append(iterator)
+        return iterator
+
+    def close(self) -> None:
+        while self.made:
+            _shut_down(self.made.pop())
+
+
+class _Continued:
+    """What `iter(loader)` gives the script's loop: the one stream of measured batches."""
+
+    def __init__(self, stream: Iterator[Any], loader: Any) -> None:
+        self._stream = stream
+        self._loader = loader
+
+    def __iter__(self) -> _Continued:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._stream)
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
+def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer | _Profiled) -> None:
     try:
         runpy.run_path(str(file), run_name="__main__")
     except _Stop:
         return
+    except TfperfError:
+        raise  # the profiler's own errors say what failed and where
     except SystemExit as error:
         if timer.loader is None:
             raise PipelineFileError(_exit_message(shown, error, argv)) from None
@@ -309,7 +485,7 @@ def _iterate_alone(timer: _Timer) -> None:
 
 
 @contextlib.contextmanager
-def _measuring(recorder: LoaderRecorder, timer: _Timer) -> Iterator[None]:
+def _measuring(recorder: LoaderRecorder, timer: _Timer | _Profiled) -> Iterator[None]:
     from torch.utils.data import DataLoader
 
     original = DataLoader.__iter__
@@ -329,7 +505,7 @@ def _cuda_sync() -> None:
     """`torch.cuda.synchronize()` when this process has used CUDA; else nothing."""
     import torch
 
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         torch.cuda.synchronize()
 
 
