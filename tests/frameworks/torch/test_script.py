@@ -188,7 +188,7 @@ def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
     from tfperf.measure import Profiler
     from tfperf.results import Phase
 
-    seen = []
+    seen: list[object] = []
     with Profiler(warmup=1, probes=[], pipeline="train.py") as profiler:
         found = profile_script(
             script, ["1"], {WORKERS: 2}, profiler, steps=6, on_loader=seen.append
