@@ -141,11 +141,18 @@ def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[An
     # A site takes the domain of the knob its argument stands for.
     if kind is SiteKind.EDIT:  # a structure edit: as written (0) or made (1)
         return [0, 1]
+    if kind is SiteKind.FLAG:  # a DataLoader switch: off or on
+        return [0, 1]
+    if kind in _LOADER_KNOBS:  # a DataLoader's argument: the knob of the same meaning
+        return list(KNOBS[_LOADER_KNOBS[kind]].domain(value, search_context(machine)))
     if kind in (SiteKind.SHUFFLE, SiteKind.BATCH) and (value is None or value <= 0):
         return []
     like = _SITE_KNOBS[kind]
     return KNOBS[like].domain(value, search_context(machine))
 
+
+#: The knob whose domain a DataLoader call's argument takes (the PyTorch framework's knobs).
+_LOADER_KNOBS = {SiteKind.WORKERS: "num_workers", SiteKind.FACTOR: "prefetch_factor"}
 
 #: The knob whose domain each kind of call site takes.
 _SITE_KNOBS = {
