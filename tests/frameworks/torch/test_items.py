@@ -63,6 +63,19 @@ def test_times_exactly_on_fake_clocks_and_round_trips() -> None:
     assert ItemTiming.from_dict(timing.to_dict()) == timing
 
 
+def test_a_time_limit_stops_fetching_after_the_first_item() -> None:
+    ticks = itertools.count()
+    timing = time_items(
+        Blocking(),
+        count=50,
+        batch_size=4,
+        max_seconds=3.0,
+        clock=lambda: float(next(ticks)),
+        cpu_clock=lambda: 0.0,
+    )
+    assert timing.items == 1  # the limit read 0, the item 1-2, the check 3: out of time
+
+
 def test_workers_follow_littles_law_capped_by_the_cores() -> None:
     blocking = ItemTiming(8, 0.002, 0.0001, 0.002, "D.__getitem__", None, batch_size=1)
     assert workers_for(blocking, 2000.0, cores=2) == 4  # 2000/s x 2 ms in flight

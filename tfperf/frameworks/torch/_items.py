@@ -131,6 +131,7 @@ def time_items(
     *,
     count: int,
     batch_size: int,
+    max_seconds: float | None = None,
     clock: Clock = time.perf_counter,
     cpu_clock: Clock = time.thread_time,
 ) -> ItemTiming:
@@ -144,6 +145,8 @@ def time_items(
     Args:
         count: items to fetch (>= 1).
         batch_size: items per collated batch (>= 1), the loader's `batch_size`.
+        max_seconds: stop fetching once this much wall time has gone (after at least one
+            item), so a slow dataset costs a bounded time; None: fetch `count` items.
         clock, cpu_clock: wall and CPU clocks in seconds; injectable for tests.
 
     Raises:
@@ -157,7 +160,10 @@ def time_items(
     items: list[Any] = []
     walls: list[float] = []
     cpus: list[float] = []
+    deadline = clock() + max_seconds if max_seconds is not None else None
     for _ in range(count):
+        if deadline is not None and walls and clock() >= deadline:
+            break
         wall, cpu = clock(), cpu_clock()
         try:
             item = next(fetch)
