@@ -203,3 +203,4 @@ def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
     ]
     assert all(phase.steps == 6 for phase in result.phases())
     assert result.end_to_end.epochs_crossed >= 1
+    assert found.memory is not None and found.memory.most_workers == 2

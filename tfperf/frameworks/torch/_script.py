@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
+from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
 from tfperf.frameworks.torch._sites import LoaderRecorder, recording
 from tfperf.results import JsonRecord, Phase
 from tfperf.results.discovery import Discovery
@@ -154,12 +155,15 @@ class ScriptProfile:
         loader: the measured `DataLoader` itself (its workers shut down), for the framework
             to time its items (`_items.time_items`) and read its options.
         completed: whether all three phases reached their steps.
+        memory: host RAM of the trainer and its workers over the three phases (`_memory`:
+            pages the workers share with the trainer counted once); None if not sampled.
     """
 
     discovery: Discovery
     options: dict[str, int | bool | None]
     loader: Any
     completed: bool
+    memory: MemoryPeak | None = None
 
 
 class _Stop(BaseException):
@@ -268,6 +272,7 @@ def profile_script(
         options=_options(session.loader),
         loader=session.loader,
         completed=session.completed,
+        memory=session.memory.peak,
     )
 
 
@@ -289,11 +294,13 @@ class _Profiled:
         self.completed = False
         self._source: _Restartable | None = None
         self._stream: Iterator[Any] | None = None
+        self.memory = MemorySampler()  # from the first batch to the end of the last phase
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
         if self.loader is None and recorder.place_of(loader) is not None:
             self.loader, self._source = loader, _Restartable(loader, original)
             self.on_loader(loader)
+            self.memory.start()
             self._stream = self._batches(self._source)
         if loader is not self.loader or self._stream is None:
             return original(loader)
@@ -327,6 +334,7 @@ class _Profiled:
 
     def close(self) -> None:
         if self._source is not None:
+            self.memory.stop()  # before the workers go
             self._source.close()
 
 
@@ -340,8 +348,15 @@ class _Restartable:
         self.made: list[Iterator[Any]] = []
 
     def __iter__(self) -> Iterator[Any]:
+        # A new pass: the last pass's workers go first, as they would once torch collected
+        # its iterator (this list would keep them alive). A persistent loader's iterator is
+        # the same object again, and is kept.
+        persistent = getattr(self.loader, "persistent_workers", False)
+        if not persistent:
+            self.close()
         iterator = self.original(self.loader)
-        self.made.append(iterator)
+        if not any(iterator is made for made in self.made):
+            self.made.append(iterator)
         return iterator
 
     def close(self) -> None:
@@ -416,10 +431,20 @@ class _Timer:
             return original(loader)
         if self.mode is ScriptMode.COMPUTE_ONLY and self._cached:
             return _Timed(self, iter(()))
-        return _Timed(self, self._inner(original(loader)))
+        return _Timed(self, self.fresh(original))
 
-    def _inner(self, inner: Iterator[Any]) -> Iterator[Any]:
-        self._inners.append(inner)
+    def fresh(self, original: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
+        """A new pass of torch's over the measured loader.
+
+        The last pass's workers go first, as they would once torch collected its iterator
+        (the list kept here would keep them alive); a persistent loader hands back the same
+        iterator, which is kept.
+        """
+        if not getattr(self.loader, "persistent_workers", False):
+            self.close()
+        inner = original(self.loader)
+        if not any(inner is made for made in self._inners):
+            self._inners.append(inner)
         return inner
 
     def next(self, inner: Iterator[Any]) -> Any:
@@ -473,7 +498,7 @@ def _iterate_alone(timer: _Timer) -> None:
     assert timer.original_iter is not None
     timer.mode = ScriptMode.END_TO_END
     while True:
-        timed = _Timed(timer, timer._inner(timer.original_iter(timer.loader)))
+        timed = _Timed(timer, timer.fresh(timer.original_iter))
         before = len(timer.waits)
         try:
             for _ in timed:
