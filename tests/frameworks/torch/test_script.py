@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from tfperf.errors import KnobError, PipelineFileError
-from tfperf.frameworks.torch._script import ScriptMode, ScriptRun, profile_script, run_script
+from tfperf.frameworks.torch._script import (
+    ScriptMode,
+    ScriptRun,
+    profile_script_pipeline,
+    run_script,
+)
 from tfperf.frameworks.torch._sites import TorchSites
 from tfperf.results.discovery import ArgumentForm
 
@@ -185,22 +190,32 @@ class _Loaded:
 def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
     script: Path,
 ) -> None:
-    from tfperf.measure import Profiler
+    from tfperf.measure import EpochInfo
+    from tfperf.pipeline import PipelineKind, load_pipeline
     from tfperf.results import Phase
 
+    pipeline = load_pipeline(script, ["1"])  # one epoch of 4 batches
+    assert pipeline.kind is PipelineKind.SCRIPT
+    pipeline = pipeline.with_discovery(TorchSites().find(pipeline))
+    knobs = pipeline.baseline.replace(sites={**pipeline.baseline.sites, WORKERS: 2})
     seen: list[object] = []
-    with Profiler(warmup=1, probes=[], pipeline="train.py") as profiler:
-        found = profile_script(
-            script, ["1"], {WORKERS: 2}, profiler, steps=6, on_loader=seen.append
-        )  # 6 steps in each phase from a script whose one epoch has 4 batches
-    result = profiler.result()
-    assert found.completed and seen == [found.loader]
+    result, found = profile_script_pipeline(
+        pipeline,
+        knobs,
+        steps=6,
+        warmup=1,
+        probes=[],
+        on_discovery=seen.append,
+        epoch_for=lambda loader: EpochInfo(steps=len(loader)),
+    )
+    assert found.completed and seen == [found.discovery]
     assert found.options["num_workers"] == 2 and found.discovery.end == f"train.py:{LINE}"
+    assert result.knobs["sites"][WORKERS] == 2
     assert [phase.phase for phase in result.phases()] == [
         Phase.END_TO_END,
         Phase.PIPELINE_ONLY,
         Phase.COMPUTE_ONLY,
     ]
     assert all(phase.steps == 6 for phase in result.phases())
-    assert result.end_to_end.epochs_crossed >= 1
+    assert result.end_to_end.epochs_crossed >= 1  # the script's one epoch was not the end
     assert found.memory is not None and found.memory.most_workers == 2

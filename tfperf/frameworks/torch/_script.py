@@ -29,6 +29,8 @@ for the workers to start again, which is counted as that step's wait, as it is i
 
 Interface (the framework calls these):
 
+- `profile_script_pipeline(pipeline, knobs, **profile options) -> (ProfileResult,
+  ScriptProfile)`: `Framework.profile` of a script, knobs' sites and threads applied;
 - `profile_script(path, argv, overrides, profiler, *, steps, min_seconds=0.0, threads=None,
   on_loader=None) -> ScriptProfile`: the three phases in one run of the script, recorded by
   the core's `tfperf.Profiler` (its `result()` is the `ProfileResult`);
@@ -59,15 +61,26 @@ from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
-from tfperf.frameworks.torch._sites import LoaderRecorder, recording
+from tfperf.frameworks.torch._sites import THREADS_KNOB, LoaderRecorder, recording
 from tfperf.results import JsonRecord, Phase
 from tfperf.results.discovery import Discovery
 from tfperf.tracebacks import exception_user_frames, format_frames
 
 if TYPE_CHECKING:
-    from tfperf.measure import Profiler
+    from tfperf.knobs import Knobs
+    from tfperf.measure import EpochInfo, Profiler, ProgressCallback
+    from tfperf.pipeline import PipelineFile
+    from tfperf.probes import Probe
+    from tfperf.results import ProfileResult
 
-__all__ = ["ScriptMode", "ScriptProfile", "ScriptRun", "profile_script", "run_script"]
+__all__ = [
+    "ScriptMode",
+    "ScriptProfile",
+    "ScriptRun",
+    "profile_script",
+    "profile_script_pipeline",
+    "run_script",
+]
 
 #: The measured loader's arguments read back into `ScriptRun.options`.
 _OPTIONS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
@@ -274,6 +287,66 @@ def profile_script(
         completed=session.completed,
         memory=session.memory.peak,
     )
+
+
+def profile_script_pipeline(
+    pipeline: PipelineFile,
+    knobs: Knobs | None = None,
+    *,
+    steps: int = 100,
+    min_seconds: float = 0.0,
+    warmup: int | None = None,
+    probes: Sequence[Probe] | None = None,
+    progress: ProgressCallback | None = None,
+    on_discovery: Callable[[Discovery], None] | None = None,
+    epoch_for: Callable[[Any], EpochInfo | None] | None = None,
+    **_ignored: Any,
+) -> tuple[ProfileResult, ScriptProfile]:
+    """Profiles a training script (`PipelineKind.SCRIPT`) under `knobs`, as `profile` does a
+    pipeline file: the framework's `profile` calls this for a script.
+
+    `knobs.sites` override the `DataLoader` calls (`DataLoader@train.py:40.num_workers`), and
+    `knobs.torch_threads`, where the knobs have it, sets the trainer's threads. Options of
+    tf.data's profile with no meaning here (`strategy`, `analyse_stages`) are accepted and
+    ignored.
+
+    Args:
+        on_discovery: called with the measured loader's call sites once the run is over.
+        epoch_for: the measured loader -> a real epoch's length and what a restart repeats
+            (its workers starting), for the profile's restart records.
+
+    Returns:
+        The `ProfileResult` of the core's profiler, and what the run found (`ScriptProfile`:
+        the loader, its options, the host RAM of trainer and workers).
+    """
+    from tfperf.measure import Profiler
+
+    knobs = knobs if knobs is not None else pipeline.baseline
+    with Profiler(
+        warmup=warmup,
+        pipeline=pipeline.path.name,
+        knobs=knobs,
+        probes=probes,
+        progress=progress,
+    ) as profiler:
+
+        def found_loader(loader: Any) -> None:
+            if epoch_for is not None:
+                profiler.epoch = epoch_for(loader)
+
+        found = profile_script(
+            pipeline.path,
+            pipeline.argv,
+            dict(knobs.sites),
+            profiler,
+            steps=steps,
+            min_seconds=min_seconds,
+            threads=getattr(knobs, THREADS_KNOB, None),
+            on_loader=found_loader,
+        )
+    if on_discovery is not None:
+        on_discovery(found.discovery)
+    return profiler.result(), found
 
 
 class _Profiled:
