@@ -169,6 +169,18 @@ def test_an_override_that_matches_no_call_lists_the_sites(script: Path) -> None:
         )
 
 
+def test_dataloader_site_values_are_checked_by_what_the_argument_controls() -> None:
+    from tfperf.knobs import check_site_value
+
+    assert check_site_value(WORKERS, 0) == 0 and check_site_value(WORKERS, None) is None
+    assert check_site_value(PIN, True) == 1 and check_site_value(PIN, 0) == 0
+    factor = f"DataLoader@train.py:{LINE}.prefetch_factor"
+    assert check_site_value(factor, None) is None and check_site_value(factor, 4) == 4
+    for name, bad in ((WORKERS, -1), (PIN, 2), (factor, 0)):
+        with pytest.raises(KnobError, match="must be"):
+            check_site_value(name, bad)
+
+
 def test_workers_are_shut_down_through_the_iterator_torch_has() -> None:
     """`_script._shut_down` calls this private method: pinned against the installed torch."""
     from torch.utils.data import dataloader
