@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import runpy
 import shutil
@@ -132,6 +133,18 @@ def test_the_patch_applies_with_patch_p0_and_the_patched_script_runs_so(script: 
         sys.argv = saved
         torch.set_num_threads(_THREADS)
     assert "workers 2 pin_memory True threads 1" in printed.getvalue()
+
+
+def test_a_script_fixes_the_loader_knobs_and_places_the_threads(script: Path) -> None:
+    discovery = TorchSites().find(_Loaded(script, ("1",)))
+    problems = TorchSites().unplaceable(script.parent, discovery)
+    assert "num_workers" in problems and "DataLoader@FILE:LINE sites" in problems["num_workers"]
+    assert "torch_threads" not in problems  # after the file's imports
+    (script.parent / "bare.py").write_text("x = 1\nimport torch\n")
+    moved = dataclasses.replace(discovery, end="bare.py:1")
+    assert (
+        "no imports at its top" in TorchSites().unplaceable(script.parent, moved)["torch_threads"]
+    )
 
 
 def test_loaders_made_in_a_library_are_named_not_tunable(tmp_path: Path) -> None:

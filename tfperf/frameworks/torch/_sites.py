@@ -48,10 +48,26 @@ from typing import Any
 from tfperf.errors import KnobError
 from tfperf.knobs import TUNABLE, SiteKind, SiteName
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
-from tfperf.sites import Additions, Anchor, Patch, callee, changes_between, make_patch, name_line
+from tfperf.sites import (
+    Additions,
+    Anchor,
+    Patch,
+    callee,
+    changes_between,
+    make_patch,
+    name_line,
+    placement_problem,
+)
 from tfperf.tracebacks import is_user_file
 
-__all__ = ["CALL", "THREADS_KNOB", "LoaderRecorder", "TorchSites", "recording"]
+__all__ = [
+    "CALL",
+    "LOADER_KNOBS",
+    "THREADS_KNOB",
+    "LoaderRecorder",
+    "TorchSites",
+    "recording",
+]
 
 #: The call recorded, as site names spell it.
 CALL = "DataLoader"
@@ -60,6 +76,16 @@ CALL = "DataLoader"
 THREADS_KNOB = "torch_threads"
 #: The arguments tuned at a call: `(argument, kind, tuned when the call leaves it out)`.
 ARGUMENTS = tuple((a, kind, absent) for (m, a), (kind, absent) in TUNABLE.items() if m == CALL)
+#: The framework's knobs that rebuild a loader `make_loader` made (fixed for a script).
+LOADER_KNOBS = (
+    "num_workers",
+    "batch_size",
+    "prefetch_factor",
+    "persistent_workers",
+    "pin_memory",
+    "in_order",
+    "worker_start_method",
+)
 #: Arguments that need workers: with none, torch refuses any value but their default.
 _NEED_WORKERS = {"persistent_workers": False, "prefetch_factor": None}
 
@@ -320,6 +346,36 @@ class TorchSites:
         if threads is not None and threads != before.get(THREADS_KNOB) and anchor is not None:
             statements = _threads_statements(root / anchor.file, int(threads))
         return make_patch(root, changes, anchor, Additions(statements=statements))
+
+    def unplaceable(self, root: Path, discovery: Discovery) -> dict[str, str]:
+        """Knob name -> why no patch of a script could write it, so a study fixes it.
+
+        A script's `DataLoader` takes its values at its call, where they are tuned as sites
+        (`DataLoader@train.py:40.num_workers`); the framework's loader knobs act only on a
+        loader a pipeline file's `make_loader` builds. `torch_threads` is written as
+        `torch.set_num_threads(n)` after the file's top imports: unplaceable without them.
+        """
+        reason = (
+            "a script's DataLoader takes its values at its call, tuned there as "
+            f"{CALL}@FILE:LINE sites"
+        )
+        problems = dict.fromkeys(LOADER_KNOBS, reason)
+        problems["mixed_precision"] = (
+            "autocast wraps a pipeline file's train step; a script's own loop has none to wrap"
+        )
+        if discovery.end is None:
+            problems[THREADS_KNOB] = "tfperf found no DataLoader of yours that the loop iterates"
+            return problems
+        anchor = Anchor.parse(discovery.end, True)
+        try:
+            source = (root / anchor.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            problems[THREADS_KNOB] = f"tfperf cannot read {anchor.file} ({error})"
+            return problems
+        problem = placement_problem(source, anchor, "statements")
+        if problem is not None:
+            problems[THREADS_KNOB] = problem
+        return problems
 
 
 def _threads_statements(file: Path, threads: int) -> tuple[str, ...]:
