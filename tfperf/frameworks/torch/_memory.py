@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+import time
 from collections.abc import Callable
 from enum import Enum
 from types import TracebackType
@@ -47,6 +48,7 @@ from typing import Any
 from tfperf.results import JsonRecord
 
 __all__ = [
+    "COST_RATIO",
     "HostMemory",
     "Measure",
     "MemoryPeak",
@@ -167,12 +169,20 @@ def _private(child: Any) -> tuple[int, Measure] | None:
         return None
 
 
+#: The most a sampler may cost: the wait after a reading is at least this many times as long
+#: as the reading took, so the sampler uses at most a tenth of a core.
+COST_RATIO = 10.0
+
+
 class MemorySampler:
     """Samples `host_memory` every `interval_s` in a thread between `start` and `stop`.
 
     A reading is also taken at `start` and at `stop`, so a short window has at least two.
-    Each reading of a large process walks its page map (a few ms to tens of ms), which is
-    why the default interval is 0.1 s rather than finer.
+    Reading a child's private pages makes the kernel walk its page tables: about 4 ms of CPU
+    per worker that has torch loaded, 30 ms for eight. On a machine of few cores that CPU is
+    taken from the loop being measured, so the wait after each reading is at least
+    `COST_RATIO` times what the reading took: with many workers, readings are sparser and a
+    brief peak between two can be missed.
     """
 
     def __init__(
@@ -227,8 +237,11 @@ class MemorySampler:
         self.stop()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        cost = 0.0
+        while not self._stop.wait(max(self.interval_s, COST_RATIO * cost)):
+            started = time.perf_counter()
             self._sample()
+            cost = time.perf_counter() - started
 
     def _sample(self) -> None:
         reading = self._read(self.pid)
