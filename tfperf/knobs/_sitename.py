@@ -8,6 +8,9 @@ relative to the pipeline's folder, the line of the method's name, the argument).
 holds two calls of one method, `#1`, `#2` (in the order they end) follow the line:
 `map@pipeline.py:23#2.num_parallel_calls`.
 
+A PyTorch script's `DataLoader(...)` calls are sites the same way:
+`DataLoader@train.py:40.num_workers` (`tfperf.frameworks.torch`'s recorder).
+
 This module owns that grammar, with no TensorFlow: `SiteName` parses (`SiteName.parse`) and
 prints (`str`) a name, and nothing else in tfperf builds or splits one; `SiteValues` is the
 typed, immutable mapping of site names to values that `Knobs.sites` holds.

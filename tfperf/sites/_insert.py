@@ -10,7 +10,9 @@ Each goes where the dataset is handed over (`Discovery.end`):
   `X.prefetch(tf.data.AUTOTUNE).with_options(options)`;
 - the precision policy before the model exists: a script sets it after its imports; a plain
   file at the start of `make_model` / `make_train_step` (tfperf sets its own policy around
-  those, so a policy set when the file is imported would not hold).
+  those, so a policy set when the file is imported would not hold);
+- process-wide statements a framework gives (`Additions.statements`, a PyTorch script's
+  `torch.set_num_threads(4)`): after the imports at the top of the anchor's file.
 
 `placement_problem` says, before a study, why an addition cannot be placed in a file, so that
 the study fixes that knob at what the code does rather than measure what no patch can hold.
