@@ -10,7 +10,9 @@ Each goes where the dataset is handed over (`Discovery.end`):
   `X.prefetch(tf.data.AUTOTUNE).with_options(options)`;
 - the precision policy before the model exists: a script sets it after its imports; a plain
   file at the start of `make_model` / `make_train_step` (tfperf sets its own policy around
-  those, so a policy set when the file is imported would not hold).
+  those, so a policy set when the file is imported would not hold);
+- process-wide statements a framework gives (`Additions.statements`, a PyTorch script's
+  `torch.set_num_threads(4)`): after the imports at the top of the anchor's file.
 
 `placement_problem` says, before a study, why an addition cannot be placed in a file, so that
 the study fixes that knob at what the code does rather than measure what no patch can hold.
@@ -63,12 +65,21 @@ class Additions:
     options: tuple[tuple[str, str], ...] = ()
     precision: str | None = None
     prefetch: int | None = None
+    # Process-wide settings a script makes once, after its top imports, in the file of the
+    # anchor (`torch.set_num_threads(4)`): Python source, one statement each.
+    statements: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.options) or self.precision is not None or self.prefetch is not None
+        return (
+            bool(self.options)
+            or self.precision is not None
+            or self.prefetch is not None
+            or bool(self.statements)
+        )
 
     def describe(self) -> list[str]:
         lines = [f"options.{path} = {value}" for path, value in self.options]
+        lines += list(self.statements)
         if self.prefetch is not None:
             shown = "AUTOTUNE" if self.prefetch == AUTOTUNE else str(self.prefetch)
             lines.append(f"prefetch({shown}) added at the end of the pipeline")
@@ -90,12 +101,17 @@ class InsertEdit:
 
 
 def placement_problem(source: str, anchor: Anchor, what: str) -> str | None:
-    """Why `what` ("options", "prefetch" or "precision") cannot be written, else None."""
+    """Why `what` ("options", "prefetch", "precision" or "statements") cannot be written,
+    else None."""
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
         return f"{anchor.file} does not parse ({error.msg})"
     names = _Names(tree)
+    if what == "statements":
+        if _import_point(tree) is None:
+            return f"{anchor.file} has no imports at its top to add a statement after"
+        return None
     if what == "precision":
         return None if _policy_point(tree, anchor) is not None else _no_policy_point(anchor)
     if names.tf is None and _import_point(tree) is None:
@@ -113,6 +129,7 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
         ("options", additions.options),
         ("prefetch", additions.prefetch is not None),
         ("precision", additions.precision),
+        ("statements", additions.statements),
     ):
         problem = placement_problem(source, anchor, what) if wanted else None
         if problem:
@@ -136,6 +153,11 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
         text = f"\n{indent}{call}" if after else f"{indent}{call}\n"
         end = len(lines[line - 1].rstrip("\r").encode())
         edits.append(InsertEdit(line, end if after else 0, text))
+    if additions.statements:
+        top = _import_point(tree)
+        assert top is not None  # placement_problem checked it
+        end = len(lines[top - 1].rstrip("\r").encode())
+        edits.append(InsertEdit(top, end, "".join(f"\n{s}" for s in additions.statements)))
     return edits
 
 

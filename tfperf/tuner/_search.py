@@ -143,11 +143,22 @@ def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[An
     # A site takes the domain of the knob its argument stands for.
     if kind is SiteKind.EDIT:  # a structure edit: as written (0) or made (1)
         return [0, 1]
+    # A DataLoader's argument: a switch off or on, else the domain of the knob of the same
+    # meaning. The knob's None ("as the file wrote it") is the written value here, which the
+    # site's domain holds anyway; a switch left out (None) is off already.
+    if kind is SiteKind.FLAG:
+        return [1] if value is None else [0, 1]
+    if kind in _LOADER_KNOBS:
+        knob = KNOBS[_LOADER_KNOBS[kind]]
+        return [each for each in knob.domain(value, search_context(machine)) if each is not None]
     if kind in (SiteKind.SHUFFLE, SiteKind.BATCH) and (value is None or value <= 0):
         return []
     like = _SITE_KNOBS[kind]
     return KNOBS[like].domain(value, search_context(machine))
 
+
+#: The knob whose domain a DataLoader call's argument takes (the PyTorch framework's knobs).
+_LOADER_KNOBS = {SiteKind.WORKERS: "num_workers", SiteKind.FACTOR: "prefetch_factor"}
 
 #: The knob whose domain each kind of call site takes.
 _SITE_KNOBS = {
