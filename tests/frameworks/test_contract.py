@@ -103,15 +103,18 @@ TORCH = Case(
             model = torch.nn.Linear(2, 1)
             return lambda batch: torch.nn.functional.mse_loss(model(batch[0]), batch[1])
     """,
+    # A DataLoader's literal values live in a training script's own loop.
     plain="""
         import torch
         from torch.utils.data import DataLoader
 
-        def make_loader():
-            return DataLoader(torch.ones(16, 2), batch_size=4)
+        def main():
+            loader = DataLoader(torch.ones(16, 2), batch_size=4, num_workers=0)
+            for batch in loader:
+                torch.sum(batch)
 
-        def make_train_step():
-            return torch.sum
+        if __name__ == "__main__":
+            main()
     """,
     options={"num_workers": 1, "persistent_workers": True},
     has_stages=False,

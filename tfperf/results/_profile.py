@@ -440,6 +440,10 @@ class LoaderReport:
         collate_wall_s_per_batch: seconds of one `collate_fn` call; None: not measured.
         workers_estimate: workers that keep the limit's rate in flight (Little's law on
             `wall_s_per_item`); None when not estimated.
+        host_ram_peak_bytes: peak host RAM of the trainer and its workers, pages the
+            workers share with the trainer counted once (trainer RSS + workers' private
+            pages); None when not sampled.
+        workers_ram_peak_bytes: the workers' private pages in that peak.
     """
 
     workers: int
@@ -451,6 +455,8 @@ class LoaderReport:
     cpu_s_per_item: float | None = None
     collate_wall_s_per_batch: float | None = None
     workers_estimate: int | None = None
+    host_ram_peak_bytes: int | None = None
+    workers_ram_peak_bytes: int | None = None
 
 
 #: The knobs `DatasetOptions` keeps as fields of their own: all but autotune and `others`.

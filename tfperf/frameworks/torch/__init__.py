@@ -8,6 +8,11 @@ by making the loader again with them, sets the trainer's threads (`torch_threads
 the step under autocast (`mixed_precision`). The registry imports this module lazily
 (`tfperf.frameworks.get("torch")`); torch itself loads only inside the functions that build
 or measure. Every touch of torch's version-dependent API is in `_torch`.
+
+An ordinary training script with its own loop over a `DataLoader` is measured as it runs
+(`_script`: the step clock taken from the loader's iterator), its `DataLoader(...)` calls found
+and patched as call sites (`_sites`); the items are timed by `_items` and the host RAM of the
+trainer and its workers sampled by `_memory`, shared pages counted once.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from tfperf.frameworks.torch._framework import (
     Torch,
 )
 from tfperf.frameworks.torch._limit import (
+    estimate_workers,
     loader_limit,
-    workers_for,
 )
 from tfperf.frameworks.torch._runner import (
     profile_loader,
@@ -27,7 +32,7 @@ from tfperf.frameworks.torch._runner import (
 __all__ = [
     "FRAMEWORK",
     "Torch",
+    "estimate_workers",
     "loader_limit",
     "profile_loader",
-    "workers_for",
 ]

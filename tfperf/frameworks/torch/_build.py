@@ -34,10 +34,14 @@ def build(pipeline: PipelineFile, knobs: Knobs) -> Built:
         PipelineFileError: `make_loader` returns no DataLoader, the file has no
             `make_train_step`, or the step it returns is not callable.
     """
-    _torch.set_threads(knobs.torch_threads)
-    make_loader, make_step = pipeline.make_dataset, pipeline.make_train_step
-    assert make_loader is not None  # a PyTorch pipeline file defines `make_loader`
     name = pipeline.path.name
+    make_loader, make_step = pipeline.make_dataset, pipeline.make_train_step
+    if make_loader is None:  # a training script: it builds its loader as it runs
+        raise PipelineFileError(
+            f"{name} is a training script: tfperf measures it as it runs (`tfperf profile "
+            f"{name}`), and builds a DataLoader only from a pipeline file's `make_loader`."
+        )
+    _torch.set_threads(knobs.torch_threads)
     if make_step is None:
         raise PipelineFileError(
             f"{name} defines no `make_train_step`; tfperf calls `make_train_step(knobs)` for "

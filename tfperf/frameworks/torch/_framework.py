@@ -28,7 +28,7 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._runner import profile_loader
 from tfperf.frameworks.torch._training import probe_training
-from tfperf.pipeline import PipelineFile, load_pipeline
+from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
 from tfperf.results.tune import Estimate
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ class Torch(Framework):
 
     def load(self, path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
         pipeline = load_pipeline(path, argv)
-        logger.info("PyTorch DataLoader pipeline: %s", pipeline.path.name)
+        what = "training script" if pipeline.kind is PipelineKind.SCRIPT else "pipeline"
+        logger.info("PyTorch DataLoader %s: %s", what, pipeline.path.name)
         return pipeline
 
     def build(
@@ -111,7 +112,9 @@ class Torch(Framework):
         return probe_training(_file(pipeline), knobs, settings)
 
     def sites(self) -> CallSites | None:
-        return None
+        from tfperf.frameworks.torch._sites import TorchSites
+
+        return TorchSites()
 
     def rule(self, baseline: Knobs, cpu_count: int) -> Knobs | None:
         """PyTorch's own rule: as many workers as cores (it warns above that)."""

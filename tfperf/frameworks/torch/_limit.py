@@ -9,15 +9,16 @@ may sit below a rate the machine already ran):
   (measured apart in the trainer) and the step's CPU per example. Workers waiting on a read
   cost no CPU, so a blocking `Dataset` never binds here.
 
-The workers that reach it follow Little's law: items in flight = rate x wall time per item,
-so `rate x wall_s_per_item` workers keep `rate` items/s coming, capped where the cores run out
-(`cores x wall / cpu` workers already keep every core busy).
+The workers that reach it follow Little's law (`_items.workers_for`): items in flight = rate
+x wall time per item, capped where the cores run out (`cores x wall / cpu` workers already
+keep every core busy).
 """
 
 from __future__ import annotations
 
 import math
 
+from tfperf.frameworks.torch._items import ItemTiming, workers_for
 from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult
 from tfperf.results.stages import LoaderReport
 
@@ -28,16 +29,11 @@ WORKER_CAP = 32
 HEADROOM = 2.0
 
 
-def workers_for(wall_s_per_item: float, cpu_s_per_item: float, rate: float, cores: int) -> int:
-    """Workers that keep `rate` items/s in flight (Little's law, times `HEADROOM`), at least 1.
-
-    Capped at `cores x wall / cpu` (more would only queue for the cores) and `WORKER_CAP`,
-    then rounded up to a power of two: the counts a search tries (`knobs.worker_values`).
-    """
-    needed = math.ceil(HEADROOM * rate * wall_s_per_item) if wall_s_per_item > 0 else 1
-    if cpu_s_per_item > 0:
-        needed = min(needed, math.ceil(cores * wall_s_per_item / cpu_s_per_item))
-    needed = max(1, min(needed, WORKER_CAP))
+def estimate_workers(timing: ItemTiming, rate: float, cores: int) -> int:
+    """Workers that keep `rate` examples/s in flight: Little's law (`_items.workers_for`) on
+    `HEADROOM` times the rate, rounded up to a power of two (the counts a search tries,
+    `knobs.worker_values`) and at most `WORKER_CAP`."""
+    needed = workers_for(timing, HEADROOM * rate, cores=cores)
     return min(2 ** math.ceil(math.log2(needed)), WORKER_CAP)
 
 

@@ -15,7 +15,6 @@ limit, the workers that reach it and the advice follow (`_limit`).
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import time
@@ -31,11 +30,14 @@ from tfperf.errors import (
 )
 from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
-from tfperf.frameworks.torch._limit import loader_advice, loader_limit, workers_for
+from tfperf.frameworks.torch._items import time_items
+from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
+from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
+from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
 from tfperf.measure import EpochInfo, ProgressCallback, batch_examples, profile
-from tfperf.pipeline import PipelineFile
+from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.probes import Probe
 from tfperf.results import ProfileResult, Verdict
 from tfperf.results.discovery import Discovery
@@ -75,42 +77,67 @@ def profile_loader(
         PipelineFileError: the file's functions break the contract.
         PipelineRuntimeError: the loader or the train step failed while running.
     """
-    del on_discovery
     knobs = knobs if knobs is not None else pipeline.baseline
-    built = build(pipeline, knobs)
-    loader = built.loader
-    options = _torch.loader_options(loader)
-    name = pipeline.path.name
-    try:
-        result = profile(
-            _torch.Passes(loader),
-            built.step,
+    if pipeline.kind is PipelineKind.SCRIPT:
+        result, found = profile_script_pipeline(
+            pipeline,
+            knobs,
             steps=steps,
             min_seconds=min_seconds,
             warmup=warmup,
-            pipeline=_display_path(pipeline.path),
-            knobs=_as_run(knobs, options),
             probes=probes,
             progress=progress,
-            epoch=_epoch(loader, options, epoch_steps),
-            sync=_torch.synchronise,
+            on_discovery=on_discovery,
+            epoch_for=lambda loader: _epoch(loader, _torch.loader_options(loader), epoch_steps),
         )
+        sites = {
+            site.name: knobs.sites.get(site.name, site.value) for site in found.discovery.sites
+        }
+        result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
+        return _finished(result, found.loader, found.memory, None)
+    built = build(pipeline, knobs)
+    loader = built.loader
+    options = _torch.loader_options(loader)
+    try:
+        with MemorySampler() as memory:
+            result = profile(
+                _torch.Passes(loader),
+                built.step,
+                steps=steps,
+                min_seconds=min_seconds,
+                warmup=warmup,
+                pipeline=_display_path(pipeline.path),
+                knobs=_as_run(knobs, options),
+                probes=probes,
+                progress=progress,
+                epoch=_epoch(loader, options, epoch_steps),
+                sync=_torch.synchronise,
+            )
     except InputPipelineError as error:
-        raise _explained(
-            error, f"the DataLoader failed while loading batch {error.step + 1}", pipeline
-        ) from error.__cause__
+        what = f"the DataLoader failed while loading batch {error.step + 1}"
+        raise _explained(error, what, pipeline) from error.__cause__
     except TrainStepError as error:
-        raise _explained(
-            error, f"the train step failed on step {error.step + 1}", pipeline
-        ) from error.__cause__
+        what = f"the train step failed on step {error.step + 1}"
+        raise _explained(error, what, pipeline) from error.__cause__
     except EmptyDatasetError as error:
-        raise EmptyDatasetError(f"{name}: {error}") from None
-    cores = detect_machine().cpu_count
+        raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
     one_thread = _one_thread_rate(built.step, loader) if knobs.torch_threads is None else None
-    result.loader = _loader_report(loader, options, result, cores, one_thread)
-    result.limit = loader_limit(result, result.loader, cores, one_thread)
+    return _finished(result, loader, memory.peak, one_thread)
+
+
+def _finished(
+    result: ProfileResult, loader: Any, memory: MemoryPeak | None, one_thread: float | None
+) -> ProfileResult:
+    """`result` with the loader's report, its limit and advice in the framework's words."""
+    cores = detect_machine().cpu_count
+    report = _loader_report(loader, _torch.loader_options(loader), result, cores, one_thread)
+    if memory is not None and memory.peak is not None:
+        report.host_ram_peak_bytes = memory.peak_bytes
+        report.workers_ram_peak_bytes = memory.peak.workers_bytes
+    result.loader = report
+    result.limit = loader_limit(result, report, cores, one_thread)
     if result.verdict is not Verdict.COMPUTE_BOUND:
-        result.advice = loader_advice(result, result.loader)
+        result.advice = loader_advice(result, report)
     return result
 
 
@@ -173,50 +200,28 @@ def _loader_report(
         first_batch_s=result.end_to_end.warmup.time_to_first_batch_s,
     )
     try:
-        _time_items(loader, report)
+        timing = time_items(
+            loader.dataset,
+            loader.collate_fn,
+            count=ITEMS_TIMED,
+            batch_size=loader.batch_size or 1,
+            max_seconds=ITEM_SECONDS,
+        )
     except Exception:  # the profile stands without it; the log says why
         logger.warning("could not time the DataLoader's items apart", exc_info=True)
         return report
+    if timing.items == 0:
+        return report
+    report.item_function = timing.item_function
+    report.item_where = timing.item_where
+    report.wall_s_per_item = timing.wall_s_per_item
+    report.cpu_s_per_item = timing.cpu_s_per_item
+    report.collate_wall_s_per_batch = timing.collate_wall_s_per_batch
     compute = result.compute_only
-    if report.wall_s_per_item and report.cpu_s_per_item is not None and compute is not None:
+    if compute is not None:
         rate = max(compute.examples_per_sec, one_thread or 0.0)
-        report.workers_estimate = workers_for(
-            report.wall_s_per_item, report.cpu_s_per_item, rate, cores
-        )
+        report.workers_estimate = estimate_workers(timing, rate, cores)
     return report
-
-
-def _time_items(loader: Any, report: LoaderReport) -> None:
-    """Times the loader's items one by one in this process: wall and thread CPU per item."""
-    dataset = loader.dataset
-    if not hasattr(type(dataset), "__getitem__") or not hasattr(dataset, "__len__"):
-        return  # an IterableDataset: its items come from `__iter__`, timed with the loader
-    count = min(len(dataset), ITEMS_TIMED)
-    walls, cpus = [], []
-    deadline = time.perf_counter() + ITEM_SECONDS
-    for index in range(count):
-        start, start_cpu = time.perf_counter(), time.thread_time()
-        dataset[index]
-        walls.append(time.perf_counter() - start)
-        cpus.append(time.thread_time() - start_cpu)
-        if time.perf_counter() > deadline:
-            break
-    if not walls:
-        return
-    function = type(dataset).__getitem__
-    report.item_function = function.__qualname__
-    report.item_where = _where(function)
-    report.wall_s_per_item = sum(walls) / len(walls)
-    report.cpu_s_per_item = sum(cpus) / len(cpus)
-
-
-def _where(function: Any) -> str | None:
-    try:
-        file = inspect.getsourcefile(function)
-        _, line = inspect.getsourcelines(function)
-    except (OSError, TypeError):
-        return None
-    return f"{Path(file).name}:{line}" if file else None
 
 
 def _explained(
