@@ -117,6 +117,8 @@ class ProfileCommand(Command):
         # Loaded here too, not only in the child: a broken file fails in a second, with the
         # same message, before a measurement starts.
         pipeline = load_pipeline(args.pipeline, getattr(args, "script_args", ()))
+        if (announced := framework.announce(pipeline)) is not None:
+            _status(announced, args)
         check_loaded(outputs, pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)

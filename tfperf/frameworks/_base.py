@@ -212,3 +212,9 @@ class Framework(abc.ABC):
         """The configuration this framework's figures size from the baseline's profile, where
         the pipeline model (which needs a stage graph) makes none; None by default."""
         return None
+
+    def announce(self, pipeline: Pipeline) -> str | None:
+        """The one line the CLI says on loading `pipeline`, naming the framework it was
+        taken for ("PyTorch DataLoader pipeline: pipeline.py"); None: say nothing (the
+        default framework)."""
+        return None

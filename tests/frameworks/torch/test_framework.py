@@ -108,3 +108,18 @@ def test_a_file_without_make_loader_says_what_tfperf_calls(tmp_path: Path):
     source = pipelines.BLOCKING.replace("def make_loader(", "def make_loaders(")
     with pytest.raises(PipelineFileError, match=r"calls `make_loader\(knobs\)` to build the Data"):
         frameworks.get("torch").load(pipelines.write(tmp_path, source))
+
+
+def test_a_scripts_rule_and_estimate_set_its_dataloader_sites():
+    from tfperf.frameworks.torch._framework import _with_workers
+
+    sites = {"DataLoader@t.py:3.num_workers": 0, "DataLoader@t.py:3.persistent_workers": None}
+    baseline = Knobs.from_mapping({"sites": sites})
+    rule = frameworks.get("torch").rule(baseline, 2)
+    assert rule is not None and rule.sites["DataLoader@t.py:3.num_workers"] == 2
+    assert rule.num_workers is None  # a script's DataLoader takes its values at its call
+    estimate = _with_workers(baseline, 8, persistent=True)
+    assert dict(estimate.sites) == {
+        "DataLoader@t.py:3.num_workers": 8,
+        "DataLoader@t.py:3.persistent_workers": 1,
+    }

@@ -73,9 +73,13 @@ class Torch(Framework):
 
     def load(self, path: str | Path, argv: Sequence[str] = ()) -> PipelineFile:
         pipeline = load_pipeline(path, argv)
-        what = "training script" if pipeline.kind is PipelineKind.SCRIPT else "pipeline"
-        logger.info("PyTorch DataLoader %s: %s", what, pipeline.path.name)
+        logger.info("%s", self.announce(pipeline))
         return pipeline
+
+    def announce(self, pipeline: Pipeline) -> str | None:
+        kind = getattr(pipeline, "kind", None)
+        what = "training script" if kind is PipelineKind.SCRIPT else "pipeline"
+        return f"PyTorch DataLoader {what}: {pipeline.path.name}"
 
     def build(
         self, pipeline: Pipeline, knobs: Knobs, *, strategy: StrategyKind | None = None
@@ -118,7 +122,7 @@ class Torch(Framework):
 
     def rule(self, baseline: Knobs, cpu_count: int) -> Knobs | None:
         """PyTorch's own rule: as many workers as cores (it warns above that)."""
-        return baseline.replace(num_workers=cpu_count)
+        return _with_workers(baseline, cpu_count, persistent=False)
 
     def estimate(self, result: ProfileResult, baseline: Knobs) -> Estimate | None:
         """Little's law on the baseline's items: the workers that keep the step fed, kept
@@ -126,8 +130,20 @@ class Torch(Framework):
         loader, limit = result.loader, result.limit
         if loader is None or loader.workers_estimate is None or limit is None:
             return None
-        knobs = baseline.replace(num_workers=loader.workers_estimate, persistent_workers=True)
+        knobs = _with_workers(baseline, loader.workers_estimate, persistent=True)
         return Estimate(knobs=knobs, predicted_examples_per_sec=limit.examples_per_sec)
+
+
+def _with_workers(baseline: Knobs, workers: int, *, persistent: bool) -> Knobs:
+    """`baseline` with `workers` workers (kept across epochs if `persistent`): the knobs of a
+    pipeline file, or a script's `DataLoader@...` sites where it has them."""
+    sites = {name: workers for name in baseline.sites if name.endswith(".num_workers")}
+    if not sites:
+        changes: dict[str, Any] = {"num_workers": workers}
+        return baseline.replace(**changes, **({"persistent_workers": True} if persistent else {}))
+    if persistent:
+        sites.update({n: 1 for n in baseline.sites if n.endswith(".persistent_workers")})
+    return baseline.replace(**sites)
 
 
 def _element(loader: Any) -> str:

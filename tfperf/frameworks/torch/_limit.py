@@ -34,7 +34,7 @@ def estimate_workers(timing: ItemTiming, rate: float, cores: int) -> int:
     `HEADROOM` times the rate, rounded up to a power of two (the counts a search tries,
     `knobs.worker_values`) and at most `WORKER_CAP`."""
     needed = workers_for(timing, HEADROOM * rate, cores=cores)
-    return min(2 ** math.ceil(math.log2(needed)), WORKER_CAP)
+    return min(int(2 ** math.ceil(math.log2(needed))), WORKER_CAP)
 
 
 def loader_limit(
