@@ -33,6 +33,7 @@ def test_profile_names_the_loader_in_its_own_words(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     assert "Waits.__getitem__` (pipeline.py:13)" in done.stdout
     assert "num_workers=0" in done.stdout and "num_parallel_calls" not in done.stdout
+    assert "DataLoader: 0 workers (in the trainer)" in done.stdout
     saved = json.loads((tmp_path / "reports" / "pipeline-profile.json").read_text())
     assert saved["loader"]["item_function"] == "Waits.__getitem__"
 
