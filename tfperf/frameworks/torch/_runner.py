@@ -8,9 +8,11 @@ records, in the framework's words ("workers start"), weighed once per real epoch
 batches unless `--epoch-steps` says otherwise). The host probe counts the CPU and memory of
 the whole process tree, workers included.
 
-Then the loader's items are timed apart in the trainer (wall and CPU per item, so a blocking
-read is told apart from computing, named by the line that defines `__getitem__`), and the
-limit, the workers that reach it and the advice follow (`_limit`).
+Then the loader's items are timed apart in the trainer (`_items`: wall and CPU per item, so
+a blocking read is told apart from computing, named by the line that defines `__getitem__`),
+the host RAM of trainer and workers is read with shared pages once (`_memory`), and the
+limit, the workers that reach it and the advice follow (`_limit`). A training script is
+measured by `_script` and gets the same report.
 """
 
 from __future__ import annotations
@@ -69,9 +71,11 @@ def profile_loader(
 ) -> ProfileResult:
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
-    Options of tf.data's profile with no DataLoader meaning (`strategy`, `analyse_stages`,
-    `owns_process`) are accepted and ignored, so the CLI and the trials call every framework
-    alike. `on_discovery` is never called: a pipeline file has no call sites.
+    A training script is run as it is (`_script.profile_script_pipeline`, its `DataLoader`
+    sites overridden by `knobs.sites`), and `on_discovery` hears of its sites; a pipeline
+    file has none. Options of tf.data's profile with no DataLoader meaning (`strategy`,
+    `analyse_stages`, `owns_process`) are accepted and ignored, so the CLI and the trials
+    call every framework alike.
 
     Raises:
         PipelineFileError: the file's functions break the contract.
