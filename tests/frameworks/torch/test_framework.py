@@ -123,3 +123,15 @@ def test_a_scripts_rule_and_estimate_set_its_dataloader_sites():
         "DataLoader@t.py:3.num_workers": 8,
         "DataLoader@t.py:3.persistent_workers": 1,
     }
+
+
+def test_a_torch_recommendation_pastes_as_a_dataloader_call():
+    from tfperf.report._snippets import baseline_snippet, code_snippet
+
+    knobs = Knobs(batch_size=64, num_workers=8, persistent_workers=True, torch_threads=1)
+    assert code_snippet(knobs.to_dict(), "torch") == (
+        "loader = DataLoader(dataset, batch_size=64, num_workers=8, persistent_workers=True)\n"
+        "torch.set_num_threads(1)"
+    )
+    pasted = baseline_snippet(knobs.to_dict(), "torch")
+    assert "'num_workers': 8" in pasted and "num_parallel_calls" not in pasted
