@@ -53,6 +53,10 @@ def loader_limit(
         rate = one_thread
     terms = [LimitTerm(LimitBound.COMPUTE, rate, step)]
     model_cpu = _phase_cpu_s_per_example(compute, result)
+    if one_thread is not None and one_thread > 0:
+        # One operator thread keeps at most one core busy: the step costs at most 1/rate CPU
+        # seconds per example there, often far less than its threads spin for by default.
+        model_cpu = min(model_cpu, 1 / one_thread) if model_cpu is not None else 1 / one_thread
     item_cpu = loader.cpu_s_per_item
     if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:
         terms.append(
