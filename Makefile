@@ -29,7 +29,7 @@ unit: $(VENV)/.installed-dev
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-# Benchmarks (benchmarks/, see its RESULTS.md). `make bench` tunes and measures seven pipelines,
+# Benchmarks (benchmarks/, see its RESULTS.md). `make bench` tunes and measures nine pipelines,
 # about an hour on 2 cores, and rewrites benchmarks/RESULTS.md: run it on a quiet machine.
 # `make bench-smoke` checks the runner end to end on one pipeline in about 40 seconds.
 # `make bench` then profiles the generated family with known truth (tests/generated.py).
@@ -37,7 +37,7 @@ install-dev: $(VENV)/.installed-dev
 # tf.data service of 1 and 2 workers (benchmarks/offload.py, also runnable on its own).
 .PHONY: bench bench-smoke
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed $(VENV)/.installed-torch
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks.generated
 
@@ -57,6 +57,15 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e .
 	touch $@
 
+# torch (the `torch` extra, for the PyTorch tests) through pip, not uv: pip takes the CPU
+# wheel already on this machine's disk in seconds, where uv would download a multi-GB CUDA
+# build. `make demo` (.installed) installs no torch.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/uv
 	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[dev]"
-	touch $@ $(VENV)/.installed
+	$(BIN)/pip install --quiet torch==2.13.0
+	touch $@ $(VENV)/.installed $(VENV)/.installed-torch
+
+# The benchmarks' PyTorch pipelines need torch; `make demo` does not.
+$(VENV)/.installed-torch: | $(VENV)/.installed
+	$(BIN)/pip install --quiet torch==2.13.0
+	touch $@

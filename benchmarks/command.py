@@ -188,6 +188,7 @@ def _bench_one(
         autotune=figures["autotune"],
         tuned=figures["tuned"],
         autotune_goal=spec.autotune_goal,
+        reference=measure.reference_name(pipeline),
     )
     return record, budgets, configurations["tuned"]
 

@@ -237,12 +237,29 @@ def _figure(trial: optuna.trial.FrozenTrial) -> float | None:
 
 
 def final_configurations(pipeline: PipelineFile, result: TuneResult) -> dict[str, Knobs]:
-    """The three configurations the table compares, by label."""
+    """The three configurations the table compares, by label.
+
+    The second reference ("autotune") is the framework's own rule where it has one (PyTorch:
+    num_workers = cores), else tf.data's AUTOTUNE (`reference_name` says which).
+    """
     return {
         "baseline": pipeline.baseline,
-        "autotune": autotune_knobs(pipeline.baseline),
+        "autotune": _rule(pipeline) or autotune_knobs(pipeline.baseline),
         "tuned": result.best.knobs,
     }
+
+
+def reference_name(pipeline: PipelineFile) -> str:
+    """How the table names the second reference of `pipeline`."""
+    return "PyTorch's rule" if _rule(pipeline) is not None else "AUTOTUNE"
+
+
+def _rule(pipeline: PipelineFile) -> Knobs | None:
+    from tfperf import frameworks
+    from tfperf.hardware import detect_machine
+
+    framework = frameworks.get(pipeline.framework)
+    return framework.rule(pipeline.baseline, detect_machine().cpu_count)
 
 
 def measure_final(

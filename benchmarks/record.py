@@ -196,6 +196,9 @@ class PipelineRecord:
     #: The goal for tuned/AUTOTUNE when the pipeline's gain is known to be large (issue 12:
     #: remote_storage >= 5x); None for the plain goal.
     autotune_goal: float | None = None
+    #: What the second reference is: tf.data's AUTOTUNE, or a framework's own rule (PyTorch's
+    #: num_workers = cores), in whose column it stands.
+    reference: str = "AUTOTUNE"
 
 
 @dataclasses.dataclass

@@ -367,7 +367,10 @@ def _configurations(record: BenchRecord) -> str:
     for pipeline in record.pipelines:
         baseline = pipeline.baseline.knobs
         lines.append(f"- **{pipeline.name}** baseline: {_knobs(baseline)}")
-        lines.append(f"  - AUTOTUNE changes: {describe_changes(baseline, pipeline.autotune.knobs)}")
+        lines.append(
+            f"  - {pipeline.reference} changes: "
+            f"{describe_changes(baseline, pipeline.autotune.knobs)}"
+        )
         lines.append(f"  - tuned changes: {describe_changes(baseline, pipeline.tuned.knobs)}")
         if pipeline.tuning.changes_training:
             lines.append(

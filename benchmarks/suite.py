@@ -4,7 +4,7 @@ Each pipeline's `steps` is sized so that its baseline's end-to-end phase lasts 1
 on a quiet 2-core machine (larger batches take longer per step): a trial is then about 8 s,
 a third of it TensorFlow's start in a fresh process. A full run makes about 60 such runs per
 pipeline (1 to prepare, 20 trials, up to 27 in tfperf's re-measurement of three finalists
-and six references, 3 to 9 in its confirmation, 9 final), so the seven pipelines, the
+and six references, 3 to 9 in its confirmation, 9 final), so the nine pipelines, the
 zero-change run, the repeatability check and the overhead benchmark take about 75 minutes.
 """
 
@@ -130,6 +130,30 @@ SUITE: tuple[Spec, ...] = (
             "each refill, a smaller shuffle buffer shortens it further."
         ),
         steps=60,
+    ),
+    Spec(
+        name="torch_blocking",
+        bottleneck="PyTorch DataLoader, latency-bound items: a blocking 2-4 ms read each",
+        expectation=(
+            "The reference beside the baseline is PyTorch's rule (num_workers = cores): two "
+            "reads in flight on 2 cores. Each item waits far longer than it computes, so "
+            "tfperf's estimate sizes the workers by Little's law (tens of them) and keeps them "
+            "across epochs; tuned should run at 3x PyTorch's rule or more, up to the step's "
+            "rate alone or the CPU the items and the step still use."
+        ),
+        steps=25,
+        autotune_goal=3.0,
+    ),
+    Spec(
+        name="torch_decode",
+        bottleneck="PyTorch DataLoader, CPU-bound items: decompress and blur each image",
+        expectation=(
+            "The reference beside the baseline is PyTorch's rule (num_workers = cores), close "
+            "to right for items that compute: workers help until the two cores are busy, and "
+            "the step then competes with them. tuned should match the rule (1.0x) or beat it "
+            "with fewer trainer threads or deeper prefetch."
+        ),
+        steps=25,
     ),
 )
 

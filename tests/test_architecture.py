@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sites",),
     ("pipeline",),
     ("measure",),
-    ("frameworks.tensorflow",),  # the TensorFlow implementation of `tfperf.frameworks`
+    # The implementations of `tfperf.frameworks`: TensorFlow, PyTorch's DataLoader.
+    ("frameworks.tensorflow", "frameworks.torch"),
     ("trials", "study"),
     ("tuner", "report"),
     ("cli",),
@@ -38,14 +39,21 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 #: Subpackages whose insides are private: outsiders import their face only.
 FACED = {"knobs", "results", "probes", "sites", "pipeline", "measure", "trials", "study"}
-FACED |= {"tuner", "report", "frameworks", "frameworks.tensorflow", "offload"}
+FACED |= {
+    "tuner",
+    "report",
+    "frameworks",
+    "frameworks.tensorflow",
+    "frameworks.torch",
+    "offload",
+}
 #: Public modules of a faced package that are faces of their own, one concept each (as
 #: `optuna.visualization.matplotlib` is): outsiders may import `tfperf.<package>.<sub-face>`.
 SUB_FACES: dict[str, frozenset[str]] = {
     "results": frozenset({"stages", "scaling", "discovery", "tune"}),
     "study": frozenset({"storage", "cluster", "ledger", "records"}),
-    "knobs": frozenset({"declare"}),
-    "measure": frozenset({"scaling"}),
+    "knobs": frozenset({"declare", "choices"}),
+    "measure": frozenset({"scaling", "emulated"}),
 }
 #: The most names one face exports: past it, the face holds more than one concept.
 FACE_LIMIT = 30
@@ -203,7 +211,7 @@ NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "fram
 NEUTRAL += ("probes", "hardware", "sites", "pipeline", "measure", "trials", "study", "tuner")
 NEUTRAL += ("report", "cli", "offload")
 #: Top-level modules that are a framework.
-FRAMEWORK_MODULES = frozenset({"tensorflow", "keras"})
+FRAMEWORK_MODULES = frozenset({"tensorflow", "keras", "torch"})
 
 
 def _is_framework(dotted: str) -> bool:

@@ -58,14 +58,41 @@ def declared() -> set[str]:
     return {_normalized(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0]) for spec in specs}
 
 
+#: Folders whose imports an extra declares (`pip install tfperf[torch]`), by folder.
+EXTRAS = {"tfperf/frameworks/torch/": "torch"}
+
+
+def extra(name: str) -> set[str]:
+    """The distributions of the optional extra `name` (`torch = ["torch>=2.1"]`)."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    line = re.search(rf"^{name} = \[(.*?)\]", text, re.MULTILINE)
+    assert line is not None, f"pyproject.toml has no `{name} = [` extra"
+    specs = re.findall(r'"([^"]+)"', line.group(1))
+    return {_normalized(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0]) for spec in specs}
+
+
+def _allowed(files: set[str]) -> set[str]:
+    """What may declare a module imported in `files`: the dependencies, or the extra of the
+    folder that holds every one of them."""
+    for folder, name in EXTRAS.items():
+        if all(file.startswith(folder) for file in files):
+            return declared() | extra(name)
+    return declared()
+
+
 def test_every_imported_package_is_a_declared_dependency():
     distributions = importlib.metadata.packages_distributions()
     missing = {}
     for module, files in imported_modules().items():
         names = {_normalized(name) for name in distributions.get(module, [module])}
-        if not names & declared():
+        if not names & _allowed(files):
             missing[module] = sorted(files)
-    assert missing == {}, "add these to [project] dependencies in pyproject.toml"
+    assert missing == {}, "add these to [project] dependencies (or the folder's extra)"
+
+
+def test_torch_is_an_extra_that_only_its_framework_imports():
+    assert "torch" in extra("torch") and "torch" not in declared()
+    assert all(f.startswith("tfperf/frameworks/torch/") for f in imported_modules()["torch"])
 
 
 def test_the_scan_sees_imports_of_every_kind():

@@ -95,6 +95,39 @@ TENSORFLOW = Case(
     has_stages=True,
 )
 
+TORCH = Case(
+    modules=("torch",),
+    pipeline="""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+
+        BASELINE = {"batch_size": 4, "num_workers": 0}
+
+        def make_loader(knobs):
+            x = torch.arange(48, dtype=torch.float32).reshape(24, 2)
+            return DataLoader(TensorDataset(x, x[:, :1]), batch_size=knobs.batch_size)
+
+        def make_train_step(knobs):
+            model = torch.nn.Linear(2, 1)
+            return lambda batch: torch.nn.functional.mse_loss(model(batch[0]), batch[1])
+    """,
+    # A DataLoader's literal values live in a training script's own loop.
+    plain="""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def main():
+            loader = DataLoader(torch.ones(16, 2), batch_size=4, num_workers=0)
+            for batch in loader:
+                torch.sum(batch)
+
+        if __name__ == "__main__":
+            main()
+    """,
+    options={"num_workers": 1, "persistent_workers": True},
+    has_stages=False,
+)
+
 FAKE_PYTHON = Case(
     modules=(),
     pipeline=f"""
@@ -121,7 +154,7 @@ FAKE_PYTHON = Case(
 )
 
 #: The registered frameworks' cases.
-CASES = {"tensorflow": TENSORFLOW}
+CASES = {"tensorflow": TENSORFLOW, "torch": TORCH}
 #: Frameworks registered for this test only, with the module that defines each.
 TEST_ONLY = {"fake-python": ("tests.frameworks.fake_python", FAKE_PYTHON)}
 ALL_CASES = {**CASES, **{name: case for name, (_, case) in TEST_ONLY.items()}}
@@ -149,6 +182,8 @@ def name(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
 
 @pytest.fixture
 def framework(name: str) -> Framework:
+    for module in ALL_CASES[name].modules:
+        pytest.importorskip(module)  # PyTorch is an extra: `pip install tfperf[torch]`
     framework = frameworks.get(name)
     framework.start()
     return framework

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.clock import FakeClock, PrefetchedData
-from tfperf.measure import EmulatedStep
 from tfperf.measure._profiler import profile
+from tfperf.measure.emulated import EmulatedStep
 from tfperf.results import ProfileResult
 
 

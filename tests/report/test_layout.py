@@ -21,7 +21,7 @@ from tests.report.test_browser import browser  # noqa: F401  (a fixture)
 from tests.report.test_distribution import distributed_profile
 from tests.report.test_scaling import FEEDS_TWO, curve
 from tests.reports import PLAN, Planned, fake_profile, make_study, with_stages
-from tfperf.knobs import SERVICE_KNOBS, Knobs
+from tfperf.knobs import SERVICE_KNOBS, Knobs, framework_knobs
 from tfperf.report import render_profile_html, render_study_html, write_html
 from tfperf.report._study_data import snapshot_study
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
@@ -254,7 +254,9 @@ def test_a_study_of_knobs_still_names_every_knob_on_hover():
     from tfperf.report import _study_charts as sc
 
     snapshot = snapshot_study(make_study(remeasure=False), "memory")
-    assert _hover_names(sc.history(snapshot).points[0].hover) == set(Knobs.names()) - {
+    assert _hover_names(sc.history(snapshot).points[0].hover) == set(
+        framework_knobs("tensorflow")
+    ) - {
         "auto_shard_policy", "fetch_to_device", "per_replica_buffer_size", "gpu_memory_growth",
         *SERVICE_KNOBS,
     }  # fmt: skip

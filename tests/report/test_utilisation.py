@@ -5,8 +5,8 @@ from __future__ import annotations
 import markupsafe
 
 from tests.fakes.clock import FakeClock, PrefetchedData
-from tfperf.measure import EmulatedStep
 from tfperf.measure._profiler import profile
+from tfperf.measure.emulated import EmulatedStep
 from tfperf.report import render_profile_html, render_summary
 from tfperf.report._utilisation import utilisation_text, utilisation_words
 from tfperf.results import ProfileResult, Utilisation

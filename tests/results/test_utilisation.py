@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.fakes.clock import FakeClock, PrefetchedData
-from tfperf.measure import EmulatedStep
 from tfperf.measure._profiler import profile
+from tfperf.measure.emulated import EmulatedStep
 from tfperf.results import MLPERF_STORAGE_BAR, ProfileResult, StepSource, Utilisation
 from tfperf.results._utilisation import wait_at
 

@@ -148,6 +148,8 @@ class ProfileCommand(Command):
         pipeline = load_pipeline(
             args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
         )
+        if (announced := framework.announce(pipeline)) is not None:
+            _status(announced, args)
         check_loaded(outputs, pipeline)
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)

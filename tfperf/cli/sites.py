@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tfperf import frameworks
 from tfperf.knobs import Fixed
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results.discovery import describe_discovery
@@ -51,7 +52,13 @@ def fix_unplaceable(pipeline: PipelineFile) -> PipelineFile:
     stderr), so that the study measures only what the patch can hand over."""
     assert pipeline.discovery is not None
     script = pipeline.kind is PipelineKind.SCRIPT
-    problems = unplaceable(pipeline.path.parent, pipeline.discovery, script=script)
+    # A framework whose call sites say themselves which knobs no patch can hold (PyTorch's
+    # `TorchSites.unplaceable`) answers for its own files; tf.data's rules answer otherwise.
+    own = getattr(frameworks.get(pipeline.framework).sites(), "unplaceable", None)
+    if own is not None:
+        problems = own(pipeline.path.parent, pipeline.discovery)
+    else:
+        problems = unplaceable(pipeline.path.parent, pipeline.discovery, script=script)
     if not problems:
         return pipeline
     baseline = pipeline.baseline

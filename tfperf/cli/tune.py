@@ -247,6 +247,9 @@ class TuneCommand(Command):
         pipeline = load_pipeline(
             args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
         )
+        announced = frameworks.get(pipeline.framework).announce(pipeline)
+        if announced is not None and not args.quiet:
+            print(announced, file=sys.stderr, flush=True)
         pipeline = find_sites(pipeline, quiet=args.quiet)
         check_loaded(outputs.named(args), pipeline)
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder

@@ -7,7 +7,7 @@ holds; `get("tensorflow")` returns the TensorFlow implementation, imported on fi
 Example:
     >>> from tfperf import frameworks
     >>> frameworks.names()
-    ['tensorflow']
+    ['torch', 'tensorflow']
 """
 
 from __future__ import annotations

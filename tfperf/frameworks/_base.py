@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from tfperf.offload import OffloadResult, OffloadSettings
     from tfperf.results import ProfileResult, TrainingRate
     from tfperf.results.discovery import Discovery
+    from tfperf.results.tune import Estimate
 
 
 class Workers(str, Enum):
@@ -159,6 +160,8 @@ class Framework(abc.ABC):
     workers: ClassVar[Workers]
     #: What zero-change mode intercepts in a script ("keras.Model.fit", "DataLoader.__iter__").
     hook: ClassVar[str]
+    #: The function a pipeline file defines to build its input, called with the knobs.
+    input_function: ClassVar[str] = "make_dataset"
 
     @abc.abstractmethod
     def claims(self, source: str) -> bool:
@@ -236,4 +239,21 @@ class Framework(abc.ABC):
     def service(self) -> Service | None:
         """Remote input workers (`tfperf offload`, `--service`); None where the framework has
         none (the default)."""
+        return None
+
+    def rule(self, baseline: Knobs, cpu_count: int) -> Knobs | None:
+        """The framework's own rule of thumb applied to `baseline`, which a study measures as
+        a reference (PyTorch's: `num_workers` = cores); None where it has none beyond the
+        baseline (tf.data's rule, AUTOTUNE, is a reference of its own)."""
+        return None
+
+    def estimate(self, result: ProfileResult, baseline: Knobs) -> Estimate | None:
+        """The configuration this framework's figures size from the baseline's profile, where
+        the pipeline model (which needs a stage graph) makes none; None by default."""
+        return None
+
+    def announce(self, pipeline: Pipeline) -> str | None:
+        """The one line the CLI says on loading `pipeline`, naming the framework it was
+        taken for ("PyTorch DataLoader pipeline: pipeline.py"); None: say nothing (the
+        default framework)."""
         return None

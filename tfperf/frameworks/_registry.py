@@ -13,7 +13,10 @@ from tfperf.errors import PipelineFileError
 from tfperf.frameworks._base import Framework
 
 #: Each framework's name and the module that defines `FRAMEWORK`, in detection order.
+#: PyTorch comes first: it claims only a file that imports torch and defines `make_loader` or
+#: builds a `DataLoader`, which a tf.data file does not.
 IMPLEMENTATIONS: dict[str, str] = {
+    "torch": "tfperf.frameworks.torch",
     "tensorflow": "tfperf.frameworks.tensorflow",
 }
 #: The framework a file is taken for when no framework claims it.

@@ -25,6 +25,7 @@ from tfperf.knobs._knobs import (
     check_names,
     check_value,
     format_value,
+    framework_knobs,
 )
 from tfperf.knobs._sitename import (
     AUTOTUNE,
@@ -73,6 +74,7 @@ __all__ = [
     "cycle_conflicts",
     "format_site_value",
     "format_value",
+    "framework_knobs",
     "from_jsonable",
     "is_site_name",
     "parse_search_space",

@@ -34,6 +34,8 @@ __all__ = [
     "parallelism_values",
     "precision_values",
     "scaled_values",
+    "trainer_thread_values",
+    "worker_values",
 ]
 
 #: Prefetch depths (batches) a search tries; one or two hide step-to-step jitter, 0 measures
@@ -45,6 +47,17 @@ SHUFFLE_FACTORS = (0.25, 0.5, 1, 2, 4)
 BATCH_FACTORS = (0.5, 1, 2, 4)
 # Below this many workers, powers of two are few enough to try each.
 _MIN_PARALLELISM_CAP = 8
+# A DataLoader's workers may each block on I/O, so a search tries up to this many on any
+# machine: a worker waiting on a read holds no core, so the useful count follows the read
+# time, not the cores.
+_MIN_WORKER_CAP = 32
+
+#: The frameworks a knob acts in unless its declaration says otherwise.
+TENSORFLOW = frozenset({"tensorflow"})
+#: A knob of every framework's pipeline (the batch size, the training precision).
+EVERY_FRAMEWORK = frozenset({"tensorflow", "torch"})
+#: The knobs of a PyTorch DataLoader pipeline.
+TORCH = frozenset({"torch"})
 
 
 class Kind(str, Enum):
@@ -59,6 +72,8 @@ class Kind(str, Enum):
     OPTIONAL_THREADS = "an integer >= 1 or None"
     PRECISION = "one of 'float32', 'mixed_float16', 'mixed_bfloat16'"
     SHARD_POLICY = "one of 'auto', 'file', 'data', 'off', or None (tf.data's default, auto)"
+    OPTIONAL_COUNT = "an integer >= 0 or None"
+    START_METHOD = "one of 'fork', 'spawn', 'forkserver', or None (the platform's default)"
     SITES = "a mapping of call-site names to values"
     SERVICE_ADDRESS = "a tf.data service address such as grpc://HOST:PORT, or None (no service)"
     PROCESSING_MODE = "one of 'parallel_epochs', 'distributed_epoch', or None (parallel_epochs)"
@@ -76,6 +91,8 @@ class Applier(str, Enum):
     STRATEGY = "the tf.distribute strategy"  # its InputOptions / auto-shard policy
     PROCESS = "tfperf before TensorFlow starts"  # e.g. GPU memory growth
     SERVICE = "tf.data service's distribute()"  # tfperf inserts it at the cut (--service)
+    DATALOADER = "a DataLoader argument"  # tfperf rebuilds `make_loader`'s DataLoader with it
+    TRAINER = "tfperf in the training process"  # e.g. `torch.set_num_threads`
 
 
 class Step(int, Enum):
@@ -140,7 +157,8 @@ class Knob:
         option: the attribute path it sets. For `Applier.TF_DATA`, on `tf.data.Options`
             ("threading.private_threadpool_size"), and tfperf sets and reads it by this path
             alone. For a strategy knob, on `tf.distribute.InputOptions` or `tf.data.Options`,
-            for the reader: `frameworks.tensorflow` applies those by name. None for the others.
+            for the reader: `frameworks.tensorflow` applies those by name. For
+            `Applier.DATALOADER`, the `DataLoader` argument it is. None for the others.
         changes_training: whether it changes what the model learns, not only speed; such a
             knob says in `training_note` what to check when a recommendation changes it
             (`{old}` and `{new}` are its values).
@@ -151,6 +169,8 @@ class Knob:
         snippet: the code line that carries it, for code that does not read knobs.
         edit: the manual edit, for a zero-change patch, that applies what tfperf applied
             itself; `{value}` is the value. Options knobs share one generated edit.
+        frameworks: the frameworks (`tfperf.frameworks` names) whose pipelines it acts in:
+            a search of a tf.data pipeline never holds a DataLoader's knobs, nor the reverse.
     """
 
     default: Any
@@ -166,6 +186,7 @@ class Knob:
     search: Search | None = None
     snippet: Snippet | None = None
     edit: str | None = None
+    frameworks: frozenset[str] = TENSORFLOW
 
     def __post_init__(self) -> None:
         if self.applied_by is Applier.TF_DATA and self.option is None:
@@ -231,6 +252,19 @@ def parallelism_values(_value: Any, context: SearchContext) -> list[Any]:
 def prefetch_values(_value: Any, _context: SearchContext) -> list[Any]:
     """`PREFETCH_DEPTHS` batches and AUTOTUNE."""
     return [*PREFETCH_DEPTHS, AUTOTUNE]
+
+
+def worker_values(_value: Any, context: SearchContext) -> list[Any]:
+    """None (as written), no workers, and powers of two up to `max(32, 4 * cpu_count)` with
+    `cpu_count`: workers that block on reads help well past the core count."""
+    counts = _powers_of_two(1, max(_MIN_WORKER_CAP, 4 * context.cpu_count))
+    return [None, *sorted({0, *counts, context.cpu_count})]
+
+
+def trainer_thread_values(_value: Any, context: SearchContext) -> list[Any]:
+    """None (torch's default: one per core), one thread, half the cores and every core: the
+    trainer's threads and the loader's workers share the cores."""
+    return [None, *sorted({1, max(1, context.cpu_count // 2), context.cpu_count})]
 
 
 def pool_values(_value: Any, context: SearchContext) -> list[Any]:

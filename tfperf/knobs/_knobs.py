@@ -26,7 +26,9 @@ from typing import Any
 from tfperf.errors import KnobError
 from tfperf.knobs._declare import (
     BATCH_FACTORS,
+    EVERY_FRAMEWORK,
     SHUFFLE_FACTORS,
+    TORCH,
     Applier,
     Kind,
     Knob,
@@ -42,6 +44,8 @@ from tfperf.knobs._declare import (
     prefetch_values,
     scaled_values,
     service_choices,
+    trainer_thread_values,
+    worker_values,
 )
 from tfperf.knobs._sitename import AUTOTUNE, SiteValues, check_site_value, is_site_name
 
@@ -88,6 +92,14 @@ class TargetWorkers(str, Enum):
     LOCAL = "local"  # only workers on the trainer's host
 
 
+class StartMethod(str, Enum):
+    """How a DataLoader starts its worker processes (`multiprocessing_context`)."""
+
+    FORK = "fork"  # copies the trainer: fast to start, pages shared until written
+    SPAWN = "spawn"  # a fresh interpreter that imports the dataset's module again
+    FORKSERVER = "forkserver"  # forked from a clean server process
+
+
 @dataclasses.dataclass(frozen=True)
 class Knobs:
     """Input-pipeline and training settings for one measured configuration.
@@ -110,6 +122,7 @@ class Knobs:
         "and convergence may need retuning. Check accuracy before adopting it.",
         search=scaled_values(BATCH_FACTORS),
         snippet=Snippet("ds = ds.batch({value})", Step.BATCH),
+        frameworks=EVERY_FRAMEWORK,
     )
     shuffle_buffer: int = knob(
         1024,
@@ -184,6 +197,8 @@ class Knobs:
             'keras.mixed_precision.set_global_policy("{value}")', unless=(Precision.FLOAT32,)
         ),
         edit='Add keras.mixed_precision.set_global_policy("{value}") before the model is built.',
+        # For a DataLoader pipeline tfperf runs the train step under `torch.autocast`.
+        frameworks=EVERY_FRAMEWORK,
     )
     deterministic: bool | None = knob(
         None,
@@ -307,6 +322,85 @@ class Knobs:
         unset="a job of its own",
         search=None,  # shared jobs are a choice about training, not speed
     )
+    num_workers: int | None = knob(
+        None,
+        Kind.OPTIONAL_COUNT,
+        "DataLoader `num_workers`: worker processes loading items; 0 loads them in the "
+        "trainer. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        option="num_workers",
+        unset="as make_loader wrote it",
+        search=worker_values,
+        frameworks=TORCH,
+    )
+    prefetch_factor: int | None = knob(
+        None,
+        Kind.OPTIONAL_THREADS,
+        "DataLoader `prefetch_factor`: batches each worker loads ahead; acts only with workers. "
+        "None keeps what `make_loader` wrote (PyTorch's default: 2).",
+        applied_by=Applier.DATALOADER,
+        option="prefetch_factor",
+        unset="as make_loader wrote it",
+        search=choices(None, 1, 2, 4, 8),
+        frameworks=TORCH,
+    )
+    persistent_workers: bool | None = knob(
+        None,
+        Kind.OPTIONAL_BOOL,
+        "DataLoader `persistent_workers`: keep the workers alive between epochs instead of "
+        "starting them at each; acts only with workers. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        option="persistent_workers",
+        unset="as make_loader wrote it",
+        search=choices(None, True),
+        frameworks=TORCH,
+    )
+    pin_memory: bool | None = knob(
+        None,
+        Kind.OPTIONAL_BOOL,
+        "DataLoader `pin_memory`: page-locked batches, copied to a GPU asynchronously; acts "
+        "only with CUDA. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        option="pin_memory",
+        unset="as make_loader wrote it",
+        search=gpu_choices(None, True),
+        frameworks=TORCH,
+    )
+    in_order: bool | None = knob(
+        None,
+        Kind.OPTIONAL_BOOL,
+        "DataLoader `in_order`: False hands out whichever worker's batch is ready first, "
+        "where the installed torch accepts it. None keeps what `make_loader` wrote.",
+        applied_by=Applier.DATALOADER,
+        option="in_order",
+        unset="as make_loader wrote it",
+        search=choices(None, False),
+        frameworks=TORCH,
+    )
+    worker_start_method: StartMethod | None = knob(  # noqa: RUF009 (see `mixed_precision`)
+        None,
+        Kind.START_METHOD,
+        "DataLoader `multiprocessing_context`: how workers start. None keeps what "
+        "`make_loader` wrote (the platform's default: fork on Linux).",
+        applied_by=Applier.DATALOADER,
+        option="multiprocessing_context",
+        unset="the platform's default",
+        # Only a SEARCH_SPACE searches it: spawned workers import the dataset's module again,
+        # which a pipeline file loaded by tfperf under a private name cannot offer them.
+        search=None,
+        frameworks=TORCH,
+    )
+    torch_threads: int | None = knob(
+        None,
+        Kind.OPTIONAL_THREADS,
+        "`torch.set_num_threads` in the trainer: threads of the train step's operators, "
+        "which share the cores with the workers. None keeps torch's default (one per core).",
+        applied_by=Applier.TRAINER,
+        unset="one per core",
+        snippet=Snippet("torch.set_num_threads({value})", unless=(None,)),
+        search=trainer_thread_values,
+        frameworks=TORCH,
+    )
     sites: SiteValues = dataclasses.field(
         default=SiteValues(),
         metadata={
@@ -354,8 +448,13 @@ class Knobs:
         return dataclasses.replace(self, **_with_sites(changes, self.sites))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values (the precision as its string); `sites` only when set."""
-        values = {name: _plain(getattr(self, name)) for name in self.names()}
+        """Plain JSON-ready values (the precision as its string); `sites` only when set, and
+        a DataLoader's or trainer's knob only when set (unset, it changes nothing)."""
+        values = {
+            name: _plain(getattr(self, name))
+            for name in self.names()
+            if getattr(self, name) is not None or name not in _SET_ONLY
+        }
         if self.sites:
             values[SITES] = dict(self.sites)
         return values
@@ -468,6 +567,13 @@ _DECLARED: dict[type[Knobs], tuple[Knob, ...]] = {}
 KNOBS = Registry(Knobs)
 
 
+#: Knobs a record holds only when set: unset, a DataLoader keeps what `make_loader` wrote, the
+#: trainer its default and the input runs without tf.data service, so leaving them out keeps
+#: a tf.data record as it always was.
+_SET_ONLY = frozenset(
+    KNOBS.where(lambda k: k.applied_by in (Applier.DATALOADER, Applier.TRAINER, Applier.SERVICE))
+)
+
 #: Knobs that only the user's code applies, by reading them in `make_dataset(knobs)`. A
 #: pipeline whose code takes no knobs (a plain `make_dataset()`, a script) tunes the values
 #: written in its calls instead, as `Knobs.sites`.
@@ -478,6 +584,11 @@ STRATEGY_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.STRATEGY)
 #: Knobs that act only when the input is read through tf.data service (`--service`, see
 #: docs/offload.md): tfperf passes them to the `distribute()` it inserts.
 SERVICE_KNOBS = KNOBS.where(lambda knob: knob.applied_by is Applier.SERVICE)
+
+
+def framework_knobs(framework: str) -> tuple[str, ...]:
+    """The knobs that act in a pipeline of `framework` (a `tfperf.frameworks` name)."""
+    return KNOBS.where(lambda knob: framework in knob.frameworks)
 
 
 def format_value(value: Any) -> str:
@@ -532,7 +643,11 @@ def _check_value(name: str, kind: Kind, value: Any) -> Any:
         if value is None or isinstance(value, bool):
             return value
         raise _bad(name, value, kind)
-    if value is None and kind in (Kind.OPTIONAL_THREADS, Kind.OPTIONAL_PARALLELISM):
+    if value is None and kind in (
+        Kind.OPTIONAL_THREADS,
+        Kind.OPTIONAL_PARALLELISM,
+        Kind.OPTIONAL_COUNT,
+    ):
         return None
     if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
         value = AUTOTUNE
@@ -540,7 +655,7 @@ def _check_value(name: str, kind: Kind, value: Any) -> Any:
     if number is None:
         raise _bad(name, value, kind)
     accepts_autotune = kind in (Kind.PARALLELISM, Kind.OPTIONAL_PARALLELISM, Kind.BUFFER)
-    lowest = 0 if kind in (Kind.NON_NEGATIVE_INT, Kind.BUFFER) else 1
+    lowest = 0 if kind in (Kind.NON_NEGATIVE_INT, Kind.BUFFER, Kind.OPTIONAL_COUNT) else 1
     if number >= lowest or (accepts_autotune and number == AUTOTUNE):
         return number
     raise _bad(name, value, kind)
@@ -566,6 +681,7 @@ _CHOICES: dict[Kind, type[Enum]] = {
     Kind.PROCESSING_MODE: ProcessingMode,
     Kind.SERVICE_COMPRESSION: ServiceCompression,
     Kind.TARGET_WORKERS: TargetWorkers,
+    Kind.START_METHOD: StartMethod,
 }
 
 

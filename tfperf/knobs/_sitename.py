@@ -8,6 +8,9 @@ relative to the pipeline's folder, the line of the method's name, the argument).
 holds two calls of one method, `#1`, `#2` (in the order they end) follow the line:
 `map@pipeline.py:23#2.num_parallel_calls`.
 
+A PyTorch script's `DataLoader(...)` calls are sites the same way:
+`DataLoader@train.py:40.num_workers` (`tfperf.frameworks.torch`'s recorder).
+
 This module owns that grammar, with no TensorFlow: `SiteName` parses (`SiteName.parse`) and
 prints (`str`) a name, and nothing else in tfperf builds or splits one; `SiteValues` is the
 typed, immutable mapping of site names to values that `Knobs.sites` holds.
@@ -58,6 +61,10 @@ class SiteKind(str, Enum):
     SHUFFLE = "shuffle"  # elements in the shuffle buffer: an integer >= 1
     BATCH = "batch"  # examples per batch: an integer >= 1; changes training
     EDIT = "edit"  # a structure edit tfperf may make (`STRUCTURE_EDITS`): 0 as written, 1 made
+    WORKERS = "workers"  # a DataLoader's worker processes: an integer >= 0 (0: in the trainer)
+    FLAG = "flag"  # a DataLoader switch: 0 (False) or 1 (True)
+    FACTOR = "factor"  # batches each DataLoader worker loads ahead: an integer >= 1
+    # (None, where the call leaves any of these three out: the DataLoader's default)
 
     @property
     def accepts(self) -> str:
@@ -75,7 +82,12 @@ _ACCEPTS = {
     SiteKind.SHUFFLE: "an integer >= 1",
     SiteKind.BATCH: "an integer >= 1",
     SiteKind.EDIT: "0 (the code as written) or 1 (the edit made)",
+    SiteKind.WORKERS: "an integer >= 0 or None",
+    SiteKind.FLAG: "0 (False), 1 (True) or None",
+    SiteKind.FACTOR: "an integer >= 1 or None",
 }
+#: The kinds whose value may be None (the default of a call that leaves the argument out).
+_NONE_OK = frozenset({SiteKind.PARALLELISM, SiteKind.WORKERS, SiteKind.FLAG, SiteKind.FACTOR})
 
 
 #: (call, argument) -> (site kind, tuned when the call leaves it out). A call is a `Dataset`
@@ -96,6 +108,12 @@ TUNABLE: dict[tuple[str, str], tuple[SiteKind, bool]] = {
     ("TFRecordDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
     ("TextLineDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
     ("FixedLengthRecordDataset", "num_parallel_reads"): (SiteKind.PARALLELISM, True),
+    # A PyTorch `DataLoader(...)` call in a script (`tfperf.frameworks.torch`'s recorder).
+    ("DataLoader", "num_workers"): (SiteKind.WORKERS, True),
+    ("DataLoader", "batch_size"): (SiteKind.BATCH, False),
+    ("DataLoader", "pin_memory"): (SiteKind.FLAG, True),
+    ("DataLoader", "persistent_workers"): (SiteKind.FLAG, True),
+    ("DataLoader", "prefetch_factor"): (SiteKind.FACTOR, True),
 }
 
 #: Structure edits tfperf may make at a call of the user's (TensorFlow's recorder), named like
@@ -194,15 +212,18 @@ def check_site_value(name: str, value: Any) -> int | None:
     kind = SiteName.parse(name).kind
     if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
         value = AUTOTUNE
-    if value is None and kind is SiteKind.PARALLELISM:
+    # None: the call's default (tf.data's, or the DataLoader's where the call leaves it out).
+    if value is None and kind in _NONE_OK:
         return None
+    if kind is SiteKind.FLAG and isinstance(value, bool):
+        return int(value)
     number = _as_int(value)
-    if kind is SiteKind.EDIT:
+    if kind in (SiteKind.EDIT, SiteKind.FLAG):
         if number in (0, 1):
             return number
         raise KnobError(f"site {name!r} must be {kind.accepts}, but got {value!r}.")
     autotune_ok = kind in (SiteKind.PARALLELISM, SiteKind.PREFETCH)
-    lowest = 0 if kind is SiteKind.PREFETCH else 1
+    lowest = 0 if kind in (SiteKind.PREFETCH, SiteKind.WORKERS) else 1
     if number is not None and (number >= lowest or (autotune_ok and number == AUTOTUNE)):
         return number
     raise KnobError(f"site {name!r} must be {kind.accepts}, but got {value!r}.")

@@ -15,9 +15,6 @@ from tfperf.measure._analysis import (
     with_added_costs,
 )
 from tfperf.measure._bottleneck import checked_against
-from tfperf.measure._emulated import (
-    EmulatedStep,
-)
 from tfperf.measure._model import (
     THREAD_CAP,
     InputCpu,
@@ -42,6 +39,7 @@ from tfperf.measure._recorder import (
     Progress,
     ProgressCallback,
     batch_examples,
+    leaves,
     synchronise,
 )
 from tfperf.measure._restarts import (
@@ -57,7 +55,6 @@ __all__ = [
     "CONTENTION_AT",
     "THREAD_CAP",
     "Budget",
-    "EmulatedStep",
     "EpochInfo",
     "InputCpu",
     "PipelineModel",
@@ -70,6 +67,7 @@ __all__ = [
     "batch_examples",
     "checked_against",
     "input_cpu_s_per_example",
+    "leaves",
     "model_from_profile",
     "nearest_limit_input_cpu",
     "pipeline_limit",

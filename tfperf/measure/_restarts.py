@@ -253,6 +253,8 @@ def restart_note(cost: RestartCost) -> str:
 
 
 def _what_refills(cost: RestartCost) -> str:
+    if cost.stage_kind is StageKind.WORKERS:
+        return "the loader's worker processes start again"
     late = _late(cost)
     if cost.short_epoch:
         return (
@@ -283,6 +285,11 @@ def _late(cost: RestartCost) -> str:
 
 
 def _restart_fix(cost: RestartCost) -> str:
+    if cost.stage_kind is StageKind.WORKERS:
+        return (
+            "Pass persistent_workers=True to the DataLoader, so its workers outlive each "
+            "epoch instead of starting again (and re-importing what they load) at every one."
+        )
     argument = _PARALLEL_ARGUMENT.get(cost.stage_kind) if cost.stage_kind else None
     if cost.stage_sequential and argument is not None:
         return (

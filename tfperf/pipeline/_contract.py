@@ -53,6 +53,7 @@ _CONTEXT_NAMES = frozenset({"input_context", "context", "ctx"})
 
 _PURPOSE = {
     "make_dataset": "to build the pipeline",
+    "make_loader": "to build the DataLoader it measures",
     "make_model": "to build the model it trains on each batch",
     "make_train_step": "to build the step it runs on each batch",
 }
@@ -82,19 +83,27 @@ class Contract:
         return "make_dataset" in self.without_knobs
 
 
-def check_contract(module: types.ModuleType, shown: str, *, needs_step: bool = True) -> Contract:
+def check_contract(
+    module: types.ModuleType,
+    shown: str,
+    input_function: str = "make_dataset",
+    *,
+    needs_step: bool = True,
+) -> Contract:
     """Checks what an executed pipeline module defines; `shown` names the file in messages.
 
-    `needs_step` False accepts a file with `make_dataset` alone: its training step is emulated
-    (`--step-time`), so no model is built.
+    `input_function` is the function that builds the input in the file's framework
+    (`Framework.input_function`: `make_dataset`, or `make_loader` for a PyTorch DataLoader);
+    the contract holds it as `make_dataset`. `needs_step` False accepts a file with the input
+    function alone: its training step is emulated (`--step-time`), so no model is built.
 
     Raises:
         PipelineFileError: a required function is missing, not callable or cannot take the
             knobs, or `BASELINE` / `SEARCH_SPACE` is invalid.
     """
-    plain = _takes_nothing(getattr(module, "make_dataset", None))
+    plain = _takes_nothing(getattr(module, input_function, None))
     without: set[str] = set()
-    make_dataset = _function(module, "make_dataset", shown, required=True, without=without)
+    make_dataset = _function(module, input_function, shown, required=True, without=without)
     assert make_dataset is not None  # required=True raises instead of returning None
     others = without if plain else None
     make_model = _function(module, "make_model", shown, required=False, without=others)
@@ -105,6 +114,7 @@ def check_contract(module: types.ModuleType, shown: str, *, needs_step: bool = T
     search_space = _search_space(module, shown)
     make_strategy = strategy_function(module, shown)
     if plain:
+        without = {"make_dataset" if name == input_function else name for name in without}
         _check_plain_settings(module, search_space, shown)
         search_space = {**fixed_code_knobs(), **search_space}
     return Contract(

@@ -85,7 +85,9 @@ class PipelineFile:
     only code applies when the code takes none (`kind` PLAIN or SCRIPT). A script has no module and
     no functions. `argv` is what the file sees after its own path in `sys.argv`. `discovery` holds
     the call sites once found (`tfperf.trials._discovery.with_sites`), and then the baseline's
-    `sites` hold their values as written.
+    `sites` hold their values as written. `framework` names the framework that claimed it
+    (`tfperf.frameworks`); `make_dataset` holds that framework's input function (a PyTorch
+    file's `make_loader`).
     """
 
     path: Path
@@ -101,6 +103,7 @@ class PipelineFile:
     kind: PipelineKind = PipelineKind.KNOBS
     without_knobs: frozenset[str] = frozenset()
     discovery: Discovery | None = None
+    framework: str = "tensorflow"
 
     @property
     def owns_strategy(self) -> bool:
@@ -171,12 +174,12 @@ def load_pipeline(
     tree = _parse(source, file, shown)
     if is_script(tree):
         logger.debug("%s is a training script: it runs when the pipeline is built", file)
-        return _script(file, tuple(argv))
+        return _script(file, tuple(argv), frameworks.detect_source(source).name)
     framework = frameworks.detect_source(source)
     with framework.import_guard(tree, file, shown):  # training reached on import stops it
         module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
-        checked = check_contract(module, shown, needs_step=needs_step)
+        checked = check_contract(module, shown, framework.input_function, needs_step=needs_step)
     except BaseException:
         sys.modules.pop(module.__name__, None)
         raise
@@ -194,10 +197,11 @@ def load_pipeline(
         argv=tuple(argv),
         kind=PipelineKind.PLAIN if checked.plain else PipelineKind.KNOBS,
         without_knobs=checked.without_knobs,
+        framework=framework.name,
     )
 
 
-def _script(file: Path, argv: tuple[str, ...]) -> PipelineFile:
+def _script(file: Path, argv: tuple[str, ...], framework: str) -> PipelineFile:
     return PipelineFile(
         path=file,
         name=file.stem,
@@ -210,6 +214,7 @@ def _script(file: Path, argv: tuple[str, ...]) -> PipelineFile:
         make_train_step=None,
         argv=argv,
         kind=PipelineKind.SCRIPT,
+        framework=framework,
     )
 
 

@@ -9,14 +9,41 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tfperf.knobs import AUTOTUNE, KNOBS
+from tfperf.knobs import AUTOTUNE, KNOBS, Precision, framework_knobs
 from tfperf.knobs.declare import Applier, Knob
 
 
-def baseline_snippet(knobs: Mapping[str, Any]) -> str:
-    """`BASELINE = {...}` with every knob, one per line, in declaration order."""
-    lines = [f"    {name!r}: {_python(knobs[name])}," for name in KNOBS.names() if name in knobs]
+def baseline_snippet(knobs: Mapping[str, Any], framework: str = "tensorflow") -> str:
+    """`BASELINE = {...}` with every knob of `framework`, one per line, in declaration order."""
+    names = framework_knobs(framework)
+    lines = [f"    {name!r}: {_python(knobs[name])}," for name in names if name in knobs]
     return "BASELINE = {\n" + "\n".join(lines) + "\n}"
+
+
+def code_snippet(knobs: Mapping[str, Any], framework: str = "tensorflow") -> str:
+    """The calls that carry these knobs in `framework`'s code: the DataLoader's arguments
+    where the framework has DataLoader knobs, else tf.data's calls (`tf_data_snippet`)."""
+    loader = [k for k in KNOBS.applied_by(Applier.DATALOADER) if framework in k.frameworks]
+    return dataloader_snippet(knobs, loader) if loader else tf_data_snippet(knobs)
+
+
+def dataloader_snippet(knobs: Mapping[str, Any], declared: list[Knob]) -> str:
+    """`DataLoader(dataset, ...)` with the batch size and every DataLoader argument set, then
+    the trainer's settings (threads, autocast)."""
+    arguments = [f"batch_size={knobs.get('batch_size', KNOBS.batch_size.default)}"]
+    arguments += [
+        f"{knob.option}={knobs[knob.name]!r}"
+        for knob in declared
+        if knobs.get(knob.name) is not None
+    ]
+    lines = [f"loader = DataLoader(dataset, {', '.join(arguments)})"]
+    trainer = [k for k in KNOBS.applied_by(Applier.TRAINER) if k.snippet is not None]
+    lines += _lines(trainer, knobs)
+    precision = knobs.get("mixed_precision", Precision.FLOAT32.value)
+    if precision != Precision.FLOAT32.value:
+        dtype = str(precision).removeprefix("mixed_")
+        lines.append(f"with torch.autocast(device, dtype=torch.{dtype}):  # around the step")
+    return "\n".join(lines)
 
 
 def tf_data_snippet(knobs: Mapping[str, Any]) -> str:

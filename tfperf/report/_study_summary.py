@@ -13,7 +13,7 @@ import dataclasses
 
 from tfperf.knobs import KNOBS, Knobs
 from tfperf.knobs.declare import Applier
-from tfperf.report._snippets import baseline_snippet, tf_data_snippet
+from tfperf.report._snippets import baseline_snippet, code_snippet
 from tfperf.report._study_data import StudySnapshot, TrialRow, choose, flat_knobs
 from tfperf.report._tune_text import training_warnings
 from tfperf.report._words import knob_value
@@ -151,6 +151,7 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
     keep = vs_baseline is not None and keeps_baseline(best, vs_baseline)
     changes = training_changes(best, baseline) if baseline and not keep else []
     snippets = not keep and not best.knobs.sites
+    framework = tune.framework if tune is not None else "tensorflow"
     return Summary(
         rows=_rows(measured, choice),
         vs_baseline=vs_baseline,
@@ -159,8 +160,8 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
         banner=banner(choice, vs_baseline, changes, snapshot.remeasured),
         changes=() if keep else _changes(best, baseline, changes),
         warnings=tuple(training_warnings(best, baseline, changes) if baseline else ()),
-        tf_data_code=tf_data_snippet(best.knobs.to_dict()) if snippets else "",
-        baseline_code=baseline_snippet(best.knobs.to_dict()) if snippets else "",
+        tf_data_code=code_snippet(best.knobs.to_dict(), framework) if snippets else "",
+        baseline_code=baseline_snippet(best.knobs.to_dict(), framework) if snippets else "",
         remeasured=snapshot.remeasured,
         patch=None if keep else patch_block(snapshot, best, baseline, tune),
         keeps_baseline=keep,

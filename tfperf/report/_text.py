@@ -16,6 +16,7 @@ from tfperf.results.stages import (
     BatchShape,
     DatasetOptions,
     EpochSource,
+    LoaderReport,
     RestartCost,
     StageReport,
     StageStat,
@@ -40,6 +41,7 @@ def render_summary(result: ProfileResult) -> str:
         _restarts(result.restarts) if result.restarts is not None else "",
         _batch_shapes(result.batch_shapes),
         _stages(result.stages) if result.stages is not None else "",
+        _loader(result.loader) if result.loader is not None else "",
         _limit_line(result),
         _warmup(result),
         _budget(result),
@@ -366,3 +368,25 @@ def _budget(result: ProfileResult) -> str:
             "by the measured step time. A larger --budget measures more steps."
         )
     return line
+
+
+def _loader(loader: LoaderReport) -> str:
+    """A DataLoader's workers, items and collate, and its host RAM with shared pages once."""
+    kept = "kept across epochs" if loader.persistent_workers else "started at each epoch"
+    workers = f"{loader.workers} worker{'s' * (loader.workers != 1)}"
+    lines = [f"DataLoader: {workers}" + (f", {kept}" if loader.workers else " (in the trainer)")]
+    if loader.wall_s_per_item is not None and loader.cpu_s_per_item is not None:
+        where = f" ({loader.item_where})" if loader.item_where else ""
+        lines.append(
+            f"  items: {format_seconds(loader.wall_s_per_item)} wall, "
+            f"{format_seconds(loader.cpu_s_per_item)} CPU each in {loader.item_function}{where}"
+        )
+    if loader.collate_wall_s_per_batch is not None:
+        lines.append(f"  collate: {format_seconds(loader.collate_wall_s_per_batch)} per batch")
+    if loader.host_ram_peak_bytes is not None:
+        lines.append(
+            f"  host RAM of trainer and workers: peak {format_bytes(loader.host_ram_peak_bytes)}"
+            f", the workers' own pages {format_bytes(loader.workers_ram_peak_bytes or 0)} "
+            "(pages shared with the trainer counted once)"
+        )
+    return "\n".join(lines)

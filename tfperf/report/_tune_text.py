@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tfperf.knobs import KNOBS
-from tfperf.report._snippets import baseline_snippet, tf_data_snippet
+from tfperf.report._snippets import baseline_snippet, code_snippet
 from tfperf.report._study_data import flat_knobs
 from tfperf.report._words import knob_value
 from tfperf.results.tune import Estimate, Measurement, TuneResult, keeps_baseline, speedup
@@ -132,9 +132,9 @@ def _apply(result: TuneResult) -> str:
         return ""
     return (
         "Apply it: paste as BASELINE in the pipeline file:\n"
-        f"{_indent(baseline_snippet(result.best.knobs.to_dict()))}\n"
+        f"{_indent(baseline_snippet(result.best.knobs.to_dict(), result.framework))}\n"
         "or, in code that does not read knobs, use these values:\n"
-        f"{_indent(tf_data_snippet(result.best.knobs.to_dict()))}"
+        f"{_indent(code_snippet(result.best.knobs.to_dict(), result.framework))}"
     )
 
 

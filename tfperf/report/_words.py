@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfperf.knobs import KNOBS, format_value
+from tfperf.knobs.declare import Applier
 
 #: The one word for a knob left unset, wherever a report shows it (tables, hovers, axes,
 #: the changes against the baseline); the knob's declaration adds what tf.data does instead.
@@ -20,5 +21,11 @@ def knob_value(value: Any, name: str = "") -> str:
     """
     if value is None:
         default = KNOBS[name].unset if name in KNOBS.names() else None
+        if default and KNOBS[name].applied_by in _OWN_WORDS:
+            return f"{UNSET} ({default})"  # "as make_loader wrote it": not tf.data's to say
         return f"{UNSET} (tf.data's default: {default})" if default else UNSET
     return format_value(value)
+
+
+#: Appliers whose knobs' `unset` words stand alone: a DataLoader's, a trainer's.
+_OWN_WORDS = frozenset({Applier.DATALOADER, Applier.TRAINER})

@@ -191,6 +191,7 @@ class StageKind(str, Enum):
     SHARD = "shard"
     JOIN = "join"  # zip, concatenate, sample_from_datasets: several inputs measured as one
     OTHER = "other"
+    WORKERS = "workers"  # a loader's worker processes starting (a DataLoader's epoch start)
 
 
 class StageUnit(str, Enum):
@@ -486,6 +487,42 @@ class DatasetOptions:
         return getattr(self, name) if name in _OPTION_FIELDS else self.others.get(name)
 
 
+@dataclasses.dataclass
+class LoaderReport:
+    """What a loader whose work runs in worker processes (a PyTorch `DataLoader`) adds.
+
+    Attributes:
+        workers: worker processes it ran with (0: items loaded in the trainer).
+        persistent_workers: whether its workers outlive an epoch; without, each epoch (each
+            pass the profile restarts) starts them again.
+        first_batch_s: seconds from a fresh pass's start to its first batch, workers started.
+        item_function: what loads one item, e.g. `Blocking.__getitem__`.
+        item_where: where that is written, `pipeline.py:14`; None when not found.
+        wall_s_per_item: wall seconds to load one item in the trainer, measured apart.
+        cpu_s_per_item: CPU seconds of that: far below the wall time, the item waits (a
+            blocking read) and workers beyond the cores still help.
+        collate_wall_s_per_batch: seconds of one `collate_fn` call; None: not measured.
+        workers_estimate: workers that keep the limit's rate in flight (Little's law on
+            `wall_s_per_item`); None when not estimated.
+        host_ram_peak_bytes: peak host RAM of the trainer and its workers, pages the
+            workers share with the trainer counted once (trainer RSS + workers' private
+            pages); None when not sampled.
+        workers_ram_peak_bytes: the workers' private pages in that peak.
+    """
+
+    workers: int
+    persistent_workers: bool
+    first_batch_s: float | None = None
+    item_function: str | None = None
+    item_where: str | None = None
+    wall_s_per_item: float | None = None
+    cpu_s_per_item: float | None = None
+    collate_wall_s_per_batch: float | None = None
+    workers_estimate: int | None = None
+    host_ram_peak_bytes: int | None = None
+    workers_ram_peak_bytes: int | None = None
+
+
 #: The knobs `DatasetOptions` keeps as fields of their own: all but autotune and `others`.
 _OPTION_FIELDS = frozenset(field.name for field in dataclasses.fields(DatasetOptions)) - {
     "autotune",
@@ -552,6 +589,8 @@ class ProfileResult(JsonRecord):
     # The accelerator's utilisation against MLPerf Storage's bar (`--step-time`,
     # `--accelerator-speedup`); None when not asked for.
     utilisation: Utilisation | None = None
+    # A loader with worker processes (a DataLoader): its items, workers and first batch.
+    loader: LoaderReport | None = None
 
     @property
     def end_to_end_over_pipeline(self) -> float | None:

@@ -35,11 +35,12 @@ class Reference(str, Enum):
     TRAINING = "estimate-training"  # the estimate under the training setting predicted fastest
     POOL = "estimate-pool"  # the last estimate on a private pool of the cores its input spends
     RUNNER_UP = "estimate-runner-up"  # the pooled shape under the next larger batch
+    RULE = "rule"  # the framework's own rule of thumb (PyTorch's: num_workers = cores)
 
     @property
     def proposed(self) -> bool:
-        """Whether the pipeline model proposed it (every kind but the two fixed references)."""
-        return self not in (Reference.BASELINE, Reference.AUTOTUNE)
+        """Whether the pipeline model proposed it (every kind but the fixed references)."""
+        return self not in (Reference.BASELINE, Reference.AUTOTUNE, Reference.RULE)
 
     @property
     def words(self) -> ReferenceWords:
@@ -100,6 +101,7 @@ def _filled(template: str, estimate: Estimate) -> str:
 
 REFERENCE_WORDS: dict[Reference, ReferenceWords] = {
     Reference.BASELINE: ReferenceWords("your baseline"),
+    Reference.RULE: ReferenceWords("the framework's rule (PyTorch's: num_workers = cores)"),
     Reference.AUTOTUNE: ReferenceWords("the AUTOTUNE configuration"),
     Reference.ESTIMATE: ReferenceWords(
         "tfperf's estimate", summary="tfperf's estimate", headline="tfperf's estimate"

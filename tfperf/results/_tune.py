@@ -221,6 +221,8 @@ class TuneResult(JsonRecord):
     # `best` over the model's best-measured estimate, confirmed side by side; None when `best`
     # is that estimate or the study measured none.
     search_gain: SearchGain | None = None
+    # The framework of the tuned pipeline (`tfperf.frameworks` name), for the report's words.
+    framework: str = "tensorflow"
 
     def estimate_of(self, kind: Reference) -> Estimate | None:
         """The model's proposal of `kind`, if it made one."""

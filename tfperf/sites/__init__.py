@@ -25,6 +25,7 @@ from tfperf.sites._handover import (
 from tfperf.sites._insert import (
     Additions,
     Anchor,
+    placement_problem,
 )
 from tfperf.sites._patch import (
     Change,
@@ -50,6 +51,7 @@ __all__ = [
     "make_patch",
     "name_line",
     "patch_for",
+    "placement_problem",
     "reorder_sites",
     "unplaceable",
 ]

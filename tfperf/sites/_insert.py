@@ -11,7 +11,9 @@ Each goes where the dataset is handed over (`Discovery.end`):
   `X.prefetch(tf.data.AUTOTUNE).with_options(options)`;
 - the precision policy before the model exists: a script sets it after its imports; a plain
   file at the start of `make_model` / `make_train_step` (tfperf sets its own policy around
-  those, so a policy set when the file is imported would not hold).
+  those, so a policy set when the file is imported would not hold);
+- process-wide statements a framework gives (`Additions.statements`, a PyTorch script's
+  `torch.set_num_threads(4)`): after the imports at the top of the anchor's file.
 
 `placement_problem` says, before a study, why an addition cannot be placed in a file, so that
 the study fixes that knob at what the code does rather than measure what no patch can hold.
@@ -67,6 +69,9 @@ class Additions:
     #: The arguments of the `distribute()` call that reads the dataset through tf.data
     #: service (Python source: `processing_mode="parallel_epochs", service="grpc://..."`).
     service: str | None = None
+    # Process-wide settings a script makes once, after its top imports, in the file of the
+    # anchor (`torch.set_num_threads(4)`): Python source, one statement each.
+    statements: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return (
@@ -74,12 +79,14 @@ class Additions:
             or self.precision is not None
             or self.prefetch is not None
             or self.service is not None
+            or bool(self.statements)
         )
 
     def describe(self) -> list[str]:
         lines = [f"options.{path} = {value}" for path, value in self.options]
         if self.service is not None:
             lines.append(f"distribute({self.service}) added at the end of the pipeline")
+        lines += list(self.statements)
         if self.prefetch is not None:
             shown = "AUTOTUNE" if self.prefetch == AUTOTUNE else str(self.prefetch)
             lines.append(f"prefetch({shown}) added at the end of the pipeline")
@@ -101,13 +108,17 @@ class InsertEdit:
 
 
 def placement_problem(source: str, anchor: Anchor, what: str) -> str | None:
-    """Why `what` ("options", "prefetch", "service" or "precision") cannot be written, else
-    None."""
+    """Why `what` ("options", "prefetch", "service", "precision" or "statements") cannot be
+    written, else None."""
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
         return f"{anchor.file} does not parse ({error.msg})"
     names = _Names(tree)
+    if what == "statements":
+        if _import_point(tree) is None:
+            return f"{anchor.file} has no imports at its top to add a statement after"
+        return None
     if what == "precision":
         return None if _policy_point(tree, anchor) is not None else _no_policy_point(anchor)
     if names.tf is None and _import_point(tree) is None:
@@ -126,6 +137,7 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
         ("prefetch", additions.prefetch is not None),
         ("service", additions.service),
         ("precision", additions.precision),
+        ("statements", additions.statements),
     ):
         problem = placement_problem(source, anchor, what) if wanted else None
         if problem:
@@ -149,6 +161,11 @@ def insert_edits(source: str, anchor: Anchor, additions: Additions) -> list[Inse
         text = f"\n{indent}{call}" if after else f"{indent}{call}\n"
         end = len(lines[line - 1].rstrip("\r").encode())
         edits.append(InsertEdit(line, end if after else 0, text))
+    if additions.statements:
+        top = _import_point(tree)
+        assert top is not None  # placement_problem checked it
+        end = len(lines[top - 1].rstrip("\r").encode())
+        edits.append(InsertEdit(top, end, "".join(f"\n{s}" for s in additions.statements)))
     return edits
 
 

@@ -53,8 +53,9 @@ class Change:
                 f"at {self.site.where}"
             )
         # "not set": the one word every report uses for a value left to tf.data.
-        old = "not set" if self.site.form is ArgumentForm.ABSENT else _shown(self.site.value)
-        return f"{self.site.name}: {old} -> {_shown(self.value)}"
+        shown = _flag if self.site.kind is SiteKind.FLAG else _shown
+        old = "not set" if self.site.form is ArgumentForm.ABSENT else shown(self.site.value)
+        return f"{self.site.name}: {old} -> {shown(self.value)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -264,7 +265,7 @@ class _Source:
         call = self._find(site, "interleave" if site.calls == 0 else site.method)
         if isinstance(call, str):
             return call
-        text = self._value_text(change.value)
+        text = self._value_text(change.value, site.kind)
         if text is None:
             return "the file imports no tensorflow to spell AUTOTUNE with"
         if site.calls == 0:  # append the call tfperf added after this one
@@ -323,7 +324,9 @@ class _Source:
         at = self.data.index(b"(", self._end(call.func)) + 1
         return _Edit(at, at, f"{argument}={text}")
 
-    def _value_text(self, value: int | None) -> str | None:
+    def _value_text(self, value: int | None, kind: SiteKind) -> str | None:
+        if kind is SiteKind.FLAG:  # a DataLoader switch, held as 0 or 1
+            return str(bool(value))
         if value == AUTOTUNE:
             return self.autotune
         return str(value)
@@ -358,6 +361,8 @@ def _literal(node: ast.expr) -> tuple[bool, int | None]:
     """Whether `node` is a value tfperf may overwrite, and that value."""
     if isinstance(node, ast.Constant) and node.value is None:
         return True, None
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return True, int(node.value)  # a switch (`pin_memory=True`), held as 0 or 1
     number = _int_of(node)
     if number is not None:
         return True, number
@@ -451,6 +456,10 @@ def _lines(text: str) -> list[str]:
 def _by_hand(change: Change, reason: str) -> str:
     site = change.site
     return f"set {site.argument} of `{site.method}(...)` to {_shown(change.value)} ({reason})"
+
+
+def _flag(value: int | None) -> str:
+    return "not set" if value is None else str(bool(value))
 
 
 def _shown(value: int | None) -> str:

@@ -23,6 +23,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tfperf.errors import KnobError
+from tfperf.frameworks import Framework
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Domain, IntRange, Knobs, cycle_conflicts
 from tfperf.measure import nearest_limit_input_cpu
@@ -32,7 +34,7 @@ from tfperf.study import feasible_complete, reference_trial
 from tfperf.study.ledger import Claim, Ledger
 from tfperf.study.records import TrialRecord
 from tfperf.tuner._guide import Guide, guided_ranges, make_guide
-from tfperf.tuner._search import autotune_knobs
+from tfperf.tuner._search import autotune_knobs, reference_params
 from tfperf.tuner._training import limit_for, training_settings
 
 if TYPE_CHECKING:
@@ -51,20 +53,39 @@ class References:
         machine: the machine the trials run on (its cores size CPU-bound stages).
         space: the search space, as built for this tuner.
         guidable: the knobs tfperf sizes itself (not the file's `SEARCH_SPACE`, not a `--fix`).
+        framework: the pipeline's framework, for its own rule and estimate
+            (`Framework.rule`, `Framework.estimate`); None: neither.
     """
 
     def __init__(
-        self, baseline: Knobs, machine: Machine, space: dict[str, Domain], guidable: list[str]
+        self,
+        baseline: Knobs,
+        machine: Machine,
+        space: dict[str, Domain],
+        guidable: list[str],
+        framework: Framework | None = None,
     ) -> None:
         self.baseline = baseline
         self.machine = machine
         self.space = space
         self.guidable = guidable
+        self.framework = framework
         self.guide: Guide | None = None
         self.knobs: dict[str, Knobs] = {Reference.BASELINE.value: baseline}
         autotune = autotune_knobs(baseline)
         if autotune != baseline:
             self.knobs[Reference.AUTOTUNE.value] = autotune
+        rule = framework.rule(baseline, machine.cpu_count) if framework is not None else None
+        if rule is not None and rule != baseline and self._searchable(rule):
+            self.knobs[Reference.RULE.value] = rule
+
+    def _searchable(self, knobs: Knobs) -> bool:
+        """Whether every value of `knobs` lies in the space (a `--fix` may rule one out)."""
+        try:
+            reference_params(knobs, self.space)
+        except KnobError:
+            return False
+        return True
 
     @property
     def limit(self) -> Limit | None:
@@ -78,11 +99,23 @@ class References:
         """Builds the guide from the baseline's stage analysis and queues the estimate."""
         guide = make_guide(result, self.machine, self.baseline, self.space, self.guidable)
         if guide is None:
+            guide = self._framework_guide(result)
+        if guide is None:
             logger.info("no pipeline model: the baseline's stage analysis measured nothing")
             return
         self.guide = guide
         if not self._queue(ledger, guide.estimate):
             self.refit(ledger)  # the estimate is a configuration already measured: refit now
+
+    def _framework_guide(self, result: ProfileResult) -> Guide | None:
+        """A guide from the framework's own estimate, where the model needs a stage graph the
+        pipeline has not (a DataLoader): its limit, its one estimate, no thread ranges."""
+        if self.framework is None or result.limit is None:
+            return None
+        estimate = self.framework.estimate(result, self.baseline)
+        if estimate is None or not self._searchable(estimate.knobs):
+            return None
+        return Guide(limit=result.limit, estimates=[estimate], threads={})
 
     def refit(self, ledger: Ledger) -> None:
         """Fits the model again with the input's CPU per example measured nearest the limit,

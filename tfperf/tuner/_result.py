@@ -50,6 +50,7 @@ class RunFacts:
     budgets: Budgets
     trials_this_run: int
     wall_s: float
+    framework: str = "tensorflow"
 
 
 def tune_result(
@@ -104,6 +105,7 @@ def tune_result(
         trial_counts=status_counts(study),
         trials_this_run=facts.trials_this_run,
         wall_s=facts.wall_s,
+        framework=facts.framework,
         ram_budget_bytes=facts.budgets.ram_bytes,
         gpu_memory_budget_bytes=facts.budgets.gpu_memory_bytes,
         limit=limit,

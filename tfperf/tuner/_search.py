@@ -80,9 +80,9 @@ _PREFETCH_DEPTHS: tuple[int, ...] = tuple(
 
 
 def default_space(
-    baseline: Knobs, machine: Machine, *, distributed: bool = False
+    baseline: Knobs, machine: Machine, *, distributed: bool = False, framework: str = "tensorflow"
 ) -> dict[str, Domain]:
-    """Domains for every knob, sized for `machine` and centred on `baseline`.
+    """Domains for every knob of `framework`, sized for `machine` and centred on `baseline`.
 
     Each domain holds the baseline's own value; a domain left with one value is `Fixed`.
 
@@ -99,13 +99,15 @@ def default_space(
     the parallelism knobs try powers of two up to `max(8, 4 * cpu_count)`, `cpu_count` and
     AUTOTUNE; `batch_size` and `shuffle_buffer` stay within a few times the baseline's, as
     they change training; the strategy knobs are searched only under a strategy
-    (`distributed`), `gpu_memory_growth` only with a GPU.
+    (`distributed`), `gpu_memory_growth` only with a GPU. A knob that does not act in
+    `framework`'s pipelines (a DataLoader's `num_workers` for tf.data) has no domain.
     """
     context = search_context(machine, distributed=distributed)
     context = dataclasses.replace(context, service=baseline.service is not None)
+    declared = [knob for knob in KNOBS if framework in knob.frameworks]
     knobs = {
         knob.name: _domain(_with(knob.domain(value, context), [value]))
-        for knob, value in ((knob, getattr(baseline, knob.name)) for knob in KNOBS)
+        for knob, value in ((knob, getattr(baseline, knob.name)) for knob in declared)
     }
     return {**knobs, **site_space(baseline.sites, machine)}
 
@@ -143,11 +145,22 @@ def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[An
     # A site takes the domain of the knob its argument stands for.
     if kind is SiteKind.EDIT:  # a structure edit: as written (0) or made (1)
         return [0, 1]
+    # A DataLoader's argument: a switch off or on, else the domain of the knob of the same
+    # meaning. The knob's None ("as the file wrote it") is the written value here, which the
+    # site's domain holds anyway; a switch left out (None) is off already.
+    if kind is SiteKind.FLAG:
+        return [1] if value is None else [0, 1]
+    if kind in _LOADER_KNOBS:
+        knob = KNOBS[_LOADER_KNOBS[kind]]
+        return [each for each in knob.domain(value, search_context(machine)) if each is not None]
     if kind in (SiteKind.SHUFFLE, SiteKind.BATCH) and (value is None or value <= 0):
         return []
     like = _SITE_KNOBS[kind]
     return KNOBS[like].domain(value, search_context(machine))
 
+
+#: The knob whose domain a DataLoader call's argument takes (the PyTorch framework's knobs).
+_LOADER_KNOBS = {SiteKind.WORKERS: "num_workers", SiteKind.FACTOR: "prefetch_factor"}
 
 #: The knob whose domain each kind of call site takes.
 _SITE_KNOBS = {
@@ -165,6 +178,7 @@ def build_space(
     fixes: Mapping[str, Any],
     *,
     distributed: bool = False,
+    framework: str = "tensorflow",
 ) -> dict[str, Domain]:
     """The space a study searches: defaults, then `SEARCH_SPACE`, then fixes, then references.
 
@@ -181,7 +195,7 @@ def build_space(
     Raises:
         KnobError: a fix names an unknown knob or holds an invalid value.
     """
-    space = default_space(baseline, machine, distributed=distributed)
+    space = default_space(baseline, machine, distributed=distributed, framework=framework)
     space.update(file_space)
     check_names(fixes, source="--fix")
     for name, value in fixes.items():

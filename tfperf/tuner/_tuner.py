@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from tfperf import frameworks
 from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
@@ -120,10 +121,17 @@ class Tuner:
             pipeline.search_space,
             fixes,
             distributed=distributed(pipeline, options),
+            framework=pipeline.framework,
         )
         # The knobs tfperf sizes itself: not the file's SEARCH_SPACE, not a --fix.
         guidable = [n for n in self.space if n not in pipeline.search_space and n not in fixes]
-        self.references = References(pipeline.baseline, self.machine, self.space, guidable)
+        self.references = References(
+            pipeline.baseline,
+            self.machine,
+            self.space,
+            guidable,
+            frameworks.get(pipeline.framework),
+        )
         self.worker = worker_record(self.machine)
         # The files as loaded: every trial runs them anew in its own process, so an edit
         # during the study would split it into two pipelines measured as one.
@@ -158,6 +166,7 @@ class Tuner:
             self.budgets,
             self._ran,
             time.monotonic() - started,
+            framework=self.pipeline.framework,
         )
         # The study's guide, as every tuner on it reads it: another may have refit it since
         # this one last looked, and each would otherwise describe its own copy.

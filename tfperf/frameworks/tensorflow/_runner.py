@@ -31,7 +31,6 @@ from tfperf.frameworks.tensorflow._edit_checks import ram_budget
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
     Budget,
-    EmulatedStep,
     EpochInfo,
     ProgressCallback,
     attribute_restarts,
@@ -41,6 +40,7 @@ from tfperf.measure import (
     restart_stage,
     window_steps,
 )
+from tfperf.measure.emulated import EmulatedStep
 from tfperf.pipeline import PipelineFile
 from tfperf.probes import Probe
 from tfperf.results import ProfileResult

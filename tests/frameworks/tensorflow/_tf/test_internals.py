@@ -277,7 +277,9 @@ def test_intercept_resolves_through_the_mro_and_removes_what_it_added(monkeypatc
 
 
 def test_every_tunable_call_has_a_record_and_is_intercepted():
-    assert {method for method, _ in TUNABLE} == {m.name for m in _tf.intercepted()}
+    # A script's `DataLoader(...)` is PyTorch's recorder's to intercept, not TensorFlow's.
+    tf_calls = {method for method, _ in TUNABLE} - {"DataLoader"}
+    assert tf_calls == {m.name for m in _tf.intercepted()}
 
 
 def test_the_model_nodes_of_a_tuned_pipeline_map_to_stage_kinds():

@@ -1,0 +1,113 @@
+"""Host RAM of a trainer and its DataLoader workers: inherited pages once, private pages each."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import pytest
+
+from tfperf.frameworks.torch._memory import (
+    HostMemory,
+    Measure,
+    MemoryPeak,
+    MemorySampler,
+    ProcessMemory,
+    Role,
+    host_memory,
+)
+
+torch = pytest.importorskip("torch")
+
+MB = 1024 * 1024
+_OWN: list[np.ndarray] = []  # each worker's own 50 MB, alive while the worker is
+
+
+def _allocate(worker_id: int) -> None:
+    _OWN.append(np.ones(50 * MB // 8))  # written: private to the worker
+
+
+class Held(torch.utils.data.Dataset):  # type: ignore[misc,name-defined]
+    """Indexes a 100 MB array the trainer made: workers inherit it by fork, unwritten."""
+
+    def __init__(self) -> None:
+        self.data = np.ones((100 * MB // 8,))
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> Any:
+        return float(self.data[index])
+
+
+def _proc(pid: int, file: str, fields: tuple[str, ...]) -> int:
+    """The sum of `fields` (kB) in /proc/PID/FILE, in bytes."""
+    total = 0
+    for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+        name, _, rest = line.partition(":")
+        if name in fields:
+            total += int(rest.split()[0]) * 1024
+    return total
+
+
+def test_trainer_and_workers_agree_with_the_processes_unique_memory() -> None:
+    if not Path("/proc/self/smaps_rollup").exists():
+        pytest.skip("needs Linux's /proc/PID/smaps_rollup")
+    loader = torch.utils.data.DataLoader(
+        Held(),
+        batch_size=4,
+        num_workers=2,
+        worker_init_fn=_allocate,
+        persistent_workers=True,
+        multiprocessing_context="fork",
+    )
+    batches = iter(loader)
+    for _ in range(4):  # both workers have started, allocated and served
+        next(batches)
+    time.sleep(0.3)  # their prefetch queues are full: they idle
+    with MemorySampler(interval_s=0.05) as sampler:
+        time.sleep(0.3)
+    reading = sampler.peak.peak if sampler.peak is not None else None
+    assert reading is not None
+    # Independently: the trainer's resident pages, and each child's private ones.
+    workers = [child.pid for child in psutil.Process().children(recursive=True)]
+    trainer = _proc(os.getpid(), "status", ("VmRSS",))
+    private = ("Private_Clean", "Private_Dirty")
+    independent = trainer + sum(_proc(pid, "smaps_rollup", private) for pid in workers)
+    naive = trainer + sum(_proc(pid, "status", ("VmRSS",)) for pid in workers)
+    del batches
+    assert reading.workers == 2
+    assert all(p.measure is Measure.USS for p in reading.processes[1:])
+    assert reading.workers_bytes >= 2 * 50 * MB  # each worker's own array counts
+    assert abs(reading.total_bytes - independent) <= 0.10 * independent
+    # Summing RSS would count the inherited 100 MB array once more per worker; this does not.
+    assert naive - reading.total_bytes >= 2 * 100 * MB
+
+
+def test_the_sampler_keeps_the_peak_reading_and_a_running_mean() -> None:
+    totals = iter([100, 300, 200, 250, 150, 120, 110])
+
+    def read(pid: int | None) -> HostMemory:
+        total = next(totals)
+        return HostMemory(
+            (
+                ProcessMemory(1, Role.TRAINER, total - 10, Measure.RSS),
+                ProcessMemory(2, Role.WORKER, 10, Measure.USS),
+            )
+        )
+
+    sampler = MemorySampler(read=read, interval_s=1000.0).start()
+    peak = sampler.stop()  # one reading at start, one at stop
+    assert peak.samples == 2 and peak.peak_bytes == 300 and peak.mean_total_bytes == 200.0
+    assert peak.peak is not None and peak.peak.trainer_bytes == 290 and peak.most_workers == 1
+    assert MemoryPeak.from_dict(peak.to_dict()) == peak
+
+
+def test_a_reading_of_this_process_has_its_trainer_first() -> None:
+    reading = host_memory()
+    assert reading.processes[0].role is Role.TRAINER and reading.trainer_bytes > 0
+    assert "trainer" in reading.describe()

@@ -1,0 +1,246 @@
+"""Zero-change mode for a PyTorch script: its DataLoader calls found, clocked and patched."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import runpy
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tfperf.errors import KnobError, PipelineFileError
+from tfperf.frameworks.torch._script import (
+    ScriptMode,
+    ScriptRun,
+    profile_script_pipeline,
+    run_script,
+)
+from tfperf.frameworks.torch._sites import TorchSites
+from tfperf.results.discovery import ArgumentForm
+
+torch = pytest.importorskip("torch")
+
+TRAIN = """\
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Slow(Dataset):
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, index):
+        time.sleep(0.001)  # a read
+        return torch.full((4,), float(index)), index % 2
+
+
+def main():
+    loader = DataLoader(Slow(), batch_size=8, num_workers=0)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(int(sys.argv[1])):
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    print("workers", loader.num_workers, "pin_memory", loader.pin_memory, "threads",
+          torch.get_num_threads())
+
+
+if __name__ == "__main__":
+    main()
+"""
+LINE = 18  # the DataLoader(...) call in TRAIN
+WORKERS = f"DataLoader@train.py:{LINE}.num_workers"
+PIN = f"DataLoader@train.py:{LINE}.pin_memory"
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(TRAIN)
+    return path
+
+
+def test_discovery_names_each_argument_as_written(script: Path) -> None:
+    sites = TorchSites().find(_Loaded(script, ("3",)))
+    by_name = {site.name: site for site in sites.sites}
+    assert sites.end == f"train.py:{LINE}"
+    assert by_name[WORKERS].value == 0 and by_name[WORKERS].form is ArgumentForm.KEYWORD
+    batch = by_name[f"DataLoader@train.py:{LINE}.batch_size"]
+    assert (batch.value, batch.form) == (8, ArgumentForm.KEYWORD)
+    assert by_name[PIN].form is ArgumentForm.ABSENT and by_name[PIN].value is None
+
+
+def test_the_loop_is_clocked_with_workers_overridden_and_stops_after_its_steps(
+    script: Path,
+) -> None:
+    run = run_script(
+        script, ["50"], {WORKERS: 2}, steps=3, warmup=1, mode=ScriptMode.END_TO_END, threads=1
+    )
+    assert run.completed and run.steps == 3 and len(run.computes_s) == 3
+    assert run.options["num_workers"] == 2 and run.loader == f"train.py:{LINE}"
+    assert run.first_batch_s is not None and run.first_batch_s > 0
+    assert 0 < run.wait_fraction < 1 and run.examples_per_sec is not None
+    assert ScriptRun.from_dict(run.to_dict()) == run
+    assert sys.argv[0] != str(script)  # restored
+
+
+def test_compute_only_serves_one_batch_and_loader_only_needs_no_loop(script: Path) -> None:
+    # 50 epochs of 4 batches: only the measured steps run, across epochs.
+    computed = run_script(script, ["50"], {}, steps=6, warmup=0, mode=ScriptMode.COMPUTE_ONLY)
+    assert computed.completed and computed.steps == 6
+    alone = run_script(script, ["1"], {}, steps=6, warmup=1, mode=ScriptMode.LOADER_ONLY)
+    assert alone.completed and alone.steps == 6  # past the script's one epoch of 4 batches
+    short = run_script(script, ["1"], {}, steps=10, warmup=0, mode=ScriptMode.END_TO_END)
+    assert not short.completed and short.steps == 4  # the script ended first
+
+
+@pytest.mark.filterwarnings("ignore:'pin_memory' argument is set as true")
+def test_the_patch_applies_with_patch_p0_and_the_patched_script_runs_so(script: Path) -> None:
+    if shutil.which("patch") is None:
+        pytest.skip("needs the `patch` tool")
+    discovery = TorchSites().find(_Loaded(script, ("1",)))
+    after = {"sites": {WORKERS: 2, PIN: 1}, "torch_threads": 1}
+    patch = TorchSites().patch(script.parent, discovery, {}, after, script=True)
+    assert [change.site.name for change in patch.written] == [WORKERS, PIN]
+    assert patch.describe()[1] == f"  {PIN}: not set -> True"
+    (script.parent / "train.py.patch").write_text(patch.diff)
+    subprocess.run(
+        ["patch", "-p0", "-i", "train.py.patch"], cwd=script.parent, check=True, capture_output=True
+    )
+    text = script.read_text()
+    assert "num_workers=2, pin_memory=True)" in text
+    assert "import torch\ntorch.set_num_threads(1)\n" not in text  # the file's own import
+    assert "torch.set_num_threads(1)" in text
+    printed = io.StringIO()
+    saved = sys.argv
+    sys.argv = [str(script), "1"]
+    try:
+        with contextlib.redirect_stdout(printed):
+            runpy.run_path(str(script), run_name="__main__")
+    finally:
+        sys.argv = saved
+        torch.set_num_threads(_THREADS)
+    assert "workers 2 pin_memory True threads 1" in printed.getvalue()
+
+
+def test_a_script_fixes_the_loader_knobs_and_places_the_threads(script: Path) -> None:
+    discovery = TorchSites().find(_Loaded(script, ("1",)))
+    problems = TorchSites().unplaceable(script.parent, discovery)
+    assert "num_workers" in problems and "DataLoader@FILE:LINE sites" in problems["num_workers"]
+    assert "torch_threads" not in problems  # after the file's imports
+    (script.parent / "bare.py").write_text("x = 1\nimport torch\n")
+    moved = dataclasses.replace(discovery, end="bare.py:1")
+    assert (
+        "no imports at its top" in TorchSites().unplaceable(script.parent, moved)["torch_threads"]
+    )
+
+
+def test_loaders_made_in_a_library_are_named_not_tunable(tmp_path: Path) -> None:
+    library = tmp_path / ".venv" / "lib" / "site-packages"
+    library.mkdir(parents=True)
+    (library / "trainer_lib.py").write_text(
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def fit(data):\n"
+        "    for _ in DataLoader(data, batch_size=2):\n"
+        "        pass\n"
+    )
+    (tmp_path / "train.py").write_text(
+        textwrap.dedent(f"""\
+            import sys
+            sys.path.insert(0, {str(library)!r})
+            import torch
+            import trainer_lib
+            trainer_lib.fit(torch.zeros(4, 1))
+        """)
+    )
+    with pytest.raises(PipelineFileError, match="not tunable here") as error:
+        run_script(tmp_path / "train.py", [], {}, steps=2, mode=ScriptMode.END_TO_END)
+    assert "reached from train.py:5" in str(error.value)
+    assert "trainer_lib.py:5" in str(error.value)
+
+
+def test_an_override_that_matches_no_call_lists_the_sites(script: Path) -> None:
+    with pytest.raises(KnobError, match=f"Sites found: .*{WORKERS}"):
+        run_script(
+            script,
+            ["1"],
+            {"DataLoader@train.py:99.num_workers": 2},
+            steps=0,
+            mode=ScriptMode.DISCOVER,
+        )
+
+
+def test_dataloader_site_values_are_checked_by_what_the_argument_controls() -> None:
+    from tfperf.knobs import check_site_value
+
+    assert check_site_value(WORKERS, 0) == 0 and check_site_value(WORKERS, None) is None
+    assert check_site_value(PIN, True) == 1 and check_site_value(PIN, 0) == 0
+    factor = f"DataLoader@train.py:{LINE}.prefetch_factor"
+    assert check_site_value(factor, None) is None and check_site_value(factor, 4) == 4
+    for name, bad in ((WORKERS, -1), (PIN, 2), (factor, 0)):
+        with pytest.raises(KnobError, match="must be"):
+            check_site_value(name, bad)
+
+
+def test_workers_are_shut_down_through_the_iterator_torch_has() -> None:
+    """`_script._shut_down` calls this private method: pinned against the installed torch."""
+    from torch.utils.data import dataloader
+
+    assert callable(dataloader._MultiProcessingDataLoaderIter._shutdown_workers)
+
+
+_THREADS = torch.get_num_threads()
+
+
+class _Loaded:
+    """What `TorchSites.find` reads of a loaded script."""
+
+    def __init__(self, path: Path, argv: tuple[str, ...]) -> None:
+        self.path = path
+        self.argv = argv
+
+
+def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
+    script: Path,
+) -> None:
+    from tfperf.measure import EpochInfo
+    from tfperf.pipeline import PipelineKind, load_pipeline
+    from tfperf.results import Phase
+
+    pipeline = load_pipeline(script, ["1"])  # one epoch of 4 batches
+    assert pipeline.kind is PipelineKind.SCRIPT
+    pipeline = pipeline.with_discovery(TorchSites().find(pipeline))
+    knobs = pipeline.baseline.replace(sites={**pipeline.baseline.sites, WORKERS: 2})
+    seen: list[object] = []
+    result, found = profile_script_pipeline(
+        pipeline,
+        knobs,
+        steps=6,
+        warmup=1,
+        probes=[],
+        on_discovery=seen.append,
+        epoch_for=lambda loader: EpochInfo(steps=len(loader)),
+    )
+    assert found.completed and seen == [found.discovery]
+    assert found.options["num_workers"] == 2 and found.discovery.end == f"train.py:{LINE}"
+    assert result.knobs["sites"][WORKERS] == 2
+    assert [phase.phase for phase in result.phases()] == [
+        Phase.END_TO_END,
+        Phase.PIPELINE_ONLY,
+        Phase.COMPUTE_ONLY,
+    ]
+    assert all(phase.steps == 6 for phase in result.phases())
+    assert result.end_to_end.epochs_crossed >= 1  # the script's one epoch was not the end
+    assert found.memory is not None and found.memory.most_workers == 2

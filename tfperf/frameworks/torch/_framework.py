@@ -1,0 +1,170 @@
+"""PyTorch's DataLoader behind `tfperf.frameworks.Framework`.
+
+Pipelines are pipeline files (`make_loader(knobs)` returning a `DataLoader` and
+`make_train_step(knobs)` returning the callable run on each batch); the loader's parallel work
+runs in worker processes; a DataLoader has no stage graph, so `stages` is None and the
+profile times its items instead. torch is imported inside the methods only.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tfperf.frameworks import (
+    CallSites,
+    DeviceLayout,
+    Framework,
+    Input,
+    Pipeline,
+    StageNode,
+    StrategyKind,
+    Workers,
+)
+from tfperf.frameworks.torch import _torch
+from tfperf.frameworks.torch._build import build
+from tfperf.frameworks.torch._runner import profile_loader
+from tfperf.frameworks.torch._training import probe_training
+from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
+from tfperf.results.tune import Estimate
+
+if TYPE_CHECKING:
+    from tfperf.knobs import Knobs
+    from tfperf.results import ProfileResult, TrainingRate
+
+logger = logging.getLogger(__name__)
+
+
+class Torch(Framework):
+    """A `torch.utils.data.DataLoader` input and the file's own train step."""
+
+    name: ClassVar[str] = "torch"
+    workers: ClassVar[Workers] = Workers.PROCESSES
+    hook: ClassVar[str] = "DataLoader.__iter__"
+    input_function: ClassVar[str] = "make_loader"
+
+    def claims(self, source: str) -> bool:
+        """A file that imports torch and defines `make_loader` or calls `DataLoader(...)`."""
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return False
+        imports_torch = defines_loader = builds_loader = False
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imports_torch |= any(a.name.split(".")[0] == "torch" for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imports_torch |= node.module.split(".")[0] == "torch"
+            elif isinstance(node, ast.FunctionDef) and node.name == self.input_function:
+                defines_loader = True
+            elif isinstance(node, ast.Call):
+                called = node.func
+                name = (
+                    called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+                )
+                builds_loader |= name == "DataLoader"
+        return imports_torch and (defines_loader or builds_loader)
+
+    def start(self, layout: DeviceLayout | None = None, *, owns_process: bool = False) -> None:
+        _torch.import_torch()  # the device layout is tf.distribute's; a DataLoader has none
+
+    def load(
+        self, path: str | Path, argv: Sequence[str] = (), *, needs_step: bool = True
+    ) -> PipelineFile:
+        pipeline = load_pipeline(path, argv, needs_step=needs_step)
+        logger.info("%s", self.announce(pipeline))
+        return pipeline
+
+    def announce(self, pipeline: Pipeline) -> str | None:
+        kind = getattr(pipeline, "kind", None)
+        what = "training script" if kind is PipelineKind.SCRIPT else "pipeline"
+        return f"PyTorch DataLoader {what}: {pipeline.path.name}"
+
+    def build(
+        self, pipeline: Pipeline, knobs: Knobs, *, strategy: StrategyKind | None = None
+    ) -> Input:
+        built = build(_file(pipeline), knobs)
+        loader = built.loader
+        return Input(
+            batches=lambda: iter(_torch.Passes(loader)),  # a new pass (and workers) each
+            step=built.step,
+            sync=_torch.synchronise,
+            element=_element(loader),
+            epoch_steps=_torch.epoch_steps(loader),
+            options=self.read_options(loader),
+            native=loader,
+        )
+
+    def stages(self, built: Input) -> list[StageNode] | None:
+        return None  # a DataLoader has no stage graph: the profile times its items instead
+
+    def apply_options(self, native: Any, knobs: Knobs) -> Any:
+        return _torch.rebuild(native, knobs)
+
+    def read_options(self, native: Any) -> dict[str, Any]:
+        return _torch.loader_options(native)
+
+    def profile(
+        self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
+    ) -> ProfileResult:
+        return profile_loader(_file(pipeline), knobs, **options)
+
+    def probe_training(
+        self, pipeline: Pipeline, knobs: Knobs, settings: Sequence[Mapping[str, Any]]
+    ) -> list[TrainingRate]:
+        return probe_training(_file(pipeline), knobs, settings)
+
+    def sites(self) -> CallSites | None:
+        from tfperf.frameworks.torch._sites import TorchSites
+
+        return TorchSites()
+
+    def rule(self, baseline: Knobs, cpu_count: int) -> Knobs | None:
+        """PyTorch's own rule: as many workers as cores (it warns above that)."""
+        return _with_workers(baseline, cpu_count, persistent=False)
+
+    def estimate(self, result: ProfileResult, baseline: Knobs) -> Estimate | None:
+        """Little's law on the baseline's items: the workers that keep the step fed, kept
+        alive across epochs (`_limit.workers_for`)."""
+        loader, limit = result.loader, result.limit
+        if loader is None or loader.workers_estimate is None or limit is None:
+            return None
+        knobs = _with_workers(baseline, loader.workers_estimate, persistent=True)
+        return Estimate(knobs=knobs, predicted_examples_per_sec=limit.examples_per_sec)
+
+
+def _with_workers(baseline: Knobs, workers: int, *, persistent: bool) -> Knobs:
+    """`baseline` with `workers` workers (kept across epochs if `persistent`): the knobs of a
+    pipeline file, or a script's `DataLoader@...` sites where it has them."""
+    sites = {name: workers for name in baseline.sites if name.endswith(".num_workers")}
+    if not sites:
+        changes: dict[str, Any] = {"num_workers": workers}
+        return baseline.replace(**changes, **({"persistent_workers": True} if persistent else {}))
+    if persistent:
+        sites.update({n: 1 for n in baseline.sites if n.endswith(".persistent_workers")})
+    return baseline.replace(**sites)
+
+
+def _element(loader: Any) -> str:
+    """One batch's structure in words, from the loader's batch size and first item."""
+    batch = f"batches of {loader.batch_size}" if loader.batch_size else "batches"
+    try:
+        item = loader.dataset[0]
+    except Exception:  # an IterableDataset, or one that cannot index: say less
+        return f"{batch} of {type(loader.dataset).__name__} items"
+    return f"{batch} of {_torch.describe(item)} items"
+
+
+def _file(pipeline: Pipeline) -> PipelineFile:
+    if not isinstance(pipeline, PipelineFile):
+        raise TypeError(
+            f"the torch framework measures a PipelineFile (from its `load`), but got "
+            f"{type(pipeline).__name__}"
+        )
+    return pipeline
+
+
+FRAMEWORK = Torch()

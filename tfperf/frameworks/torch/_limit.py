@@ -1,0 +1,142 @@
+"""A DataLoader's limit, the workers that reach it, and the advice that names its items.
+
+The stated limit is the smallest of two terms, raised to the fastest rate measured (no limit
+may sit below a rate the machine already ran):
+
+- **compute**: the train step alone on a cached batch (the compute-only phase). Workers load
+  items beside the step, so enough of them hide the loading entirely;
+- **cpu**: the cores divided by the CPU seconds one example costs: its item's CPU in a worker
+  (measured apart in the trainer) and the step's CPU per example. Workers waiting on a read
+  cost no CPU, so a blocking `Dataset` never binds here.
+
+The workers that reach it follow Little's law (`_items.workers_for`): items in flight = rate
+x wall time per item, capped where the cores run out (`cores x wall / cpu` workers already
+keep every core busy).
+"""
+
+from __future__ import annotations
+
+import math
+
+from tfperf.frameworks.torch._items import ItemTiming, workers_for
+from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult
+from tfperf.results.stages import LoaderReport
+
+#: Workers tfperf proposes at most: past it, process start-up and RAM cost more than they buy.
+WORKER_CAP = 32
+#: Workers beyond Little's law's count: each also pickles and sends its batches, and items
+#: vary, so a loader sized exactly for the mean rate falls behind at every slow item.
+HEADROOM = 2.0
+
+
+def estimate_workers(timing: ItemTiming, rate: float, cores: int) -> int:
+    """Workers that keep `rate` examples/s in flight: Little's law (`_items.workers_for`) on
+    `HEADROOM` times the rate, rounded up to a power of two (the counts a search tries,
+    `knobs.worker_values`) and at most `WORKER_CAP`."""
+    needed = workers_for(timing, HEADROOM * rate, cores=cores)
+    return min(int(2 ** math.ceil(math.log2(needed))), WORKER_CAP)
+
+
+def loader_limit(
+    result: ProfileResult, loader: LoaderReport, cores: int, one_thread: float | None = None
+) -> Limit | None:
+    """The rate no configuration of this DataLoader pipeline can exceed here; None without a
+    compute-only phase. `one_thread`: the step's rate alone on one operator thread, when
+    measured (the better of it and the compute-only phase is the step's ceiling)."""
+    compute = result.compute_only
+    if compute is None or compute.examples_per_sec <= 0:
+        return None
+    step = f"the train step alone on a cached batch: {compute.examples_per_sec:,.0f} examples/s"
+    rate = compute.examples_per_sec
+    if one_thread is not None and one_thread > rate:
+        step = f"the train step alone on a cached batch, one thread: {one_thread:,.0f} examples/s"
+        rate = one_thread
+    terms = [LimitTerm(LimitBound.COMPUTE, rate, step)]
+    model_cpu = _phase_cpu_s_per_example(compute, result)
+    if one_thread is not None and one_thread > 0:
+        # One operator thread keeps at most one core busy: the step costs at most 1/rate CPU
+        # seconds per example there, often far less than its threads spin for by default.
+        model_cpu = min(model_cpu, 1 / one_thread) if model_cpu is not None else 1 / one_thread
+    item_cpu = loader.cpu_s_per_item
+    if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:
+        terms.append(
+            LimitTerm(
+                LimitBound.CPU,
+                cores / (item_cpu + model_cpu),
+                f"{cores} cores ÷ ({item_cpu * 1e3:.3g} ms item + {model_cpu * 1e3:.3g} ms "
+                "step CPU per example)",
+            )
+        )
+    binding = min(terms, key=lambda term: term.examples_per_sec)
+    measured = result.end_to_end.examples_per_sec
+    rate = max(binding.examples_per_sec, measured)
+    return Limit(
+        examples_per_sec=rate,
+        bound_by=binding.bound_by,
+        explanation=_explanation(binding, loader, rate),
+        terms=terms,
+    )
+
+
+def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
+    if binding.bound_by is LimitBound.CPU:
+        return (
+            f"The cores bind: {binding.detail}. More workers only queue for them; make each "
+            "item cheaper (decode less, cache decoded items) to lift it."
+        )
+    workers = loader.workers_estimate
+    reach = f" About {workers} workers keep {rate:,.0f} items/s in flight." if workers else ""
+    return f"The train step binds: {binding.detail}; the loader can keep up with it.{reach}"
+
+
+def loader_advice(result: ProfileResult, loader: LoaderReport) -> str:
+    """Advice for an input-bound DataLoader, in the framework's words: its supply against the
+    step's demand, then its items and the workers that would keep up.
+
+    The core's advice stands where the wait is mostly restarts (its workers starting at each
+    epoch): that advice already says to keep them (`persistent_workers=True`).
+    """
+    restarts = result.restarts
+    if restarts is not None and "restart" in result.advice:
+        return f"{result.advice} {_items_advice(loader)}".strip()
+    wait = f"Steps wait for the DataLoader {result.input_wait_fraction:.0%} of the time"
+    alone, compute = result.pipeline_only, result.compute_only
+    if alone is not None and compute is not None:
+        wait += (
+            f": alone it delivers {alone.examples_per_sec:,.0f} examples/s, the step alone "
+            f"could take {compute.examples_per_sec:,.0f}"
+        )
+    return f"{wait}. {_items_advice(loader)}".strip()
+
+
+def _items_advice(loader: LoaderReport) -> str:
+    if loader.wall_s_per_item is None or loader.cpu_s_per_item is None:
+        return "More workers (num_workers) load items in parallel; `tfperf tune` sizes them."
+    where = f" ({loader.item_where})" if loader.item_where else ""
+    wall, cpu = loader.wall_s_per_item * 1e3, loader.cpu_s_per_item * 1e3
+    what = (
+        f"Each item of `{loader.item_function}`{where} takes {wall:.3g} ms, {cpu:.3g} ms of it CPU"
+    )
+    if cpu < wall / 2:
+        what += ": it waits on something other than the CPU, so workers beyond the cores help"
+    sentence = f"{what}."
+    if loader.workers_estimate is not None and loader.workers_estimate != loader.workers:
+        sentence += (
+            f" About {loader.workers_estimate} workers would keep the step fed "
+            f"(num_workers={loader.workers} now); `tfperf tune` searches num_workers, "
+            "prefetch_factor and persistent_workers."
+        )
+    return sentence
+
+
+def _phase_cpu_s_per_example(phase: PhaseResult, result: ProfileResult) -> float | None:
+    """CPU seconds per example over `phase`, from the host probe's samples inside it."""
+    cpu = result.cpu
+    if cpu is None or not phase.records or phase.examples_per_sec <= 0:
+        return None
+    start = phase.records[0].start_s
+    end = phase.records[-1].start_s + phase.records[-1].step_s
+    inside = [sample.value for sample in cpu.samples if start <= sample.t_s <= end]
+    if not inside:
+        return None
+    return sum(inside) / len(inside) / 100 / phase.examples_per_sec

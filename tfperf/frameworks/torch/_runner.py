@@ -1,0 +1,259 @@
+"""Profiles a PyTorch pipeline file: its DataLoader and train step, measured by the core's loop.
+
+The step timing loop (`tfperf.measure.profile`) measures the three phases as for tf.data: end
+to end (wait vs compute per step), the loader alone, and the step alone on a cached batch.
+Every pass the loop starts is a fresh iterator of the loader, which without
+`persistent_workers` starts its worker processes again: those restarts are the core's restart
+records, in the framework's words ("workers start"), weighed once per real epoch (`len(loader)`
+batches unless `--epoch-steps` says otherwise). The host probe counts the CPU and memory of
+the whole process tree, workers included.
+
+Then the loader's items are timed apart in the trainer (`_items`: wall and CPU per item, so
+a blocking read is told apart from computing, named by the line that defines `__getitem__`),
+the host RAM of trainer and workers is read with shared pages once (`_memory`), and the
+limit, the workers that reach it and the advice follow (`_limit`). A training script is
+measured by `_script` and gets the same report.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tfperf.errors import (
+    EmptyDatasetError,
+    InputPipelineError,
+    PipelineFileError,
+    PipelineRuntimeError,
+    TrainStepError,
+)
+from tfperf.frameworks.torch import _torch
+from tfperf.frameworks.torch._build import build
+from tfperf.frameworks.torch._items import time_items
+from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
+from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
+from tfperf.frameworks.torch._script import profile_script_pipeline
+from tfperf.hardware import detect_machine
+from tfperf.knobs import Knobs, framework_knobs
+from tfperf.measure import Budget, EpochInfo, ProgressCallback, batch_examples, profile
+from tfperf.pipeline import PipelineFile, PipelineKind
+from tfperf.probes import Probe
+from tfperf.results import ProfileResult, Verdict
+from tfperf.results.discovery import Discovery
+from tfperf.results.stages import EpochSource, LoaderReport, StageKind
+from tfperf.tracebacks import exception_user_frames, format_frames
+
+logger = logging.getLogger(__name__)
+
+#: How the core's restart records name a DataLoader's restart.
+WORKERS_START = "workers start"
+#: Items timed apart in the trainer, at most, and the most seconds spent on them.
+ITEMS_TIMED, ITEM_SECONDS = 64, 0.3
+#: Seconds the step is timed alone on one operator thread.
+ONE_THREAD_SECONDS = 0.3
+
+
+def profile_loader(
+    pipeline: PipelineFile,
+    knobs: Knobs | None = None,
+    *,
+    steps: int = 100,
+    min_seconds: float = 0.0,
+    warmup: int | None = None,
+    probes: Sequence[Probe] | None = None,
+    progress: ProgressCallback | None = None,
+    epoch_steps: int | None = None,
+    on_discovery: Callable[[Discovery], None] | None = None,
+    budget_s: float | None = None,
+    step_time_s: float | None = None,
+    **_ignored: Any,
+) -> ProfileResult:
+    """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
+
+    `budget_s` bounds each phase of a pipeline file's profile as tf.data's does (a quarter of
+    it each); a script runs its own loop, unbounded. An emulated step (`step_time_s`,
+    `--step-time`) is tf.data's alone for now: asked for here, it is refused, not ignored.
+
+    A training script is run as it is (`_script.profile_script_pipeline`, its `DataLoader`
+    sites overridden by `knobs.sites`), and `on_discovery` hears of its sites; a pipeline
+    file has none. Options of tf.data's profile with no DataLoader meaning (`strategy`,
+    `analyse_stages`, `owns_process`) are accepted and ignored, so the CLI and the trials
+    call every framework alike.
+
+    Raises:
+        PipelineFileError: the file's functions break the contract.
+        PipelineRuntimeError: the loader or the train step failed while running.
+    """
+    if step_time_s is not None:
+        raise PipelineFileError(
+            f"{pipeline.path.name}: --step-time emulates the accelerator for tf.data pipelines "
+            "only; a PyTorch pipeline is measured with its own train step. Leave --step-time "
+            "out."
+        )
+    knobs = knobs if knobs is not None else pipeline.baseline
+    if pipeline.kind is PipelineKind.SCRIPT:
+        result, found = profile_script_pipeline(
+            pipeline,
+            knobs,
+            steps=steps,
+            min_seconds=min_seconds,
+            warmup=warmup,
+            probes=probes,
+            progress=progress,
+            on_discovery=on_discovery,
+            epoch_for=lambda loader: _epoch(loader, _torch.loader_options(loader), epoch_steps),
+        )
+        sites = {
+            site.name: knobs.sites.get(site.name, site.value) for site in found.discovery.sites
+        }
+        result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
+        return _finished(result, found.loader, found.memory, None)
+    built = build(pipeline, knobs)
+    loader = built.loader
+    options = _torch.loader_options(loader)
+    try:
+        with MemorySampler() as memory:
+            result = profile(
+                _torch.Passes(loader),
+                built.step,
+                steps=steps,
+                min_seconds=min_seconds,
+                warmup=warmup,
+                pipeline=_display_path(pipeline.path),
+                knobs=_as_run(knobs, options),
+                probes=probes,
+                progress=progress,
+                epoch=_epoch(loader, options, epoch_steps),
+                sync=_torch.synchronise,
+                max_seconds=Budget(budget_s).phase_s,
+            )
+            result.budget_s = budget_s
+    except InputPipelineError as error:
+        what = f"the DataLoader failed while loading batch {error.step + 1}"
+        raise _explained(error, what, pipeline) from error.__cause__
+    except TrainStepError as error:
+        what = f"the train step failed on step {error.step + 1}"
+        raise _explained(error, what, pipeline) from error.__cause__
+    except EmptyDatasetError as error:
+        raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
+    one_thread = _one_thread_rate(built.step, loader) if knobs.torch_threads is None else None
+    return _finished(result, loader, memory.peak, one_thread)
+
+
+def _finished(
+    result: ProfileResult, loader: Any, memory: MemoryPeak | None, one_thread: float | None
+) -> ProfileResult:
+    """`result` with the loader's report, its limit and advice in the framework's words."""
+    cores = detect_machine().cpu_count
+    report = _loader_report(loader, _torch.loader_options(loader), result, cores, one_thread)
+    if memory is not None and memory.peak is not None:
+        report.host_ram_peak_bytes = memory.peak_bytes
+        report.workers_ram_peak_bytes = memory.peak.workers_bytes
+    result.loader = report
+    result.limit = loader_limit(result, report, cores, one_thread)
+    if result.verdict is not Verdict.COMPUTE_BOUND:
+        result.advice = loader_advice(result, report)
+    return result
+
+
+def _as_run(knobs: Knobs, options: dict[str, Any]) -> dict[str, Any]:
+    """The knobs of a DataLoader pipeline, the loader's arguments as it ran (read back)."""
+    values = {**knobs.to_dict(), **_torch.plain(options)}
+    return {name: values.get(name) for name in framework_knobs("torch")}
+
+
+def _epoch(loader: Any, options: dict[str, Any], given: int | None) -> EpochInfo:
+    """A real epoch's length, and what a restart repeats: its workers starting, if any."""
+    steps, source = given, EpochSource.GIVEN
+    if steps is None:
+        steps, source = _torch.epoch_steps(loader), EpochSource.CARDINALITY
+    starts = options["num_workers"] > 0 and not options["persistent_workers"]
+    return EpochInfo(
+        steps=steps,
+        source=source,
+        stage=WORKERS_START if starts else None,
+        stage_kind=StageKind.WORKERS if starts else None,
+    )
+
+
+def _one_thread_rate(step: Callable[[Any], Any], loader: Any) -> float | None:
+    """Examples/s of the step alone on one batch with one operator thread, None if it fails.
+
+    torch's default (a thread per core) spends a small step's time handing work between
+    threads, and the workers need the cores too: the step's ceiling is the better of this
+    and the compute-only phase, which ran under the knobs' threads.
+    """
+    torch = _torch.import_torch()
+    threads = torch.get_num_threads()
+    try:
+        batch = next(iter(_torch.Passes(loader)))
+        torch.set_num_threads(1)
+        for _ in range(2):
+            _torch.synchronise(step(batch))
+        steps, start = 0, time.perf_counter()
+        while steps < 3 or (time.perf_counter() - start < ONE_THREAD_SECONDS and steps < 500):
+            _torch.synchronise(step(batch))
+            steps += 1
+        return batch_examples(batch) * steps / (time.perf_counter() - start)
+    except Exception:  # the limit stands on the compute-only phase alone
+        logger.warning("could not time the step on one thread", exc_info=True)
+        return None
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _loader_report(
+    loader: Any,
+    options: dict[str, Any],
+    result: ProfileResult,
+    cores: int,
+    one_thread: float | None,
+) -> LoaderReport:
+    report = LoaderReport(
+        workers=options["num_workers"],
+        persistent_workers=options["persistent_workers"],
+        first_batch_s=result.end_to_end.warmup.time_to_first_batch_s,
+    )
+    try:
+        timing = time_items(
+            loader.dataset,
+            loader.collate_fn,
+            count=ITEMS_TIMED,
+            batch_size=loader.batch_size or 1,
+            max_seconds=ITEM_SECONDS,
+        )
+    except Exception:  # the profile stands without it; the log says why
+        logger.warning("could not time the DataLoader's items apart", exc_info=True)
+        return report
+    if timing.items == 0:
+        return report
+    report.item_function = timing.item_function
+    report.item_where = timing.item_where
+    report.wall_s_per_item = timing.wall_s_per_item
+    report.cpu_s_per_item = timing.cpu_s_per_item
+    report.collate_wall_s_per_batch = timing.collate_wall_s_per_batch
+    compute = result.compute_only
+    if compute is not None:
+        rate = max(compute.examples_per_sec, one_thread or 0.0)
+        report.workers_estimate = estimate_workers(timing, rate, cores)
+    return report
+
+
+def _explained(
+    error: PipelineRuntimeError, what: str, pipeline: PipelineFile
+) -> PipelineRuntimeError:
+    cause = error.__cause__ or error
+    where = format_frames(exception_user_frames(cause, pipeline.user_paths))
+    message = f"{pipeline.path.name}: {what}: {type(cause).__name__}: {cause}"
+    return PipelineRuntimeError(message + (f"\n{where}" if where else ""))
+
+
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,677 @@
+"""Runs an ordinary PyTorch training script, clocking the steps of its own loop.
+
+A script that builds a `DataLoader` and trains in its own loop (`for x, y in loader: ...`) has
+no `fit` to take over at. tfperf runs it as `python train.py ARGS` would (`runpy`,
+`__name__ == "__main__"`, `sys.argv == [train.py, *ARGS]`, its folder first on `sys.path`; all
+restored afterwards), with every `DataLoader(...)` call of the user's recorded and its
+arguments overridden by site (`_sites`), and the first loader of the user's that the script
+iterates *measured*: `iter(loader)` hands the loop a timed iterator, in which
+
+- time inside `next()` is *waiting* for the loader,
+- time from one batch's return to the next `next()` is *computing* (the training step, and
+  whatever else the loop does per batch).
+
+After `warmup + steps` batches, the next `next()` raises a private exception (a
+`BaseException`, so the script's `except Exception` lets it through), caught around the run:
+no more training happens. Each mode (`ScriptMode`) measures one thing:
+
+- `END_TO_END`: the loop as written, on the real loader;
+- `COMPUTE_ONLY`: the loop on one batch fetched once and served again at every `next()`, the
+  compute-only ceiling (the loader then costs nothing);
+- `LOADER_ONLY`: the script stops when the loop first iterates the loader, and tfperf
+  iterates that loader alone, the rate the loader can deliver;
+- `DISCOVER`: stops there too, measuring nothing: the call sites as written.
+
+With CUDA in use, each `next()` first waits for the GPU work queued so far
+(`torch.cuda.synchronize()`), so a step's GPU time is clocked as computing, not as the next
+wait. A new epoch is a new `iter(loader)`: without `persistent_workers` its first `next()` waits
+for the workers to start again, which is counted as that step's wait, as it is in training.
+
+Interface (the framework calls these):
+
+- `profile_script_pipeline(pipeline, knobs, **profile options) -> (ProfileResult,
+  ScriptProfile)`: `Framework.profile` of a script, knobs' sites and threads applied;
+- `profile_script(path, argv, overrides, profiler, *, steps, min_seconds=0.0, threads=None,
+  on_loader=None) -> ScriptProfile`: the three phases in one run of the script, recorded by
+  the core's `tfperf.Profiler` (its `result()` is the `ProfileResult`);
+- `run_script(path, argv, overrides, *, steps, mode, warmup=2, threads=None) -> ScriptRun`:
+  one mode, clocked here (the call sites alone: `ScriptMode.DISCOVER`).
+
+Example:
+    >>> run = run_script("train.py", ["--epochs", "3"], {}, steps=20,
+    ...                  mode=ScriptMode.END_TO_END)  # doctest: +SKIP
+    >>> run.loader, round(run.wait_fraction, 2)  # doctest: +SKIP
+    ('train.py:40', 0.93)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import itertools
+import os
+import runpy
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
+from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
+from tfperf.frameworks.torch._sites import THREADS_KNOB, LoaderRecorder, recording
+from tfperf.results import JsonRecord, Phase
+from tfperf.results.discovery import Discovery
+from tfperf.tracebacks import exception_user_frames, format_frames
+
+if TYPE_CHECKING:
+    from tfperf.knobs import Knobs
+    from tfperf.measure import EpochInfo, Profiler, ProgressCallback
+    from tfperf.pipeline import PipelineFile
+    from tfperf.probes import Probe
+    from tfperf.results import ProfileResult
+
+__all__ = [
+    "ScriptMode",
+    "ScriptProfile",
+    "ScriptRun",
+    "profile_script",
+    "profile_script_pipeline",
+    "run_script",
+]
+
+#: The measured loader's arguments read back into `ScriptRun.options`.
+_OPTIONS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
+
+
+class ScriptMode(str, Enum):
+    """What a run of the script measures."""
+
+    DISCOVER = "discover"
+    END_TO_END = "end_to_end"
+    COMPUTE_ONLY = "compute_only"
+    LOADER_ONLY = "loader_only"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptRun(JsonRecord):
+    """One run of a script: its call sites, and the measured loop's steps.
+
+    Attributes:
+        mode: what was measured.
+        discovery: the measured loader's sites (others' calls listed as not tunable); `end`
+            is the measured loader's `FILE:LINE`, None when the script iterated none.
+        options: the measured loader's arguments, overrides applied, by argument name.
+        warmup: steps run before the measured ones.
+        first_batch_s: seconds inside the first `next()` (workers starting, first batch).
+        waits_s: per measured step, seconds inside `next()`.
+        computes_s: per measured step, seconds from its batch's return to the next `next()`.
+        completed: whether the script reached `warmup + steps` batches (False: it ended
+            first, and fewer steps were measured).
+    """
+
+    mode: ScriptMode
+    discovery: Discovery
+    options: dict[str, int | bool | None] = dataclasses.field(default_factory=dict)
+    warmup: int = 0
+    first_batch_s: float | None = None
+    waits_s: tuple[float, ...] = ()
+    computes_s: tuple[float, ...] = ()
+    completed: bool = False
+
+    @property
+    def loader(self) -> str | None:
+        """Where the measured loader is made, `train.py:40`."""
+        return self.discovery.end
+
+    @property
+    def steps(self) -> int:
+        return len(self.waits_s)
+
+    @property
+    def step_s(self) -> float:
+        """Mean seconds per measured step, waiting and computing."""
+        return (sum(self.waits_s) + sum(self.computes_s)) / self.steps if self.steps else 0.0
+
+    @property
+    def wait_fraction(self) -> float:
+        """The share of a step spent waiting for the loader."""
+        total = sum(self.waits_s) + sum(self.computes_s)
+        return sum(self.waits_s) / total if total > 0 else 0.0
+
+    @property
+    def batches_per_sec(self) -> float:
+        return 1.0 / self.step_s if self.step_s > 0 else 0.0
+
+    @property
+    def examples_per_sec(self) -> float | None:
+        """Examples per second, where the loader's `batch_size` is known."""
+        size = self.options.get("batch_size")
+        if not isinstance(size, int) or isinstance(size, bool):
+            return None
+        return size * self.batches_per_sec
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ScriptRun:
+        return cls.validate(data)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptProfile:
+    """What `profile_script` found besides the profiler's phases.
+
+    Attributes:
+        discovery: the measured loader's sites, as `ScriptRun.discovery`.
+        options: the measured loader's arguments, overrides applied.
+        loader: the measured `DataLoader` itself (its workers shut down), for the framework
+            to time its items (`_items.time_items`) and read its options.
+        completed: whether all three phases reached their steps.
+        memory: host RAM of the trainer and its workers over the three phases (`_memory`:
+            pages the workers share with the trainer counted once); None if not sampled.
+    """
+
+    discovery: Discovery
+    options: dict[str, int | bool | None]
+    loader: Any
+    completed: bool
+    memory: MemoryPeak | None = None
+
+
+class _Stop(BaseException):
+    """Stops the script: the steps are measured, or the loop reached the loader."""
+
+
+def run_script(
+    path: str | Path,
+    argv: Sequence[str] = (),
+    overrides: Mapping[str, int | None] | None = None,
+    *,
+    steps: int,
+    mode: ScriptMode,
+    warmup: int = 2,
+    threads: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    sync: Callable[[], None] | None = None,
+) -> ScriptRun:
+    """Runs the script at `path` with `argv`, its `DataLoader` calls overridden, and measures.
+
+    Args:
+        overrides: site name -> value (`DataLoader@train.py:40.num_workers`).
+        steps: steps to measure after `warmup` (0 with `ScriptMode.DISCOVER`).
+        threads: `torch.set_num_threads` for the run (the trainer's intra-op threads); None
+            leaves torch's; restored afterwards.
+        clock: seconds; injectable for tests.
+        sync: waits for the device's queued work at each `next()`; None: CUDA's, once the
+            script has used CUDA (without it, a step's GPU work would be clocked as the
+            next wait).
+
+    Raises:
+        PipelineFileError: the script exited, or ended, before iterating a DataLoader of its
+            own (not in DISCOVER mode); or an override names no call.
+        PipelineRuntimeError: the script raised.
+    """
+    file = Path(path).resolve()
+    shown = file.name
+    timer = _Timer(mode, warmup + steps, clock, sync or _cuda_sync)
+    with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
+        with _measuring(recorder, timer):
+            _run(file, shown, argv, timer)
+        recorder.check_overrides(shown)
+        if timer.loader is not None and mode is ScriptMode.LOADER_ONLY:
+            _iterate_alone(timer)
+        timer.close()
+    if timer.loader is None and mode is not ScriptMode.DISCOVER:
+        raise PipelineFileError(_no_loop_message(shown, argv, recorder))
+    return ScriptRun(
+        mode=mode,
+        discovery=recorder.discovery(timer.loader),
+        options=_options(timer.loader),
+        warmup=warmup,
+        first_batch_s=timer.waits[0] if timer.waits else None,
+        waits_s=tuple(timer.waits[warmup:]),
+        computes_s=tuple(timer.computes[warmup:]),
+        completed=mode is ScriptMode.DISCOVER or len(timer.computes) >= warmup + steps,
+    )
+
+
+def profile_script(
+    path: str | Path,
+    argv: Sequence[str],
+    overrides: Mapping[str, int | None] | None,
+    profiler: Profiler,
+    *,
+    steps: int,
+    min_seconds: float = 0.0,
+    threads: int | None = None,
+    on_loader: Callable[[Any], None] | None = None,
+) -> ScriptProfile:
+    """Runs the script once and measures its three phases through the core's `profiler`.
+
+    The first loader of the user's that the script iterates is measured: its loop gets the
+    batches of `profiler.iterate(loader, phase=END_TO_END)` (epochs restart inside, so the
+    script's own epoch loop never ends early), then, in the same loop, the last batch again
+    and again (`COMPUTE_ONLY`); then the script is stopped and the loader iterated alone
+    (`PIPELINE_ONLY`). Call `profiler.result()` afterwards for the `ProfileResult`.
+
+    Args:
+        profiler: a `tfperf.Profiler`, entered (`with profiler:`), that records the phases.
+        steps, min_seconds: each phase's measured steps and least seconds, as `profile`'s.
+        threads: as `run_script`'s.
+        on_loader: called with the measured loader before its first batch (to set
+            `profiler.epoch` from its length and workers, say).
+
+    Raises:
+        PipelineFileError, PipelineRuntimeError: as `run_script`; the profiler's own errors
+            (`EmptyDatasetError`, `InputPipelineError`) pass through unchanged.
+    """
+    file = Path(path).resolve()
+    shown = file.name
+    session = _Profiled(profiler, steps, min_seconds, on_loader or (lambda loader: None))
+    with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
+        try:
+            with _measuring(recorder, session):
+                _run(file, shown, argv, session)
+            recorder.check_overrides(shown)
+            if session.loader is not None:
+                session.loader_alone()
+        finally:
+            session.close()
+    if session.loader is None:
+        raise PipelineFileError(_no_loop_message(shown, argv, recorder))
+    return ScriptProfile(
+        discovery=recorder.discovery(session.loader),
+        options=_options(session.loader),
+        loader=session.loader,
+        completed=session.completed,
+        memory=session.memory.peak,
+    )
+
+
+def profile_script_pipeline(
+    pipeline: PipelineFile,
+    knobs: Knobs | None = None,
+    *,
+    steps: int = 100,
+    min_seconds: float = 0.0,
+    warmup: int | None = None,
+    probes: Sequence[Probe] | None = None,
+    progress: ProgressCallback | None = None,
+    on_discovery: Callable[[Discovery], None] | None = None,
+    epoch_for: Callable[[Any], EpochInfo | None] | None = None,
+    **_ignored: Any,
+) -> tuple[ProfileResult, ScriptProfile]:
+    """Profiles a training script (`PipelineKind.SCRIPT`) under `knobs`, as `profile` does a
+    pipeline file: the framework's `profile` calls this for a script.
+
+    `knobs.sites` override the `DataLoader` calls (`DataLoader@train.py:40.num_workers`), and
+    `knobs.torch_threads`, where the knobs have it, sets the trainer's threads. Options of
+    tf.data's profile with no meaning here (`strategy`, `analyse_stages`) are accepted and
+    ignored.
+
+    Args:
+        on_discovery: called with the measured loader's call sites once the run is over.
+        epoch_for: the measured loader -> a real epoch's length and what a restart repeats
+            (its workers starting), for the profile's restart records.
+
+    Returns:
+        The `ProfileResult` of the core's profiler, and what the run found (`ScriptProfile`:
+        the loader, its options, the host RAM of trainer and workers).
+    """
+    from tfperf.measure import Profiler
+
+    knobs = knobs if knobs is not None else pipeline.baseline
+    with Profiler(
+        warmup=warmup,
+        pipeline=pipeline.path.name,
+        knobs=knobs,
+        probes=probes,
+        progress=progress,
+    ) as profiler:
+
+        def found_loader(loader: Any) -> None:
+            if epoch_for is not None:
+                profiler.epoch = epoch_for(loader)
+
+        found = profile_script(
+            pipeline.path,
+            pipeline.argv,
+            dict(knobs.sites),
+            profiler,
+            steps=steps,
+            min_seconds=min_seconds,
+            threads=getattr(knobs, THREADS_KNOB, None),
+            on_loader=found_loader,
+        )
+    if on_discovery is not None:
+        on_discovery(found.discovery)
+    return profiler.result(), found
+
+
+class _Profiled:
+    """The measured loader's batches, served to the script through the core's profiler."""
+
+    def __init__(
+        self,
+        profiler: Profiler,
+        steps: int,
+        min_seconds: float,
+        on_loader: Callable[[Any], None],
+    ) -> None:
+        self.profiler = profiler
+        self.steps = steps
+        self.min_seconds = min_seconds
+        self.on_loader = on_loader
+        self.loader: Any = None
+        self.completed = False
+        self._source: _Restartable | None = None
+        self._stream: Iterator[Any] | None = None
+        self.memory = MemorySampler()  # from the first batch to the end of the last phase
+
+    def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
+        if self.loader is None and recorder.place_of(loader) is not None:
+            self.loader, self._source = loader, _Restartable(loader, original)
+            self.on_loader(loader)
+            self.memory.start()
+            self._stream = self._batches(self._source)
+        if loader is not self.loader or self._stream is None:
+            return original(loader)
+        return _Continued(self._stream, loader)  # a new epoch of the script's: same stream
+
+    def _batches(self, source: _Restartable) -> Iterator[Any]:
+        last = None
+        for batch in self.profiler.iterate(
+            source, steps=self.steps, min_seconds=self.min_seconds, phase=Phase.END_TO_END
+        ):
+            last = batch
+            yield batch
+            _cuda_sync()  # the step's queued GPU work belongs to its compute
+        for batch in self.profiler.iterate(
+            itertools.repeat(last),
+            steps=self.steps,
+            min_seconds=self.min_seconds,
+            phase=Phase.COMPUTE_ONLY,
+        ):
+            yield batch
+            _cuda_sync()
+        raise _Stop
+
+    def loader_alone(self) -> None:
+        assert self._source is not None
+        for _ in self.profiler.iterate(
+            self._source, steps=self.steps, min_seconds=self.min_seconds, phase=Phase.PIPELINE_ONLY
+        ):
+            pass
+        self.completed = True
+
+    def close(self) -> None:
+        if self._source is not None:
+            self.memory.stop()  # before the workers go
+            self._source.close()
+
+
+class _Restartable:
+    """The measured loader as the profiler iterates it: each pass a new iterator of torch's
+    (not the timed one the script gets), each kept to shut its workers down at the end."""
+
+    def __init__(self, loader: Any, original: Callable[[Any], Iterator[Any]]) -> None:
+        self.loader = loader
+        self.original = original
+        self.made: list[Iterator[Any]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        # A new pass: the last pass's workers go first, as they would once torch collected
+        # its iterator (this list would keep them alive). A persistent loader's iterator is
+        # the same object again, and is kept.
+        persistent = getattr(self.loader, "persistent_workers", False)
+        if not persistent:
+            self.close()
+        iterator = self.original(self.loader)
+        if not any(iterator is made for made in self.made):
+            self.made.append(iterator)
+        return iterator
+
+    def close(self) -> None:
+        while self.made:
+            _shut_down(self.made.pop())
+
+
+class _Continued:
+    """What `iter(loader)` gives the script's loop: the one stream of measured batches."""
+
+    def __init__(self, stream: Iterator[Any], loader: Any) -> None:
+        self._stream = stream
+        self._loader = loader
+
+    def __iter__(self) -> _Continued:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._stream)
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
+def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer | _Profiled) -> None:
+    try:
+        runpy.run_path(str(file), run_name="__main__")
+    except _Stop:
+        return
+    except TfperfError:
+        raise  # the profiler's own errors say what failed and where
+    except SystemExit as error:
+        if timer.loader is None:
+            raise PipelineFileError(_exit_message(shown, error, argv)) from None
+    except Exception as error:
+        frames = format_frames(exception_user_frames(error, (file.parent,)))
+        raise PipelineRuntimeError(
+            f"{shown} raised {type(error).__name__} while tfperf ran it: {error}"
+            + (f"\n{frames}" if frames else "")
+        ) from error
+
+
+class _Timer:
+    """The step clock of the measured loader, across every `iter(loader)` of the run."""
+
+    def __init__(
+        self,
+        mode: ScriptMode,
+        total: int,
+        clock: Callable[[], float],
+        sync: Callable[[], None],
+    ) -> None:
+        self.mode = mode
+        self.total = total
+        self.clock = clock
+        self.sync = sync
+        self.loader: Any = None
+        self.original_iter: Callable[[Any], Iterator[Any]] | None = None
+        self.waits: list[float] = []
+        self.computes: list[float] = []
+        self._returned: float | None = None  # when the last batch was handed over
+        self._cached: list[Any] = []  # COMPUTE_ONLY: the one batch served again
+        self._inners: list[Iterator[Any]] = []
+
+    def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
+        """What `iter(loader)` hands the script: a timed iterator for the measured loader."""
+        if self.loader is None and recorder.place_of(loader) is not None:
+            self.loader, self.original_iter = loader, original
+            if self.mode in (ScriptMode.DISCOVER, ScriptMode.LOADER_ONLY):
+                raise _Stop
+        if loader is not self.loader:
+            return original(loader)
+        if self.mode is ScriptMode.COMPUTE_ONLY and self._cached:
+            return _Timed(self, iter(()))
+        return _Timed(self, self.fresh(original))
+
+    def fresh(self, original: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
+        """A new pass of torch's over the measured loader.
+
+        The last pass's workers go first, as they would once torch collected its iterator
+        (the list kept here would keep them alive); a persistent loader hands back the same
+        iterator, which is kept.
+        """
+        if not getattr(self.loader, "persistent_workers", False):
+            self.close()
+        inner = original(self.loader)
+        if not any(inner is made for made in self._inners):
+            self._inners.append(inner)
+        return inner
+
+    def next(self, inner: Iterator[Any]) -> Any:
+        self.sync()  # the step's queued GPU work belongs to its compute, not to the wait
+        start = self.clock()
+        if self._returned is not None:
+            self.computes.append(start - self._returned)
+            self._returned = None
+        if len(self.computes) >= self.total:
+            raise _Stop
+        if self._cached:
+            batch = self._cached[0]
+        else:
+            batch = next(inner)  # StopIteration ends the epoch, as it would
+            if self.mode is ScriptMode.COMPUTE_ONLY:
+                self._cached.append(batch)
+                self.close()  # the workers are no longer needed
+        end = self.clock()
+        self.waits.append(end - start)
+        self._returned = end
+        return batch
+
+    def close(self) -> None:
+        """Shuts down the workers of every iterator this run made."""
+        while self._inners:
+            _shut_down(self._inners.pop())
+
+
+class _Timed:
+    """The iterator the script's loop gets for the measured loader."""
+
+    def __init__(self, timer: _Timer, inner: Iterator[Any]) -> None:
+        self._timer = timer
+        self._inner = inner
+
+    def __iter__(self) -> _Timed:
+        return self
+
+    def __next__(self) -> Any:
+        return self._timer.next(self._inner)
+
+    def __len__(self) -> int:
+        return len(self._timer.loader)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _iterate_alone(timer: _Timer) -> None:
+    """Iterates the measured loader with nothing between batches, epoch after epoch."""
+    assert timer.original_iter is not None
+    timer.mode = ScriptMode.END_TO_END
+    while True:
+        timed = _Timed(timer, timer.fresh(timer.original_iter))
+        before = len(timer.waits)
+        try:
+            for _ in timed:
+                pass
+        except _Stop:
+            return
+        if len(timer.waits) == before:
+            return  # an empty loader: no epoch ever ends with a batch
+
+
+@contextlib.contextmanager
+def _measuring(recorder: LoaderRecorder, timer: _Timer | _Profiled) -> Iterator[None]:
+    from torch.utils.data import DataLoader
+
+    original = DataLoader.__iter__
+
+    @functools.wraps(original)
+    def iterate(self: Any) -> Any:
+        return timer.iterating(self, recorder, original)
+
+    DataLoader.__iter__ = iterate  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        DataLoader.__iter__ = original  # type: ignore[method-assign]
+
+
+def _cuda_sync() -> None:
+    """`torch.cuda.synchronize()` when this process has used CUDA; else nothing."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        torch.cuda.synchronize()
+
+
+def _shut_down(iterator: Any) -> None:
+    """Stops a DataLoader iterator's worker processes now, not when it is collected.
+
+    torch's multiprocessing iterator shuts its workers down in `_shutdown_workers` (what its
+    `__del__` calls); a persistent loader keeps the iterator, so collection would not.
+    """
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
+
+
+def _options(loader: Any) -> dict[str, int | bool | None]:
+    if loader is None:
+        return {}
+    return {name: getattr(loader, name, None) for name in _OPTIONS}
+
+
+@contextlib.contextmanager
+def _threads(threads: int | None) -> Iterator[None]:
+    if threads is None:
+        yield
+        return
+    import torch
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+@contextlib.contextmanager
+def _as_main(file: Path, argv: Sequence[str]) -> Iterator[None]:
+    """`sys.argv` and `sys.path[0]` as `python FILE ARGV` sets them; restored afterwards."""
+    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
+    sys.argv = [str(file), *argv]
+    sys.path.insert(0, str(file.parent))
+    try:
+        yield
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        os.chdir(saved_cwd)
+
+
+def _exit_message(shown: str, error: SystemExit, argv: Sequence[str]) -> str:
+    return (
+        f"{shown} called sys.exit({error.code!r}) before its training loop iterated a "
+        f"DataLoader, so tfperf had no loop to measure. tfperf runs the script as `python "
+        f"{shown}{''.join(' ' + arg for arg in argv)}`; a script that exits first (argparse "
+        "rejecting an argument or printing --help, a failed check) never gets there. Pass the "
+        f"script's own arguments after `--`: `tfperf profile {shown} -- --epochs 3`."
+    )
+
+
+def _no_loop_message(shown: str, argv: Sequence[str], recorder: LoaderRecorder) -> str:
+    made_elsewhere = [item.describe() for item in recorder.discovery().untunable]
+    found = f" DataLoaders seen: {'; '.join(made_elsewhere)}." if made_elsewhere else ""
+    return (
+        f"{shown} ran to its end without iterating a DataLoader made in its own files, so "
+        f"tfperf had no training loop to measure. tfperf runs the script as `python "
+        f"{shown}{''.join(' ' + arg for arg in argv)}` and clocks the first `DataLoader(...)` "
+        "of yours that the script iterates. A loader made inside a library (Lightning's "
+        "`Trainer.fit`, Hugging Face's `Trainer`) is not tunable here: make it in your own "
+        "file, or write a pipeline file with `make_loader()` and `make_train_step()` "
+        f"(see docs/pytorch.md).{found}"
+    )

@@ -1,0 +1,480 @@
+"""The `DataLoader(...)` calls in a user's own files: found and overridden while a script runs,
+and patched.
+
+`recording(root, overrides)` wraps `torch.utils.data.DataLoader.__init__` for a block. Each
+construction is traced to the frame that made it:
+
+- a frame in the user's files (under `root`, not site-packages) whose call is written
+  `DataLoader(...)` is a *call site*: each tuned argument (`num_workers`, `batch_size`,
+  `pin_memory`, `persistent_workers`, `prefetch_factor`; `tfperf.knobs.TUNABLE`) is recorded
+  as written (keyword, positional or left out, with the call's span from Python 3.11's
+  positions) and becomes a site knob, `DataLoader@train.py:40.num_workers`; an override for
+  that name replaces the value before the `DataLoader` sees it. When an override leaves the
+  loader with no workers, `persistent_workers` and `prefetch_factor` (which need workers) go
+  back to their defaults, so a trial never builds a loader torch refuses;
+- any other frame is a library's (Lightning's `Trainer.fit`, Hugging Face's `Trainer`, which
+  build their loaders inside): listed as not tunable here, with the user's line that reached
+  it, since tfperf rewrites only the user's files.
+
+`TorchSites` is the framework's `CallSites`: `find` runs the script up to its loop's first
+batch and returns the `Discovery`; `patch` writes a measured configuration back as a unified
+diff (through `tfperf.sites`), the `DataLoader`'s arguments rewritten and, where the trainer's
+threads were measured (`torch_threads`), `torch.set_num_threads(n)` added after the file's
+imports. From the script's folder, `patch -p0 < train.py.patch` applies it.
+
+Not thread-safe: the wrapped `__init__` is process-wide.
+
+Example:
+    >>> with recording(Path("."), {"DataLoader@train.py:40.num_workers": 4}) as recorder:
+    ...     runpy.run_path("train.py")  # doctest: +SKIP
+    >>> recorder.discovery().sites  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import functools
+import inspect
+import itertools
+import os
+import sys
+import types
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tfperf.errors import KnobError
+from tfperf.knobs import TUNABLE, SiteKind, SiteName
+from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
+from tfperf.sites import (
+    Additions,
+    Anchor,
+    Patch,
+    callee,
+    changes_between,
+    make_patch,
+    name_line,
+    placement_problem,
+)
+from tfperf.tracebacks import is_user_file
+
+__all__ = [
+    "CALL",
+    "LOADER_KNOBS",
+    "THREADS_KNOB",
+    "LoaderRecorder",
+    "TorchSites",
+    "recording",
+]
+
+#: The call recorded, as site names spell it.
+CALL = "DataLoader"
+#: The knob of the trainer's intra-op threads (`torch.set_num_threads`), as `Knobs.to_dict`
+#: writes it; the patch adds the call where a measured configuration sets it.
+THREADS_KNOB = "torch_threads"
+#: The arguments tuned at a call: `(argument, kind, tuned when the call leaves it out)`.
+ARGUMENTS = tuple((a, kind, absent) for (m, a), (kind, absent) in TUNABLE.items() if m == CALL)
+#: The framework's knobs that rebuild a loader `make_loader` made (fixed for a script).
+LOADER_KNOBS = (
+    "num_workers",
+    "batch_size",
+    "prefetch_factor",
+    "persistent_workers",
+    "pin_memory",
+    "in_order",
+    "worker_start_method",
+)
+#: Arguments that need workers: with none, torch refuses any value but their default.
+_NEED_WORKERS = {"persistent_workers": False, "prefetch_factor": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class Place:
+    """Where a `DataLoader(...)` call is: file relative to the root, line of its name, span."""
+
+    file: str
+    line: int
+    col: int | None
+    end_line: int | None
+    end_col: int | None
+    nth: int | None = None
+
+    def name(self, argument: str) -> str:
+        return str(SiteName(CALL, self.file, self.line, self.nth, argument))
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclasses.dataclass
+class _Seen:
+    place: Place
+    argument: str
+    form: ArgumentForm
+    index: int | None
+    values: list[int | None]
+    problem: str | None
+    calls: int = 1
+
+
+class LoaderRecorder:
+    """Collects the `DataLoader` calls of one run and applies `overrides` (site -> value)."""
+
+    def __init__(self, root: Path, overrides: Mapping[str, int | None]) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.overrides = dict(overrides)
+        self._seen: dict[tuple[Place, str], _Seen] = {}
+        self._places: dict[int, Place] = {}  # id of a loader made in the user's files -> place
+        self._untunable: dict[tuple[str, str], Untunable] = {}
+        self._used: set[str] = set()
+        self._loaders: list[Any] = []  # keeps each loader alive, so its id stays its own
+
+    def place_of(self, loader: Any) -> Place | None:
+        """Where `loader` was made, when it was made in the user's files by a site."""
+        return self._places.get(id(loader))
+
+    def discovery(self, measured: Any = None) -> Discovery:
+        """The sites (in file order) and untunable calls; with `measured` (the loader tfperf
+        measures), only its sites: another loader of the user's is listed as not tunable."""
+        keep = self.place_of(measured) if measured is not None else None
+        sites: list[CallSite] = []
+        untunable = list(self._untunable.values())
+        others: set[Place] = set()
+        for seen in sorted(self._seen.values(), key=lambda s: (s.place.file, s.place.line)):
+            if keep is not None and seen.place != keep:
+                others.add(seen.place)
+                continue
+            reason = seen.problem or _varies(seen.values)
+            if reason:
+                untunable.append(Untunable(_call_text(seen), str(seen.place), None, reason))
+            else:
+                sites.append(_site(seen))
+        for place in sorted(others, key=lambda p: (p.file, p.line)):
+            reason = "not the loader tfperf measures (the first one the training loop iterates)"
+            untunable.append(Untunable(f"{CALL}(...)", str(place), None, reason))
+        end = str(keep) if keep is not None else None
+        return Discovery(sites=tuple(sites), untunable=tuple(untunable), end=end)
+
+    def check_overrides(self, shown: str) -> None:
+        """Raises `KnobError` for an override that matched no call, listing the sites found."""
+        unused = sorted(set(self.overrides) - self._used)
+        if unused:
+            found = ", ".join(site.name for site in self.discovery().sites) or "none"
+            raise KnobError(
+                f"{shown}: no DataLoader call matches {', '.join(map(repr, unused))} while the "
+                f"script runs, so that value cannot be applied. Sites found: {found}. Line "
+                "numbers change when the file is edited: run `tfperf profile` for the current "
+                "names."
+            )
+
+    def on_init(
+        self,
+        loader: Any,
+        signature: inspect.Signature,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        caller: types.FrameType,
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Records one `DataLoader(...)` call and returns its arguments, overrides applied."""
+        filename = caller.f_code.co_filename
+        if not is_user_file(filename, (self.root,)):
+            self._library_call(filename, caller)
+            return args, kwargs
+        try:
+            bound = signature.bind(loader, *args, **kwargs)
+        except TypeError:
+            return args, kwargs  # torch raises its own, clearer, error for this call
+        place = self._locate(filename, caller)
+        if isinstance(place, str):
+            where = f"{self._relative(filename)}:{caller.f_lineno}"
+            self._untunable[(where, place)] = Untunable(f"{CALL}(...)", where, None, place)
+            return args, kwargs
+        self._places[id(loader)] = place
+        self._loaders.append(loader)
+        overridden = False
+        for argument, kind, absent in ARGUMENTS:
+            if argument not in bound.arguments and not absent:
+                continue
+            if argument == "batch_size" and bound.arguments.get("batch_sampler") is not None:
+                continue  # the batch sampler makes the batches
+            self._record(place, argument, kind, signature, bound, kwargs)
+            overridden |= self._apply(place, argument, kind, bound)
+        if overridden:
+            _keep_consistent(bound)
+        return bound.args[1:], bound.kwargs
+
+    def _record(
+        self,
+        place: Place,
+        argument: str,
+        kind: SiteKind,
+        signature: inspect.Signature,
+        bound: inspect.BoundArguments,
+        kwargs: dict[str, Any],
+    ) -> None:
+        if argument in kwargs:
+            form, index = ArgumentForm.KEYWORD, None
+        elif argument in bound.arguments:
+            form = ArgumentForm.POSITIONAL
+            index = list(signature.parameters).index(argument) - 1  # less `self`
+        else:
+            form, index = ArgumentForm.ABSENT, None
+        value, problem = (
+            (None, None)  # left out: the DataLoader's default, as a site holds it
+            if form is ArgumentForm.ABSENT
+            else _plain(bound.arguments.get(argument), argument, kind)
+        )
+        seen = self._seen.get((place, argument))
+        if seen is None:
+            self._seen[(place, argument)] = _Seen(place, argument, form, index, [value], problem)
+            return
+        seen.calls += 1
+        if value not in seen.values:
+            seen.values.append(value)
+        seen.problem = seen.problem or problem
+
+    def _apply(
+        self, place: Place, argument: str, kind: SiteKind, bound: inspect.BoundArguments
+    ) -> bool:
+        name = place.name(argument)
+        if name not in self.overrides:
+            return False
+        self._used.add(name)
+        value = self.overrides[name]
+        if value is None and kind is not SiteKind.FACTOR:
+            bound.arguments.pop(argument, None)  # None: the DataLoader's default
+        else:
+            bound.arguments[argument] = bool(value) if kind is SiteKind.FLAG else value
+        return True
+
+    def _locate(self, filename: str, caller: types.FrameType) -> Place | str:
+        """The call's place, or why it is no site (not written `DataLoader(...)`)."""
+        _, end_line, _, end_col = _span(caller)
+        if end_line is None or end_col is None:
+            return f"Python {sys.version_info[0]}.{sys.version_info[1]} gives no call columns"
+        calls = _calls(filename)
+        found = [c for c in calls if (c.end_lineno, c.end_col_offset) == (end_line, end_col)]
+        if not found or callee(found[0]) != CALL:
+            return (
+                f"the call at this line is not written `{CALL}(...)` (a subclass, or a "
+                "function that makes one): tfperf rewrites only direct calls"
+            )
+        call = found[0]
+        named = name_line(call)
+        same = sorted(
+            ((c.end_lineno, c.end_col_offset) for c in calls if callee(c) == CALL)
+            if sum(1 for c in calls if callee(c) == CALL and name_line(c) == named) > 1
+            else []
+        )
+        nth = same.index((end_line, end_col)) + 1 if same else None
+        return Place(self._relative(filename), named, call.col_offset, end_line, end_col, nth)
+
+    def _library_call(self, filename: str, caller: types.FrameType) -> None:
+        library = _library_path(filename)
+        where = f"{library}:{caller.f_lineno}"
+        frame: types.FrameType | None = caller
+        while frame is not None and not is_user_file(frame.f_code.co_filename, (self.root,)):
+            frame = frame.f_back
+        if frame is None:
+            return  # a library's own loader, reached from nothing of the user's
+        reached = f"{self._relative(frame.f_code.co_filename)}:{frame.f_lineno}"
+        reason = (
+            f"made inside {library.split('/')[0]}/ (a library): tfperf rewrites only files in "
+            f"{self.root.name}/; make the DataLoader in your own file to tune it"
+        )
+        self._untunable[(where, reached)] = Untunable(f"{CALL}(...)", where, reached, reason)
+
+    def _relative(self, filename: str) -> str:
+        return Path(os.path.realpath(filename)).relative_to(self.root).as_posix()
+
+
+@contextlib.contextmanager
+def recording(
+    root: Path, overrides: Mapping[str, int | None] | None = None
+) -> Iterator[LoaderRecorder]:
+    """Records (and overrides) the `DataLoader(...)` calls made from files under `root`."""
+    from torch.utils.data import DataLoader
+
+    recorder = LoaderRecorder(root, overrides or {})
+    original = DataLoader.__init__
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        args, kwargs = recorder.on_init(self, signature, args, kwargs, sys._getframe(1))
+        original(self, *args, **kwargs)
+
+    DataLoader.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield recorder
+    finally:
+        DataLoader.__init__ = original  # type: ignore[method-assign]
+
+
+class TorchSites:
+    """The `DataLoader` calls of a training script: found by recording, patched by AST."""
+
+    def find(self, pipeline: Any, *, measure_stages: bool = False) -> Discovery:
+        """Runs the script (`pipeline.path`, `pipeline.argv`) up to its loop's first batch.
+
+        `measure_stages` is accepted for the interface: a `DataLoader` has no stages.
+        """
+        from tfperf.frameworks.torch._script import ScriptMode, run_script
+
+        argv = tuple(getattr(pipeline, "argv", ()))
+        run = run_script(pipeline.path, argv, {}, steps=0, mode=ScriptMode.DISCOVER)
+        return run.discovery
+
+    def patch(
+        self,
+        root: Path,
+        discovery: Discovery,
+        before: Mapping[str, Any],
+        after: Mapping[str, Any],
+        *,
+        script: bool,
+    ) -> Patch:
+        """The patch of the files under `root` that runs `after` (knobs as `Knobs.to_dict`
+        writes them) instead of `before`: the sites' values, and `torch.set_num_threads`."""
+        chosen = dict(after.get("sites") or {})
+        changes = changes_between(discovery.sites, chosen)
+        threads = after.get(THREADS_KNOB)
+        anchor = Anchor.parse(discovery.end, True) if discovery.end else None
+        statements: tuple[str, ...] = ()
+        if threads is not None and threads != before.get(THREADS_KNOB) and anchor is not None:
+            statements = _threads_statements(root / anchor.file, int(threads))
+        return make_patch(root, changes, anchor, Additions(statements=statements))
+
+    def unplaceable(self, root: Path, discovery: Discovery) -> dict[str, str]:
+        """Knob name -> why no patch of a script could write it, so a study fixes it.
+
+        A script's `DataLoader` takes its values at its call, where they are tuned as sites
+        (`DataLoader@train.py:40.num_workers`); the framework's loader knobs act only on a
+        loader a pipeline file's `make_loader` builds. `torch_threads` is written as
+        `torch.set_num_threads(n)` after the file's top imports: unplaceable without them.
+        """
+        reason = (
+            "a script's DataLoader takes its values at its call, tuned there as "
+            f"{CALL}@FILE:LINE sites"
+        )
+        problems = dict.fromkeys(LOADER_KNOBS, reason)
+        problems["mixed_precision"] = (
+            "autocast wraps a pipeline file's train step; a script's own loop has none to wrap"
+        )
+        if discovery.end is None:
+            problems[THREADS_KNOB] = "tfperf found no DataLoader of yours that the loop iterates"
+            return problems
+        anchor = Anchor.parse(discovery.end, True)
+        try:
+            source = (root / anchor.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            problems[THREADS_KNOB] = f"tfperf cannot read {anchor.file} ({error})"
+            return problems
+        problem = placement_problem(source, anchor, "statements")
+        if problem is not None:
+            problems[THREADS_KNOB] = problem
+        return problems
+
+
+def _threads_statements(file: Path, threads: int) -> tuple[str, ...]:
+    """`torch.set_num_threads(n)`, spelled with the file's own `import torch` (added if none)."""
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return (f"torch.set_num_threads({threads})",)  # make_patch reports the file unreadable
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    return (f"{alias.asname or 'torch'}.set_num_threads({threads})",)
+    return ("import torch", f"torch.set_num_threads({threads})")
+
+
+def _keep_consistent(bound: inspect.BoundArguments) -> None:
+    """With no workers, the arguments that need them go back to their defaults."""
+    if not bound.arguments.get("num_workers"):
+        for argument, default in _NEED_WORKERS.items():
+            if argument in bound.arguments:
+                bound.arguments[argument] = default
+
+
+def _plain(value: Any, argument: str, kind: SiteKind) -> tuple[int | None, str | None]:
+    """An argument's value as a site holds it (a switch as 0 or 1), or why it cannot be."""
+    if kind is SiteKind.FLAG:
+        if isinstance(value, bool):
+            return int(value), None
+        return None, f"its {argument} is a {type(value).__name__}, not True or False"
+    if value is None and kind is SiteKind.FACTOR:
+        return None, None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, None
+    return None, f"its {argument} is {value!r}, not an integer tfperf can tune"
+
+
+def _varies(values: list[int | None]) -> str | None:
+    if len(values) < 2:
+        return None
+    shown = ", ".join("None" if v is None else str(v) for v in values)
+    return f"it runs more than once with different values ({shown})"
+
+
+def _site(seen: _Seen) -> CallSite:
+    place = seen.place
+    return CallSite(
+        name=place.name(seen.argument),
+        file=place.file,
+        line=place.line,
+        col=place.col,
+        end_line=place.end_line,
+        end_col=place.end_col,
+        method=CALL,
+        argument=seen.argument,
+        form=seen.form,
+        index=seen.index,
+        value=seen.values[0],
+        calls=seen.calls,
+    )
+
+
+def _call_text(seen: _Seen) -> str:
+    return f"{CALL}({seen.argument}=...)"
+
+
+def _span(frame: types.FrameType) -> tuple[int, int | None, int | None, int | None]:
+    """(line, end_line, col, end_col) of the call `frame` is making (Python 3.11 positions)."""
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is None:
+        return frame.f_lineno, None, None, None
+    position = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
+    if position is None or position[0] is None:
+        return frame.f_lineno, None, None, None
+    line, end_line, col, end_col = position
+    return line, end_line, col, end_col
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(filename: str, mtime: float) -> tuple[ast.Call, ...]:
+    try:
+        tree = ast.parse(Path(filename).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return ()
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Call))
+
+
+def _calls(filename: str) -> tuple[ast.Call, ...]:
+    try:
+        mtime = os.path.getmtime(filename)
+    except OSError:
+        return ()
+    return _parsed(filename, mtime)
+
+
+def _library_path(filename: str) -> str:
+    """A library file from its package on: `lightning/pytorch/trainer/trainer.py`."""
+    parts = Path(os.path.realpath(filename)).parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            return "/".join(parts[parts.index(marker) + 1 :])
+    return Path(filename).name
