@@ -415,7 +415,8 @@ def revise_limit(
             bounds only the input's own terms (a stage's, sequential or parallel): the input
             alone may run faster than the model's step or the cores it shares with the
             model let training go, and that is no contradiction. A term below it is replaced
-            by it.
+            by it; where it stays above the limit, `Limit.input_alone_examples_per_sec`
+            keeps it and the Limit line states it and why (`Limit.bound_words`).
 
     A revised limit is bound by MEASURED: its explanation names the term that erred and by how
     much, and the model's figure is kept in `model_examples_per_sec`, never shown beside the
@@ -458,7 +459,22 @@ def revise_limit(
                 model_examples_per_sec=model,
                 revised_by=label,
             )
-    return current if current.revised else _noted(current, measured)
+    current = current if current.revised else _noted(current, measured)
+    return _input_alone(current, input_measured)
+
+
+def _input_alone(limit: Limit, input_measured: Mapping[str, float] | None) -> Limit:
+    """`limit`, keeping the input-alone rate where it ran above it (`Limit.bound_words` says
+    so): only a training limit (compute, cpu, a training rate measured) can be below it, since
+    a stage's term below it was replaced by it. Without a new measurement, the rate kept is
+    held against the limit as it now stands."""
+    rates = [rate for _, rate in _fastest(input_measured or {})]
+    alone = rates[0] if rates else limit.input_alone_examples_per_sec
+    if alone is not None and alone <= limit.examples_per_sec:
+        alone = None
+    if alone == limit.input_alone_examples_per_sec:
+        return limit
+    return dataclasses.replace(limit, input_alone_examples_per_sec=alone)
 
 
 def _bound(limit: Limit, terms: list[LimitTerm], model: float, erring: LimitTerm) -> Limit:
