@@ -18,6 +18,7 @@ from tfperf.measure._model import (
     BLOCKING_HEADROOM,
     CALLS_PER_CORE,
     POOL_TOLERANCE,
+    STAGE_ANALYSIS,
     THREAD_CAP,
     InputCpu,
     PipelineModel,
@@ -697,7 +698,9 @@ def test_the_pipeline_alone_bounds_the_inputs_terms_only():
     # A compute-bound limit below the input alone is no contradiction: it keeps its figure.
     bound = Limit(1000.0, LimitBound.COMPUTE, "The model binds.", [compute])
     kept = revise_limit(bound, {}, {"pipeline only": 5_000.0})
-    assert dataclasses.replace(kept, input_alone_examples_per_sec=None) == bound
+    assert (
+        dataclasses.replace(kept, input_alone_examples_per_sec=None, input_alone_by=None) == bound
+    )
 
 
 def test_a_training_limit_below_the_input_alone_says_so_on_its_line():
@@ -706,12 +709,12 @@ def test_a_training_limit_below_the_input_alone_says_so_on_its_line():
     kept = revise_limit(bound, {}, {"pipeline only": 5_000.0})
     assert kept.examples_per_sec == 1000.0 and kept.input_alone_examples_per_sec == 5_000.0
     assert kept.bound_words.startswith("bound by compute; the input alone ran faster, 5,000")
-    assert "the model's step, not the input, caps training" in kept.bound_words
+    assert "the model's step caps training, not the input" in kept.bound_words
 
     cores = revise_limit(_cpu_limit(4_978.0), {"end to end": 4_000.0}, {"pipeline only": 6_072.0})
     assert cores.examples_per_sec == 4_978.0 and cores.bound_by is LimitBound.CPU
     assert "6,072 examples/s (pipeline only)" in cores.bound_words
-    assert "alone it has the cores to itself" in cores.bound_words
+    assert "alone the input has the cores to itself" in cores.bound_words
 
 
 def test_the_input_alone_is_not_stated_where_the_limit_is_above_it():
@@ -727,6 +730,25 @@ def test_the_input_alone_is_not_stated_where_the_limit_is_above_it():
     short = revise_limit(noted, {"trial 3": 1_100.0})
     assert short.revised and short.input_alone_examples_per_sec == 1_200.0
     assert short.bound_words.startswith("revised to the measured rate (trial 3); the input alone")
+
+
+def test_the_whole_pipelines_rate_in_the_stage_analysis_is_an_input_alone_rate():
+    # A generator at 1 ms per example states a 1,000/s term; its cut ran alone at 1,500/s.
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "from_generator(read)", 1 / 1e-3, 1e-3),
+            _stat(1, StageKind.MAP, "map(f)", 1 / 1.01e-3, 1e-3 + 1e-6),
+        ]
+    )
+    measured = {"end to end": 900.0, STAGE_ANALYSIS: 1_500.0}
+    model = pipeline_model(report, 2, 800.0, 1e-4, measured=measured)
+
+    # It lifts the stage's term but not the model's 800/s, and the Limit line says so.
+    assert model is not None and model.limit.bound_by is LimitBound.MEASURED
+    assert model.limit.examples_per_sec == 900.0
+    assert "1,500 examples/s (stage analysis)" in model.limit.bound_words
+    stage_terms = [t for t in model.limit.terms if t.bound_by is LimitBound.SEQUENTIAL_STAGE]
+    assert all(t.examples_per_sec >= 1_500.0 for t in stage_terms)
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -62,6 +62,7 @@ __all__ = [
     "PIPELINE_ONLY",
     "POOL_TOLERANCE",
     "RESOLVABLE_SHARE",
+    "STAGE_ANALYSIS",
     "THREAD_CAP",
     "InputCpu",
     "PipelineModel",
@@ -468,13 +469,13 @@ def _input_alone(limit: Limit, input_measured: Mapping[str, float] | None) -> Li
     so): only a training limit (compute, cpu, a training rate measured) can be below it, since
     a stage's term below it was replaced by it. Without a new measurement, the rate kept is
     held against the limit as it now stands."""
-    rates = [rate for _, rate in _fastest(input_measured or {})]
-    alone = rates[0] if rates else limit.input_alone_examples_per_sec
-    if alone is not None and alone <= limit.examples_per_sec:
-        alone = None
-    if alone == limit.input_alone_examples_per_sec:
-        return limit
-    return dataclasses.replace(limit, input_alone_examples_per_sec=alone)
+    fastest = _fastest(input_measured or {})
+    by, alone = (
+        fastest[0] if fastest else (limit.input_alone_by, limit.input_alone_examples_per_sec)
+    )
+    if alone is None or alone <= limit.examples_per_sec:
+        by, alone = None, None
+    return dataclasses.replace(limit, input_alone_examples_per_sec=alone, input_alone_by=by)
 
 
 def _bound(limit: Limit, terms: list[LimitTerm], model: float, erring: LimitTerm) -> Limit:
@@ -718,21 +719,29 @@ def model_from_profile(
 
 #: The label `measured_rates` gives the pipeline-alone rate: it bounds the input's terms only.
 PIPELINE_ONLY = "pipeline only"
+#: The label of the whole pipeline's rate in the stage analysis (its last cut, run alone): an
+#: input-alone rate too, shown in the stage table, so it bounds the input's terms alike.
+STAGE_ANALYSIS = "stage analysis"
+_INPUT_ALONE = frozenset({PIPELINE_ONLY, STAGE_ANALYSIS})
 
 
 def measured_rates(profile: ProfileResult) -> dict[str, float]:
-    """The rates a profile measured for its configuration: end to end, and the pipeline alone
-    under `PIPELINE_ONLY` (which `revise_limit` holds against the input's terms only)."""
+    """The rates a profile measured for its configuration: end to end, and the input alone
+    under `PIPELINE_ONLY` and `STAGE_ANALYSIS` (which `revise_limit` holds against the input's
+    terms only)."""
     rates = {"end to end": profile.end_to_end.examples_per_sec}
     if profile.pipeline_only is not None:
         rates[PIPELINE_ONLY] = profile.pipeline_only.examples_per_sec
+    last = profile.stages.stages[-1] if profile.stages and profile.stages.stages else None
+    if last is not None and last.examples_per_sec is not None:
+        rates[STAGE_ANALYSIS] = last.examples_per_sec
     return rates
 
 
 def _split(measured: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
     """`measured` as (training rates, input-alone rates) for `revise_limit`."""
-    training = {label: rate for label, rate in measured.items() if label != PIPELINE_ONLY}
-    alone = {label: rate for label, rate in measured.items() if label == PIPELINE_ONLY}
+    training = {label: rate for label, rate in measured.items() if label not in _INPUT_ALONE}
+    alone = {label: rate for label, rate in measured.items() if label in _INPUT_ALONE}
     return training, alone
 
 

@@ -75,6 +75,8 @@ class Limit:
     #: The pipeline-only rate, where it ran above this limit (a training limit: the input
     #: alone has the cores to itself); None where it did not, or was not measured.
     input_alone_examples_per_sec: float | None = None
+    #: What measured it: "pipeline only", or "stage analysis" (the whole pipeline's cut).
+    input_alone_by: str | None = None
 
     @property
     def revised(self) -> bool:
@@ -95,13 +97,14 @@ class Limit:
         if alone is None or alone <= self.examples_per_sec:
             return words
         why = (
-            "the model's step, not the input, caps training"
+            "the model's step caps training, not the input"
             if self.bound_by is LimitBound.COMPUTE
-            else "alone it has the cores to itself, and in training it shares them with the "
-            "model's step"
+            else "alone the input has the cores to itself, in training it shares them with "
+            "the model's step"
         )
         return (
-            f"{words}; the input alone ran faster, {alone:,.0f} examples/s (pipeline only), "
+            f"{words}; the input alone ran faster, {alone:,.0f} examples/s "
+            f"({self.input_alone_by or 'pipeline only'}), "
             f"which is no contradiction: this limit is training's, and {why}"
         )
 
