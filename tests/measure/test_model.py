@@ -18,6 +18,7 @@ from tfperf.measure._model import (
     BLOCKING_HEADROOM,
     CALLS_PER_CORE,
     POOL_TOLERANCE,
+    STAGE_ANALYSIS,
     THREAD_CAP,
     InputCpu,
     PipelineModel,
@@ -694,9 +695,60 @@ def test_the_pipeline_alone_bounds_the_inputs_terms_only():
     revised = revise_limit(limit, {}, {"pipeline only": 5_000.0})
     assert revised.examples_per_sec == 1000.0 and revised.bound_by is LimitBound.COMPUTE
     assert not revised.revised
-    # A compute-bound limit below the input alone is no contradiction.
+    # A compute-bound limit below the input alone is no contradiction: it keeps its figure.
     bound = Limit(1000.0, LimitBound.COMPUTE, "The model binds.", [compute])
-    assert revise_limit(bound, {}, {"pipeline only": 5_000.0}) == bound
+    kept = revise_limit(bound, {}, {"pipeline only": 5_000.0})
+    assert (
+        dataclasses.replace(kept, input_alone_examples_per_sec=None, input_alone_by=None) == bound
+    )
+
+
+def test_a_training_limit_below_the_input_alone_says_so_on_its_line():
+    compute = LimitTerm(LimitBound.COMPUTE, 1000.0, "the model alone")
+    bound = Limit(1000.0, LimitBound.COMPUTE, "The model binds.", [compute])
+    kept = revise_limit(bound, {}, {"pipeline only": 5_000.0})
+    assert kept.examples_per_sec == 1000.0 and kept.input_alone_examples_per_sec == 5_000.0
+    assert kept.bound_words.startswith("bound by compute; the input alone ran faster, 5,000")
+    assert "the model's step caps training, not the input" in kept.bound_words
+
+    cores = revise_limit(_cpu_limit(4_978.0), {"end to end": 4_000.0}, {"pipeline only": 6_072.0})
+    assert cores.examples_per_sec == 4_978.0 and cores.bound_by is LimitBound.CPU
+    assert "6,072 examples/s (pipeline only)" in cores.bound_words
+    assert "alone the input has the cores to itself" in cores.bound_words
+
+
+def test_the_input_alone_is_not_stated_where_the_limit_is_above_it():
+    slower = revise_limit(_cpu_limit(), {}, {"pipeline only": 900.0})
+    assert slower.input_alone_examples_per_sec is None
+    assert slower.bound_words == "bound by cpu"
+    # A training rate that revises the limit past the input alone drops the note.
+    noted = revise_limit(_cpu_limit(), {}, {"pipeline only": 1_200.0})
+    revised = revise_limit(noted, {"trial 3": 1_500.0})
+    assert revised.examples_per_sec == 1_500.0 and revised.input_alone_examples_per_sec is None
+    assert revised.bound_words == "revised to the measured rate (trial 3)"
+    # One that revises it short of the input alone keeps it.
+    short = revise_limit(noted, {"trial 3": 1_100.0})
+    assert short.revised and short.input_alone_examples_per_sec == 1_200.0
+    assert short.bound_words.startswith("revised to the measured rate (trial 3); the input alone")
+
+
+def test_the_whole_pipelines_rate_in_the_stage_analysis_is_an_input_alone_rate():
+    # A generator at 1 ms per example states a 1,000/s term; its cut ran alone at 1,500/s.
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "from_generator(read)", 1 / 1e-3, 1e-3),
+            _stat(1, StageKind.MAP, "map(f)", 1 / 1.01e-3, 1e-3 + 1e-6),
+        ]
+    )
+    measured = {"end to end": 900.0, STAGE_ANALYSIS: 1_500.0}
+    model = pipeline_model(report, 2, 800.0, 1e-4, measured=measured)
+
+    # It lifts the stage's term but not the model's 800/s, and the Limit line says so.
+    assert model is not None and model.limit.bound_by is LimitBound.MEASURED
+    assert model.limit.examples_per_sec == 900.0
+    assert "1,500 examples/s (stage analysis)" in model.limit.bound_words
+    stage_terms = [t for t in model.limit.terms if t.bound_by is LimitBound.SEQUENTIAL_STAGE]
+    assert all(t.examples_per_sec >= 1_500.0 for t in stage_terms)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -725,3 +777,6 @@ def test_the_limit_is_never_below_a_measured_rate(seed):
     assert model.limit.examples_per_sec >= 0.95 * measured["end to end"]
     alone = [t for t in model.limit.terms if t.bound_by in (LimitBound.SEQUENTIAL_STAGE,)]
     assert all(t.examples_per_sec >= 0.95 * measured["pipeline only"] for t in alone)
+    # A limit below the input alone says so on its line.
+    if model.limit.examples_per_sec < measured["pipeline only"]:
+        assert "(pipeline only)" in model.limit.bound_words

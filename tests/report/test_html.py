@@ -148,3 +148,23 @@ def test_the_profile_page_carries_the_limit_the_source_line_and_the_order_flag()
     assert "The host&#39;s cores bound it." in html
     assert "<code>map(parse)</code>, the limiting stage, is defined at demo.py:12." in html
     assert "Caution: end to end ran 33% faster than the pipeline alone" in html
+
+
+def test_a_limit_below_the_input_alone_says_why_in_the_terminal_html_and_json():
+    from tfperf.report._text import render_summary
+    from tfperf.results import Limit, LimitBound, LimitTerm, ProfileResult
+
+    result = with_stages(fake_profile())
+    term = LimitTerm(LimitBound.COMPUTE, 1000.0, "the model alone")
+    limit = Limit(1000.0, LimitBound.COMPUTE, "The model binds.", [term])
+    limit = dataclasses.replace(
+        limit, input_alone_examples_per_sec=6_072.0, input_alone_by="pipeline only"
+    )
+    shown = dataclasses.replace(result, limit=limit)
+    said = "the input alone ran faster, 6,072 examples/s (pipeline only), which is no contradiction"
+
+    assert f"Limit: 1,000 examples/s, bound by compute; {said}" in render_summary(shown)
+    assert said in render_profile_html(shown)
+    saved = ProfileResult.from_json(shown.to_json())
+    assert saved.limit is not None and saved.limit.input_alone_examples_per_sec == 6_072.0
+    assert saved.limit.bound_words == limit.bound_words

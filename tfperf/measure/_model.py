@@ -62,6 +62,7 @@ __all__ = [
     "PIPELINE_ONLY",
     "POOL_TOLERANCE",
     "RESOLVABLE_SHARE",
+    "STAGE_ANALYSIS",
     "THREAD_CAP",
     "InputCpu",
     "PipelineModel",
@@ -415,7 +416,8 @@ def revise_limit(
             bounds only the input's own terms (a stage's, sequential or parallel): the input
             alone may run faster than the model's step or the cores it shares with the
             model let training go, and that is no contradiction. A term below it is replaced
-            by it.
+            by it; where it stays above the limit, `Limit.input_alone_examples_per_sec`
+            keeps it and the Limit line states it and why (`Limit.bound_words`).
 
     A revised limit is bound by MEASURED: its explanation names the term that erred and by how
     much, and the model's figure is kept in `model_examples_per_sec`, never shown beside the
@@ -458,7 +460,22 @@ def revise_limit(
                 model_examples_per_sec=model,
                 revised_by=label,
             )
-    return current if current.revised else _noted(current, measured)
+    current = current if current.revised else _noted(current, measured)
+    return _input_alone(current, input_measured)
+
+
+def _input_alone(limit: Limit, input_measured: Mapping[str, float] | None) -> Limit:
+    """`limit`, keeping the input-alone rate where it ran above it (`Limit.bound_words` says
+    so): only a training limit (compute, cpu, a training rate measured) can be below it, since
+    a stage's term below it was replaced by it. Without a new measurement, the rate kept is
+    held against the limit as it now stands."""
+    fastest = _fastest(input_measured or {})
+    by, alone = (
+        fastest[0] if fastest else (limit.input_alone_by, limit.input_alone_examples_per_sec)
+    )
+    if alone is None or alone <= limit.examples_per_sec:
+        by, alone = None, None
+    return dataclasses.replace(limit, input_alone_examples_per_sec=alone, input_alone_by=by)
 
 
 def _bound(limit: Limit, terms: list[LimitTerm], model: float, erring: LimitTerm) -> Limit:
@@ -702,21 +719,29 @@ def model_from_profile(
 
 #: The label `measured_rates` gives the pipeline-alone rate: it bounds the input's terms only.
 PIPELINE_ONLY = "pipeline only"
+#: The label of the whole pipeline's rate in the stage analysis (its last cut, run alone): an
+#: input-alone rate too, shown in the stage table, so it bounds the input's terms alike.
+STAGE_ANALYSIS = "stage analysis"
+_INPUT_ALONE = frozenset({PIPELINE_ONLY, STAGE_ANALYSIS})
 
 
 def measured_rates(profile: ProfileResult) -> dict[str, float]:
-    """The rates a profile measured for its configuration: end to end, and the pipeline alone
-    under `PIPELINE_ONLY` (which `revise_limit` holds against the input's terms only)."""
+    """The rates a profile measured for its configuration: end to end, and the input alone
+    under `PIPELINE_ONLY` and `STAGE_ANALYSIS` (which `revise_limit` holds against the input's
+    terms only)."""
     rates = {"end to end": profile.end_to_end.examples_per_sec}
     if profile.pipeline_only is not None:
         rates[PIPELINE_ONLY] = profile.pipeline_only.examples_per_sec
+    last = profile.stages.stages[-1] if profile.stages and profile.stages.stages else None
+    if last is not None and last.examples_per_sec is not None:
+        rates[STAGE_ANALYSIS] = last.examples_per_sec
     return rates
 
 
 def _split(measured: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
     """`measured` as (training rates, input-alone rates) for `revise_limit`."""
-    training = {label: rate for label, rate in measured.items() if label != PIPELINE_ONLY}
-    alone = {label: rate for label, rate in measured.items() if label == PIPELINE_ONLY}
+    training = {label: rate for label, rate in measured.items() if label not in _INPUT_ALONE}
+    alone = {label: rate for label, rate in measured.items() if label in _INPUT_ALONE}
     return training, alone
 
 

@@ -51,6 +51,12 @@ class Limit:
     measurement (`tfperf.measure.revise_limit`). Reports read `examples_per_sec` and
     `explanation` only, so a page never shows the model's figure beside a larger measured one.
 
+    The limit is training's: the input alone (the pipeline-only phase) may run faster than a
+    limit bound by the model's step or by the cores the input shares with it, and that is no
+    contradiction, since alone the input has the cores to itself. Where it did,
+    `input_alone_examples_per_sec` keeps that rate and `bound_words` states it beside the
+    limit, so a page never shows a measured rate above the limit without saying why.
+
     `python_stage` names a parallel stage whose function calls Python (tf.numpy_function,
     tf.py_function): its threads queue for the process's one interpreter lock, a bound no
     term counts, so the input may stop short of the limit with cores idle (docs/limit.md,
@@ -66,6 +72,11 @@ class Limit:
     model_examples_per_sec: float | None = None
     #: What measured the rate the limit was revised to, e.g. "pipeline only" or "trial 7".
     revised_by: str | None = None
+    #: The pipeline-only rate, where it ran above this limit (a training limit: the input
+    #: alone has the cores to itself); None where it did not, or was not measured.
+    input_alone_examples_per_sec: float | None = None
+    #: What measured it: "pipeline only", or "stage analysis" (the whole pipeline's cut).
+    input_alone_by: str | None = None
 
     @property
     def revised(self) -> bool:
@@ -74,10 +85,28 @@ class Limit:
 
     @property
     def bound_words(self) -> str:
-        """What sets the limit, for a report's Limit line: "bound by cpu", or the revision."""
-        if self.revised_by is not None:
-            return f"revised to the measured rate ({self.revised_by})"
-        return f"bound by {self.bound_by.value}"
+        """What sets the limit, for a report's Limit line: "bound by cpu", or the revision,
+        and the input alone's rate where it ran above the limit, with why that is no
+        contradiction."""
+        words = (
+            f"revised to the measured rate ({self.revised_by})"
+            if self.revised_by is not None
+            else f"bound by {self.bound_by.value}"
+        )
+        alone = self.input_alone_examples_per_sec
+        if alone is None or alone <= self.examples_per_sec:
+            return words
+        why = (
+            "the model's step caps training, not the input"
+            if self.bound_by is LimitBound.COMPUTE
+            else "alone the input has the cores to itself, in training it shares them with "
+            "the model's step"
+        )
+        return (
+            f"{words}; the input alone ran faster, {alone:,.0f} examples/s "
+            f"({self.input_alone_by or 'pipeline only'}), "
+            f"which is no contradiction: this limit is training's, and {why}"
+        )
 
 
 @dataclasses.dataclass
