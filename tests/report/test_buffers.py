@@ -68,5 +68,5 @@ def test_terminal_json_and_html_show_the_same_account():
     assert loaded.memory == result.memory
     html = render_profile_html(result)
     assert "Host memory by buffer" in html
-    assert "<td>192 MiB</td>" in html
+    assert '<td class="num">192 MiB</td>' in html
     assert "shuffle the file names or the records before decoding" in html
