@@ -275,7 +275,8 @@ def test_a_persistent_loader_is_measured_across_the_script_epochs(script: Path) 
 
 def _phase(warm: list[tuple[float, float]], steady: int) -> PhaseResult:
     """A phase of `warm` (wait, compute) warm-up steps, then `steady` steps of 0.1 s."""
-    records, start = [], 0.0
+    records: list[StepRecord] = []
+    start = 0.0
     for wait, compute in [*warm, *[(0.05, 0.05)] * steady]:
         records.append(StepRecord(start, wait, compute, 32, 0, warmup=len(records) < len(warm)))
         start += wait + compute
