@@ -299,3 +299,25 @@ def test_the_workers_start_up_is_paid_once_per_real_epoch() -> None:
 def test_a_window_with_no_warm_up_left_out_keeps_its_rate() -> None:
     phase = _phase([], steady=10)  # the start-up, if any, is inside the measured steps
     assert with_start_up(phase, 100).examples_per_sec == phase.examples_per_sec
+
+
+def test_each_pass_s_worker_start_in_iter_loader_is_clocked_as_its_first_wait(
+    script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch starts a pass's workers in `iter(loader)`, before any `next()`: a clock started
+    # at `next()` would leave every epoch's start-up out of the script's run.
+    from torch.utils.data import DataLoader
+
+    now = [0.0]
+    original = DataLoader.__iter__
+
+    def starting(self: object) -> object:
+        now[0] += 5.0  # the workers starting, on a fake clock
+        return original(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DataLoader, "__iter__", starting)
+    run = run_script(
+        script, ["2"], {}, steps=6, warmup=0, mode=ScriptMode.END_TO_END, clock=lambda: now[0]
+    )
+    assert run.waits_s == (5.0, 0.0, 0.0, 0.0, 5.0, 0.0)  # two epochs of 4 batches
+    assert run.first_batch_s == 5.0

@@ -15,7 +15,8 @@ After `warmup + steps` batches, the next `next()` raises a private exception (a
 `BaseException`, so the script's `except Exception` lets it through), caught around the run:
 no more training happens. Each mode (`ScriptMode`) measures one thing:
 
-- `END_TO_END`: the loop as written, on the real loader;
+- `END_TO_END`: the loop as written, on the real loader (each pass's first wait runs from its
+  `iter(loader)`, where torch starts the workers);
 - `COMPUTE_ONLY`: the loop on one batch fetched once and served again at every `next()`, the
   compute-only ceiling (the loader then costs nothing);
 - `LOADER_ONLY`: the script stops when the loop first iterates the loader, and tfperf
@@ -24,8 +25,8 @@ no more training happens. Each mode (`ScriptMode`) measures one thing:
 
 With CUDA in use, each `next()` first waits for the GPU work queued so far
 (`torch.cuda.synchronize()`), so a step's GPU time is clocked as computing, not as the next
-wait. A new epoch is a new `iter(loader)`: without `persistent_workers` its first `next()` waits
-for the workers to start again, which is counted as that step's wait, as it is in training.
+wait. A new epoch is a new `iter(loader)`: without `persistent_workers` it starts the workers
+again and its first `next()` waits for them, both counted as that step's wait, as in training.
 
 Interface (the framework calls these):
 
@@ -518,6 +519,7 @@ class _Timer:
         self.waits: list[float] = []
         self.computes: list[float] = []
         self._returned: float | None = None  # when the last batch was handed over
+        self._started: float | None = None  # when a new pass's `iter(loader)` was called
         self._cached: list[Any] = []  # COMPUTE_ONLY: the one batch served again
         self._inners: list[Iterator[Any]] = []
 
@@ -542,6 +544,9 @@ class _Timer:
         """
         if not getattr(self.loader, "persistent_workers", False):
             self.close()
+        # torch starts the workers here, in `iter(loader)`, not in the first `next()`: the
+        # pass's first wait runs from now, so an epoch's start-up is clocked as the loop pays it.
+        self._started = self.clock()
         inner = original(self.loader)
         if not any(inner is made for made in self._inners):
             self._inners.append(inner)
@@ -555,6 +560,8 @@ class _Timer:
             self._returned = None
         if len(self.computes) >= self.total:
             raise _Stop
+        if self._started is not None:
+            start, self._started = min(start, self._started), None
         if self._cached:
             batch = self._cached[0]
         else:
