@@ -20,8 +20,11 @@ from tfperf.frameworks.torch._script import (
     ScriptRun,
     profile_script_pipeline,
     run_script,
+    with_start_up,
 )
 from tfperf.frameworks.torch._sites import TorchSites
+from tfperf.measure._analysis import summarise_phase
+from tfperf.results import Phase, PhaseResult, StepRecord
 from tfperf.results.discovery import ArgumentForm
 
 torch = pytest.importorskip("torch")
@@ -244,3 +247,77 @@ def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
     assert all(phase.steps == 6 for phase in result.phases())
     assert result.end_to_end.epochs_crossed >= 1  # the script's one epoch was not the end
     assert found.memory is not None and found.memory.most_workers == 2
+
+
+def test_a_persistent_loader_is_measured_across_the_script_epochs(script: Path) -> None:
+    # A persistent loader hands back the same iterator each epoch; the profiler must still
+    # see a new pass, not a one-shot iterator that ran out.
+    from tfperf.measure import EpochInfo
+    from tfperf.pipeline import load_pipeline
+
+    pipeline = load_pipeline(script, ["1"])  # one epoch of 4 batches
+    pipeline = pipeline.with_discovery(TorchSites().find(pipeline))
+    persistent = f"DataLoader@train.py:{LINE}.persistent_workers"
+    knobs = pipeline.baseline.replace(
+        sites={**pipeline.baseline.sites, WORKERS: 1, persistent: True}
+    )
+    result, found = profile_script_pipeline(
+        pipeline,
+        knobs,
+        steps=6,
+        warmup=1,
+        probes=[],
+        epoch_for=lambda loader: EpochInfo(steps=len(loader)),
+    )
+    assert found.completed and found.options["persistent_workers"] is True
+    assert result.end_to_end.steps == 6 and result.end_to_end.epochs_crossed >= 1
+
+
+def _phase(warm: list[tuple[float, float]], steady: int) -> PhaseResult:
+    """A phase of `warm` (wait, compute) warm-up steps, then `steady` steps of 0.1 s."""
+    records: list[StepRecord] = []
+    start = 0.0
+    for wait, compute in [*warm, *[(0.05, 0.05)] * steady]:
+        records.append(StepRecord(start, wait, compute, 32, 0, warmup=len(records) < len(warm)))
+        start += wait + compute
+    return summarise_phase(Phase.END_TO_END, records, warm[0][0] if warm else 0.05, True, 0)
+
+
+def test_the_workers_start_up_is_paid_once_per_real_epoch() -> None:
+    # Warm-up: 1.05 + 0.3 + 0.1 s for 3 steps that take 0.3 s when steady: 1.15 s of start-up.
+    phase = _phase([(1.0, 0.05), (0.25, 0.05), (0.05, 0.05)], steady=10)
+    assert phase.examples_per_sec == pytest.approx(320.0)  # the steady rate leaves it out
+    epoch = with_start_up(phase, 100)
+    assert epoch.examples_per_sec == pytest.approx(100 * 32 / (100 * 0.1 + 1.15))
+    assert epoch.steps_per_sec == pytest.approx(100 / 11.15)
+    assert epoch.wait_s == phase.wait_s and epoch.steps == phase.steps  # the rest as measured
+    # A longer epoch spreads the same start-up thinner; unknown: the window's own steps.
+    assert with_start_up(phase, 1000).examples_per_sec > epoch.examples_per_sec
+    assert with_start_up(phase, None).examples_per_sec == pytest.approx(320 / 2.15)
+
+
+def test_a_window_with_no_warm_up_left_out_keeps_its_rate() -> None:
+    phase = _phase([], steady=10)  # the start-up, if any, is inside the measured steps
+    assert with_start_up(phase, 100).examples_per_sec == phase.examples_per_sec
+
+
+def test_each_pass_s_worker_start_in_iter_loader_is_clocked_as_its_first_wait(
+    script: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch starts a pass's workers in `iter(loader)`, before any `next()`: a clock started
+    # at `next()` would leave every epoch's start-up out of the script's run.
+    from torch.utils.data import DataLoader
+
+    now = [0.0]
+    original = DataLoader.__iter__
+
+    def starting(self: object) -> object:
+        now[0] += 5.0  # the workers starting, on a fake clock
+        return original(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DataLoader, "__iter__", starting)
+    run = run_script(
+        script, ["2"], {}, steps=6, warmup=0, mode=ScriptMode.END_TO_END, clock=lambda: now[0]
+    )
+    assert run.waits_s == (5.0, 0.0, 0.0, 0.0, 5.0, 0.0)  # two epochs of 4 batches
+    assert run.first_batch_s == 5.0

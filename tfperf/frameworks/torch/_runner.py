@@ -36,7 +36,7 @@ from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
 from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
-from tfperf.frameworks.torch._script import profile_script_pipeline
+from tfperf.frameworks.torch._script import profile_script_pipeline, with_start_up
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
 from tfperf.measure import Budget, EpochInfo, ProgressCallback, batch_examples, profile
@@ -111,6 +111,9 @@ def profile_loader(
             site.name: knobs.sites.get(site.name, site.value) for site in found.discovery.sites
         }
         result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
+        # The script's loop pays its workers' start-up every epoch: rank by the epoch's rate.
+        given = epoch_steps if epoch_steps is not None else _torch.epoch_steps(found.loader)
+        result.end_to_end = with_start_up(result.end_to_end, given)
         return _finished(result, found.loader, found.memory, None)
     built = build(pipeline, knobs)
     loader = built.loader

@@ -15,7 +15,8 @@ After `warmup + steps` batches, the next `next()` raises a private exception (a
 `BaseException`, so the script's `except Exception` lets it through), caught around the run:
 no more training happens. Each mode (`ScriptMode`) measures one thing:
 
-- `END_TO_END`: the loop as written, on the real loader;
+- `END_TO_END`: the loop as written, on the real loader (each pass's first wait runs from its
+  `iter(loader)`, where torch starts the workers);
 - `COMPUTE_ONLY`: the loop on one batch fetched once and served again at every `next()`, the
   compute-only ceiling (the loader then costs nothing);
 - `LOADER_ONLY`: the script stops when the loop first iterates the loader, and tfperf
@@ -24,8 +25,8 @@ no more training happens. Each mode (`ScriptMode`) measures one thing:
 
 With CUDA in use, each `next()` first waits for the GPU work queued so far
 (`torch.cuda.synchronize()`), so a step's GPU time is clocked as computing, not as the next
-wait. A new epoch is a new `iter(loader)`: without `persistent_workers` its first `next()` waits
-for the workers to start again, which is counted as that step's wait, as it is in training.
+wait. A new epoch is a new `iter(loader)`: without `persistent_workers` it starts the workers
+again and its first `next()` waits for them, both counted as that step's wait, as in training.
 
 Interface (the framework calls these):
 
@@ -62,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
 from tfperf.frameworks.torch._sites import THREADS_KNOB, LoaderRecorder, recording
-from tfperf.results import JsonRecord, Phase
+from tfperf.results import JsonRecord, Phase, PhaseResult
 from tfperf.results.discovery import Discovery
 from tfperf.tracebacks import exception_user_frames, format_frames
 
@@ -80,6 +81,7 @@ __all__ = [
     "profile_script",
     "profile_script_pipeline",
     "run_script",
+    "with_start_up",
 ]
 
 #: The measured loader's arguments read back into `ScriptRun.options`.
@@ -430,7 +432,9 @@ class _Restartable:
         iterator = self.original(self.loader)
         if not any(iterator is made for made in self.made):
             self.made.append(iterator)
-        return iterator
+        # A new object each pass: the profiler takes a pass that hands back the iterator it
+        # just finished for a one-shot iterator, and a persistent loader's is the same object.
+        return (batch for batch in iterator)
 
     def close(self) -> None:
         while self.made:
@@ -452,6 +456,30 @@ class _Continued:
 
     def __len__(self) -> int:
         return len(self._loader)
+
+
+def with_start_up(phase: PhaseResult, epoch_steps: int | None) -> PhaseResult:
+    """`phase` with its rate over a real epoch of `epoch_steps` batches, start-up included.
+
+    The steady figures leave out the warm-up: the workers starting, the first batch and the
+    ramp until every worker delivers. A script's loop pays that once per epoch it runs (each
+    `iter(loader)` of a loader without `persistent_workers`; the first with them), so a rate
+    that leaves it out ranks many workers above what the script gets: 32 workers on 2 cores
+    start for seconds in an epoch of a few. The start-up is the warm-up's time beyond what as
+    many steady steps take; it is folded in once per real epoch (the window's own steps when
+    the epoch's length is unknown), and the rate and steps per second are those of the epoch.
+    """
+    warm = phase.warmup
+    if phase.steps < 1 or phase.steps_per_sec <= 0 or warm.steps < 1:
+        return phase  # no warm-up left out: the window's rate already counts the start-up
+    step_s = 1.0 / phase.steps_per_sec
+    start_up_s = max(0.0, warm.duration_s - warm.steps * step_s)
+    steps = epoch_steps if epoch_steps is not None and epoch_steps > 0 else phase.steps
+    epoch_s = steps * step_s + start_up_s
+    per_step = phase.examples / phase.steps
+    return dataclasses.replace(
+        phase, examples_per_sec=steps * per_step / epoch_s, steps_per_sec=steps / epoch_s
+    )
 
 
 def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer | _Profiled) -> None:
@@ -491,6 +519,7 @@ class _Timer:
         self.waits: list[float] = []
         self.computes: list[float] = []
         self._returned: float | None = None  # when the last batch was handed over
+        self._started: float | None = None  # when a new pass's `iter(loader)` was called
         self._cached: list[Any] = []  # COMPUTE_ONLY: the one batch served again
         self._inners: list[Iterator[Any]] = []
 
@@ -515,6 +544,9 @@ class _Timer:
         """
         if not getattr(self.loader, "persistent_workers", False):
             self.close()
+        # torch starts the workers here, in `iter(loader)`, not in the first `next()`: the
+        # pass's first wait runs from now, so an epoch's start-up is clocked as the loop pays it.
+        self._started = self.clock()
         inner = original(self.loader)
         if not any(inner is made for made in self._inners):
             self._inners.append(inner)
@@ -528,6 +560,8 @@ class _Timer:
             self._returned = None
         if len(self.computes) >= self.total:
             raise _Stop
+        if self._started is not None:
+            start, self._started = min(start, self._started), None
         if self._cached:
             batch = self._cached[0]
         else:
