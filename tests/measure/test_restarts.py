@@ -127,11 +127,9 @@ def make_dataset(knobs):
 
 def make_train_step(knobs):
     def step(batch):
-        time.sleep(0.08)
+        time.sleep(0.05)
     return step
 """
-# A batch takes the map ~32 ms against an 80 ms step: between restarts prefetch keeps up even
-# on a loaded host, while one refill of the shuffle (~256 ms) is a fifth of a 10-step window.
 
 
 @pytest.mark.tf
