@@ -99,3 +99,32 @@ def test_the_study_report_advises_on_the_recommended_configuration() -> None:
     card = html[html.index("<h2>GPU memory per process</h2>") :].split("</section>")[0]
     assert FITS in card
     assert '<pre id="best-throughput-gpu-0-code">' in card
+
+
+def test_a_torch_profile_is_told_in_torch_words_with_its_copy() -> None:
+    import dataclasses
+
+    from tfperf.results.stages import LoaderReport
+
+    fake = measured_on_fake_gpu()
+    gpu = dataclasses.replace(fake.gpus[0], torch_allocator_peak_bytes=2 * 1024 * MIB)
+    loader = LoaderReport(
+        workers=2,
+        persistent_workers=False,
+        copy_bytes_per_batch=64 * MIB,
+        copy_s_per_batch=0.012,
+        pinned_copy_s_per_batch=0.0025,
+    )
+    knobs = {**fake.knobs, "pin_memory": False}
+    result = dataclasses.replace(fake, gpus=[gpu], loader=loader, knobs=knobs)
+
+    text = render_summary(result)
+    assert "PyTorch allocator peak 2 GiB" in text
+    assert "Host-to-GPU copy of one batch (64 MiB): 12 ms from pageable memory" in text
+    assert "set pin_memory=True" in text
+    assert "torch.cuda.set_per_process_memory_fraction(0.04, device=0)" in text
+    assert "tf.config" not in text and "TensorFlow first uses" not in text
+    html = render_profile_html(result)
+    assert "PyTorch allocator peak" in html and "Host-to-GPU copy of one batch" in html
+    card = html[html.index("<h2>GPU memory per process</h2>") :].split("</section>")[0]
+    assert "set_per_process_memory_fraction" in card and "tf.config" not in card

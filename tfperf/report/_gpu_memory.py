@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 __all__ = ["gpu_memory_text"]
 
 HEADING = "GPU memory per process (to share one GPU between processes or models):"
-CODE_INTRO = "Give each process this limit before TensorFlow first uses the GPU:"
 
 
 def gpu_memory_text(result: ProfileResult) -> str:
@@ -35,6 +34,6 @@ def gpu_memory_text(result: ProfileResult) -> str:
 def _lines(advice: GpuMemoryAdvice) -> list[str]:
     return [
         f"  {advice.describe()}",
-        f"  {CODE_INTRO}",
+        f"  {advice.code_intro()}",
         *(f"    {line}" for line in advice.code().splitlines()),
     ]

@@ -318,6 +318,11 @@ def _memory(result: ProfileResult) -> str:
                 else ""
             )
             + (
+                f", PyTorch allocator peak {format_bytes(gpu.torch_allocator_peak_bytes)}"
+                if gpu.torch_allocator_peak_bytes is not None
+                else ""
+            )
+            + (
                 f", utilisation {gpu.utilization_mean_percent:.0f}% mean."
                 if gpu.utilization_mean_percent is not None
                 else "."
@@ -325,6 +330,9 @@ def _memory(result: ProfileResult) -> str:
         )
     if not result.gpus:
         lines.append(f"GPU: none measured ({result.gpu_unavailable_reason or 'no GPU'}).")
+    copy = result.host_copy()
+    if copy is not None:
+        lines.append(copy.describe())
     return "\n".join(lines)
 
 

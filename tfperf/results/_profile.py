@@ -29,7 +29,7 @@ from tfperf.results._utilisation import Utilisation
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tfperf.results._gpu_memory import GpuMemoryAdvice
+    from tfperf.results._gpu_memory import GpuMemoryAdvice, HostCopy
 
 SCHEMA_VERSION = 1
 
@@ -156,6 +156,10 @@ class GpuStats:
     process_memory_peak_bytes: int | None
     tf_allocator_peak_bytes: int | None
     memory_samples: list[TimedValue]
+    # Added after schema version 1 shipped: optional, so files written before it still load.
+    # PyTorch's caching allocator at its peak (`torch.cuda.max_memory_allocated`), bytes;
+    # None where torch did not use this GPU or the profile was not a PyTorch one.
+    torch_allocator_peak_bytes: int | None = None
 
 
 @dataclasses.dataclass
@@ -508,6 +512,12 @@ class LoaderReport:
             workers share with the trainer counted once (trainer RSS + workers' private
             pages); None when not sampled.
         workers_ram_peak_bytes: the workers' private pages in that peak.
+        copy_bytes_per_batch: bytes of one batch's tensors, copied host to GPU; None: no
+            CUDA in the profiled process, so no copy was timed.
+        copy_s_per_batch: median seconds to copy them from pageable memory
+            (`.to("cuda")`, then a synchronise).
+        pinned_copy_s_per_batch: median seconds from pinned memory (`.pin_memory()` once,
+            then `.to("cuda", non_blocking=True)` and a synchronise).
     """
 
     workers: int
@@ -521,6 +531,9 @@ class LoaderReport:
     workers_estimate: int | None = None
     host_ram_peak_bytes: int | None = None
     workers_ram_peak_bytes: int | None = None
+    copy_bytes_per_batch: int | None = None
+    copy_s_per_batch: float | None = None
+    pinned_copy_s_per_batch: float | None = None
 
 
 #: The knobs `DatasetOptions` keeps as fields of their own: all but autotune and `others`.
@@ -618,10 +631,22 @@ class ProfileResult(JsonRecord):
         Derived from `gpus` whenever asked (see `tfperf.results.gpu_memory_advice`), so a saved
         result gets it too; `to_dict` writes it for JSON readers, and loading ignores it.
         """
-        from tfperf.results._gpu_memory import gpu_memory_advice
+        from tfperf.results._gpu_memory import MemoryApi, gpu_memory_advice
 
-        found = (gpu_memory_advice(gpu) for gpu in self.gpus)
+        # The one rule for the advice's words: only a DataLoader profile records a loader.
+        api = MemoryApi.TORCH if self.loader is not None else MemoryApi.TENSORFLOW
+        found = (gpu_memory_advice(gpu, api=api) for gpu in self.gpus)
         return [advice for advice in found if advice is not None]
+
+    def host_copy(self) -> HostCopy | None:
+        """The host-to-GPU copy of one batch, pageable and pinned; None when none was timed.
+
+        Derived from `loader` and the `pin_memory` knob whenever asked, as
+        `gpu_memory_advice` is, so a saved result gets its words too.
+        """
+        from tfperf.results._gpu_memory import host_copy
+
+        return host_copy(self.loader, self.knobs.get("pin_memory"))
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record, plus `gpu_memory_advice` derived from `gpus` (never read back)."""

@@ -28,6 +28,9 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     assert loader.wall_s_per_item >= 0.001 > loader.cpu_s_per_item
     assert loader.workers_estimate is not None and loader.workers_estimate >= 1
     assert loader.host_ram_peak_bytes and loader.workers_ram_peak_bytes is not None
+    # No CUDA here: no copy is timed and no GPU gets torch's allocator peak.
+    assert loader.copy_s_per_batch is None and result.host_copy() is None
+    assert all(gpu.torch_allocator_peak_bytes is None for gpu in result.gpus)
     # 6 batches per pass: every pass starts the workers again, the core's restart records.
     assert result.end_to_end.epochs_crossed >= 1
     assert result.restarts is not None and result.restarts.stage == "workers start"

@@ -13,6 +13,9 @@ a blocking read is told apart from computing, named by the line that defines `__
 the host RAM of trainer and workers is read with shared pages once (`_memory`), and the
 limit, the workers that reach it and the advice follow (`_limit`). A training script is
 measured by `_script` and gets the same report.
+
+Where the step used CUDA, the GPUs also get PyTorch's allocator peak (reset as the profile
+starts), and a pipeline file's batch is copied to the GPU apart, pageable and pinned (`_copy`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from tfperf.errors import (
 )
 from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
+from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
 from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
@@ -95,6 +99,7 @@ def profile_loader(
             "out."
         )
     knobs = knobs if knobs is not None else pipeline.baseline
+    _torch.reset_allocator_peaks()
     if pipeline.kind is PipelineKind.SCRIPT:
         result, found = profile_script_pipeline(
             pipeline,
@@ -144,7 +149,10 @@ def profile_loader(
     except EmptyDatasetError as error:
         raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
     one_thread = _one_thread_rate(built.step, loader) if knobs.torch_threads is None else None
-    return _finished(result, loader, memory.peak, one_thread)
+    result = _finished(result, loader, memory.peak, one_thread)
+    if result.loader is not None and _torch.uses_cuda():
+        _attach_copy(result.loader, loader)
+    return result
 
 
 def _finished(
@@ -157,6 +165,8 @@ def _finished(
         report.host_ram_peak_bytes = memory.peak_bytes
         report.workers_ram_peak_bytes = memory.peak.workers_bytes
     result.loader = report
+    for gpu, peak in zip(result.gpus, _torch.allocator_peaks(), strict=False):
+        gpu.torch_allocator_peak_bytes = peak  # torch and NVML list the visible GPUs alike
     result.limit = loader_limit(result, report, cores, one_thread)
     if result.verdict is not Verdict.COMPUTE_BOUND:
         result.advice = loader_advice(result, report)
@@ -207,6 +217,19 @@ def _one_thread_rate(step: Callable[[Any], Any], loader: Any) -> float | None:
         return None
     finally:
         torch.set_num_threads(threads)
+
+
+def _attach_copy(report: LoaderReport, loader: Any) -> None:
+    """Times one of `loader`'s batches copied to the GPU onto `report`; logs if it fails."""
+    try:
+        timing = host_copies(next(iter(_torch.Passes(loader))))
+    except Exception:  # the profile stands without it; the log says why
+        logger.warning("could not time the host-to-GPU copy of a batch", exc_info=True)
+        return
+    if timing is not None:
+        report.copy_bytes_per_batch = timing.bytes_per_batch
+        report.copy_s_per_batch = timing.pageable_s
+        report.pinned_copy_s_per_batch = timing.pinned_s
 
 
 def _loader_report(

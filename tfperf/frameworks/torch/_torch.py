@@ -161,6 +161,26 @@ def uses_cuda() -> bool:
     return bool(torch.cuda.is_available() and torch.cuda.is_initialized())
 
 
+def reset_allocator_peaks() -> None:
+    """Starts the caching allocator's peaks afresh on every GPU, where CUDA is in use.
+
+    A process that has not started CUDA has no peaks yet, and resetting them would start it.
+    """
+    torch = import_torch()
+    if uses_cuda():
+        for index in range(torch.cuda.device_count()):
+            torch.cuda.reset_peak_memory_stats(index)
+
+
+def allocator_peaks() -> list[int]:
+    """Peak bytes the caching allocator handed out on each GPU, in CUDA's order; empty where
+    CUDA is not in use."""
+    torch = import_torch()
+    if not uses_cuda():
+        return []
+    return [int(torch.cuda.max_memory_allocated(i)) for i in range(torch.cuda.device_count())]
+
+
 def synchronise(outputs: Any) -> None:
     """Waits for the GPU's queued work where CUDA is in use; on a CPU the step is done."""
     del outputs  # the step's work is the device's queue, not its outputs
