@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import sys
@@ -149,6 +150,9 @@ def _script_checks(
     path = folder / "train.py"
     source = SCRIPT.format(device=device, size=SIZE[device])
     path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    # Each profile runs in a process of its own under the CLI; here they share one, and the
+    # earlier profiles' CUDA garbage must not reach the script's forked workers.
+    gc.collect()
     pipeline = framework.load(path, ["4"])
     pipeline = pipeline.with_discovery(framework.sites().find(pipeline))
     result = framework.profile(pipeline, pipeline.baseline, steps=STEPS, warmup=WARMUP)
@@ -221,7 +225,7 @@ def _gpu_checks(result: ProfileResult, pinned: bool) -> dict[str, Any]:
         and copy.pageable_s > 0
         and copy.pinned_s > 0,
         "copy_gb_per_s": [copy.pageable_gb_per_s, copy.pinned_gb_per_s] if copy else None,
-        "pinning_advised": copy.pinning_pays if copy else None,
+        "advice_on_pinning": ("pin" if copy.pinning_pays else "none") if copy else None,
         "no_pinning_advice_when_pinned": not (pinned and copy is not None and copy.pinning_pays),
         "pinned_copy_read_back": again.loader is not None
         and again.loader == loader

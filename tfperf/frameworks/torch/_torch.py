@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import inspect
 from collections.abc import Iterator
 from typing import Any
@@ -144,6 +145,10 @@ class Passes:
         self.loader = loader
 
     def __iter__(self) -> Iterator[Any]:
+        if uses_cuda():
+            # A forked worker that collects garbage inherited from the trainer frees its CUDA
+            # tensors there, and CUDA aborts the worker: collect it before the pass forks.
+            gc.collect()
         yield from self.loader
 
 
