@@ -8,11 +8,11 @@ records, in the framework's words ("workers start"), weighed once per real epoch
 batches unless `--epoch-steps` says otherwise). The host probe counts the CPU and memory of
 the whole process tree, workers included.
 
-Then the loader's items are timed apart in the trainer (`_items`: wall and CPU per item, so
-a blocking read is told apart from computing, named by the line that defines `__getitem__`),
-the host RAM of trainer and workers is read with shared pages once (`_memory`), and the
-limit, the workers that reach it and the advice follow (`_limit`). A training script is
-measured by `_script` and gets the same report.
+Then the loader's items are timed apart in the trainer (`_items`: wall and CPU per item, so a
+blocking read is told apart from computing, named by the line that defines `__getitem__`), the host
+RAM of trainer and workers is read with shared pages once (`tfperf.probes.MemorySampler`), and the
+limit, the workers that reach it and the advice follow (`_limit`). A training script is measured by
+`_script` and gets the same report.
 """
 
 from __future__ import annotations
@@ -35,13 +35,12 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
-from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
 from tfperf.frameworks.torch._script import profile_script_pipeline, with_start_up
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
 from tfperf.measure import Budget, EpochInfo, ProgressCallback, batch_examples, profile
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.probes import Probe
+from tfperf.probes import MemoryPeak, MemorySampler, Probe
 from tfperf.results import ProfileResult, Verdict
 from tfperf.results.discovery import Discovery
 from tfperf.results.stages import EpochSource, LoaderReport, StageKind

@@ -61,8 +61,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
-from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
 from tfperf.frameworks.torch._sites import THREADS_KNOB, LoaderRecorder, recording
+from tfperf.probes import MemoryPeak, MemorySampler
 from tfperf.results import JsonRecord, Phase, PhaseResult
 from tfperf.results.discovery import Discovery
 from tfperf.tracebacks import exception_user_frames, format_frames
@@ -170,8 +170,9 @@ class ScriptProfile:
         loader: the measured `DataLoader` itself (its workers shut down), for the framework
             to time its items (`_items.time_items`) and read its options.
         completed: whether all three phases reached their steps.
-        memory: host RAM of the trainer and its workers over the three phases (`_memory`:
-            pages the workers share with the trainer counted once); None if not sampled.
+        memory: host RAM of the trainer and its workers over the three phases
+            (`tfperf.probes.MemorySampler`: pages the workers share with the trainer counted
+            once); None if not sampled.
     """
 
     discovery: Discovery
