@@ -131,3 +131,21 @@ def test_the_reader_reads_the_childrens_private_pages_at_most_once_an_interval(
         assert used is not None and used > 7 * MB  # this process's RSS, the children's kept
     assert calls == [0.0, 1.0, 2.2]
     assert UniqueMemoryReader(2**22 + 12345).read() is None  # no such process
+
+
+def test_a_costly_reading_of_the_children_spaces_the_next_one_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    from tfperf.probes import unique
+
+    now = [0.0]
+    reader = UniqueMemoryReader(os.getpid(), children_interval_s=1.0, clock=lambda: now[0])
+    calls: list[float] = []
+    monkeypatch.setattr(reader, "_read_children", lambda: calls.append(now[0]) or 0)
+    ticks = iter([0.0, 0.2] * 10)  # each reading of the children takes 0.2 s
+    monkeypatch.setattr(unique, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))
+    for now[0] in (0.0, 1.0, 1.9, 2.0, 3.0, 4.0):
+        reader.read()
+    assert calls == [0.0, 2.0, 4.0]  # at least COST_RATIO x 0.2 s apart, not 1 s
