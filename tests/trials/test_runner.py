@@ -130,6 +130,52 @@ def make_train_step(knobs):
     return lambda batch: batch
 """
 
+# The trainer holds a 160 MB array its three forked workers index but never write: they share
+# its pages copy-on-write, so each worker's RSS counts the array (and the trainer's torch)
+# again, while its private pages hold only what it allocated itself.
+SHARES_WITH_WORKERS = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+BASELINE = {"batch_size": 4, "num_workers": 3, "persistent_workers": True}
+HELD = np.ones(20 * 2**20)  # 160 MB, every page touched
+
+
+class Indexes(Dataset):
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, index):
+        return torch.full((2,), float(HELD[index * 1000]))
+
+
+def make_loader(knobs):
+    return DataLoader(
+        Indexes(),
+        batch_size=knobs.batch_size,
+        num_workers=knobs.num_workers,
+        persistent_workers=knobs.persistent_workers,
+        multiprocessing_context="fork",
+    )
+
+
+def make_train_step(knobs):
+    # The naive figure, read by the trainer itself: RSS summed over it and its workers.
+    import pathlib, psutil
+
+    out = pathlib.Path(__file__).with_name("summed_rss")
+
+    def step(batch):
+        tree = [psutil.Process(), *psutil.Process().children(recursive=True)]
+        summed = sum(process.memory_info().rss for process in tree)
+        if summed > int(out.read_text() if out.exists() else 0):
+            out.write_text(str(summed))
+        return batch.sum()
+
+    return step
+"""
+
 KILLS_ITSELF = """
 import os, signal
 
@@ -272,12 +318,28 @@ def test_a_trial_over_the_ram_budget_is_killed(tmp_path, trials_dir):
     assert outcome.status is TrialStatus.RAM_BUDGET, outcome.reason
     assert outcome.peak_rss_bytes > budget
     used = re.fullmatch(
-        r"used ([\d.]+) GiB of host RAM, over the 1\.5 GiB budget \(--ram-budget\)",
+        r"used ([\d.]+) GiB of host RAM \(.+ shared pages once\), over the 1\.5 GiB budget "
+        r"\(--ram-budget\)",
         outcome.reason,
     )
     assert used is not None, outcome.reason
     assert float(used.group(1)) >= 1.5
     assert outcome.wall_s < 60  # killed, not left to finish its sleep
+    _assert_nothing_left(trials_dir)
+
+
+def test_dataloader_workers_are_not_charged_for_the_trainers_shared_pages(tmp_path, trials_dir):
+    pytest.importorskip("torch")
+    # Trainer and workers' private pages come to about 0.43 GB here; RSS summed, about 1.5 GB.
+    budget = int(0.75 * GIB)
+    pipeline = _write(tmp_path, SHARES_WITH_WORKERS)
+    request = TrialRequest(pipeline, Knobs(batch_size=4, num_workers=3), steps=6, warmup=1)
+    outcome = run_trial(request, Budgets(ram_bytes=budget, timeout_s=120))
+
+    assert outcome.status is TrialStatus.COMPLETE, outcome.reason
+    summed = int((tmp_path / "summed_rss").read_text())
+    assert summed > budget > outcome.peak_rss_bytes  # RSS summed would have pruned it
+    assert outcome.peak_rss_bytes > 160 * 10**6  # the trainer's array counts, once
     _assert_nothing_left(trials_dir)
 
 
@@ -597,7 +659,8 @@ def test_exits_are_classified():
 
 def test_reasons_name_the_figure_the_limit_and_the_option():
     assert ram_reason(int(1.21 * GIB), GIB) == (
-        "used 1.21 GiB of host RAM, over the 1 GiB budget (--ram-budget)"
+        "used 1.21 GiB of host RAM (the trial's resident pages and its subprocesses' private "
+        "ones: shared pages once), over the 1 GiB budget (--ram-budget)"
     )
     assert gpu_reason(3 * GIB, 2 * GIB) == (
         "used 3 GiB of GPU memory, over the 2 GiB budget (--gpu-memory-budget)"

@@ -16,14 +16,26 @@ from tfperf.probes.base import Probe, RunningStats, Series
 from tfperf.probes.host import HostProbe, TreeUsage, read_tree
 from tfperf.probes.nvml import NvmlProbe
 from tfperf.probes.sampler import Sampler
+from tfperf.probes.unique import (
+    MemoryPeak,
+    MemorySampler,
+    UniqueMemory,
+    UniqueMemoryReader,
+    unique_memory,
+)
 
 __all__ = [
     "HostProbe",
+    "MemoryPeak",
+    "MemorySampler",
     "NvmlProbe",
     "Probe",
     "RunningStats",
     "Sampler",
     "Series",
     "TreeUsage",
+    "UniqueMemory",
+    "UniqueMemoryReader",
     "read_tree",
+    "unique_memory",
 ]

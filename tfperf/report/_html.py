@@ -33,6 +33,7 @@ from tfperf.report import _study_summary as ss
 from tfperf.report._alt import TextAlternative, text_alternative
 from tfperf.report._buffers import buffer_rows, buffers_summary
 from tfperf.report._distribution import distribution_rows
+from tfperf.report._loader import loader_view
 from tfperf.report._text import order_flag
 from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.report._words import knob_value
@@ -196,6 +197,7 @@ def profile_section(
             else None
         ),
         "emulated": emulated_note(result),
+        "loader": loader_view(result.loader) if result.loader is not None else None,
         "utilisation": utilisation_words(result),
     }
     section["memory_chart"] = charts.add(f"{prefix}-memory", rc.memory_figure(section["memory"]))

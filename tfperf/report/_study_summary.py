@@ -130,6 +130,10 @@ class Summary:
     patch: PatchBlock | None = None
     # The recommendation is the baseline: no snippet, no patch, no changes to show.
     keeps_baseline: bool = False
+    # The framework's own rule of thumb (PyTorch's `num_workers` = cores), where it was measured.
+    vs_rule: Speedup | None = None
+    # What the tuned calls are, in the framework's words: "tf.data" or "DataLoader".
+    code_words: str = "tf.data"
 
 
 def measured_configurations(snapshot: StudySnapshot) -> list[Measurement]:
@@ -151,7 +155,8 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
     keep = vs_baseline is not None and keeps_baseline(best, vs_baseline)
     changes = training_changes(best, baseline) if baseline and not keep else []
     snippets = not keep and not best.knobs.sites
-    framework = tune.framework if tune is not None else "tensorflow"
+    framework = _framework(snapshot, tune)
+    rule = by_label.get("rule")
     return Summary(
         rows=_rows(measured, choice),
         vs_baseline=vs_baseline,
@@ -165,6 +170,18 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
         remeasured=snapshot.remeasured,
         patch=None if keep else patch_block(snapshot, best, baseline, tune),
         keeps_baseline=keep,
+        vs_rule=speedup(best, rule) if rule and rule is not best else None,
+        code_words="DataLoader" if framework == "torch" else "tf.data",
+    )
+
+
+def _framework(snapshot: StudySnapshot, tune: TuneResult | None) -> str:
+    """The tuned pipeline's framework: the tune's own word, else a stored profile's loader."""
+    if tune is not None:
+        return tune.framework
+    profiles = (snapshot.best_result, snapshot.baseline_result)
+    return (
+        "torch" if any(p is not None and p.loader is not None for p in profiles) else "tensorflow"
     )
 
 

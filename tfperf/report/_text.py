@@ -6,6 +6,7 @@ from tfperf.knobs import format_value
 from tfperf.report._buffers import buffers_text
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
+from tfperf.report._loader import loader_text, loader_view
 from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
 from tfperf.report._utilisation import utilisation_text
@@ -380,21 +381,4 @@ def _budget(result: ProfileResult) -> str:
 
 def _loader(loader: LoaderReport) -> str:
     """A DataLoader's workers, items and collate, and its host RAM with shared pages once."""
-    kept = "kept across epochs" if loader.persistent_workers else "started at each epoch"
-    workers = f"{loader.workers} worker{'s' * (loader.workers != 1)}"
-    lines = [f"DataLoader: {workers}" + (f", {kept}" if loader.workers else " (in the trainer)")]
-    if loader.wall_s_per_item is not None and loader.cpu_s_per_item is not None:
-        where = f" ({loader.item_where})" if loader.item_where else ""
-        lines.append(
-            f"  items: {format_seconds(loader.wall_s_per_item)} wall, "
-            f"{format_seconds(loader.cpu_s_per_item)} CPU each in {loader.item_function}{where}"
-        )
-    if loader.collate_wall_s_per_batch is not None:
-        lines.append(f"  collate: {format_seconds(loader.collate_wall_s_per_batch)} per batch")
-    if loader.host_ram_peak_bytes is not None:
-        lines.append(
-            f"  host RAM of trainer and workers: peak {format_bytes(loader.host_ram_peak_bytes)}"
-            f", the workers' own pages {format_bytes(loader.workers_ram_peak_bytes or 0)} "
-            "(pages shared with the trainer counted once)"
-        )
-    return "\n".join(lines)
+    return loader_text(loader_view(loader))

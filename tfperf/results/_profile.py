@@ -535,6 +535,17 @@ class LoaderReport:
     copy_s_per_batch: float | None = None
     pinned_copy_s_per_batch: float | None = None
 
+    @property
+    def items_wait(self) -> bool | None:
+        """Whether an item mostly waits on something other than the CPU (a blocking read).
+
+        True when its CPU time is under half its wall time: then workers beyond the cores
+        still help. None when the items were not timed.
+        """
+        if self.wall_s_per_item is None or self.cpu_s_per_item is None:
+            return None
+        return self.cpu_s_per_item < self.wall_s_per_item / 2
+
 
 #: The knobs `DatasetOptions` keeps as fields of their own: all but autotune and `others`.
 _OPTION_FIELDS = frozenset(field.name for field in dataclasses.fields(DatasetOptions)) - {

@@ -34,10 +34,12 @@ class TrialStatus(str, Enum):
 class TrialOutcome:
     """How one trial ended and what it cost.
 
-    `result` is set only for COMPLETE; `reason` says why any other trial ended ("" when
-    complete). `peak_rss_bytes` is the highest tree RSS the parent sampled (0 if it never got a
-    reading); `peak_gpu_bytes` is None unless a GPU budget was enforced and NVML reported the
-    child's memory. `wall_s` runs from the child's start to its end.
+    `result` is set only for COMPLETE; `reason` says why any other trial ended ("" when complete).
+    `peak_rss_bytes` is the highest host RAM of the trial's process tree the parent sampled, shared
+    pages once: the trial process's RSS plus its subprocesses' private pages (a DataLoader's workers
+    are not charged for the trainer's pages they share; 0 if it never got a reading; the name is
+    kept so saved studies read); `peak_gpu_bytes` is None unless a GPU budget was enforced and NVML
+    reported the child's memory. `wall_s` runs from the child's start to its end.
     """
 
     status: TrialStatus

@@ -3,18 +3,23 @@
 Every trial runs `python -m tfperf.trials._worker` (see `tfperf.trials._worker` for the protocol) in
 a session of its own: a fresh TensorFlow with the trial's precision policy set before its model,
 memory figures that are the trial's alone, and a crash, hang or out-of-memory kill that takes down
-only the child. The parent watches the child's process tree every `poll_interval_s`; over a budget,
-past the timeout, or when `on_progress` asks to prune, it kills the whole process group with SIGKILL
-and records why. A Ctrl-C in the terminal does not reach the child (it leads its own session); the
-parent kills it on the way out instead. POSIX only: it relies on process groups.
+only the child. The parent watches the child's process tree every `poll_interval_s` (its host RAM
+counted with shared pages once: the child's RSS plus its own children's private pages, see
+`tfperf.probes.UniqueMemoryReader`, so a DataLoader's forked workers are not charged again for the
+trainer's pages they share); over a budget, past the timeout, or when `on_progress` asks to prune,
+it kills the whole process group with SIGKILL and records why. A Ctrl-C in the terminal does not
+reach the child (it leads its own session); the parent kills it on the way out instead. POSIX only:
+it relies on process groups.
 
 Example:
     >>> outcome = run_trial(
     ...     TrialRequest(Path("pipeline.py"), Knobs(batch_size=64), steps=50),
     ...     Budgets(ram_bytes=8 * 2**30, timeout_s=600),
     ... )  # doctest: +SKIP
-    >>> outcome.status, outcome.reason  # doctest: +SKIP
-    (<TrialStatus.RAM_BUDGET: 'ram-budget'>, 'used 8.2 GiB of host RAM, over the 8 GiB budget ...')
+    >>> outcome.status  # doctest: +SKIP
+    <TrialStatus.RAM_BUDGET: 'ram-budget'>
+    >>> outcome.reason  # doctest: +SKIP
+    "used 8.2 GiB of host RAM (the trial's resident pages and ...), over the 8 GiB budget ..."
 """
 
 from __future__ import annotations
@@ -35,13 +40,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-import psutil
-
 from tfperf.errors import ResultFileError
 from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
-from tfperf.probes import NvmlProbe, read_tree
+from tfperf.probes import NvmlProbe, UniqueMemoryReader
 from tfperf.results import ProfileResult, TrialOutcome, TrialStatus
 from tfperf.results.discovery import Discovery
 from tfperf.trials._evidence import (
@@ -77,7 +80,6 @@ RAM_BUDGET_OPTION = "--ram-budget"
 GPU_BUDGET_OPTION = "--gpu-memory-budget"
 TIMEOUT_OPTION = "--trial-timeout"
 
-_RELIST_INTERVAL_S = 1.0  # as HostProbe: listing a tree costs more than reading it
 _READER_JOIN_S = 5.0
 _LOG_TAIL_LINES = 10
 _LOG_TAIL_BYTES = 64 * 1024
@@ -121,7 +123,9 @@ class TrialRequest:
 class Budgets:
     """Limits a trial is killed for crossing; None means no limit.
 
-    `ram_bytes`: resident memory of the child's whole process tree, summed (bytes).
+    `ram_bytes`: host RAM of the child's whole process tree, shared pages once: the child's
+    resident memory plus each of its descendants' private pages (bytes). A DataLoader's
+    workers share the trainer's pages copy-on-write; those count once, in the trainer.
     `gpu_memory_bytes`: GPU memory NVML attributes to the child's tree, the sum over GPUs of
     each GPU's peak (bytes); enforced only where `gpu_budget_problem()` returns None.
     `timeout_s`: wall-clock seconds from the child's start, TensorFlow's import included.
@@ -293,7 +297,8 @@ def signal_reason(signum: int, log_tail: str = "", oom_killed: bool | None = Non
 
 def ram_reason(used_bytes: int, budget_bytes: int) -> str:
     return (
-        f"used {format_bytes(used_bytes)} of host RAM, over the {format_bytes(budget_bytes)} "
+        f"used {format_bytes(used_bytes)} of host RAM (the trial's resident pages and its "
+        f"subprocesses' private ones: shared pages once), over the {format_bytes(budget_bytes)} "
         f"budget ({RAM_BUDGET_OPTION})"
     )
 
@@ -371,7 +376,7 @@ class _Watch:
             daemon=True,
         )
         self._reader.start()
-        self._tree = _TreeMemory(child.pid)
+        self._tree = UniqueMemoryReader(child.pid)
         self._gpu = _gpu_probe(child.pid) if budgets.gpu_memory_bytes is not None else None
 
     def run(self, poll_interval_s: float) -> _Stop | None:
@@ -421,11 +426,11 @@ class _Watch:
             return _Stop(TrialStatus.TIMEOUT, timeout_reason(budgets.timeout_s))
         if budgets.stall_s is not None and time.monotonic() - self.last_message > budgets.stall_s:
             return _Stop(TrialStatus.TIMEOUT, stall_reason(budgets.stall_s))
-        rss = self._tree.rss_bytes()
-        if rss is not None:
-            self.peak_rss = max(self.peak_rss, rss)
-            if budgets.ram_bytes is not None and rss > budgets.ram_bytes:
-                return _Stop(TrialStatus.RAM_BUDGET, ram_reason(rss, budgets.ram_bytes))
+        used = self._tree.read()
+        if used is not None:
+            self.peak_rss = max(self.peak_rss, used)
+            if budgets.ram_bytes is not None and used > budgets.ram_bytes:
+                return _Stop(TrialStatus.RAM_BUDGET, ram_reason(used, budgets.ram_bytes))
         if self._gpu is not None and budgets.gpu_memory_bytes is not None:
             gpu = _gpu_peak(self._gpu, elapsed)
             if gpu is not None:
@@ -433,31 +438,6 @@ class _Watch:
                 if gpu > budgets.gpu_memory_bytes:
                     return _Stop(TrialStatus.GPU_BUDGET, gpu_reason(gpu, budgets.gpu_memory_bytes))
         return None
-
-
-class _TreeMemory:
-    """RSS of a process and its descendants, re-listing them at most once a second."""
-
-    def __init__(self, pid: int) -> None:
-        try:
-            self._process: psutil.Process | None = psutil.Process(pid)
-        except psutil.Error:
-            self._process = None
-        self._children: list[psutil.Process] = []
-        self._listed_at: float | None = None
-
-    def rss_bytes(self) -> int | None:
-        """The tree's summed RSS; None once the process is gone (its exit is handled elsewhere)."""
-        if self._process is None:
-            return None
-        now = time.monotonic()
-        try:
-            if self._listed_at is None or now - self._listed_at >= _RELIST_INTERVAL_S:
-                self._children = self._process.children(recursive=True)
-                self._listed_at = now
-            return read_tree(self._process, self._children).rss_bytes
-        except psutil.Error:
-            return None
 
 
 def _gpu_probe(pid: int) -> NvmlProbe | None:

@@ -6,9 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from tests.frameworks.torch import pipelines
 from tfperf import frameworks
+from tfperf.report import render_profile_html
+from tfperf.report._loader import loader_view
+from tfperf.report._text import render_summary
 from tfperf.results.stages import StageKind
 
 pytest.importorskip("torch")
@@ -38,6 +42,13 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     assert result.knobs["num_workers"] == 2 and "num_parallel_calls" not in result.knobs
     assert result.limit is not None
     assert result.limit.examples_per_sec >= result.end_to_end.examples_per_sec
+    # The report's DataLoader block: the same rows in the terminal and the HTML.
+    page, text = render_profile_html(result), render_summary(result)
+    rows = loader_view(loader).rows
+    assert {label for label, _ in rows} >= {"first batch", "items", "workers estimate"}
+    for label, words in rows:
+        assert f"  {label}: {words}" in text
+        assert f"<tr><th>{escape(label)}</th><td>{escape(words)}</td></tr>" in page
 
 
 def test_persistent_workers_keep_one_iterator_yet_every_pass_restarts(tmp_path: Path):

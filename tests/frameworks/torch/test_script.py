@@ -20,11 +20,8 @@ from tfperf.frameworks.torch._script import (
     ScriptRun,
     profile_script_pipeline,
     run_script,
-    with_start_up,
 )
 from tfperf.frameworks.torch._sites import TorchSites
-from tfperf.measure._analysis import summarise_phase
-from tfperf.results import Phase, PhaseResult, StepRecord
 from tfperf.results.discovery import ArgumentForm
 
 torch = pytest.importorskip("torch")
@@ -271,34 +268,6 @@ def test_a_persistent_loader_is_measured_across_the_script_epochs(script: Path) 
     )
     assert found.completed and found.options["persistent_workers"] is True
     assert result.end_to_end.steps == 6 and result.end_to_end.epochs_crossed >= 1
-
-
-def _phase(warm: list[tuple[float, float]], steady: int) -> PhaseResult:
-    """A phase of `warm` (wait, compute) warm-up steps, then `steady` steps of 0.1 s."""
-    records: list[StepRecord] = []
-    start = 0.0
-    for wait, compute in [*warm, *[(0.05, 0.05)] * steady]:
-        records.append(StepRecord(start, wait, compute, 32, 0, warmup=len(records) < len(warm)))
-        start += wait + compute
-    return summarise_phase(Phase.END_TO_END, records, warm[0][0] if warm else 0.05, True, 0)
-
-
-def test_the_workers_start_up_is_paid_once_per_real_epoch() -> None:
-    # Warm-up: 1.05 + 0.3 + 0.1 s for 3 steps that take 0.3 s when steady: 1.15 s of start-up.
-    phase = _phase([(1.0, 0.05), (0.25, 0.05), (0.05, 0.05)], steady=10)
-    assert phase.examples_per_sec == pytest.approx(320.0)  # the steady rate leaves it out
-    epoch = with_start_up(phase, 100)
-    assert epoch.examples_per_sec == pytest.approx(100 * 32 / (100 * 0.1 + 1.15))
-    assert epoch.steps_per_sec == pytest.approx(100 / 11.15)
-    assert epoch.wait_s == phase.wait_s and epoch.steps == phase.steps  # the rest as measured
-    # A longer epoch spreads the same start-up thinner; unknown: the window's own steps.
-    assert with_start_up(phase, 1000).examples_per_sec > epoch.examples_per_sec
-    assert with_start_up(phase, None).examples_per_sec == pytest.approx(320 / 2.15)
-
-
-def test_a_window_with_no_warm_up_left_out_keeps_its_rate() -> None:
-    phase = _phase([], steady=10)  # the start-up, if any, is inside the measured steps
-    assert with_start_up(phase, 100).examples_per_sec == phase.examples_per_sec
 
 
 def test_each_pass_s_worker_start_in_iter_loader_is_clocked_as_its_first_wait(

@@ -12,8 +12,8 @@ or measure. Every touch of torch's version-dependent API is in `_torch`.
 An ordinary training script with its own loop over a `DataLoader` is measured as it runs
 (`_script`: the step clock taken from the loader's iterator), its `DataLoader(...)` calls found
 and patched as call sites (`_sites`); the items are timed by `_items` and the host RAM of the
-trainer and its workers sampled by `_memory`, shared pages counted once. Where the step uses
-CUDA, one batch's copy to the GPU is timed pageable and pinned by `_copy`.
+trainer and its workers sampled by `tfperf.probes.MemorySampler`, shared pages counted once.
+Where the step uses CUDA, one batch's copy to the GPU is timed pageable and pinned by `_copy`.
 """
 
 from __future__ import annotations

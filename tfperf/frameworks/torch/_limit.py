@@ -117,7 +117,7 @@ def _items_advice(loader: LoaderReport) -> str:
     what = (
         f"Each item of `{loader.item_function}`{where} takes {wall:.3g} ms, {cpu:.3g} ms of it CPU"
     )
-    if cpu < wall / 2:
+    if loader.items_wait:
         what += ": it waits on something other than the CPU, so workers beyond the cores help"
     sentence = f"{what}."
     if loader.workers_estimate is not None and loader.workers_estimate != loader.workers:

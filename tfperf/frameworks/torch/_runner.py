@@ -5,14 +5,16 @@ to end (wait vs compute per step), the loader alone, and the step alone on a cac
 Every pass the loop starts is a fresh iterator of the loader, which without
 `persistent_workers` starts its worker processes again: those restarts are the core's restart
 records, in the framework's words ("workers start"), weighed once per real epoch (`len(loader)`
-batches unless `--epoch-steps` says otherwise). The host probe counts the CPU and memory of
-the whole process tree, workers included.
+batches unless `--epoch-steps` says otherwise). End to end is then the rate of a real epoch,
+its workers' start-up charged as `_epoch.with_start_up` says, for a script and a pipeline file
+alike: the tuner ranks trials by it. The host probe counts the CPU and memory of the whole
+process tree, workers included.
 
-Then the loader's items are timed apart in the trainer (`_items`: wall and CPU per item, so
-a blocking read is told apart from computing, named by the line that defines `__getitem__`),
-the host RAM of trainer and workers is read with shared pages once (`_memory`), and the
-limit, the workers that reach it and the advice follow (`_limit`). A training script is
-measured by `_script` and gets the same report.
+Then the loader's items are timed apart in the trainer (`_items`: wall and CPU per item, so a
+blocking read is told apart from computing, named by the line that defines `__getitem__`), the host
+RAM of trainer and workers is read with shared pages once (`tfperf.probes.MemorySampler`), and the
+limit, the workers that reach it and the advice follow (`_limit`). A training script is measured by
+`_script` and gets the same report.
 
 Where the step used CUDA, the GPUs also get PyTorch's allocator peak (reset as the profile
 starts), and a pipeline file's batch is copied to the GPU apart, pageable and pinned (`_copy`).
@@ -37,16 +39,16 @@ from tfperf.errors import (
 from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._copy import host_copies
+from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
-from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
-from tfperf.frameworks.torch._script import profile_script_pipeline, with_start_up
+from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
 from tfperf.measure import Budget, EpochInfo, ProgressCallback, batch_examples, profile
 from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.probes import Probe
-from tfperf.results import ProfileResult, Verdict
+from tfperf.probes import MemoryPeak, MemorySampler, Probe
+from tfperf.results import PhaseResult, ProfileResult, Verdict
 from tfperf.results.discovery import Discovery
 from tfperf.results.stages import EpochSource, LoaderReport, StageKind
 from tfperf.tracebacks import exception_user_frames, format_frames
@@ -116,13 +118,13 @@ def profile_loader(
             site.name: knobs.sites.get(site.name, site.value) for site in found.discovery.sites
         }
         result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
-        # The script's loop pays its workers' start-up every epoch: rank by the epoch's rate.
         given = epoch_steps if epoch_steps is not None else _torch.epoch_steps(found.loader)
-        result.end_to_end = with_start_up(result.end_to_end, given)
+        result.end_to_end = _per_epoch(result, given, _torch.loader_options(found.loader))
         return _finished(result, found.loader, found.memory, None)
     built = build(pipeline, knobs)
     loader = built.loader
     options = _torch.loader_options(loader)
+    epoch = _epoch(loader, options, epoch_steps)
     try:
         with MemorySampler() as memory:
             result = profile(
@@ -135,7 +137,7 @@ def profile_loader(
                 knobs=_as_run(knobs, options),
                 probes=probes,
                 progress=progress,
-                epoch=_epoch(loader, options, epoch_steps),
+                epoch=epoch,
                 sync=_torch.synchronise,
                 max_seconds=Budget(budget_s).phase_s,
             )
@@ -148,11 +150,26 @@ def profile_loader(
         raise _explained(error, what, pipeline) from error.__cause__
     except EmptyDatasetError as error:
         raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
+    result.end_to_end = _per_epoch(result, epoch.steps, options)
     one_thread = _one_thread_rate(built.step, loader) if knobs.torch_threads is None else None
     result = _finished(result, loader, memory.peak, one_thread)
     if result.loader is not None and _torch.uses_cuda():
         _attach_copy(result.loader, loader)
     return result
+
+
+def _per_epoch(
+    result: ProfileResult, epoch_steps: int | None, options: dict[str, Any]
+) -> PhaseResult:
+    """End to end at the rate of a real epoch, start-up included (`_epoch.with_start_up`).
+
+    Scripts and pipeline files alike: the tuner ranks trials by this rate, so a loader that
+    starts its workers at every epoch pays for it against one that keeps them.
+    """
+    restarts = starts_each_epoch(options["num_workers"], options["persistent_workers"])
+    return with_start_up(
+        result.end_to_end, epoch_steps, restarts_workers=restarts, restart=result.restarts
+    )
 
 
 def _finished(
@@ -184,7 +201,7 @@ def _epoch(loader: Any, options: dict[str, Any], given: int | None) -> EpochInfo
     steps, source = given, EpochSource.GIVEN
     if steps is None:
         steps, source = _torch.epoch_steps(loader), EpochSource.CARDINALITY
-    starts = options["num_workers"] > 0 and not options["persistent_workers"]
+    starts = starts_each_epoch(options["num_workers"], options["persistent_workers"])
     return EpochInfo(
         steps=steps,
         source=source,

@@ -61,9 +61,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
-from tfperf.frameworks.torch._memory import MemoryPeak, MemorySampler
 from tfperf.frameworks.torch._sites import THREADS_KNOB, LoaderRecorder, recording
-from tfperf.results import JsonRecord, Phase, PhaseResult
+from tfperf.probes import MemoryPeak, MemorySampler
+from tfperf.results import JsonRecord, Phase
 from tfperf.results.discovery import Discovery
 from tfperf.tracebacks import exception_user_frames, format_frames
 
@@ -81,7 +81,6 @@ __all__ = [
     "profile_script",
     "profile_script_pipeline",
     "run_script",
-    "with_start_up",
 ]
 
 #: The measured loader's arguments read back into `ScriptRun.options`.
@@ -170,8 +169,9 @@ class ScriptProfile:
         loader: the measured `DataLoader` itself (its workers shut down), for the framework
             to time its items (`_items.time_items`) and read its options.
         completed: whether all three phases reached their steps.
-        memory: host RAM of the trainer and its workers over the three phases (`_memory`:
-            pages the workers share with the trainer counted once); None if not sampled.
+        memory: host RAM of the trainer and its workers over the three phases
+            (`tfperf.probes.MemorySampler`: pages the workers share with the trainer counted
+            once); None if not sampled.
     """
 
     discovery: Discovery
@@ -456,30 +456,6 @@ class _Continued:
 
     def __len__(self) -> int:
         return len(self._loader)
-
-
-def with_start_up(phase: PhaseResult, epoch_steps: int | None) -> PhaseResult:
-    """`phase` with its rate over a real epoch of `epoch_steps` batches, start-up included.
-
-    The steady figures leave out the warm-up: the workers starting, the first batch and the
-    ramp until every worker delivers. A script's loop pays that once per epoch it runs (each
-    `iter(loader)` of a loader without `persistent_workers`; the first with them), so a rate
-    that leaves it out ranks many workers above what the script gets: 32 workers on 2 cores
-    start for seconds in an epoch of a few. The start-up is the warm-up's time beyond what as
-    many steady steps take; it is folded in once per real epoch (the window's own steps when
-    the epoch's length is unknown), and the rate and steps per second are those of the epoch.
-    """
-    warm = phase.warmup
-    if phase.steps < 1 or phase.steps_per_sec <= 0 or warm.steps < 1:
-        return phase  # no warm-up left out: the window's rate already counts the start-up
-    step_s = 1.0 / phase.steps_per_sec
-    start_up_s = max(0.0, warm.duration_s - warm.steps * step_s)
-    steps = epoch_steps if epoch_steps is not None and epoch_steps > 0 else phase.steps
-    epoch_s = steps * step_s + start_up_s
-    per_step = phase.examples / phase.steps
-    return dataclasses.replace(
-        phase, examples_per_sec=steps * per_step / epoch_s, steps_per_sec=steps / epoch_s
-    )
 
 
 def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer | _Profiled) -> None:

@@ -11,14 +11,15 @@ import numpy as np
 import psutil
 import pytest
 
-from tfperf.frameworks.torch._memory import (
-    HostMemory,
+from tfperf.probes.unique import (
     Measure,
     MemoryPeak,
     MemorySampler,
     ProcessMemory,
     Role,
-    host_memory,
+    UniqueMemory,
+    UniqueMemoryReader,
+    unique_memory,
 )
 
 torch = pytest.importorskip("torch")
@@ -91,9 +92,9 @@ def test_trainer_and_workers_agree_with_the_processes_unique_memory() -> None:
 def test_the_sampler_keeps_the_peak_reading_and_a_running_mean() -> None:
     totals = iter([100, 300, 200, 250, 150, 120, 110])
 
-    def read(pid: int | None) -> HostMemory:
+    def read(pid: int | None) -> UniqueMemory:
         total = next(totals)
-        return HostMemory(
+        return UniqueMemory(
             (
                 ProcessMemory(1, Role.TRAINER, total - 10, Measure.RSS),
                 ProcessMemory(2, Role.WORKER, 10, Measure.USS),
@@ -108,6 +109,43 @@ def test_the_sampler_keeps_the_peak_reading_and_a_running_mean() -> None:
 
 
 def test_a_reading_of_this_process_has_its_trainer_first() -> None:
-    reading = host_memory()
+    reading = unique_memory()
     assert reading.processes[0].role is Role.TRAINER and reading.trainer_bytes > 0
     assert "trainer" in reading.describe()
+
+
+def test_the_reader_reads_the_childrens_private_pages_at_most_once_an_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [0.0]
+    reader = UniqueMemoryReader(os.getpid(), children_interval_s=1.0, clock=lambda: now[0])
+    calls: list[float] = []
+
+    def read_children() -> int:
+        calls.append(now[0])
+        return 7 * MB
+
+    monkeypatch.setattr(reader, "_read_children", read_children)
+    for now[0] in (0.0, 0.1, 0.5, 0.99, 1.0, 1.5, 2.2):
+        used = reader.read()
+        assert used is not None and used > 7 * MB  # this process's RSS, the children's kept
+    assert calls == [0.0, 1.0, 2.2]
+    assert UniqueMemoryReader(2**22 + 12345).read() is None  # no such process
+
+
+def test_a_costly_reading_of_the_children_spaces_the_next_one_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import types
+
+    from tfperf.probes import unique
+
+    now = [0.0]
+    reader = UniqueMemoryReader(os.getpid(), children_interval_s=1.0, clock=lambda: now[0])
+    calls: list[float] = []
+    monkeypatch.setattr(reader, "_read_children", lambda: calls.append(now[0]) or 0)
+    ticks = iter([0.0, 0.2] * 10)  # each reading of the children takes 0.2 s
+    monkeypatch.setattr(unique, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))
+    for now[0] in (0.0, 1.0, 1.9, 2.0, 3.0, 4.0):
+        reader.read()
+    assert calls == [0.0, 2.0, 4.0]  # at least COST_RATIO x 0.2 s apart, not 1 s
