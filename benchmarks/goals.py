@@ -79,27 +79,28 @@ def check_autotune(record: PipelineRecord) -> Check:
     """Tuned >= AUTOTUNE within noise; clearly above it where AUTOTUNE cannot reach; at least
     the pipeline's `autotune_goal` times AUTOTUNE where it has one."""
     target = record.autotune_goal
-    goal = "tuned clearly above AUTOTUNE" if record.beyond_autotune else "tuned >= AUTOTUNE"
+    name = record.reference
+    goal = f"tuned clearly above {name}" if record.beyond_autotune else f"tuned >= {name}"
     if target is not None:
-        goal = f"tuned >= {target:g}x AUTOTUNE"
+        goal = f"tuned >= {target:g}x {name}"
     found = ratio(record.tuned.end_to_end, record.autotune.end_to_end)
     if found is None:
         return Check(goal, None, "no figure", _missing(record))
-    measured = f"{found.value:.2f}x ± {found.spread:.2f}"
+    measured = f"{found.value:.2f}x ± {found.plus_minus:.2f}"
     if target is not None:
         if found.value >= target:
             return Check(goal, True, measured)
         return Check(goal, False, measured, _below_target(record, target))
     if record.beyond_autotune:
-        met = found.value - found.spread > 1
+        met = found.value - found.plus_minus > 1
     else:
-        met = found.value + found.spread >= 1
+        met = found.value + found.plus_minus >= 1
     if met:
         return Check(goal, True, measured)
     changes = _changes(record.autotune.knobs, record.tuned.knobs)
     if not changes:
         note = (
-            "tfperf's own re-measurement chose the AUTOTUNE configuration itself, so the two "
+            f"tfperf's own re-measurement chose the {name} configuration itself, so the two "
             "columns are one configuration measured twice"
         )
         note += (
@@ -110,9 +111,9 @@ def check_autotune(record: PipelineRecord) -> Check:
         )
     else:
         note = (
-            f"The tuned configuration differs from AUTOTUNE in {changes}. tfperf chose it by "
+            f"The tuned configuration differs from {name} in {changes}. tfperf chose it by "
             f"the median of its own interleaved re-measurement; measured again here it is "
-            f"{measured} of AUTOTUNE, so the gain is smaller than this machine's run-to-run "
+            f"{measured} of {name}, so the gain is smaller than this machine's run-to-run "
             "noise. More rounds (`--rounds`, `--repeats`) or longer runs (`--steps`) would "
             "separate them; a quieter machine too."
         )
@@ -123,16 +124,17 @@ def _below_target(record: PipelineRecord, target: float) -> str:
     model = record.tuning.model
     if model is None:
         return (
-            f"tuned stays below {target:g}x AUTOTUNE and the study recorded no pipeline model "
-            "(the baseline's stage analysis measured nothing), so the search had no thread "
+            f"tuned stays below {target:g}x {record.reference} and the study recorded no "
+            "pipeline model (the baseline's stage analysis measured nothing), so the search "
+            "had no thread "
             "counts to aim at."
         )
     ceiling = model.limit / max(median(record.autotune.end_to_end), 1e-9)
     return (
         f"The limit is {model.limit:,.0f} examples/s ({model.bound_by}), "
-        f"{ceiling:.1f}x AUTOTUNE: "
+        f"{ceiling:.1f}x {record.reference}: "
         + (
-            f"even the limit is below {target:g}x AUTOTUNE here. {model.explanation}"
+            f"even the limit is below {target:g}x {record.reference} here. {model.explanation}"
             if ceiling < target
             else "the limit allows the goal, so the search or the estimate fell short; see "
             "the limit and estimate rows."

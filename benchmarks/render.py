@@ -156,8 +156,10 @@ def _throughput(record: BenchRecord) -> str:
         "names which. It is stated under the tuned configuration's training setting: where "
         "the tuned configuration changes the batch size or the precision, the model alone was "
         "timed under that setting in the baseline trial, and the limit under the baseline's "
-        "own setting follows in brackets. A ratio marked (noise) is within the sum of its two "
-        "figures' spreads.",
+        "own setting follows in brackets. A ratio's ± is the sum of its two figures' relative "
+        "spreads times the ratio; one marked (noise) holds 1 within it. AUTOTUNE stands for "
+        "each pipeline's second reference: PyTorch's rule (num_workers = cores) for a "
+        "DataLoader.",
         [
             "pipeline",
             "baseline",
@@ -392,7 +394,7 @@ def _rate(values: Sequence[float]) -> str:
 def _ratio(found: Ratio | None) -> str:
     if found is None:
         return "n/a"
-    text = f"{found.value:.2f}x ± {found.spread:.2f}"
+    text = f"{found.value:.2f}x ± {found.plus_minus:.2f}"
     return text if found.significant else f"{text} (noise)"
 
 
@@ -400,7 +402,7 @@ def _same_as(pipeline: PipelineRecord) -> str:
     # The runner measures identical knobs once, so such columns share their figures.
     for reference in (pipeline.autotune, pipeline.baseline):
         if reference.knobs == pipeline.tuned.knobs:
-            return f" (= {'AUTOTUNE' if reference is pipeline.autotune else 'baseline'})"
+            return f" (= {pipeline.reference if reference is pipeline.autotune else 'baseline'})"
     return ""
 
 

@@ -243,7 +243,8 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
     """`new` over `old` by medians; significant only if the gain exceeds both figures' noise.
 
     The spread of a ratio is taken as the sum of the two relative spreads (a first-order
-    bound), and a gain counts only when `ratio - 1` is larger than that spread.
+    bound), so the ratio is known to `ratio × spread` either way, the "± x" every report
+    prints. A gain counts only when 1 lies outside that interval: a "3.14x ± 3.14" is noise.
     """
     if old.median <= 0:
         return Speedup(ratio=0.0, spread=0.0, significant=False)
@@ -251,7 +252,10 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
     spread = new.spread + old.spread
     known = new.spread_known and old.spread_known
     return Speedup(
-        ratio=ratio, spread=spread, significant=abs(ratio - 1) > spread, spread_known=known
+        ratio=ratio,
+        spread=spread,
+        significant=abs(ratio - 1) > ratio * spread,
+        spread_known=known,
     )
 
 
@@ -353,7 +357,7 @@ TRAINING_CHANGE_MARGIN = 1.2
 def worth_changing_training(gain: Speedup, margin: float = TRAINING_CHANGE_MARGIN) -> bool:
     """Whether `gain` (a change to training over the best input-only configuration) clears
     `margin` beyond the noise: a ratio of at least `margin`, and a gain beyond the measured
-    noise (`Speedup.significant`).
+    noise (`Speedup.significant`: 1 lies outside the "± x" reports print).
 
     Example:
         >>> worth_changing_training(Speedup(1.06, 0.05, True))
@@ -387,8 +391,8 @@ def input_only_choice(
         >>> base = Measurement("baseline", 0, {"batch_size": 32}, [100.0, 100.0], 0, None)
         >>> bigger = Measurement("trial 4", 4, {"batch_size": 64}, [104.0, 110.0], 0, None)
         >>> choice = input_only_choice([base, bigger], base)
-        >>> choice.best.label, choice.fastest.label, choice.gain.significant
-        ('baseline', 'trial 4', False)
+        >>> choice.best.label, choice.fastest.label, round(choice.gain.ratio, 2)
+        ('baseline', 'trial 4', 1.07)
     """
     measured = eligible(measured, baseline)
     fastest = max(measured, key=lambda m: m.selection_median)
