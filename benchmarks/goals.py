@@ -264,9 +264,20 @@ def _restart_note(record: PipelineRecord, share: float, restart: float) -> str:
     """Tuned below the limit because each epoch restarts: the limit is a steady-state rate."""
     tuned = record.tuned
     stage = f"`{tuned.restart_stage}`" if tuned.restart_stage else "the pipeline"
-    return (
+    gap = (
         f"The gap is the restart, which the limit (a steady-state rate) does not count: each "
-        f"epoch ({tuned.epoch_steps} steps) restarts the dataset and the first step waits "
+        f"epoch ({tuned.epoch_steps} steps) "
+    )
+    if record.reference != "AUTOTUNE":  # a framework's own rule: a DataLoader's passes
+        return gap + (
+            f"begins a new pass of the DataLoader and its first batch waits "
+            f"{median(tuned.restart_s):.2f} s while the workers fill their queues again: "
+            f"{restart:.0%} of the tuned epoch's time, against a gap of {1 - share:.0%}. "
+            "Longer epochs make it a smaller share; without persistent_workers each pass "
+            "also starts the workers again."
+        )
+    return gap + (
+        f"restarts the dataset and the first step waits "
         f"{median(tuned.restart_s):.2f} s while {stage} refills: {restart:.0%} of the tuned "
         f"epoch's time, against a gap of {1 - share:.0%}. repeat() before the shuffle (the "
         "dataset never restarts) or a smaller shuffle buffer would lift it."

@@ -39,7 +39,7 @@ from benchmarks.render_model import (
     training_section,
 )
 from benchmarks.render_zero_change import check_zero_change, zero_change_section
-from tfperf.knobs import format_value
+from tfperf.knobs import format_value, framework_knobs
 from tfperf.units import format_bytes
 
 _MARKS = {True: "yes", False: "**no**", None: "n/a"}
@@ -368,7 +368,7 @@ def _configurations(record: BenchRecord) -> str:
     lines = ["## Configurations", ""]
     for pipeline in record.pipelines:
         baseline = pipeline.baseline.knobs
-        lines.append(f"- **{pipeline.name}** baseline: {_knobs(baseline)}")
+        lines.append(f"- **{pipeline.name}** baseline: {_knobs(_own_knobs(pipeline, baseline))}")
         lines.append(
             f"  - {pipeline.reference} changes: "
             f"{describe_changes(baseline, pipeline.autotune.knobs)}"
@@ -427,6 +427,14 @@ def _trial_figures(trial: Trial) -> str:
     """A trial's figure, then its re-measured median in brackets when it has one."""
     figure = f"{trial.examples_per_sec:,.0f}"
     return figure if trial.remeasured is None else f"{figure} [{trial.remeasured:,.0f}]"
+
+
+def _own_knobs(pipeline: PipelineRecord, knobs: dict[str, object]) -> dict[str, object]:
+    """The knobs of `pipeline`'s framework: a DataLoader's (its reference is PyTorch's rule)
+    has no tf.data ones, whatever the record's defaults hold."""
+    if pipeline.reference == "AUTOTUNE":
+        return knobs
+    return {name: value for name, value in knobs.items() if name in framework_knobs("torch")}
 
 
 def _knobs(knobs: dict[str, object]) -> str:
