@@ -243,7 +243,7 @@ def speedup(new: Measurement, old: Measurement) -> Speedup:
     """`new` over `old` by medians; significant only if the gain exceeds both figures' noise.
 
     The spread of a ratio is taken as the sum of the two relative spreads (a first-order
-    bound), so the ratio is known to `ratio × spread` either way, the "± x" every report
+    bound), so the ratio is known to `ratio * spread` either way, the "± x" every report
     prints. A gain counts only when 1 lies outside that interval: a "3.14x ± 3.14" is noise.
     """
     if old.median <= 0:
