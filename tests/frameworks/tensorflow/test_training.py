@@ -51,7 +51,7 @@ def test_each_setting_is_timed_on_a_batch_built_under_it(write_pipeline, caplog)
 
 
 def test_the_faster_of_a_settings_windows_counts_with_its_own_cpu_time():
-    from tfperf.frameworks.tensorflow._training import Window, fastest_window
+    from tfperf.measure.training import Window, fastest_window
 
     slowed = Window(steps=10, wall_s=0.5, cpu_s=1.2)  # something else ran meanwhile
     clean = Window(steps=14, wall_s=0.4, cpu_s=0.7)

@@ -7,8 +7,6 @@ be stated per setting. Each setting costs one build and about `seconds` of steps
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,14 +14,12 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.knobs import Knobs
 from tfperf.measure import batch_examples
+from tfperf.measure.training import probe_settings, time_step, training_rate
 from tfperf.pipeline import PipelineFile
 from tfperf.results import TrainingRate
 
-logger = logging.getLogger(__name__)
-
-#: Timed seconds per setting, after `_UNTIMED_STEPS` untimed steps.
+#: Timed seconds per setting, after the untimed steps.
 PROBE_SECONDS = 0.3
-_UNTIMED_STEPS, _MAX_STEPS = 2, 200
 
 
 def probe_training(
@@ -37,31 +33,17 @@ def probe_training(
     A setting whose build or step fails is left out with a warning: the search still runs it
     as a trial, which names the error; the probe only aims the estimate.
     """
-    rates: list[TrainingRate] = []
-    for setting in settings:
-        changed = knobs.replace(**dict(setting), num_workers=0)  # one batch: no workers
-        try:
-            rates.append(_probe_one(pipeline, changed, seconds))
-        except Exception:  # the trial that runs this setting reports the error properly
-            logger.warning("could not time the step under %s", dict(setting), exc_info=True)
-    return rates
+    return probe_settings(
+        settings,
+        # One batch is all the probe takes: no workers to start.
+        lambda setting: _probe_one(
+            pipeline, knobs.replace(**dict(setting), num_workers=0), seconds
+        ),
+    )
 
 
 def _probe_one(pipeline: PipelineFile, knobs: Knobs, seconds: float) -> TrainingRate:
     built = build(pipeline, knobs)
     batch = next(iter(built.loader))
-    for _ in range(_UNTIMED_STEPS):
-        _torch.synchronise(built.step(batch))
-    steps, start, start_cpu = 0, time.perf_counter(), time.process_time()
-    while steps < _MAX_STEPS and (steps < 3 or time.perf_counter() - start < seconds):
-        _torch.synchronise(built.step(batch))
-        steps += 1
-    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
-    examples = batch_examples(batch) * steps
-    return TrainingRate(
-        batch_size=knobs.batch_size,
-        mixed_precision=str(knobs.mixed_precision.value),
-        examples_per_sec=examples / wall,
-        model_cpu_s_per_example=cpu / examples if cpu > 0 else None,
-        steps=steps,
-    )
+    window = time_step(built.step, batch, _torch.synchronise, seconds)
+    return training_rate(knobs, batch_examples(batch), window)
