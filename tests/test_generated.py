@@ -13,6 +13,7 @@ import types
 
 import pytest
 
+from tests.fakes.stages import first_element_stat
 from tests.generated import Generated, family
 from tfperf.measure._restarts import attribute
 from tfperf.results.stages import (
@@ -20,7 +21,6 @@ from tfperf.results.stages import (
     RestartCost,
     StageKind,
     StageStat,
-    StageUnit,
     memory_account,
 )
 
@@ -62,25 +62,7 @@ def _stats(member: Generated) -> list[StageStat]:
         parameters = {"batch_size": member.batch} if kind is StageKind.BATCH else {}
         if kind is StageKind.MAP:
             parameters = {"num_parallel_calls": member.parallelism}
-        stats.append(
-            StageStat(
-                index=index,
-                kind=kind,
-                label=label,
-                location=None,
-                parameters=parameters,
-                unit=StageUnit.EXAMPLE,
-                elements_per_sec=rate,
-                examples_per_sec=rate,
-                cpu_s_per_element=None,
-                cpu_s_per_example=None,
-                added_s_per_example=None,
-                added_cpu_s_per_example=None,
-                elements=100,
-                duration_s=0.5,
-                first_element_s=first_s,
-            )
-        )
+        stats.append(first_element_stat(index, kind, label, first_s, rate, parameters, 100))
     return stats
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
+from tests.fakes.stages import first_element_stat
 from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.measure._analysis import summarise_phase
 from tfperf.measure._profiler import profile
@@ -19,7 +20,7 @@ from tfperf.measure._restarts import (
 )
 from tfperf.pipeline import load_pipeline
 from tfperf.results import Phase, ProfileResult, StepRecord, Verdict
-from tfperf.results.stages import EpochSource, StageKind, StageStat, StageUnit
+from tfperf.results.stages import EpochSource, StageKind
 
 # 4 steps an epoch; the first step of each later epoch waits 1 s for a shuffle buffer.
 WAITS = [1.0, 0.001, 0.001, 0.001]
@@ -162,34 +163,14 @@ def test_cardinality_is_the_real_epoch_when_none_is_given(write_pipeline):
     assert "refills its buffer" in result.advice and "add prefetch" not in result.advice
 
 
-def _stat(index, kind, label, first_s, rate, parameters=None):
-    return StageStat(
-        index=index,
-        kind=kind,
-        label=label,
-        location=None,
-        parameters=parameters or {},
-        unit=StageUnit.EXAMPLE,
-        elements_per_sec=rate,
-        examples_per_sec=rate,
-        cpu_s_per_element=None,
-        cpu_s_per_example=None,
-        added_s_per_example=None,
-        added_cpu_s_per_example=None,
-        elements=10,
-        duration_s=0.5,
-        first_element_s=first_s,
-    )
-
-
 # Four file names, shuffled, decoded on one thread at 0.2 s each, in batches of 2: a fresh
 # start waits 0.4 s for its first batch, all of it the decode's.
 FOUR_FILES = [
-    _stat(0, StageKind.SOURCE, "list_files", 0.001, 4000.0),
-    _stat(1, StageKind.SHUFFLE, "shuffle(256)", 0.002, 4000.0, {"buffer_size": 256}),
-    _stat(2, StageKind.MAP, "map(decode)", 0.202, 5.0),
-    _stat(3, StageKind.BATCH, "batch(2)", 0.402, 2.5, {"batch_size": 2}),
-    _stat(4, StageKind.PREFETCH, "prefetch(1)", 0.403, 2.5, {"buffer_size": 1}),
+    first_element_stat(0, StageKind.SOURCE, "list_files", 0.001, 4000.0),
+    first_element_stat(1, StageKind.SHUFFLE, "shuffle(256)", 0.002, 4000.0, {"buffer_size": 256}),
+    first_element_stat(2, StageKind.MAP, "map(decode)", 0.202, 5.0),
+    first_element_stat(3, StageKind.BATCH, "batch(2)", 0.402, 2.5, {"batch_size": 2}),
+    first_element_stat(4, StageKind.PREFETCH, "prefetch(1)", 0.403, 2.5, {"buffer_size": 1}),
 ]
 
 
