@@ -54,14 +54,17 @@ def time_step(
     sync: Callable[[Any], None],
     seconds: float,
     windows: int = 1,
+    max_steps: int = MAX_STEPS,
 ) -> Window:
-    """`step` on `batch` after `UNTIMED_STEPS`: the fastest of `windows` timed windows.
+    """`step` on `batch` after `UNTIMED_STEPS`: the fastest of `windows` timed windows, each
+    of at least `seconds` and `MIN_STEPS` steps, at most `max_steps`.
 
     `sync` waits for what a step queued (a GPU's work), so each step is timed whole.
     """
     for _ in range(UNTIMED_STEPS):
         sync(step(batch))
-    return fastest_window([_timed(step, batch, sync, seconds) for _ in range(windows)])
+    timed = [_timed(step, batch, sync, seconds, max_steps) for _ in range(windows)]
+    return fastest_window(timed)
 
 
 def training_rate(knobs: Knobs, examples_per_batch: int, window: Window) -> TrainingRate:
@@ -90,12 +93,16 @@ def probe_settings(
 
 
 def _timed(
-    step: Callable[[Any], Any], batch: Any, sync: Callable[[Any], None], seconds: float
+    step: Callable[[Any], Any],
+    batch: Any,
+    sync: Callable[[Any], None],
+    seconds: float,
+    max_steps: int,
 ) -> Window:
     """Steps run, wall seconds and process CPU seconds, for at least `seconds` of steps."""
     cpu_start, start = time.process_time(), time.perf_counter()
     steps = 0
-    while steps < MAX_STEPS and (steps < MIN_STEPS or time.perf_counter() - start < seconds):
+    while steps < max_steps and (steps < MIN_STEPS or time.perf_counter() - start < seconds):
         sync(step(batch))
         steps += 1
     return Window(steps, time.perf_counter() - start, time.process_time() - cpu_start)

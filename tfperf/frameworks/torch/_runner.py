@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
 from tfperf.measure import Budget, EpochInfo, ProgressCallback, batch_examples, profile
+from tfperf.measure.training import time_step
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.probes import MemoryPeak, MemorySampler, Probe
 from tfperf.results import PhaseResult, ProfileResult, Verdict
@@ -151,10 +151,15 @@ def profile_loader(
     except EmptyDatasetError as error:
         raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
     result.end_to_end = _per_epoch(result, epoch.steps, options)
-    one_thread = _one_thread_rate(built.step, loader) if knobs.torch_threads is None else None
+    on_one_thread, copied = knobs.torch_threads is None, _torch.uses_cuda()
+    # One more pass (its workers started once) serves both the one-thread step and the copy.
+    batch = _one_batch(loader) if on_one_thread or copied else None
+    one_thread = (
+        _one_thread_rate(built.step, batch) if on_one_thread and batch is not None else None
+    )
     result = _finished(result, loader, memory.peak, one_thread)
-    if result.loader is not None and _torch.uses_cuda():
-        _attach_copy(result.loader, loader)
+    if result.loader is not None and copied and batch is not None:
+        _attach_copy(result.loader, batch)
     return result
 
 
@@ -210,8 +215,17 @@ def _epoch(loader: Any, options: dict[str, Any], given: int | None) -> EpochInfo
     )
 
 
-def _one_thread_rate(step: Callable[[Any], Any], loader: Any) -> float | None:
-    """Examples/s of the step alone on one batch with one operator thread, None if it fails.
+def _one_batch(loader: Any) -> Any | None:
+    """One batch from a fresh pass of `loader`; None (logged) if the loader fails now."""
+    try:
+        return next(iter(_torch.Passes(loader)))
+    except Exception:  # what needs the batch stands on the profile alone
+        logger.warning("could not take a batch after the profile", exc_info=True)
+        return None
+
+
+def _one_thread_rate(step: Callable[[Any], Any], batch: Any) -> float | None:
+    """Examples/s of the step alone on `batch` with one operator thread, None if it fails.
 
     torch's default (a thread per core) spends a small step's time handing work between
     threads, and the workers need the cores too: the step's ceiling is the better of this
@@ -220,15 +234,9 @@ def _one_thread_rate(step: Callable[[Any], Any], loader: Any) -> float | None:
     torch = _torch.import_torch()
     threads = torch.get_num_threads()
     try:
-        batch = next(iter(_torch.Passes(loader)))
         torch.set_num_threads(1)
-        for _ in range(2):
-            _torch.synchronise(step(batch))
-        steps, start = 0, time.perf_counter()
-        while steps < 3 or (time.perf_counter() - start < ONE_THREAD_SECONDS and steps < 500):
-            _torch.synchronise(step(batch))
-            steps += 1
-        return batch_examples(batch) * steps / (time.perf_counter() - start)
+        window = time_step(step, batch, _torch.synchronise, ONE_THREAD_SECONDS, max_steps=500)
+        return batch_examples(batch) * window.steps / window.wall_s
     except Exception:  # the limit stands on the compute-only phase alone
         logger.warning("could not time the step on one thread", exc_info=True)
         return None
@@ -236,10 +244,10 @@ def _one_thread_rate(step: Callable[[Any], Any], loader: Any) -> float | None:
         torch.set_num_threads(threads)
 
 
-def _attach_copy(report: LoaderReport, loader: Any) -> None:
-    """Times one of `loader`'s batches copied to the GPU onto `report`; logs if it fails."""
+def _attach_copy(report: LoaderReport, batch: Any) -> None:
+    """Times `batch` copied to the GPU onto `report`; logs if it fails."""
     try:
-        timing = host_copies(next(iter(_torch.Passes(loader))))
+        timing = host_copies(batch)
     except Exception:  # the profile stands without it; the log says why
         logger.warning("could not time the host-to-GPU copy of a batch", exc_info=True)
         return
