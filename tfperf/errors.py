@@ -63,3 +63,8 @@ class OutputPathError(TfperfError):
 class ServiceError(TfperfError):
     """The tf.data service failed under tfperf: its dispatcher cannot be reached or went away,
     a worker died, or a port it needs is in use. The CLI exits with status 3."""
+
+
+class ServiceAddressError(TfperfError):
+    """`--service` names an address where something other than a tf.data service dispatcher
+    answers: a wrong flag, not a service that failed, so the CLI exits with status 2."""

@@ -17,18 +17,22 @@ Example:
 from __future__ import annotations
 
 import errno
+import json
+import math
 import os
 import re
 import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tfperf.errors import OutputPathError
 
 __all__ = [
     "check_output_path",
     "check_separate",
+    "json_text",
     "rescue_path",
     "safe_stem",
     "same_file",
@@ -37,6 +41,26 @@ __all__ = [
 
 #: Where a file may go when its own path fails at the end of a run (see `rescue_path`).
 _FALLBACK_PREFIX = "tfperf-"
+
+
+def json_text(data: Any, *, indent: int | None = 2) -> str:
+    """`data` as strict JSON: a float that is not finite (NaN, infinity) becomes null.
+
+    Python's `json` writes NaN by default, which JSON does not have: strict parsers (`jq`,
+    JavaScript's `JSON.parse`, Go, Rust) reject the whole file. A figure that could not be
+    measured is unknown, which JSON says with null.
+    """
+    return json.dumps(_finite(data), indent=indent, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def check_output_path(path: Path, option: str) -> Path:

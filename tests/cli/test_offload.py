@@ -93,7 +93,7 @@ def test_offload_end_to_end_keeps_what_it_measured_when_a_worker_dies(
     status = main(["offload", str(path), *limits, *model, *outputs])
     out, err = capsys.readouterr()
     assert status == EXIT_SERVICE, err
-    assert f"tf.data service worker 2 (cores 1) (pid {killed[0]}) was killed by signal 9 " in err
+    assert f"tf.data service worker 2 (cores 1) (pid {killed[0]}) died: killed by signal 9 " in err
     assert "during the verify with 2 worker(s)" in err
     data = json.loads((tmp_path / "o.json").read_text())
     assert data["cut"] == "batch(8)" and data["cores_per_worker"] == 1
@@ -105,6 +105,54 @@ def test_offload_end_to_end_keeps_what_it_measured_when_a_worker_dies(
     assert "tf.data service worker(s) of 1 core(s) feed the model" in out
     assert "How many tf.data service workers" in (tmp_path / "o.html").read_text()
     assert _serve_children(os.getpid()) == []
+
+
+def test_a_worker_killed_while_it_starts_ends_offload_saying_it_died(
+    capsys, monkeypatch, write_pipeline, tmp_path
+):
+    """Issue 54: the error path read the worker's log after closing it ("internal error:
+    ValueError: seek of closed file"). Now: exit 3, one message that says the worker died."""
+    from tfperf.frameworks.tensorflow._service import _offload
+
+    spawn = _offload.spawn_workers
+
+    def spawn_and_kill(count: int, first: int = 1):  # type: ignore[no-untyped-def]
+        children = spawn(count, first)
+        os.kill(children[0].process.pid, signal.SIGKILL)
+        return children
+
+    monkeypatch.setattr(_offload, "spawn_workers", spawn_and_kill)
+    outputs = ["--json", str(tmp_path / "o.json"), "--html", str(tmp_path / "o.html")]
+    limits = ["--max-cores", "1", "--max-workers", "1", "--quiet"]
+    path = write_pipeline(SMALL)
+    status = main(["offload", str(path), *limits, "--model-examples-per-sec", "1e7", *outputs])
+    err = capsys.readouterr().err
+    assert status == EXIT_SERVICE, err
+    assert "tf.data service worker 1 (pid " in err and ") died: killed by signal 9" in err, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert err.count("tfperf: error:") == 1, err
+    assert _serve_children(os.getpid()) == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "words"),
+    [
+        ("--port", "70000", "a TCP port from 1 to 65535"),
+        ("--network-gbps", "nan", "a bandwidth in Gb/s above 0"),
+        ("--network-gbps", "0", "a bandwidth in Gb/s above 0"),
+        ("--network-gbps", "inf", "a bandwidth in Gb/s above 0"),
+        ("--model-examples-per-sec", "nan", "a rate in examples/s above 0"),
+    ],
+)
+def test_an_impossible_number_is_refused_by_the_parser(capsys, flag, value, words):
+    """Issue 54: `--port 70000` was "internal error: OverflowError", `--network-gbps nan`
+    wrote NaN into the JSON, and `--network-gbps 0` was refused in seconds."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["offload", "p.py", flag, value])
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stopped.value.code == EXIT_USAGE
+    assert f"argument {flag}: must be {words}" in said and value in said, said
+    assert "seconds" not in said
 
 
 def test_a_stage_the_service_cannot_run_stops_offload_before_measuring(capsys, write_pipeline):
@@ -155,3 +203,18 @@ def test_sigterm_stops_offload_and_every_process_it_started(write_pipeline, tmp_
     assert process.returncode == 143, err
     assert "tfperf: terminated (SIGTERM)." in err
     assert [child for child in started if child.is_running() and child.status() != "zombie"] == []
+
+
+def test_result_json_never_holds_nan():
+    """Issue 54: NaN reached the JSON, which strict parsers (jq, JSON.parse) reject."""
+    from tfperf.outputs import json_text
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in the JSON")
+
+    text = json_text({"gbps": float("nan"), "rates": [1.5, float("inf")], "name": "x"})
+    assert json.loads(text, parse_constant=refuse) == {
+        "gbps": None,
+        "rates": [1.5, None],
+        "name": "x",
+    }

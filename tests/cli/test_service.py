@@ -153,3 +153,41 @@ def _children() -> list[psutil.Process]:
             continue
         found.append(child)
     return found
+
+
+def test_a_port_that_is_not_a_dispatcher_is_refused_up_front_with_exit_2(capsys, write_pipeline):
+    """Issue 54: a server that is not a dispatcher (here a bare TCP listener) used to pass the
+    check, stall the measurement for minutes and blame `make_dataset` with exit 1."""
+    with socket.socket() as listener:
+        listener.bind(("localhost", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        path = write_pipeline(SMALL)
+        status = main(["profile", str(path), "--service", f"grpc://localhost:{port}", "--quiet"])
+    err = capsys.readouterr().err
+    assert status == EXIT_USAGE, err
+    assert f"--service grpc://localhost:{port}: something listens there, but it is not a " in err
+    assert "make_dataset" not in err and "internal error" not in err
+
+
+def test_an_ipv6_address_in_brackets_reaches_a_live_dispatcher(capsys, write_pipeline, tmp_path):
+    """Issue 54: `grpc://[::1]:PORT` was refused with a dispatcher running there."""
+    import tensorflow as tf
+
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer(service.DispatcherConfig(port=0))
+    port = dispatcher.target.rpartition(":")[2]
+    worker = service.WorkerServer(
+        service.WorkerConfig(dispatcher_address=f"localhost:{port}", heartbeat_interval_ms=200)
+    )
+    try:
+        outputs = ["--json", str(tmp_path / "p.json"), "--html", str(tmp_path / "p.html")]
+        window = ["--steps", "5", "--min-seconds", "0", "--quiet", "--debug"]
+        path = write_pipeline(SMALL)
+        target = f"grpc://[::1]:{port}"
+        status = main(["profile", str(path), "--service", target, *window, *outputs])
+    finally:
+        worker.stop()
+        dispatcher.stop()
+    assert status == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "p.json").read_text())["knobs"]["service"] == target

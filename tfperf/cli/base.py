@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import argparse
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from tfperf.errors import KnobError
@@ -49,6 +50,21 @@ def knob_assignment(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def check_assignments(
+    assignments: Sequence[tuple[str, Any]], framework: str, *, shown: str, option: str
+) -> None:
+    """Refuses `--set`/`--fix` knobs that act only in another framework's pipelines: they
+    are checked as names when parsed, and against the file's framework once it is known.
+
+    Raises:
+        KnobError: naming the knob, the file and the knobs its framework takes.
+    """
+    from tfperf.pipeline import check_framework_knobs
+
+    names = [name for name, _ in assignments]
+    check_framework_knobs(names, framework, shown=shown, source=option)
+
+
 def _parse_scalar(raw: str) -> Any:
     lowered = raw.lower()
     if lowered in ("true", "false"):
@@ -61,12 +77,12 @@ def _parse_scalar(raw: str) -> Any:
         return raw
 
 
-def _bounded_int(text: str, *, lowest: int, meaning: str) -> int:
+def _bounded_int(text: str, *, lowest: int, meaning: str, highest: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be {meaning}, but got {text!r}") from None
-    if value < lowest:
+    if value < lowest or (highest is not None and value > highest):
         raise argparse.ArgumentTypeError(f"must be {meaning}, but got {value}")
     return value
 
@@ -103,11 +119,41 @@ def non_negative_seconds(text: str) -> float:
 
 
 def positive_float(text: str) -> float:
-    """argparse type for durations in seconds, > 0."""
+    """argparse type for durations in seconds, > 0 and finite."""
+    return _positive(text, "a number of seconds above 0, e.g. 30")
+
+
+def gigabits_per_second(text: str) -> float:
+    """argparse type for a bandwidth in Gbit/s (`--network-gbps`), > 0 and finite."""
+    return _positive(text, "a bandwidth in Gb/s above 0, e.g. 10 for a 10 Gb/s link")
+
+
+def examples_per_second(text: str) -> float:
+    """argparse type for a rate in examples/s (`--model-examples-per-sec`), > 0 and finite."""
+    return _positive(text, "a rate in examples/s above 0, e.g. 2000")
+
+
+def _positive(text: str, meaning: str) -> float:
+    # float() takes "nan" and "inf": neither is a measure of anything, and NaN would pass
+    # every comparison below and reach the result JSON.
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, but got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0 seconds, but got {value:g}")
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be {meaning}, but got {text!r}")
     return value
+
+
+#: The highest TCP port.
+_PORTS = 65535
+
+
+def port_number(text: str) -> int:
+    """argparse type for a TCP port: 1 to 65535, or 0 for a free one the OS picks."""
+    return _bounded_int(
+        text,
+        lowest=0,
+        highest=_PORTS,
+        meaning=f"a TCP port from 1 to {_PORTS}, or 0 for any free one",
+    )

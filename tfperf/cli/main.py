@@ -37,6 +37,7 @@ from tfperf.errors import (
     OutputPathError,
     PipelineFileError,
     ResultFileError,
+    ServiceAddressError,
     ServiceError,
     TfperfError,
 )
@@ -70,6 +71,7 @@ def _usage_errors() -> tuple[type[TfperfError], ...]:
         KnobError,
         ResultFileError,
         OutputPathError,
+        ServiceAddressError,
         StorageError,
         StudyMismatchError,
     )

@@ -18,8 +18,11 @@ from tfperf.cli._common_args import add_output_arguments, add_pipeline_argument
 from tfperf.cli._outputs import check_outputs, profile_stem
 from tfperf.cli.base import (
     Command,
+    check_assignments,
+    examples_per_second,
+    gigabits_per_second,
     knob_assignment,
-    non_negative_int,
+    port_number,
     positive_float,
     positive_int,
 )
@@ -61,7 +64,7 @@ class OffloadCommand(Command):
         )
         parser.add_argument(
             "--model-examples-per-sec",
-            type=positive_float,
+            type=examples_per_second,
             default=None,
             metavar="R",
             help="the rate the model consumes, examples/s, e.g. of the accelerator you train "
@@ -69,7 +72,7 @@ class OffloadCommand(Command):
         )
         parser.add_argument(
             "--network-gbps",
-            type=positive_float,
+            type=gigabits_per_second,
             default=None,
             metavar="G",
             help="bandwidth between the workers and the trainer, Gbit/s (default: unbounded)",
@@ -103,7 +106,7 @@ class OffloadCommand(Command):
         )
         parser.add_argument(
             "--port",
-            type=non_negative_int,
+            type=port_number,
             default=0,
             metavar="P",
             help="the local dispatcher's port (default: 0, any free one)",
@@ -139,6 +142,7 @@ class OffloadCommand(Command):
             )
         framework.start(owns_process=True)
         pipeline = framework.load(args.pipeline, getattr(args, "script_args", ()))
+        check_assignments(args.overrides, framework.name, shown=str(args.pipeline), option="--set")
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         settings = OffloadSettings(
             seconds=args.seconds,

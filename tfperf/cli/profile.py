@@ -35,6 +35,7 @@ from tfperf.cli._scaling import add_scaling_argument, with_scaling
 from tfperf.cli._stall import DEFAULT_STALL_S, add_stall_argument, stall_limit, stall_message
 from tfperf.cli.base import (
     Command,
+    check_assignments,
     knob_assignment,
     non_negative_seconds,
     positive_float,
@@ -151,6 +152,9 @@ class ProfileCommand(Command):
         if (announced := framework.announce(pipeline)) is not None:
             _status(announced, args)
         check_loaded(outputs, pipeline)
+        check_assignments(
+            args.overrides, pipeline.framework, shown=str(args.pipeline), option="--set"
+        )
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
         knobs = _through_service(args, framework, pipeline, knobs)

@@ -31,6 +31,7 @@ from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
 from tfperf.cli.base import (
     Command,
     byte_size,
+    check_assignments,
     knob_assignment,
     positive_float,
     positive_int,
@@ -247,6 +248,7 @@ class TuneCommand(Command):
         pipeline = load_pipeline(
             args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
         )
+        check_assignments(args.fixes, pipeline.framework, shown=str(args.pipeline), option="--fix")
         announced = frameworks.get(pipeline.framework).announce(pipeline)
         if announced is not None and not args.quiet:
             print(announced, file=sys.stderr, flush=True)

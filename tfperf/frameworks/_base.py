@@ -162,6 +162,26 @@ class Framework(abc.ABC):
     hook: ClassVar[str]
     #: The function a pipeline file defines to build its input, called with the knobs.
     input_function: ClassVar[str] = "make_dataset"
+    # The framework's words, which every sentence tfperf says about its pipelines takes from
+    # here (never from a test of the framework's name in the core). The defaults are tf.data's,
+    # the default framework's.
+    #: Its input in a person's words: "a tf.data knob", "a PyTorch DataLoader pipeline".
+    label: ClassVar[str] = "tf.data"
+    #: Where a zero-change run of a training script stops to measure ("runs its script up to
+    #: model.fit").
+    script_stop: ClassVar[str] = "model.fit"
+    #: The functions a pipeline file may define to train, with what each returns, in the
+    #: order tfperf prefers them.
+    training_functions: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("make_model", "a compiled Keras model, which tfperf trains on each batch"),
+        (
+            "make_train_step",
+            "a callable that tfperf runs on each batch (e.g. a `tf.function` doing one "
+            "optimizer step)",
+        ),
+    )
+    #: Whether `--step-time` can stand in for its training step (an emulated accelerator).
+    emulates_step: ClassVar[bool] = True
 
     @abc.abstractmethod
     def claims(self, source: str) -> bool:

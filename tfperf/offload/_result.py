@@ -146,9 +146,9 @@ class OffloadResult:
 
     def save(self, path: Path) -> Path:
         """Writes the result as JSON, atomically; returns the path."""
-        from tfperf.outputs import write_text
+        from tfperf.outputs import json_text, write_text
 
-        return write_text(path, json.dumps(self.to_dict(), indent=2) + "\n", "--json")
+        return write_text(path, json_text(self.to_dict()) + "\n", "--json")
 
     @classmethod
     def load(cls, path: Path) -> OffloadResult:

@@ -4,6 +4,7 @@ contract; a framework (`tfperf.frameworks`) builds it for knobs."""
 from __future__ import annotations
 
 from tfperf.pipeline._contract import (
+    check_framework_knobs,
     function_place,
     strategy_function,
     takes_input_context,
@@ -19,6 +20,7 @@ from tfperf.pipeline._sources import source_digest, user_sources
 __all__ = [
     "PipelineFile",
     "PipelineKind",
+    "check_framework_knobs",
     "check_source",
     "function_place",
     "load_pipeline",

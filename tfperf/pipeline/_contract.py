@@ -25,17 +25,29 @@ import dataclasses
 import difflib
 import inspect
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import PurePath
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tfperf.errors import KnobError, PipelineFileError
-from tfperf.knobs import CODE_KNOBS, Domain, Fixed, Knobs, parse_search_space
+from tfperf.knobs import (
+    CODE_KNOBS,
+    KNOBS,
+    Domain,
+    Fixed,
+    Knobs,
+    framework_knobs,
+    parse_search_space,
+)
+
+if TYPE_CHECKING:
+    from tfperf.frameworks import Framework
 
 __all__ = [
     "CONTRACT_NAMES",
     "Contract",
     "check_contract",
+    "check_framework_knobs",
     "fixed_code_knobs",
     "function_place",
     "is_script",
@@ -89,6 +101,7 @@ def check_contract(
     input_function: str = "make_dataset",
     *,
     needs_step: bool = True,
+    framework: str = "tensorflow",
 ) -> Contract:
     """Checks what an executed pipeline module defines; `shown` names the file in messages.
 
@@ -96,10 +109,12 @@ def check_contract(
     (`Framework.input_function`: `make_dataset`, or `make_loader` for a PyTorch DataLoader);
     the contract holds it as `make_dataset`. `needs_step` False accepts a file with the input
     function alone: its training step is emulated (`--step-time`), so no model is built.
+    `framework` names the file's framework (`tfperf.frameworks`): `BASELINE` and
+    `SEARCH_SPACE` may hold only the knobs that act in its pipelines.
 
     Raises:
         PipelineFileError: a required function is missing, not callable or cannot take the
-            knobs, or `BASELINE` / `SEARCH_SPACE` is invalid.
+            knobs, or `BASELINE` / `SEARCH_SPACE` is invalid or holds another framework's knob.
     """
     plain = _takes_nothing(getattr(module, input_function, None))
     without: set[str] = set()
@@ -109,9 +124,10 @@ def check_contract(
     make_model = _function(module, "make_model", shown, required=False, without=others)
     make_train_step = _function(module, "make_train_step", shown, required=False, without=others)
     if needs_step and make_model is None and make_train_step is None:
-        raise PipelineFileError(_no_training_message(module, shown))
+        raise PipelineFileError(_no_training_message(module, shown, framework))
     baseline, has_baseline = _baseline(module, shown)
     search_space = _search_space(module, shown)
+    _check_settings_framework(module, search_space, shown, framework)
     make_strategy = strategy_function(module, shown)
     if plain:
         without = {"make_dataset" if name == input_function else name for name in without}
@@ -127,6 +143,59 @@ def check_contract(
         without_knobs=frozenset(without),
         make_strategy=make_strategy,
     )
+
+
+def check_framework_knobs(names: Iterable[str], framework: str, *, shown: str, source: str) -> None:
+    """Raises `KnobError` if one of `names` is a knob that acts in another framework only.
+
+    A `prefetch` in a PyTorch file's `BASELINE`, or `num_workers` in a tf.data file's, would
+    reach no code that applies it: silently dropped, the run would measure what the user did
+    not ask for. Which framework a knob acts in comes from its declaration
+    (`Knob.frameworks`). Call sites and unknown names are left to `check_names`.
+
+    Args:
+        names: knob names as the user gave them.
+        framework: the pipeline's framework (`tfperf.frameworks` name).
+        shown: the pipeline file, as messages name it.
+        source: where the names came from ("BASELINE", "--set"), which begins the message.
+
+    Raises:
+        KnobError: naming the knobs, the file, and the knobs its framework takes.
+    """
+    from tfperf import frameworks
+
+    takes = framework_knobs(framework)
+    if not takes:  # a framework no declaration names yet: nothing to tell its knobs by
+        return
+    declared = set(KNOBS.names())
+    foreign = [name for name in names if name in declared and name not in takes]
+    if not foreign:
+        return
+    this = frameworks.get(framework)
+    owners = sorted({owner for name in foreign for owner in KNOBS[name].frameworks})
+    theirs = " or ".join(frameworks.get(owner).label for owner in owners)
+    plural = len(foreign) > 1
+    them = "them" if plural else "it"
+    raise KnobError(
+        f"{source}: {', '.join(repr(name) for name in foreign)} "
+        f"{'are knobs' if plural else 'is a knob'} of {theirs} pipelines only, but {shown} is "
+        f"a {this.label} pipeline, where nothing would apply {them}. Remove {them}; the knobs "
+        f"a {this.label} pipeline takes are: {', '.join(takes)}."
+    )
+
+
+def _check_settings_framework(
+    module: types.ModuleType, search_space: Mapping[str, Domain], shown: str, framework: str
+) -> None:
+    """Refuses another framework's knob in `BASELINE` or `SEARCH_SPACE` (as written)."""
+    raw = getattr(module, "BASELINE", None)
+    if isinstance(raw, Knobs):
+        raw = Knobs().diff(raw)
+    for source, names in (("BASELINE", list(raw or ())), ("SEARCH_SPACE", list(search_space))):
+        try:
+            check_framework_knobs(names, framework, shown=shown, source=f"{shown}: {source}")
+        except KnobError as error:
+            raise PipelineFileError(str(error)) from None
 
 
 def strategy_function(module: types.ModuleType | None, shown: str) -> Callable[[], Any] | None:
@@ -401,18 +470,27 @@ def _signature_fix(signature: inspect.Signature, name: str) -> str:
     )
 
 
-def _no_training_message(module: types.ModuleType, shown: str) -> str:
-    return (
-        f"{shown} defines neither `make_model` nor `make_train_step`; tfperf needs one of them "
-        "to measure training:\n"
-        "  - `make_model(knobs)` returning a compiled Keras model, which tfperf trains on each "
-        "batch, or\n"
-        "  - `make_train_step(knobs)` returning a callable that tfperf runs on each batch (e.g. "
-        "a `tf.function` doing one optimizer step).\n"
-        f"{_functions_found(module)}{_did_you_mean(module, ['make_model', 'make_train_step'])}"
+def _no_training_message(module: types.ModuleType, shown: str, framework: str) -> str:
+    """What a file without a training function needs, in its framework's words."""
+    from tfperf import frameworks
+
+    this: Framework = frameworks.get(framework)
+    wanted = [name for name, _ in this.training_functions]
+    if len(wanted) == 1:
+        head = f"{shown} defines no `{wanted[0]}`; tfperf needs it to measure training:\n"
+    else:
+        named = " nor ".join(f"`{name}`" for name in wanted)
+        head = f"{shown} defines neither {named}; tfperf needs one of them to measure training:\n"
+    options = ", or\n".join(
+        f"  - `{name}(knobs)` returning {returns}" for name, returns in this.training_functions
+    )
+    emulated = (
         "\nTo measure the input alone feeding an accelerator of a known step time, give "
         "`--step-time` (e.g. `--step-time 5ms`): it needs no model."
+        if this.emulates_step
+        else ""
     )
+    return f"{head}{options}.\n{_functions_found(module)}{_did_you_mean(module, wanted)}{emulated}"
 
 
 def _functions_found(module: types.ModuleType) -> str:

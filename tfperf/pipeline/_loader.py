@@ -179,7 +179,9 @@ def load_pipeline(
     with framework.import_guard(tree, file, shown):  # training reached on import stops it
         module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
-        checked = check_contract(module, shown, framework.input_function, needs_step=needs_step)
+        checked = check_contract(
+            module, shown, framework.input_function, needs_step=needs_step, framework=framework.name
+        )
     except BaseException:
         sys.modules.pop(module.__name__, None)
         raise

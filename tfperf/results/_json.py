@@ -46,7 +46,10 @@ class JsonRecord:
         return data
 
     def to_json(self, *, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        """Strict JSON (`tfperf.outputs.json_text`): a figure that is not finite is null."""
+        from tfperf.outputs import json_text
+
+        return json_text(self.to_dict(), indent=indent)
 
     def save(self, path: str | Path) -> Path:
         """Writes the JSON to `path` atomically, creating its folder; returns the path written.

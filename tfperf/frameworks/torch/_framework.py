@@ -45,6 +45,12 @@ class Torch(Framework):
     workers: ClassVar[Workers] = Workers.PROCESSES
     hook: ClassVar[str] = "DataLoader.__iter__"
     input_function: ClassVar[str] = "make_loader"
+    label: ClassVar[str] = "PyTorch DataLoader"
+    script_stop: ClassVar[str] = "its first DataLoader pass"
+    training_functions: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("make_train_step", "a callable that tfperf runs on each batch (one optimizer step)"),
+    )
+    emulates_step: ClassVar[bool] = False  # `--step-time` is tf.data's alone for now
 
     def claims(self, source: str) -> bool:
         """A file that imports torch and defines `make_loader` or calls `DataLoader(...)`."""

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from tfperf.errors import ServiceError
+from tfperf.errors import ServiceAddressError, ServiceError
 from tfperf.frameworks.tensorflow._service._serve import ANSWER_PREFIX, HEARTBEAT_MS
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "check_reachable",
     "host_cores",
     "spawn_workers",
+    "split_address",
     "start_dispatcher",
     "stop_all",
     "stop_children",
@@ -116,15 +117,33 @@ def _port_message(port: int, cause: str) -> str:
     )
 
 
-def check_reachable(address: str, timeout_s: float) -> None:
-    """Raises `ServiceError` unless something accepts connections at `address` (`HOST:PORT`).
+def split_address(address: str) -> tuple[str, int]:
+    """The host and port of `HOST:PORT`; an IPv6 host comes in brackets (`[::1]:5050`) and
+    is returned without them, as sockets take it.
 
-    A cheap, bounded check before a measurement: gRPC itself would retry a missing dispatcher
-    for minutes.
+    Raises:
+        ValueError: no port, or a port that is not a number.
     """
     host, _, port = address.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "localhost", int(port)
+
+
+def check_reachable(address: str, timeout_s: float) -> None:
+    """Raises unless a tf.data service dispatcher answers at `address` (`HOST:PORT`).
+
+    A cheap, bounded check before a measurement: gRPC itself would retry a missing dispatcher
+    for minutes, and a port held by another server would only show as a stall much later.
+    First a TCP connection (nothing listening: said at once), then the dispatcher's own
+    `GetVersion` call, which only a dispatcher answers.
+
+    Raises:
+        ServiceError: nothing accepts connections at `address`.
+        ServiceAddressError: something does, but it is not a tf.data service dispatcher.
+    """
     try:
-        with socket.create_connection((host or "localhost", int(port)), timeout=timeout_s):
+        with socket.create_connection(split_address(address), timeout=timeout_s):
             pass
     except (OSError, ValueError) as error:
         raise ServiceError(
@@ -132,6 +151,37 @@ def check_reachable(address: str, timeout_s: float) -> None:
             "(tf.data.experimental.service.DispatchServer) and check the address, or leave out "
             "--service to measure on this host."
         ) from error
+    problem = _dispatcher_problem(address, timeout_s)
+    if problem is not None:
+        raise ServiceAddressError(
+            f"--service grpc://{address}: something listens there, but it is not a tf.data "
+            f"service dispatcher ({problem}). Check the port: a dispatcher's is the one given "
+            "to DispatcherConfig(port=...) (its log says `Started tf.data DispatchServer "
+            "running at ...`)."
+        )
+
+
+#: A dispatcher's gRPC method that takes an empty request: answered by a dispatcher alone.
+_DISPATCHER_VERSION = "/tensorflow.data.DispatcherService/GetVersion"
+
+
+def _dispatcher_problem(address: str, timeout_s: float) -> str | None:
+    """Why the server at `address` is not a tf.data service dispatcher; None when it is."""
+    import grpc  # type: ignore[import-untyped]  # TensorFlow's own dependency
+
+    with grpc.insecure_channel(address) as channel:
+        version = channel.unary_unary(_DISPATCHER_VERSION)
+        try:
+            version(b"", timeout=timeout_s)  # an empty GetVersionRequest
+        except grpc.RpcError as error:
+            code = error.code() if isinstance(error, grpc.Call) else None
+            if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+                return f"no gRPC answer within {timeout_s:g} s"
+            if code is grpc.StatusCode.UNIMPLEMENTED:
+                return "a gRPC server without the dispatcher's service"
+            details = error.details() if isinstance(error, grpc.Call) else str(error)
+            return f"gRPC said {getattr(code, 'name', code)}: {details}"
+    return None
 
 
 class Child:
@@ -181,23 +231,31 @@ class Child:
                 "overloaded (raise --timeout)."
             ) from None
         if message is None or "error" in message:
+            tail = self._tail()  # before `stop` closes the log
             self.stop()
-            cause = message["error"] if message else f"it exited with status {self.status()}"
-            raise ServiceError(f"the {self.name} failed: {cause}{self._tail()}")
+            if message is not None:
+                raise ServiceError(f"the {self.name} failed: {message['error']}{tail}")
+            raise ServiceError(
+                f"{self.gone() or f'the {self.name} ended'} before it answered{tail}"
+            )
         return message
 
     def status(self) -> int | None:
         return self.process.poll()
 
     def gone(self) -> str | None:
-        """Why the child is no longer running; None while it runs."""
+        """Why the child is no longer running, in words ("... died: killed by signal 9");
+        None while it runs."""
         status = self.process.poll()
         if status is None:
             return None
-        how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        how = f"died: killed by signal {-status}" if status < 0 else f"exited with status {status}"
         return f"the {self.name} (pid {self.process.pid}) {how}"
 
     def _tail(self) -> str:
+        """The last lines the child wrote to stderr; empty once its log is closed."""
+        if self._log.closed:  # stopped already: its log went with it
+            return ""
         self._log.seek(0)
         lines = self._log.read().decode("utf-8", "replace").strip().splitlines()
         return ("\n" + "\n".join(lines[-5:])) if lines else ""
