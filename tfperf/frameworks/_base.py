@@ -195,6 +195,13 @@ class Framework(abc.ABC):
         state (GPU memory growth) in a process tfperf runs.
         """
 
+    def is_script(self, tree: ast.Module) -> bool | None:
+        """Whether a file (parsed: `tree`) is a training script of this framework, run as
+        `python FILE` rather than imported as a pipeline file; None: the loader's own rule
+        decides (`tfperf.pipeline`: a `fit` call, or a `__main__` block without the
+        contract's names). The default is None."""
+        return None
+
     def import_guard(
         self, tree: ast.Module, file: Path, shown: str
     ) -> contextlib.AbstractContextManager[None]:

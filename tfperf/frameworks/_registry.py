@@ -13,8 +13,8 @@ from tfperf.errors import PipelineFileError
 from tfperf.frameworks._base import Framework
 
 #: Each framework's name and the module that defines `FRAMEWORK`, in detection order.
-#: PyTorch comes first: it claims only a file that imports torch and defines `make_loader` or
-#: builds a `DataLoader`, which a tf.data file does not.
+#: PyTorch comes first: it claims a file that imports torch and defines `make_loader` or builds
+#: a `DataLoader` (which a tf.data file does not), or imports torch and no TensorFlow or Keras.
 IMPLEMENTATIONS: dict[str, str] = {
     "torch": "tfperf.frameworks.torch",
     "tensorflow": "tfperf.frameworks.tensorflow",
@@ -44,22 +44,49 @@ def get(name: str) -> Framework:
 
 
 def detect(path: str | Path) -> Framework:
-    """The first framework that claims the file at `path`, else the default one.
+    """The framework the file at `path` is written for.
+
+    The first framework that claims the file itself; else, when exactly one framework claims
+    the user's own modules it imports (`tfperf.pipeline.imported_files`: a `train.py` whose
+    `DataLoader` is built in `mypkg/data.py`), that one; else the default one. Two frameworks
+    among the modules leave the default: a TensorFlow project with a torch helper stays
+    TensorFlow's.
 
     Raises:
         PipelineFileError: the file cannot be read.
     """
-    try:
-        source = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        raise PipelineFileError(f"cannot read {path}: {error.strerror}") from None
-    return detect_source(source)
+    source = _read(Path(path))
+    claimed = _claimant(source)
+    if claimed is not None:
+        return claimed
+    from tfperf.pipeline import imported_files  # the pipeline package imports this one
+
+    modules = [_read(module, missing="") for module in imported_files(Path(path))]
+    among = [f for f in map(get, IMPLEMENTATIONS) if any(f.claims(m) for m in modules if m)]
+    return among[0] if len(among) == 1 else get(DEFAULT)
 
 
 def detect_source(source: str) -> Framework:
-    """The first framework that claims a file with this source text, else the default one."""
+    """The first framework that claims a file with this source text, else the default one.
+
+    The file's own text only: `detect(path)` also reads the modules it imports.
+    """
+    return _claimant(source) or get(DEFAULT)
+
+
+def _claimant(source: str) -> Framework | None:
     for name in IMPLEMENTATIONS:
         framework = get(name)
         if framework.claims(source):
             return framework
-    return get(DEFAULT)
+    return None
+
+
+def _read(path: Path, missing: str | None = None) -> str:
+    """The file's text; `missing` where it cannot be read, else `PipelineFileError`."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        if missing is not None:
+            return missing
+        raise PipelineFileError(f"cannot read {path}: {error.strerror}") from None

@@ -5,7 +5,9 @@ A pipeline file defines `make_dataset(knobs)` and `make_model(knobs)` or `make_t
 `SEARCH_SPACE` (what `tfperf tune` may change). A *plain* file's `make_dataset()` takes no knobs
 (see `tfperf.pipeline._contract`). A file that defines none of these names but calls `fit` or has an
 `if __name__ == "__main__":` block is a training *script*: it is not imported here, but run later by
-its framework (`tfperf.frameworks.tensorflow._script`) up to its first `model.fit(...)`. The file
+its framework (`tfperf.frameworks.tensorflow._script`) up to its first `model.fit(...)`. A
+framework may decide that itself (`Framework.is_script`): a PyTorch file without `make_loader` is
+a script, whatever its top level does, since importing it would run its training loop. The file
 is imported as a module under a unique name, so its `if __name__ == "__main__":` block does not
 run, while its directory is first on `sys.path` and `sys.argv` is `[file, *argv]`, as if run
 with `python file`. `sys.argv`, `sys.path` and the working directory are restored afterwards,
@@ -172,10 +174,11 @@ def load_pipeline(
     file = _check_file(Path(path))
     source = _read_source(file, shown)
     tree = _parse(source, file, shown)
-    if is_script(tree):
+    framework = frameworks.detect(file)
+    script = framework.is_script(tree)
+    if script or (script is None and is_script(tree)):
         logger.debug("%s is a training script: it runs when the pipeline is built", file)
-        return _script(file, tuple(argv), frameworks.detect_source(source).name)
-    framework = frameworks.detect_source(source)
+        return _script(file, tuple(argv), framework.name)
     with framework.import_guard(tree, file, shown):  # training reached on import stops it
         module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:

@@ -27,12 +27,13 @@ MACHINE = Machine(
 )
 
 
-def test_claims_only_files_that_build_a_dataloader():
+def test_claims_files_that_build_a_dataloader_or_use_torch_without_tensorflow():
     torch_file = textwrap.dedent(pipelines.BLOCKING)
     framework = frameworks.get("torch")
     assert framework.claims(torch_file)
     assert framework.claims("import torch\nloader = torch.utils.data.DataLoader(range(4))\n")
-    assert not framework.claims("import torch\nx = torch.ones(2)\n")  # torch, no DataLoader
+    assert framework.claims("import torch\nx = torch.ones(2)\n")  # its loader built elsewhere
+    assert not framework.claims("import torch\nimport tensorflow as tf\nx = torch.ones(2)\n")
     assert not framework.claims("import tensorflow as tf\ndef make_dataset(knobs): ...\n")
     assert frameworks.detect_source(torch_file).name == "torch"
     assert frameworks.detect_source("import tensorflow as tf\n").name == "tensorflow"

@@ -30,6 +30,7 @@ from tfperf.frameworks.torch._runner import profile_loader
 from tfperf.frameworks.torch._training import probe_training
 from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
 from tfperf.results.tune import Estimate
+from tfperf.sites import callee
 
 if TYPE_CHECKING:
     from tfperf.knobs import Knobs
@@ -53,26 +54,30 @@ class Torch(Framework):
     emulates_step: ClassVar[bool] = False  # `--step-time` is tf.data's alone for now
 
     def claims(self, source: str) -> bool:
-        """A file that imports torch and defines `make_loader` or calls `DataLoader(...)`."""
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+        """A file that imports torch and defines `make_loader` or calls `DataLoader(...)`, or
+        imports torch and no TensorFlow or Keras (a script whose loader is built elsewhere)."""
+        tree = _tree(source)
+        if tree is None:
             return False
-        imports_torch = defines_loader = builds_loader = False
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                imports_torch |= any(a.name.split(".")[0] == "torch" for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                imports_torch |= node.module.split(".")[0] == "torch"
-            elif isinstance(node, ast.FunctionDef) and node.name == self.input_function:
-                defines_loader = True
-            elif isinstance(node, ast.Call):
-                called = node.func
-                name = (
-                    called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
-                )
-                builds_loader |= name == "DataLoader"
-        return imports_torch and (defines_loader or builds_loader)
+        roots = _imported_roots(tree)
+        if "torch" not in roots:
+            return False
+        return (
+            bool(_defined(tree) & _INPUT_FUNCTIONS)
+            or _builds_loader(tree)
+            or not (roots & _TENSORFLOW)
+        )
+
+    def is_script(self, tree: ast.Module) -> bool | None:
+        """A file that defines none of a pipeline file's names (`make_loader`,
+        `make_train_step`, `BASELINE`, ...) is a training script.
+
+        Importing it would run whatever its top level does, a whole training loop included,
+        so it is run as `python train.py` instead, where tfperf's iterator stops it. A file
+        with part of the contract stays a (broken) pipeline file, whose message says what is
+        missing.
+        """
+        return not _defined(tree) & _PIPELINE_NAMES
 
     def start(self, layout: DeviceLayout | None = None, *, owns_process: bool = False) -> None:
         _torch.import_torch()  # the device layout is tf.distribute's; a DataLoader has none
@@ -152,6 +157,51 @@ def _with_workers(baseline: Knobs, workers: int, *, persistent: bool) -> Knobs:
     if persistent:
         sites.update({n: 1 for n in baseline.sites if n.endswith(".persistent_workers")})
     return baseline.replace(**sites)
+
+
+#: What a pipeline file defines to hand tfperf its loader (`make_dataset` as for tf.data).
+_INPUT_FUNCTIONS = frozenset({"make_loader", "make_dataset"})
+#: The names that make a file a pipeline file, not a script.
+_PIPELINE_NAMES = _INPUT_FUNCTIONS | {"make_model", "make_train_step", "BASELINE", "SEARCH_SPACE"}
+#: Imports that mean tf.data or Keras: a file with them and torch is PyTorch's only where it
+#: builds a `DataLoader` itself.
+_TENSORFLOW = frozenset({"tensorflow", "keras", "tf_keras"})
+
+
+def _tree(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _imported_roots(tree: ast.Module) -> set[str]:
+    """The top-level packages the file imports (`torch` for `from torch.utils import data`)."""
+    roots: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    """The functions and plain names the file defines at its top level."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {target.id for target in targets if isinstance(target, ast.Name)}
+    return names
+
+
+def _builds_loader(tree: ast.Module) -> bool:
+    return any(
+        isinstance(node, ast.Call) and callee(node) == "DataLoader" for node in ast.walk(tree)
+    )
 
 
 def _element(loader: Any) -> str:

@@ -1,0 +1,240 @@
+"""Real PyTorch training scripts, profiled and tuned as written (issue 54's shapes).
+
+Each test writes its own small script (a real `DataLoader` over a few hundred items, a tiny
+`nn.Linear`, CPU) and runs `tfperf profile` (in this process, `--debug`, a window of a few
+steps) or `tfperf tune --write-patch` on it. The tuner's trials are faked (`FakeRunner`: the
+speed of each configuration set by its knobs, so a winner exists without timing anything);
+everything else is real: detection, loading, the script's own run up to its loop, the call
+sites it finds and the patch, applied with `patch -p0`, and the patched script run again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes.trials import FakeRunner
+from tfperf import frameworks
+from tfperf.knobs import Knobs
+from tfperf.pipeline import PipelineKind, load_pipeline
+
+pytest.importorskip("torch")
+
+SMALL = ("--steps", "6", "--warmup", "1", "--min-seconds", "0", "--no-stages")
+TUNE = ("--trials", "3", "--rounds", "1", "--finalists", "1", "--seed", "3", "--quiet")
+
+#: The model and loop every script here shares: a tiny classifier, one optimizer step a batch.
+MODEL = """\
+net = torch.nn.Linear(8, 2)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+
+def step(x, y):
+    loss = torch.nn.functional.cross_entropy(net(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+PACKAGE_DATA = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def make(batch_size):
+    data = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
+    return DataLoader(data, batch_size=batch_size, shuffle=True, num_workers=0)
+"""
+PACKAGE_LINE = 7  # the DataLoader(...) call in PACKAGE_DATA
+PACKAGE_TRAIN = """\
+import argparse
+
+from mypkg import model
+from mypkg.data import make
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=1)
+    args = parser.parse_args()
+    loader = make(16)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            model.step(x, y)
+    print("workers", loader.num_workers)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _package(folder: Path) -> Path:
+    (folder / "mypkg").mkdir()
+    (folder / "mypkg" / "__init__.py").write_text("")
+    (folder / "mypkg" / "data.py").write_text(PACKAGE_DATA)
+    (folder / "mypkg" / "model.py").write_text("import torch\n\n" + MODEL)
+    (folder / "train.py").write_text(PACKAGE_TRAIN)
+    return folder / "train.py"
+
+
+def test_a_loader_built_in_the_users_package_is_torchs_measured_and_patched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _package(tmp_path)
+    workers = f"DataLoader@mypkg/data.py:{PACKAGE_LINE}.num_workers"
+    assert "DataLoader(" not in script.read_text() and "torch" not in script.read_text()
+    assert frameworks.detect(script).name == "torch"
+
+    saved = _profile(tmp_path, monkeypatch, capsys, "--", "--epochs", "1")
+    assert (
+        Knobs.from_mapping(saved["knobs"]).sites[workers] == 0
+    )  # a call site in the package, under the root
+    best, printed = _patched_runs(tmp_path, monkeypatch, capsys, workers, ["--epochs", "1"])
+    assert best > 0 and f"workers {best}\n" == printed
+
+
+def test_detection_reads_the_users_modules_and_leaves_tensorflow_scripts_alone(
+    tmp_path: Path,
+) -> None:
+    def detected(files: dict[str, str]) -> str:
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        for name, text in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+        return frameworks.detect(folder / "train.py").name
+
+    torch_only, tf_only = "import torch\n", "import tensorflow as tf\n"
+    assert detected({"train.py": "import helpers\n", "helpers.py": torch_only}) == "torch"
+    relative = {"pkg/__init__.py": "from . import data\n", "pkg/data.py": PACKAGE_DATA}
+    assert detected({"train.py": "import pkg\n", **relative}) == "torch"
+    # A TensorFlow script with a torch helper, both frameworks among the modules, tf.data
+    # beside torch in one file, and no framework at all: TensorFlow's, as before.
+    assert detected({"train.py": f"{tf_only}import helpers\n", "helpers.py": torch_only}) == (
+        "tensorflow"
+    )
+    both = {"a.py": torch_only, "b.py": tf_only}
+    assert detected({"train.py": "import a\nimport b\n", **both}) == "tensorflow"
+    assert detected({"train.py": torch_only + tf_only}) == "tensorflow"
+    assert detected({"train.py": "import os\n"}) == "tensorflow"
+
+
+MODULE_LEVEL = f"""\
+import argparse
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=1)
+args = parser.parse_args()
+
+data = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
+loader = DataLoader(data, batch_size=16, shuffle=True, num_workers=0)
+{MODEL}
+for epoch in range(args.epochs):
+    for x, y in loader:
+        step(x, y)
+Path("trained").write_text(str(loader.num_workers))
+"""
+
+
+def test_a_module_level_loop_is_run_as_a_script_and_stopped_never_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/zero-change.md's own PyTorch example has this shape: no `__main__`, no function."""
+    script = tmp_path / "train.py"
+    script.write_text(MODULE_LEVEL)
+    monkeypatch.chdir(tmp_path)
+
+    pipeline = load_pipeline(script, ["--epochs", "1"])
+    assert pipeline.kind is PipelineKind.SCRIPT and pipeline.framework == "torch"
+    assert not (tmp_path / "trained").exists()  # loading ran nothing of it
+
+    _profile(tmp_path, monkeypatch, capsys, "--", "--epochs", "50")
+    assert not (tmp_path / "trained").exists()  # stopped after its steps: 50 epochs not run
+    best, _ = _patched_runs(tmp_path, monkeypatch, capsys, "DataLoader@train.py:12.num_workers", [])
+    assert best > 0 and (tmp_path / "trained").read_text() == str(best)
+
+
+def _profile(
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *argv: str,
+) -> Any:
+    """`tfperf profile train.py ...` in this process; the result JSON, its rates checked."""
+    from tfperf.cli.main import main
+
+    monkeypatch.chdir(folder)
+    status = main(["profile", "train.py", "--debug", *SMALL, *argv])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert "PyTorch DataLoader training script: train.py" in err
+    saved = json.loads((folder / "reports" / "train-profile.json").read_text())
+    assert saved["end_to_end"]["steps"] == 6 and saved["end_to_end"]["examples_per_sec"] > 0
+    return saved
+
+
+def _patched_runs(
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    workers: str,
+    argv: list[str],
+) -> tuple[int, str]:
+    """`tfperf tune --write-patch` (trials faked: more workers at `workers`, less waiting)
+    writes a patch that `patch -p0` applies and the patched script then runs with.
+
+    Returns:
+        The winner's value at `workers`, and what the patched script printed.
+    """
+    from tfperf.cli.main import main
+
+    if shutil.which("patch") is None:
+        pytest.skip("needs the `patch` tool")
+    runner = FakeRunner(wait_for=_faster_with(workers))
+    monkeypatch.setattr("tfperf.tuner._tuner.run_trial", runner)
+    monkeypatch.chdir(folder)
+    fixes = [f"--fix={name}" for name in _other_sites(folder, workers, argv)]
+    status = main(["tune", "train.py", *TUNE, *fixes, "--write-patch", "--no-verify", "--", *argv])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    patch = folder / "reports" / "train.patch"
+    assert patch.is_file(), out
+    subprocess.run(["patch", "-p0", "-i", str(patch)], cwd=folder, check=True, capture_output=True)
+    ran = subprocess.run(
+        [sys.executable, "train.py", *argv], cwd=folder, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr
+    saved = json.loads((folder / "reports" / "train-tune.json").read_text())
+    best = Knobs.from_mapping(saved["best"]["knobs"]).sites[workers]
+    assert isinstance(best, int)
+    return best, ran.stdout
+
+
+def _faster_with(workers: str) -> Callable[[Knobs], float]:
+    """A trial's wait per batch: the more workers at `workers`, the less."""
+
+    def wait(knobs: Knobs) -> float:
+        return 0.08 / (1 + (knobs.sites.get(workers) or 0))
+
+    return wait
+
+
+def _other_sites(folder: Path, workers: str, argv: list[str]) -> list[str]:
+    """Every site but `workers`, fixed at its value as written, so the search has one axis."""
+    from tfperf.frameworks.torch._sites import TorchSites
+
+    pipeline = load_pipeline(folder / "train.py", argv)
+    found = TorchSites().find(pipeline)
+    assert workers in {site.name for site in found.sites}, found
+    return [f"{site.name}={site.value}" for site in found.sites if site.name != workers]
