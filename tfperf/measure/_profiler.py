@@ -185,7 +185,7 @@ class Profiler:
             )
         compute_only = phases.get(Phase.COMPUTE_ONLY)
         pipeline_only = phases.get(Phase.PIPELINE_ONLY)
-        restart = restarts.restart_cost(end_to_end, self.epoch)
+        restart = restarts.restart_cost(end_to_end, self.epoch, pipeline_only)
         wait = restarts.verdict_wait(end_to_end, restart)
         verdict = analysis.classify(wait)
         host = next((p for p in self.probes if isinstance(p, HostProbe) and p.available), None)

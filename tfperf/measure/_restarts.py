@@ -8,17 +8,27 @@ training. Here the restart steps are taken out (`StepRecord.epoch` says where th
 restarted), the steady wait is measured without them, and the restart cost is folded back in
 once per *real* epoch. Pure functions on plain records: tests assert exact figures.
 
+A restart's cost is stated only from enough evidence: at least `MIN_RESTART_SAMPLES`
+restarts, whose waits share one cost (their range within `SPREAD_RATIO` times their median, or
+within a step), centred on their median, never their mean. A restart wait far beyond any
+restart of the same pipeline run alone (the pipeline-only phase, `ALONE_RATIO`) is set apart:
+the pipeline was not what it waited for. With less, the record says it cannot tell
+(`RestartCost.evidence`) and what would settle it, and names no stage.
+
 Which stage a restart waits for is measured where the stage analysis ran (`attribute`): each
 cut pipeline's time to its first element after a fresh start, less the time of the cut below
 it, is that stage's own share of the wait; the largest share names the stage, and the advice
 follows from it (a parallel map for a map written on one thread, not a smaller shuffle buffer
-for a shuffle of four file names). Without the stage analysis the stage is read off the stage
-graph (`restart_stage`), and the report says so.
+for a shuffle of four file names). A stage is named only from that measurement: never one a
+`cache()` above it serves from the second epoch on, one whose own share is within noise, or
+one whose share explains too little of the restart. Without the stage analysis no tf.data
+stage is named (`restart_stage` reads a candidate off the stage graph for `EpochInfo`).
 
 Restarts are what `repeat()` (or a cache of the expensive stages) removes, so when they
 dominate the wait the verdict follows the wait between restarts (`verdict_wait`): a pipeline
 that keeps up between restarts is not called input-bound for its restarts; the advice says
-what they cost.
+what they cost. Only where there is a steady part between restarts: with epochs of a step or
+two, restarts are most of training, and the verdict follows the wait weighed by the epoch.
 """
 
 from __future__ import annotations
@@ -30,7 +40,13 @@ from collections.abc import Sequence
 
 from tfperf.frameworks import StageNode
 from tfperf.results import PhaseResult, StepRecord
-from tfperf.results.stages import EpochSource, RestartCost, StageKind, StageStat
+from tfperf.results.stages import (
+    EpochSource,
+    RestartCost,
+    RestartEvidence,
+    StageKind,
+    StageStat,
+)
 
 #: Fewer steps than this in an epoch leaves no steady part to measure: such an epoch is
 #: all start-up, whatever one buffer holds.
@@ -39,6 +55,33 @@ SHORT_EPOCH_STEPS = 3
 #: its late steps never settled: the pipeline ramps up through the whole epoch, rather than
 #: refilling one buffer at the restart and running steadily after it.
 RAMP_FACTOR = 2.0
+#: ... and by over this share of a mean step: two waits near zero (microseconds apart) differ
+#: by any factor, and that is noise, not a ramp.
+RAMP_MIN_SHARE = 0.1
+
+#: Restarts needed to state what one costs: from one or two, a single stall (a busy machine,
+#: a garbage collection) is the figure, and two unlike samples have no middle.
+MIN_RESTART_SAMPLES = 3
+#: Restart waits whose range is over this many times their median share no one cost: the
+#: median of 0.004, 0.006, 0.015, 1.8 and 4.7 s stands for none of them.
+SPREAD_RATIO = 3.0
+#: A restart wait over this many times the longest restart of the pipeline run alone was not
+#: the pipeline filling again (the same pipeline never took that long alone); a model
+#: competing for the CPU slows a refill by far less.
+ALONE_RATIO = 5.0
+#: Steps between restarts needed before their wait is the steady wait the verdict may follow.
+MIN_STEADY_STEPS = 5
+#: A stage's own delay to its first element under this is within what scheduling on a busy
+#: machine adds to one fresh start: it names no stage.
+FIRST_ELEMENT_NOISE_S = 0.005
+#: Share of a restart's cost the named stage's own delay must explain: a stage adding a tenth
+#: of the wait is not what the restart waits for.
+EXPLAINS_SHARE = 0.25
+
+#: A stage every restart repeats by construction (a loader's workers started again, which its
+#: first batch measures): named whatever the restart count, since it is a fact of the loader's
+#: settings, not read off the restarts' waits; their cost still needs the evidence.
+_REPEATED_BY_CONSTRUCTION = frozenset({StageKind.WORKERS})
 
 #: Kinds that pass elements on without making them: never the stage a restart waits for.
 _PASSES_ON = frozenset({StageKind.PREFETCH, StageKind.REPEAT, StageKind.TAKE, StageKind.SKIP})
@@ -89,8 +132,16 @@ def observed_epoch_steps(records: Sequence[StepRecord]) -> int | None:
     return sum(1 for record in records if record.epoch == first)
 
 
-def restart_cost(phase: PhaseResult, epoch: EpochInfo | None = None) -> RestartCost | None:
+def restart_cost(
+    phase: PhaseResult, epoch: EpochInfo | None = None, alone: PhaseResult | None = None
+) -> RestartCost | None:
     """What the restarts in `phase` cost, and the wait share with one restart per real epoch.
+
+    Args:
+        phase: the end-to-end phase.
+        epoch: a real epoch's length and what a restart repeats; None: one observed pass.
+        alone: the pipeline-only phase, whose own restarts say what the pipeline takes to
+            restart; a restart wait far beyond them is set apart (`ALONE_RATIO`).
 
     Returns None when no measured step followed a restart, or no other step was measured.
     """
@@ -101,31 +152,107 @@ def restart_cost(phase: PhaseResult, epoch: EpochInfo | None = None) -> RestartC
     steady = [records[i] for i in measured if i not in firsts]
     if not firsts or not steady:
         return None
-    restarts = [records[i] for i in sorted(firsts)]
+    waits = [records[i].wait_s for i in sorted(firsts)]
     steady_wait = math.fsum(r.wait_s for r in steady) / len(steady)
     compute = math.fsum(records[i].compute_s for i in measured) / len(measured)
-    per_restart = max(0.0, statistics.fmean(r.wait_s for r in restarts) - steady_wait)
+    step_s = steady_wait + math.fsum(r.compute_s for r in steady) / len(steady)
+    own = _AloneRestarts.of(alone)
+    kept, apart = own.set_apart(waits, step_s)
+    evidence = _evidence(kept, step_s)
+    per_restart = (
+        max(0.0, statistics.median(kept) - steady_wait) if kept else own.seconds_per_restart or 0.0
+    )
     steps, source = epoch.steps, epoch.source
     if steps is None:
         steps, source = observed_epoch_steps(records) or len(records), EpochSource.OBSERVED
     weighted_wait = steady_wait + per_restart / steps
     window_wait = math.fsum(records[i].wait_s for i in measured)
     examples_per_step = statistics.fmean(records[i].examples for i in measured)
-    observed = observed_epoch_steps(records)
+    named = epoch.stage_kind in _REPEATED_BY_CONSTRUCTION
     return RestartCost(
-        restarts=len(restarts),
+        restarts=len(waits),
         seconds_per_restart=per_restart,
-        stage=epoch.stage,
-        stage_kind=epoch.stage_kind,
+        stage=epoch.stage if named else None,
+        stage_kind=epoch.stage_kind if named else None,
         steady_wait_s_per_step=steady_wait,
         steady_wait_fraction=_share(steady_wait, steady_wait + compute),
         weighted_wait_fraction=_share(weighted_wait, weighted_wait + compute),
-        window_wait_share=_share(math.fsum(r.wait_s for r in restarts), window_wait),
+        window_wait_share=_share(math.fsum(waits), window_wait),
         epoch_steps=steps,
         epoch_source=source,
         weighted_examples_per_sec=_share(examples_per_step, weighted_wait + compute),
-        short_epoch=never_steady(records, observed),
+        short_epoch=never_steady(records, observed_epoch_steps(records)),
+        restart_waits_s=kept,
+        set_apart_waits_s=apart,
+        evidence=evidence,
+        would_tell=_would_tell(evidence, kept),
+        steady_steps=len(steady),
+        pipeline_restarts=len(own.waits),
+        pipeline_restart_waits_s=own.waits,
+        pipeline_seconds_per_restart=own.seconds_per_restart,
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _AloneRestarts:
+    """The restarts of the pipeline run alone (the pipeline-only phase)."""
+
+    waits: list[float]
+    seconds_per_restart: float | None
+
+    @classmethod
+    def of(cls, alone: PhaseResult | None) -> _AloneRestarts:
+        if alone is None:
+            return cls([], None)
+        records = alone.records
+        firsts = set(restart_indices(records))
+        steady = [r.wait_s for i, r in enumerate(records) if not r.warmup and i not in firsts]
+        waits = [records[i].wait_s for i in sorted(firsts)]
+        if not waits:
+            return cls([], None)
+        steady_wait = statistics.fmean(steady) if steady else 0.0
+        return cls(waits, max(0.0, statistics.median(waits) - steady_wait))
+
+    def set_apart(self, waits: list[float], step_s: float) -> tuple[list[float], list[float]]:
+        """(`waits` kept, `waits` set apart): apart, those far beyond every restart alone.
+
+        Only with `MIN_RESTART_SAMPLES` restarts alone to compare with, and only a wait over
+        `ALONE_RATIO` times their longest and over a step longer than it.
+        """
+        if len(self.waits) < MIN_RESTART_SAMPLES:
+            return list(waits), []
+        bound = max(self.waits)
+        beyond = [w > ALONE_RATIO * bound and w - bound > step_s for w in waits]
+        kept = [w for w, out in zip(waits, beyond, strict=True) if not out]
+        return kept, [w for w, out in zip(waits, beyond, strict=True) if out]
+
+
+def _evidence(waits: Sequence[float], step_s: float) -> RestartEvidence:
+    """Whether `waits` (the restart waits kept) state one cost: enough, sharing one cost."""
+    if len(waits) < MIN_RESTART_SAMPLES:
+        return RestartEvidence.FEW_RESTARTS
+    spread = max(waits) - min(waits)
+    if spread > SPREAD_RATIO * statistics.median(waits) and spread > step_s:
+        return RestartEvidence.WIDE_SPREAD
+    return RestartEvidence.ENOUGH
+
+
+def _would_tell(evidence: RestartEvidence, waits: Sequence[float]) -> str | None:
+    """What would settle a restart cost the evidence cannot tell; None when it can."""
+    if evidence is RestartEvidence.FEW_RESTARTS:
+        counted = f"{len(waits)} restart{'s' * (len(waits) != 1)}"
+        return (
+            f"cannot tell what a restart costs from {counted}: profile with more --steps, so "
+            f"the window crosses at least {MIN_RESTART_SAMPLES} restarts, and with "
+            "--epoch-steps set to the real epoch's length"
+        )
+    if evidence is RestartEvidence.WIDE_SPREAD:
+        return (
+            f"cannot tell what a restart costs: its {len(waits)} restarts waited from "
+            f"{min(waits):.3g} s to {max(waits):.3g} s; profile again on a quieter machine, "
+            "with more --steps and --epoch-steps set to the real epoch's length"
+        )
+    return None
 
 
 def never_steady(records: Sequence[StepRecord], epoch_steps: int | None) -> bool:
@@ -133,7 +260,8 @@ def never_steady(records: Sequence[StepRecord], epoch_steps: int | None) -> bool
 
     True when it has fewer than `SHORT_EPOCH_STEPS` steps, or when the measured steps of its
     first half (the restart step left out) wait over `RAMP_FACTOR` times as long as those of
-    its second half: the wait falls through the whole epoch instead of settling.
+    its second half, and by over `RAMP_MIN_SHARE` of a mean step: the wait falls through the
+    whole epoch instead of settling.
     """
     if epoch_steps is None:
         return False
@@ -141,15 +269,20 @@ def never_steady(records: Sequence[StepRecord], epoch_steps: int | None) -> bool
         return True
     early: list[float] = []
     late: list[float] = []
+    steps: list[float] = []
     position = -1
     for index, record in enumerate(records):
         position = 0 if index and record.epoch != records[index - 1].epoch else position + 1
         if record.warmup or position == 0:  # a restart's own wait is measured apart
             continue
         (early if position <= epoch_steps // 2 else late).append(record.wait_s)
+        steps.append(record.step_s)
     if not early or not late:
         return False
-    return statistics.fmean(early) > RAMP_FACTOR * statistics.fmean(late)
+    early_s, late_s = statistics.fmean(early), statistics.fmean(late)
+    return early_s > RAMP_FACTOR * late_s and early_s - late_s > RAMP_MIN_SHARE * (
+        statistics.fmean(steps)
+    )
 
 
 def attribute(cost: RestartCost, stages: Sequence[StageStat]) -> RestartCost:
@@ -157,24 +290,20 @@ def attribute(cost: RestartCost, stages: Sequence[StageStat]) -> RestartCost:
     element after a fresh start is largest (see the module docstring).
 
     A batch of B waits for B elements of the stage below: B - 1 of them at that stage's
-    steady rate, which is that stage's share, not the batch's. Stages without a measured
-    first element are skipped; `cost` comes back unchanged when no stage has one. Stages that
-    only pass elements on (`prefetch`, `repeat`, `take`, `skip`) are never named: what they
-    seem to add is noise, as in the stage analysis's limiting stage.
+    steady rate, which is that stage's share, not the batch's. A stage is a candidate only
+    when its own share is measured (it and the stage below it have a first element), above
+    `FIRST_ELEMENT_NOISE_S` and at least `EXPLAINS_SHARE` of the restart's cost, and it runs
+    at a restart: stages a `cache()` above them serves from the second epoch on do not, and
+    stages that only pass elements on (`prefetch`, `repeat`, `take`, `skip`) add only noise.
+    `cost` comes back unchanged when its evidence is not enough (it names no stage then) or no
+    stage is a candidate.
     """
-    own: dict[int, float] = {}
-    below: StageStat | None = None
-    reached = 0.0
-    for stage in stages:
-        if stage.first_element_s is None:
-            continue
-        carried = _gathered_s(stage, below)
-        own[stage.index] = stage.first_element_s - reached - carried
-        if below is not None:
-            own[below.index] += carried
-        reached, below = stage.first_element_s, stage
-    passing = {s.index for s in stages if s.kind in _PASSES_ON}
-    candidates = [index for index in own if index not in passing]
+    if not cost.evidence_enough or cost.seconds_per_restart <= FIRST_ELEMENT_NOISE_S:
+        return cost
+    own = own_first_element_s(stages)
+    skipped = {s.index for s in stages if s.kind in _PASSES_ON} | cached_before(stages)
+    floor = max(FIRST_ELEMENT_NOISE_S, EXPLAINS_SHARE * cost.seconds_per_restart)
+    candidates = [i for i in own if i not in skipped and own[i] > floor]
     if not candidates:
         return cost
     index = max(candidates, key=lambda i: own[i])
@@ -184,9 +313,40 @@ def attribute(cost: RestartCost, stages: Sequence[StageStat]) -> RestartCost:
         stage=late.label,
         stage_kind=late.kind,
         measured=True,
-        stage_own_s=max(0.0, own[index]),
+        stage_own_s=own[index],
         stage_sequential=_sequential(late),
     )
+
+
+def own_first_element_s(stages: Sequence[StageStat]) -> dict[int, float]:
+    """Each stage's own seconds of the time to a first element after a fresh start, by index.
+
+    Only for stages measured right after a measured stage (or the source): across a stage
+    without a first element, the difference holds that stage's share too, so it is no one's.
+    """
+    own: dict[int, float] = {}
+    below: StageStat | None = None
+    reached, gap = 0.0, False
+    for stage in stages:
+        if stage.first_element_s is None:
+            gap = True
+            continue
+        carried = _gathered_s(stage, below)
+        if not gap:
+            own[stage.index] = stage.first_element_s - reached - carried
+            if below is not None and below.index in own:
+                own[below.index] += carried
+        reached, below, gap = stage.first_element_s, stage, False
+    return own
+
+
+def cached_before(stages: Sequence[StageStat]) -> set[int]:
+    """Indices of the stages below the last `cache()`: from the second epoch on, the cache
+    serves their elements and they do not run, at a restart or between."""
+    caches = [stage.index for stage in stages if stage.kind is StageKind.CACHE]
+    if not caches:
+        return set()
+    return {stage.index for stage in stages if stage.index < max(caches)}
 
 
 def _gathered_s(stage: StageStat, below: StageStat | None) -> float:
@@ -208,12 +368,27 @@ def _sequential(stage: StageStat) -> bool:
 
 def verdict_wait(end_to_end: PhaseResult, cost: RestartCost | None) -> float:
     """The wait share the verdict follows: weighed by the real epoch, but the wait between
-    restarts when restarts dominate (they are what `repeat()` or `cache()` removes)."""
+    restarts when restarts dominate (they are what `repeat()` or `cache()` removes) and there
+    is a steady part between them to follow (`steady_between`)."""
     if cost is None:
         return end_to_end.input_wait_fraction
-    if restart_dominates(cost):
+    if restart_dominates(cost) and steady_between(cost):
         return cost.steady_wait_fraction
     return cost.weighted_wait_fraction
+
+
+def steady_between(cost: RestartCost) -> bool:
+    """Whether the steps between restarts are a steady part the verdict can follow.
+
+    Not with epochs under `SHORT_EPOCH_STEPS` (real or observed) or an epoch that never
+    settles: restarts then happen every step or two of training too, and are its cost. Not
+    from fewer than `MIN_STEADY_STEPS` such steps in all: a few prefetched steps say nothing.
+    """
+    return (
+        not cost.short_epoch
+        and cost.epoch_steps >= SHORT_EPOCH_STEPS
+        and cost.steady_steps >= MIN_STEADY_STEPS
+    )
 
 
 def restart_dominates(cost: RestartCost) -> bool:
@@ -232,20 +407,29 @@ def restart_advice(cost: RestartCost) -> str:
         if refill or cost.stage is None
         else ""
     )
+    each = (
+        f"each restart of the dataset costs {cost.seconds_per_restart:.3g} s while {what}"
+        if cost.evidence_enough
+        else f"tfperf {cost.would_tell or 'cannot tell what a restart costs'}"
+    )
     return (
         f"Steps wait for input {share} of the time over a real epoch of {cost.epoch_steps:,} "
-        f"steps ({_source(cost)}), almost all of it at restarts: each restart of the dataset "
-        f"costs {cost.seconds_per_restart:.3g} s while {what}; between restarts steps wait "
-        f"{cost.steady_wait_fraction:.0%} of the time. {_restart_fix(cost)}{prefetch}"
+        f"steps ({_source(cost)}), almost all of it at restarts: {each}; between restarts "
+        f"steps wait {cost.steady_wait_fraction:.0%} of the time. {_restart_fix(cost)}{prefetch}"
     )
 
 
 def restart_note(cost: RestartCost) -> str:
     """One sentence on restarts that do not dominate the wait: their cost, and their weight."""
     where = cost.waiting_on
+    each = (
+        f"{cost.seconds_per_restart:.3g} s each{where}"
+        if cost.evidence_enough
+        else f"tfperf {cost.would_tell or 'cannot tell what one costs'}"
+    )
     return (
         f" The dataset restarted {cost.restarts} time{'s' * (cost.restarts != 1)} in this "
-        f"window ({cost.seconds_per_restart:.3g} s each{where}, "
+        f"window ({each}, "
         f"{cost.window_wait_share:.0%} of the window's wait); over a real epoch of "
         f"{cost.epoch_steps:,} steps ({_source(cost)}) "
         "that weighs little, and the figures above count it once per epoch."

@@ -364,6 +364,15 @@ class EpochSource(str, Enum):
     OBSERVED = "observed"  # batches counted in one pass during the profile (cardinality unknown)
 
 
+class RestartEvidence(str, Enum):
+    """Whether the measured restarts say what one restart costs and what it waits for."""
+
+    ENOUGH = "enough"  # enough restarts, sharing one cost
+    FEW_RESTARTS = "few-restarts"  # fewer than the restart rules need to state a cost
+    WIDE_SPREAD = "wide-spread"  # the restarts' waits share no one cost: a median stands for none
+    UNRECORDED = "unrecorded"  # read from a result written before the evidence was recorded
+
+
 @dataclasses.dataclass
 class RestartCost:
     """What the dataset's restarts cost in the end-to-end phase, and what that is per real epoch.
@@ -375,7 +384,8 @@ class RestartCost:
 
     Attributes:
         restarts: restarts measured in the end-to-end phase (after warm-up).
-        seconds_per_restart: mean wait of a first step after a restart, beyond the steady wait.
+        seconds_per_restart: median wait of a first step after a restart (set-apart waits left
+            out), beyond the steady wait.
         stage: label of the stage whose warm-up a restart repeats, e.g. `shuffle(10000)`; None
             when no stage of the pipeline explains it.
         stage_kind: that stage's kind, for the advice.
@@ -397,6 +407,21 @@ class RestartCost:
         short_epoch: an epoch holds too few steps for the pipeline to reach a steady state
             (`tfperf.measure._restarts.SHORT_EPOCH_STEPS`): the wait is the epoch's own
             length, not a buffer refilling.
+        restart_waits_s: the wait of every restart step counted in `seconds_per_restart`,
+            seconds, in the order measured: the evidence and its spread.
+        set_apart_waits_s: restart waits left out of the pipeline's restart cost, seconds:
+            each waited far longer than any restart of the pipeline alone, so what it waited
+            for was not the pipeline filling again (see `tfperf.measure._restarts`).
+        evidence: whether the restarts are enough to state a cost and name a stage; when
+            not, `stage` is None and `would_tell` says what would settle it.
+        would_tell: what would settle a restart cost that cannot be told, e.g. more
+            `--steps`; None when the evidence is enough.
+        steady_steps: measured steps between restarts, from which the steady wait comes.
+        pipeline_restarts: restarts measured in the pipeline-only phase; 0 when none.
+        pipeline_restart_waits_s: the wait of each of them, seconds.
+        pipeline_seconds_per_restart: the pipeline alone's restart cost, the median restart
+            wait beyond its steady wait, seconds; None when the pipeline alone did not restart
+            beyond a step.
     """
 
     restarts: int
@@ -414,6 +439,20 @@ class RestartCost:
     stage_own_s: float | None = None
     stage_sequential: bool = False
     short_epoch: bool = False
+    # Added with the restart evidence: results written before it load as UNRECORDED.
+    restart_waits_s: list[float] = dataclasses.field(default_factory=list)
+    set_apart_waits_s: list[float] = dataclasses.field(default_factory=list)
+    evidence: RestartEvidence = RestartEvidence.UNRECORDED
+    would_tell: str | None = None
+    steady_steps: int = 0
+    pipeline_restarts: int = 0
+    pipeline_restart_waits_s: list[float] = dataclasses.field(default_factory=list)
+    pipeline_seconds_per_restart: float | None = None
+
+    @property
+    def evidence_enough(self) -> bool:
+        """Whether the restarts measured are enough to state their cost and name a stage."""
+        return self.evidence is RestartEvidence.ENOUGH
 
     @property
     def waiting_on(self) -> str:
