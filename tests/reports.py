@@ -13,6 +13,7 @@ from typing import Any
 import optuna
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
+from tfperf.findings import conclude
 from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
@@ -92,7 +93,7 @@ def with_stages(result: ProfileResult) -> ProfileResult:
     choice = AutotuneChoice(
         2, "map(parse)", "ParallelMapV2", "parallelism", "num_parallel_calls", 2, True
     )
-    return dataclasses.replace(result, stages=stages, autotune=AutotuneReadout([choice]))
+    return conclude(dataclasses.replace(result, stages=stages, autotune=AutotuneReadout([choice])))
 
 
 def fake_gpu() -> GpuStats:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from tfperf.measure import _bottleneck as bottleneck
@@ -90,8 +88,8 @@ def test_stage_advice_for_a_sequential_map():
         "before it, 2,000 examples/s after it). Run it in parallel with "
         "`num_parallel_calls=tf.data.AUTOTUNE` (it makes one call at a time now); if it still "
         "limits, make each call cheaper: vectorise it (batch first, then map over whole "
-        "batches), cache() right after its expensive deterministic part (decoding, resizing) "
-        "so only random augmentation runs every epoch, or do that part once offline and store "
+        "batches), or cache() right after its expensive deterministic part (decoding, resizing) "
+        "so only random augmentation runs every epoch, or do that work once offline and store "
         "the result."
     )
 
@@ -100,9 +98,9 @@ def test_stage_advice_for_a_map_already_on_autotune():
     advice = _report({"num_parallel_calls": -1}).advice
     assert advice.endswith(
         "after it). It already runs in parallel (AUTOTUNE), so make each call cheaper: "
-        "vectorise it (batch first, then map over whole batches), cache() right after its "
+        "vectorise it (batch first, then map over whole batches), or cache() right after its "
         "expensive deterministic part (decoding, resizing) so only random augmentation runs "
-        "every epoch, or do that part once offline and store the result."
+        "every epoch, or do that work once offline and store the result."
     )
 
 
@@ -116,70 +114,6 @@ def test_stage_advice_when_every_stage_keeps_up_names_no_limiting_stage():
         "adds 0.475 ms per example."
     )
     assert "keeps up" not in report.advice and "limiting stage" not in report.advice
-
-
-@pytest.mark.parametrize(
-    ("kind", "label", "parameters", "fix"),
-    [
-        (
-            StageKind.INTERLEAVE,
-            "interleave(TFRecordDataset)",
-            {"cycle_length": 1, "num_parallel_calls": 1},
-            "Read several inputs at once: raise cycle_length (now 1) and set "
-            "`num_parallel_calls=tf.data.AUTOTUNE`; with fewer files than cores, split the data "
-            "into more shards.",
-        ),
-        (
-            StageKind.READ,
-            "TFRecordDataset",
-            {"num_parallel_reads": -1},
-            "It already reads AUTOTUNE files at once: split the data into more, smaller shards, "
-            "move it to faster storage, or cache() the records if they fit in memory.",
-        ),
-        (
-            StageKind.SHUFFLE,
-            "shuffle(100000)",
-            {"buffer_size": 100_000},
-            "A buffer of 100,000 elements costs time to fill and to copy through: use a smaller "
-            "buffer_size and keep the order random by shuffling file names instead "
-            "(list_files(shuffle=True) before the interleave).",
-        ),
-        (
-            StageKind.BATCH,
-            "batch(64)",
-            {"batch_size": 64},
-            "Batch in parallel with `batch(..., num_parallel_calls=tf.data.AUTOTUNE)`; smaller "
-            "elements (crop, resize or cast before batching) also copy faster.",
-        ),
-        (
-            StageKind.SHARD,
-            "shard(4)",
-            {"num_shards": 4, "index": 0},
-            "Sharding here reads everything and keeps 1 element in 4: shard the file names "
-            "before reading, so each worker reads only its own files.",
-        ),
-        (
-            StageKind.SOURCE,
-            "from_generator(read_rows)",
-            {},
-            "A Python generator yields one element at a time and holds the GIL: move its work "
-            "into TensorFlow ops (from_tensor_slices or a file reader, then a parallel map), or "
-            "interleave several generators that each yield part of the data.",
-        ),
-    ],
-)
-def test_stage_fix_by_kind(kind, label, parameters, fix):
-    assert bottleneck.stage_fix(_stage(1, kind, label, 100.0, parameters=parameters)) == fix
-
-
-def test_a_stage_that_calls_python_is_told_its_threads_share_the_lock():
-    stage = _stage(1, StageKind.MAP, "map(fetch)", 500.0, parameters={"num_parallel_calls": 8})
-    plain = bottleneck.stage_fix(stage)
-    assert "global interpreter lock" not in plain
-
-    fix = bottleneck.stage_fix(dataclasses.replace(stage, calls_python=True))
-    assert fix.startswith(plain + " Its function calls Python (tf.numpy_function")
-    assert "one request for many objects" in fix
 
 
 def test_a_last_cut_far_below_the_pipeline_only_phase_is_called_disturbed():

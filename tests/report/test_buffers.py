@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from tests.reports import fake_profile
+from tfperf.findings import conclude
 from tfperf.report import render_profile_html, render_summary
 from tfperf.results import ProfileResult
 from tfperf.results.stages import BufferHold, BufferKind, SizeSource, memory_account
@@ -25,7 +26,7 @@ def _shuffled_images() -> ProfileResult:
     )
     prefetch = BufferHold("prefetch(2)", BufferKind.PREFETCH, None, 2, 6.0 * MIB, SizeSource.SPEC)
     account = memory_account([shuffle, prefetch], peak_rss_bytes=400 * MIB, ram_budget_bytes=None)
-    return dataclasses.replace(fake_profile(), memory=account)
+    return conclude(dataclasses.replace(fake_profile(), memory=account))
 
 
 def test_the_account_sums_the_holds_and_advises_the_largest():

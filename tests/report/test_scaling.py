@@ -144,7 +144,7 @@ def test_the_profile_summary_carries_the_section_only_with_a_curve():
     summary = render_summary(dataclasses.replace(plain, scaling=curve(*FEEDS_TWO)))
     assert "Scaling with replicas" in summary
     assert "Your pipeline feeds 2 replicas; at 4 they wait 48% of each step." in summary
-    assert summary.index("Scaling with replicas") < summary.index("Advice:")
+    assert summary.index("Scaling with replicas") < summary.index("Findings:")
 
 
 def test_chart_data():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from tests.fakes.clock import FakeClock, TimedData, timed_step
+from tfperf.findings import conclude
 from tfperf.measure import _bottleneck as bottleneck
 from tfperf.measure._profiler import profile
 from tfperf.probes import HostProbe
@@ -77,7 +78,7 @@ def test_stage_table_marks_the_limiting_stage_and_the_models_rate():
     report = bottleneck.stage_report(
         stages, 13_500.0, seconds_per_stage=0.5, warmup_s=0.2, duration_s=3.5, note=None
     )
-    text = render_summary(dataclasses.replace(_result(), stages=report))
+    text = render_summary(conclude(dataclasses.replace(_result(), stages=report)))
     table = text[text.index("Stages") :].split("\n\n")[0].splitlines()
     assert table == [
         "Stages (the pipeline cut after each one, run alone for 0.5 s each; 3.5 s in all):",
@@ -193,10 +194,10 @@ def test_batches_of_several_shapes_are_listed_with_their_retracing():
         BatchShape("(32, 5)", 4, 32, first_compute_s=0.3, typical_compute_s=0.004),
         BatchShape("(4, 5)", 32, 4, first_compute_s=0.2, typical_compute_s=0.001),
     ]
-    text = render_summary(dataclasses.replace(_bare(), batch_shapes=shapes))
+    text = render_summary(conclude(dataclasses.replace(_bare(), batch_shapes=shapes)))
     assert "Batches came in 2 shapes (32 examples x4, 4 examples x32)" in text
     assert "took 495 ms longer in all" in text
-    assert "retracing" in text
+    assert "traces again for every new input shape" in text
     assert "Batches came in" not in render_summary(
         dataclasses.replace(_bare(), batch_shapes=shapes[:1])
     )
@@ -236,7 +237,7 @@ def test_a_baseline_winner_is_not_listed_twice_in_the_tune_summary():
 
 def test_a_disturbed_compute_only_phase_is_named_not_read_as_a_speed():
     result = dataclasses.replace(_bare(), speedup_if_input_free=1.33, compute_slowdown=0.75)
-    text = render_summary(result)
+    text = render_summary(conclude(result))
     assert "training would run 1.33x as fast" in text
     assert "took 1.33x as long per example as end to end" in text
     assert "compute-only phase was disturbed" in text
@@ -313,5 +314,5 @@ def test_end_to_end_above_the_pipeline_alone_beyond_the_noise_is_flagged():
     e2e = result.end_to_end.examples_per_sec
     for rate, flagged in ((e2e / 1.04, False), (e2e / 1.2, True)):
         alone = dataclasses.replace(result.pipeline_only, examples_per_sec=rate)
-        text = render_summary(dataclasses.replace(result, pipeline_only=alone))
-        assert ("Caution: end to end ran 20% faster than the pipeline alone" in text) is flagged
+        text = render_summary(conclude(dataclasses.replace(result, pipeline_only=alone)))
+        assert ("End to end ran 20% faster than the pipeline alone" in text) is flagged

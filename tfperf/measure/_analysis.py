@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from tfperf import findings
 from tfperf.measure import _restarts as restarts
 
 # The stage figures moved to `_bottleneck`; re-exported for callers that import them from here.
@@ -29,12 +29,11 @@ from tfperf.results import (
     Verdict,
     Warmup,
 )
-from tfperf.results.stages import RestartCost
 
-#: Wait share of step time at or above which input is the main problem (TensorBoard: 20%).
-HIGHLY_INPUT_BOUND_AT = 0.20
-#: Wait share at or above which input costs noticeable time (TensorBoard: 5%).
-MODERATELY_INPUT_BOUND_AT = 0.05
+# The verdict's thresholds are the result's (`Verdict.of`), re-exported for the scaling runs.
+from tfperf.results._profile import HIGHLY_INPUT_BOUND_AT as HIGHLY_INPUT_BOUND_AT
+from tfperf.results._profile import MODERATELY_INPUT_BOUND_AT as MODERATELY_INPUT_BOUND_AT
+from tfperf.results.stages import RestartCost
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,11 +154,7 @@ def wait_fraction(wait_s: float, compute_s: float) -> float:
 
 def classify(input_wait_fraction: float) -> Verdict:
     """The verdict for a wait share, on TensorBoard's scale (20% and 5%)."""
-    if input_wait_fraction >= HIGHLY_INPUT_BOUND_AT:
-        return Verdict.HIGHLY_INPUT_BOUND
-    if input_wait_fraction >= MODERATELY_INPUT_BOUND_AT:
-        return Verdict.MODERATELY_INPUT_BOUND
-    return Verdict.COMPUTE_BOUND
+    return Verdict.of(input_wait_fraction)
 
 
 def speedup_if_input_free(
@@ -211,32 +206,9 @@ def compute_slowdown(end_to_end: PhaseResult, compute_only: PhaseResult | None) 
     return per_example / (compute_only.compute_s / compute_only.examples)
 
 
-def advise(
-    verdict: Verdict,
-    end_to_end: PhaseResult,
-    pipeline_only: PhaseResult | None,
-    compute_only: PhaseResult | None,
-    knobs: Mapping[str, Any],
-    restart: RestartCost | None = None,
-) -> str:
-    """One or two sentences of advice that follow from the measured numbers.
-
-    With `restart` (the dataset restarted in the window), the wait share is the one weighed by
-    a real epoch; when restarts dominate it, the advice is about restarts and the stage they
-    wait for, whatever the verdict (which then follows the wait between restarts).
-    """
-    dominant = restart is not None and restarts.restart_dominates(restart)
-    if restart is not None and dominant:
-        return restarts.restart_advice(restart) + _contention(end_to_end, compute_only)
-    wait = end_to_end.input_wait_fraction if restart is None else restart.weighted_wait_fraction
-    main = _main_advice(verdict, wait, end_to_end, pipeline_only, compute_only, knobs)
-    note = restarts.restart_note(restart) if restart is not None else ""
-    return main + note + _contention(end_to_end, compute_only)
-
-
 def attribute_restarts(result: ProfileResult) -> ProfileResult:
     """`result` with its restarts attributed to the stage measured late after a fresh start
-    (its stage analysis's first-element times), and its verdict and advice written anew.
+    (its stage analysis's first-element times), its verdict anew and its findings made again.
 
     Unchanged when it has no restarts or no stage analysis.
     """
@@ -244,63 +216,10 @@ def attribute_restarts(result: ProfileResult) -> ProfileResult:
         return result
     cost = restarts.attribute(result.restarts, result.stages.stages)
     wait = restarts.verdict_wait(result.end_to_end, cost)
-    verdict = classify(wait)
-    phases = (result.end_to_end, result.pipeline_only, result.compute_only)
-    advice = advise(verdict, *phases, result.knobs, cost)
-    return dataclasses.replace(
-        result, restarts=cost, verdict=verdict, input_wait_fraction=wait, advice=advice
+    attributed = dataclasses.replace(
+        result, restarts=cost, verdict=classify(wait), input_wait_fraction=wait
     )
-
-
-def _main_advice(
-    verdict: Verdict,
-    wait_fraction: float,
-    end_to_end: PhaseResult,
-    pipeline_only: PhaseResult | None,
-    compute_only: PhaseResult | None,
-    knobs: Mapping[str, Any],
-) -> str:
-    wait_pct = f"{wait_fraction:.0%}"
-    if verdict is Verdict.COMPUTE_BOUND:
-        return (
-            f"Input is not the bottleneck (steps wait {wait_pct} of the time): speed now comes "
-            "from the model side, e.g. a larger batch_size or mixed precision."
-        )
-    hint = _knob_hint(knobs)
-    if pipeline_only is None or compute_only is None:
-        return f"Steps wait for input {wait_pct} of the time: make the input pipeline faster.{hint}"
-    supply = pipeline_only.examples_per_sec
-    demand = compute_ceiling(end_to_end, compute_only) or compute_only.examples_per_sec
-    if supply < demand:
-        return (
-            f"The pipeline alone delivers {supply:,.0f} examples/s but the model could consume "
-            f"{demand:,.0f}: speed up the input (parallel map and reads, prefetch, caching "
-            f"decoded data); `tfperf tune` searches these knobs.{hint}"
-        )
-    return (
-        f"The pipeline alone keeps up ({supply:,.0f} vs {demand:,.0f} examples/s needed) yet "
-        f"steps wait {wait_pct} of the time: input and training are not overlapping or compete "
-        f"for the same CPU cores; add prefetch, or lower map parallelism.{hint}"
-    )
-
-
-def _contention(end_to_end: PhaseResult, compute_only: PhaseResult | None) -> str:
-    slowdown = compute_slowdown(end_to_end, compute_only)
-    if slowdown is None or slowdown < CONTENTION_AT:
-        return ""
-    return (
-        f" Steps also compute {slowdown:.1f}x slower than on cached batches: input work "
-        "competes with training for the CPU, so cheaper input (cache decoded data, fewer "
-        "threads) would speed up training too."
-    )
-
-
-def _knob_hint(knobs: Mapping[str, Any]) -> str:
-    if knobs.get("prefetch") == 0:
-        return " Start with prefetch: it is 0, so input never overlaps compute."
-    if knobs.get("num_parallel_calls") == 1:
-        return " Start with num_parallel_calls: it is 1, so the map runs on a single core."
-    return ""
+    return findings.conclude(attributed)
 
 
 def _rate(count: float, seconds: float) -> float:

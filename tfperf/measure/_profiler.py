@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from tfperf import findings
 from tfperf.errors import EmptyDatasetError, TfperfError, TrainStepError
 from tfperf.hardware import collect_environment
 from tfperf.knobs import Knobs
@@ -191,16 +192,14 @@ class Profiler:
         host = next((p for p in self.probes if isinstance(p, HostProbe) and p.available), None)
         nvml = next((p for p in self.probes if isinstance(p, NvmlProbe)), None)
         gpus = nvml.gpus() if nvml is not None and nvml.available else []
-        return ProfileResult(
+        result = ProfileResult(
             pipeline=self.pipeline,
             knobs=self.knobs,
             verdict=verdict,
             input_wait_fraction=wait,
             speedup_if_input_free=analysis.speedup_if_input_free(end_to_end, compute_only, restart),
             compute_slowdown=analysis.compute_slowdown(end_to_end, compute_only),
-            advice=analysis.advise(
-                verdict, end_to_end, pipeline_only, compute_only, self.knobs, restart
-            ),
+            advice="",
             end_to_end=end_to_end,
             pipeline_only=pipeline_only,
             compute_only=compute_only,
@@ -214,6 +213,7 @@ class Profiler:
             restarts=restart,
             batch_shapes=self.shapes.shapes(),
         )
+        return findings.conclude(result)
 
     def last_step(self, phase: Phase) -> StepRecord:
         """The last closed step of `phase` (warm-up flag not yet decided: False)."""

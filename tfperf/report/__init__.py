@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tfperf.report._answer import render_answer
 from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._html import (
     default_profile_path,
@@ -21,6 +22,7 @@ __all__ = [
     "default_study_path",
     "gpu_memory_text",
     "load_snapshot",
+    "render_answer",
     "render_offload_html",
     "render_offload_text",
     "render_profile_html",

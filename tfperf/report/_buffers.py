@@ -38,9 +38,17 @@ def buffers_summary(account: MemoryAccount) -> str:
     if account.peak_rss_bytes is None:
         return f"The pipeline's buffers hold up to {total} of host memory."
     share = account.share_of_peak or 0.0
+    peak = format_bytes(account.peak_rss_bytes)
+    if share > 1:
+        # The account is what the buffers can hold; above the measured peak they were never
+        # full while profiled, and a share over 100% would say the impossible.
+        return (
+            f"The pipeline's buffers can hold up to {total}, more than the {peak} peak RSS "
+            "measured: they were never full while profiled, and could take that much once "
+            "they fill (longer epochs, a slower model)."
+        )
     return (
-        f"The pipeline's buffers hold up to {total}, {share:.0%} of the "
-        f"{format_bytes(account.peak_rss_bytes)} peak RSS measured."
+        f"The pipeline's buffers hold up to {total}, {share:.0%} of the {peak} peak RSS measured."
     )
 
 
@@ -62,7 +70,6 @@ def buffers_text(account: MemoryAccount) -> str:
         lines.append(
             f"  {row.stage:<{width}}  {row.elements} x {row.per_element} = {row.held} ({row.how})"
         )
-    lines += [f"  {advice}" for advice in account.advice]
     return "\n".join(lines)
 
 

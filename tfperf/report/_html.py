@@ -31,12 +31,13 @@ from tfperf.report import _study_charts as sc
 from tfperf.report import _study_headline as sh
 from tfperf.report import _study_summary as ss
 from tfperf.report._alt import TextAlternative, text_alternative
+from tfperf.report._answer import evidence_words
 from tfperf.report._buffers import buffer_rows, buffers_summary
 from tfperf.report._distribution import distribution_rows
 from tfperf.report._loader import loader_view
-from tfperf.report._text import order_flag
 from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.report._words import knob_value
+from tfperf.results.discovery import describe_discovery
 from tfperf.units import format_bytes, format_seconds
 
 if TYPE_CHECKING:
@@ -166,7 +167,13 @@ def profile_section(
     """
     banner = pc.verdict_banner(result)
     if in_tune:
-        banner = dataclasses.replace(banner, advice=sh.without_tune_advice(banner.advice))
+        findings = tuple(
+            dataclasses.replace(f, fix=sh.without_tune_advice(f.fix)) if f.fix else f
+            for f in banner.findings
+        )
+        banner = dataclasses.replace(
+            banner, advice=sh.without_tune_advice(banner.advice), findings=findings
+        )
     section: dict[str, Any] = {
         "result": result,
         "banner": banner,
@@ -190,11 +197,6 @@ def profile_section(
         "buffers_summary": buffers_summary(result.memory) if result.memory is not None else "",
         "distribution": (
             distribution_rows(result.distribution) if result.distribution is not None else []
-        ),
-        "order_flag": (
-            order_flag(ratio).strip()
-            if (ratio := result.end_to_end_over_pipeline) is not None
-            else None
         ),
         "emulated": emulated_note(result),
         "loader": loader_view(result.loader) if result.loader is not None else None,
@@ -255,6 +257,8 @@ def _environment() -> jinja2.Environment:
         rate=lambda value: MISSING if value is None else f"{value:,.0f}",
         percent=lambda value, digits=0: MISSING if value is None else f"{value:.{digits}%}",
         code_spans=code_spans,
+        evidence=evidence_words,
+        discovery_lines=lambda discovery: "\n".join(describe_discovery(discovery)),
         knob_value=knob_value,
         breakable=breakable,
     )

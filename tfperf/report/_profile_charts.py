@@ -13,8 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from tfperf.findings import answer, named_limiting
 from tfperf.report import _theme as theme
 from tfperf.results import ProfileResult, Verdict
+from tfperf.results.findings import Finding
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -31,7 +33,8 @@ class VerdictBanner:
     speedup_if_input_free: float | None
     compute_slowdown: float | None
     advice: str
-    limiting_stage: str | None  # the stage analysis's limiting stage (`StageReport.limiting`)
+    limiting_stage: str | None  # named by the `limiting-stage` finding, where one was made
+    findings: tuple[Finding, ...] = ()  # what to do first: the short answer's findings
 
 
 _BANNERS = {
@@ -52,11 +55,12 @@ def verdict_banner(result: ProfileResult) -> VerdictBanner:
         compute_slowdown=result.compute_slowdown,
         advice=result.advice,
         limiting_stage=_limiting_stage(result),
+        findings=tuple(answer(result)),
     )
 
 
 def _limiting_stage(result: ProfileResult) -> str | None:
-    stage = result.stages.limiting if result.stages is not None else None
+    stage = named_limiting(result)
     return stage.label if stage is not None else None
 
 
@@ -146,8 +150,8 @@ def stage_waterfall(result: ProfileResult) -> StageWaterfall | None:
         labels=tuple(f"{stage.index}. {stage.label}" for stage in drawn),
         examples_per_sec=tuple(stage.examples_per_sec or 0.0 for stage in drawn),
         stage_indices=tuple(stage.index for stage in drawn),
-        # The limiting stage only (`StageReport.limiting`): one rule with the table and text.
-        bottleneck_index=report.limiting.index if report.limiting is not None else None,
+        # The limiting stage a finding names: one rule with the table and text.
+        bottleneck_index=limiting.index if (limiting := named_limiting(result)) else None,
         consumption_examples_per_sec=report.consumption_examples_per_sec,
     )
 

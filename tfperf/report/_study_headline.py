@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from tfperf.findings import answer, named_limiting
 from tfperf.report._study_data import StudySnapshot
 from tfperf.report._study_summary import Summary, TrialFigure, trial_figures
 from tfperf.results import Limit, ProfileResult, Verdict
@@ -63,10 +64,10 @@ def _diagnosis(
 
 
 def limiting_stage(result: ProfileResult, limit: Limit | None) -> str | None:
-    """The profile's limiting stage (`StageReport.limiting`), else the stage that binds the
+    """The profile's limiting stage (as its findings name it), else the stage that binds the
     tuner's limit, if a stage does; None when the pipeline keeps up with the model."""
     if result.stages is not None:
-        stage = result.stages.limiting
+        stage = named_limiting(result)
         return stage.label if stage is not None else None
     binding = min(limit.terms, key=lambda t: t.examples_per_sec) if limit and limit.terms else None
     return binding.stage_label if binding is not None else None
@@ -94,7 +95,10 @@ def _recommended(
     if result.verdict is not Verdict.COMPUTE_BOUND:
         if stage:
             text += f"; {stage} still limits"
-        return text + f". Next: {without_tune_advice(result.advice)}"
+        first = answer(result, 1)
+        if not first:
+            return text + "."
+        return text + f". Next: {without_tune_advice(first[0].sentence)}"
     return text + "."
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from tfperf.findings import named_limiting
 from tfperf.knobs import format_value
+from tfperf.report._answer import HEADLINES, finding_lines
 from tfperf.report._buffers import buffers_text
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
@@ -11,7 +13,7 @@ from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
 from tfperf.report._utilisation import utilisation_text
 from tfperf.report._words import knob_value
-from tfperf.results import RATE_NOISE, PhaseResult, ProfileResult, Verdict
+from tfperf.results import PhaseResult, ProfileResult
 from tfperf.results.stages import (
     AutotuneReadout,
     BatchShape,
@@ -25,15 +27,9 @@ from tfperf.results.stages import (
 )
 from tfperf.units import format_bytes, format_seconds
 
-_HEADLINES = {
-    Verdict.HIGHLY_INPUT_BOUND: "HIGHLY INPUT-BOUND: the model waits for data",
-    Verdict.MODERATELY_INPUT_BOUND: "MODERATELY INPUT-BOUND: the model sometimes waits for data",
-    Verdict.COMPUTE_BOUND: "COMPUTE-BOUND: the input pipeline keeps up",
-}
-
 
 def render_summary(result: ProfileResult) -> str:
-    """A plain-text summary for the terminal, about 20 lines."""
+    """Everything a profile measured and found, for the terminal (`--verbose`)."""
     sections = [
         _verdict(result),
         _throughput(result),
@@ -41,7 +37,7 @@ def render_summary(result: ProfileResult) -> str:
         distribution_text(result),
         _restarts(result.restarts) if result.restarts is not None else "",
         _batch_shapes(result.batch_shapes),
-        _stages(result.stages) if result.stages is not None else "",
+        _stages(result, result.stages) if result.stages is not None else "",
         _loader(result.loader) if result.loader is not None else "",
         _limit_line(result),
         _warmup(result),
@@ -51,7 +47,7 @@ def render_summary(result: ProfileResult) -> str:
         gpu_memory_text(result),
         _autotune(result, result.autotune) if result.autotune is not None else "",
         _scaling(result),
-        f"Advice: {result.advice}",
+        findings_text(result),
         _configuration(result),
     ]
     return "\n\n".join(section for section in sections if section)
@@ -73,14 +69,14 @@ def _effective(name: str, value: object, options: DatasetOptions | None) -> str:
 
 def _verdict(result: ProfileResult) -> str:
     lines = [
-        f"Verdict: {_HEADLINES[result.verdict]}.",
+        f"Verdict: {HEADLINES[result.verdict]}.",
         f"  Steps spend {result.input_wait_fraction:.1%} of their time waiting for input "
         f"(TensorBoard's scale: >= 20% highly, 5-20% moderately input-bound).",
     ]
     if result.speedup_if_input_free is not None:
         lines.append(_ceiling(result.speedup_if_input_free))
-    if result.compute_slowdown is not None:
-        lines.append(_slowdown(result.compute_slowdown))
+    if result.compute_slowdown is not None and (slowdown := _slowdown(result.compute_slowdown)):
+        lines.append(slowdown)
     return "\n".join(lines)
 
 
@@ -91,13 +87,7 @@ _DISTURBED_BELOW = 0.95
 
 def _slowdown(slowdown: float) -> str:
     if slowdown < _DISTURBED_BELOW:
-        return (
-            f"  The model alone on cached batches took {1 / slowdown:.2f}x as long per example "
-            "as end to end, where it ran beside the pipeline: the compute-only phase was "
-            "disturbed (a busier "
-            "machine), so the ceiling above counts end to end's compute time instead; profile "
-            "again on a quieter machine, or with more --steps."
-        )
+        return ""  # the compute-only phase was disturbed: a finding says so
     return (
         f"  An example computes {slowdown:.2f}x as long end to end as on cached batches (above "
         "~1.25, input work competes with training for the CPU)."
@@ -121,36 +111,15 @@ def _ceiling(speedup: float) -> str:
 
 
 def _restarts(cost: RestartCost) -> str:
-    where = cost.waiting_on
     times = f"{cost.restarts} time{'s' * (cost.restarts != 1)}"
     return (
         f"Restarts: the finite dataset restarted {times} in the window, each costing "
-        f"{format_seconds(cost.seconds_per_restart)}{where} ({cost.window_wait_share:.0%} of the "
-        f"window's wait).\n  Wait share between restarts {cost.steady_wait_fraction:.1%}; with "
-        f"one restart per real epoch of {cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
-        f"{cost.weighted_wait_fraction:.1%}, {_follows(cost)}"
+        f"{format_seconds(cost.seconds_per_restart)}{cost.waiting_on} "
+        f"({cost.window_wait_share:.0%} of the window's wait).\n  Wait share between restarts "
+        f"{cost.steady_wait_fraction:.1%}; with one restart per real epoch of "
+        f"{cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
+        f"{cost.weighted_wait_fraction:.1%}."
     )
-
-
-def _follows(cost: RestartCost) -> str:
-    """Which wait share the verdict follows, and how the restart's stage was found."""
-    found = ""
-    if cost.measured and cost.stage and cost.stage_own_s is not None:
-        found = (
-            f"\n  {cost.stage} is the stage a restart waits for: measured, it adds "
-            f"{format_seconds(cost.stage_own_s)} to the first batch after a fresh start."
-        )
-    elif cost.stage:
-        found = (
-            f"\n  {cost.stage} is read off the stage graph, not measured: the stage analysis "
-            "(without --no-stages) measures which stage a restart waits for."
-        )
-    if cost.dominates:
-        return (
-            "but restarts dominate it and repeat() or cache() removes them, so the verdict "
-            "follows the wait between restarts." + found
-        )
-    return "the figure the verdict follows." + found
 
 
 _EPOCH = {
@@ -165,18 +134,10 @@ def _batch_shapes(shapes: list[BatchShape]) -> str:
         return ""
     listed = ", ".join(f"{shape.examples} examples x{shape.steps}" for shape in shapes[:6])
     more = f" and {len(shapes) - 6} more" if len(shapes) > 6 else ""
-    lines = [
+    return (
         f"Batches came in {len(shapes)} shapes ({listed}{more}); compute only replays them in "
         "the same proportions, and every rate is per example."
-    ]
-    extra = sum(shape.retrace_s for shape in shapes)
-    if extra > 0:
-        lines.append(
-            f"  The first step of each new shape took {format_seconds(extra)} longer in all: a "
-            "tf.function traces again for every new input shape (retracing). Pad to a few "
-            "fixed lengths, or give the step an input_signature with None dimensions."
-        )
-    return "\n".join(lines)
+    )
 
 
 def _throughput(result: ProfileResult) -> str:
@@ -188,19 +149,7 @@ def _throughput(result: ProfileResult) -> str:
     lines = ["Throughput, steady state (examples/s):"]
     for label, phase in rows:
         lines.append(f"  {label:<14} {phase.examples_per_sec:>12,.1f}   {_phase_detail(phase)}")
-    if (ratio := result.end_to_end_over_pipeline) is not None:
-        lines.append(order_flag(ratio))
     return "\n".join(lines)
-
-
-def order_flag(ratio: float) -> str:
-    """The sentence that flags end to end above the pipeline alone beyond the noise."""
-    return (
-        f"  Caution: end to end ran {ratio - 1:.0%} faster than the pipeline alone, beyond the "
-        f"noise ({RATE_NOISE:.0%}), though it runs the same pipeline with the model beside it: "
-        "the two phases ran under different conditions (a busier machine during one), so "
-        "neither figure is the pipeline's own rate; profile again on a quieter machine."
-    )
 
 
 def _phase_detail(phase: PhaseResult) -> str:
@@ -215,7 +164,7 @@ def _phase_detail(phase: PhaseResult) -> str:
 _CONSUMES = "the model consumes (compute only)"
 
 
-def _stages(report: StageReport) -> str:
+def _stages(result: ProfileResult, report: StageReport) -> str:
     lines = [
         f"Stages (the pipeline cut after each one, run alone for {report.seconds_per_stage:g} s "
         f"each; {report.duration_s:.1f} s in all):"
@@ -226,7 +175,8 @@ def _stages(report: StageReport) -> str:
             f"  {'#':>2}  {'stage':<{width}}  {'examples/s':>12}  {'CPU ms/example':>14}  "
             f"{'adds ms/example':>15}"
         )
-        lines.extend(_stage_row(stage, report, width) for stage in report.stages)
+        limiting = named_limiting(result)
+        lines.extend(_stage_row(stage, report, limiting, width) for stage in report.stages)
         if report.consumption_examples_per_sec is not None:
             lines.append(
                 f"  {'':>2}  {_CONSUMES:<{width}}  {report.consumption_examples_per_sec:>12,.1f}"
@@ -236,7 +186,9 @@ def _stages(report: StageReport) -> str:
     return "\n".join(lines)
 
 
-def _stage_row(stage: StageStat, report: StageReport, width: int) -> str:
+def _stage_row(
+    stage: StageStat, report: StageReport, limiting: StageStat | None, width: int
+) -> str:
     head = f"  {stage.index:>2}  {stage.label:<{width}}  "
     if stage.examples_per_sec is None:
         if stage.unit is StageUnit.INPUT and stage.elements_per_sec is not None:
@@ -252,7 +204,7 @@ def _stage_row(stage: StageStat, report: StageReport, width: int) -> str:
     )
     marks = []
     if stage.index == report.bottleneck_index:
-        named = "limiting stage" if report.limiting is not None else "costliest stage"
+        named = "limiting stage" if limiting is not None else "costliest stage"
         marks.append(named + (f", {stage.location}" if stage.location else ""))
     if stage.index == report.falls_short_index:
         marks.append("first below the model's rate")
@@ -382,3 +334,18 @@ def _budget(result: ProfileResult) -> str:
 def _loader(loader: LoaderReport) -> str:
     """A DataLoader's workers, items and collate, and its host RAM with shared pages once."""
     return loader_text(loader_view(loader))
+
+
+def findings_text(result: ProfileResult) -> str:
+    """Every finding with its fix, evidence and the facts it checked; then any conflict."""
+    if not result.findings:
+        return ""
+    lines = ["Findings:"]
+    for number, finding in enumerate(result.findings, 1):
+        lines += finding_lines(finding, f"  {number}. ")
+        lines += [f"     checked: {fact}" for fact in finding.relies_on]
+    for conflict in result.conflicts:
+        lines.append(
+            f"  Corrected ({conflict.invariant}): {conflict.found}; printed {conflict.printed}."
+        )
+    return "\n".join(lines)

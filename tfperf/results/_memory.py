@@ -154,6 +154,11 @@ def _advise(hold: BufferHold, budget: int | None) -> list[str]:
             f"{held}, more than the RAM budget ({format_bytes(budget)}): cache {where} only "
             "when what it holds there fits, or cache to a file (cache(filename))."
         )
+    elif hold.kind is BufferKind.PREFETCH and hold.note is None:
+        found.append(
+            f"{held}: a prefetch needs only the batches that hide one step's wait; "
+            "prefetch(tf.data.AUTOTUNE) sizes it, and `options.autotune.ram_budget` caps it."
+        )
     if hold.cast_by:
         found.append(
             f"{held} of floats that {hold.cast_by} made from integer data: cast after "

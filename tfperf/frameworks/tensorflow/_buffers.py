@@ -175,12 +175,17 @@ def _below_pass_through(dataset: Any) -> Any:
     return current
 
 
-def _maps_below(dataset: Any, *, across_batches: bool = False) -> list[Any]:
+def _maps_below(
+    dataset: Any, *, across_batches: bool = False, across_cache: bool = True
+) -> list[Any]:
     """The user's maps below `dataset` whose elements reach it one to one (no batch, unbatch,
-    interleave or join between them; with `across_batches`, batches do not stop the walk)."""
+    interleave or join between them; with `across_batches`, batches do not stop the walk;
+    without `across_cache`, a cache() does: a stage moved across it changes what it stores)."""
     passing = _PASS_THROUGH | {StageKind.FILTER}
     if across_batches:
         passing |= {StageKind.BATCH}
+    if not across_cache:
+        passing -= {StageKind.CACHE}
     found, current = [], dataset
     while True:
         inputs = _tf.inputs(current)
@@ -197,7 +202,9 @@ def _maps_below(dataset: Any, *, across_batches: bool = False) -> list[Any]:
 def _enlarging_map(dataset: Any) -> tuple[str | None, float | None]:
     """The map below `dataset` that enlarges elements the most (label, bytes of its input)."""
     best: tuple[float, str, float] | None = None
-    for found in _maps_below(dataset):
+    # A shuffle moved before a decode across cache() would be cached with the first epoch's
+    # order, so every later epoch would repeat it: the walk stops at a cache.
+    for found in _maps_below(dataset, across_cache=False):
         after = _tf.element_bytes(found)
         before = _tf.element_bytes(_below_pass_through(_tf.inputs(found)[0]))
         if not after or not before or after < ENLARGES_AT * before:
@@ -212,7 +219,9 @@ def _casting_map(dataset: Any) -> str | None:
     for found in _maps_below(dataset, across_batches=True):
         before = _dtypes(_tf.inputs(found)[0])
         after = _dtypes(found)
-        if before & _INTEGER_DTYPES and after & _FLOAT_DTYPES and not after & _INTEGER_DTYPES:
+        # The cast itself, read in the map's graph: floats that augmentation makes from
+        # integers are no cast to move, and labels left integer do not hide one.
+        if before & _INTEGER_DTYPES and after & _FLOAT_DTYPES and _tf.casts_to_float(found):
             return _label(found)
     return None
 

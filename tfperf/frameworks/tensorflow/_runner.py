@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfperf import findings
 from tfperf.errors import (
     EmptyDatasetError,
     InputPipelineError,
@@ -145,6 +146,7 @@ def profile_pipeline(
         except EmptyDatasetError as error:
             raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
         result.autotune = recorder.readout
+        result.discovery = built.discovery
         result.distribution = distribution_of(built, result)
         result.dataset_options = _tf.dataset_options(dataset)
         result.memory = _memory(chain, result)
@@ -154,9 +156,8 @@ def profile_pipeline(
             report = checked_against(_stage_report(dataset, result, stage_seconds, budget_s), alone)
             result.stages = report
             result = attribute_restarts(result)
-            if report.advice:
-                result.advice = f"{result.advice} {report.advice}"
             result.limit = profile_limit(result)
+        result = findings.conclude(result)
     _tf.attach_allocator_peaks(result.gpus)
     return result
 

@@ -28,6 +28,7 @@ __all__ = [
     "cache_file",
     "calls_python",
     "cardinality",
+    "casts_to_float",
     "dataset_options",
     "generator_function",
     "get_option",
@@ -292,6 +293,26 @@ def calls_python(dataset: Any) -> bool:
     for attribute in FUNCTION_ATTRIBUTES:
         graph = _graph(getattr(dataset, attribute, None))
         if graph is not None and PYTHON_CALL_OPS.intersection(_op_types(graph)):
+            return True
+    return False
+
+
+#: dtypes a cast to floats multiplies the bytes of: pixels and small integer features.
+_SMALL_INTEGERS = frozenset({"uint8", "int8", "uint16", "int16"})
+
+
+def casts_to_float(dataset: Any) -> bool:
+    """Whether the function of this one map casts small integers to floats (a `tf.cast` of
+    uint8 pixels to float32, `convert_image_dtype`): a Cast op in its own graph, read as
+    written, so floats that augmentation makes without a cast do not count."""
+    graph = _graph(getattr(dataset, "_map_func", None))
+    if graph is None:
+        return False
+    for operation in graph.get_operations():
+        if operation.type != "Cast":
+            continue
+        source, target = operation.get_attr("SrcT"), operation.get_attr("DstT")
+        if source.name in _SMALL_INTEGERS and target.is_floating:
             return True
     return False
 

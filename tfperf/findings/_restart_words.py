@@ -1,0 +1,149 @@
+"""What a finite dataset's restarts cost, in words, from the measured `RestartCost`.
+
+A restart's cost is named only from enough restarts (`MIN_RESTART_SAMPLES`) whose spread is
+stated; a stage is named only where it was measured late after a fresh start. Otherwise the
+finding says that tfperf cannot tell, and what would tell.
+"""
+
+from __future__ import annotations
+
+from tfperf.results.findings import Evidence, Finding, Level
+from tfperf.results.stages import EpochSource, RestartCost, RestartEvidence, StageKind
+from tfperf.units import format_seconds
+
+#: For a result written before restarts recorded their evidence: fewer restarts than this
+#: state no cost (the measuring side's own rule is `tfperf.measure._restarts`').
+MIN_RESTART_SAMPLES = 3
+
+_REPEAT = (
+    "Call repeat() on the dataset and pass steps_per_epoch to fit, so the pipeline never "
+    "restarts and stays warm across epochs"
+)
+_SOURCE = {
+    EpochSource.CARDINALITY: "the dataset's cardinality",
+    EpochSource.GIVEN: "--epoch-steps",
+    EpochSource.OBSERVED: "one pass of the profiled data; --epoch-steps gives the real one",
+}
+
+
+def restart_finding(cost: RestartCost, *, loader: bool) -> Finding | None:
+    """The finding on restarts: their cost and fix when they dominate, a note when they weigh
+    little, "cannot tell" when too few were measured; None when none happened."""
+    samples = cost.restarts
+    evidence = Evidence("end_to_end", samples, _spread(cost))
+    share = max(0.0, cost.weighted_wait_fraction - cost.steady_wait_fraction)
+    if _thin(cost):
+        tell = cost.would_tell or "cannot tell what a restart costs"
+        said, _, fix = tell.partition(": ")
+        return Finding(
+            "restarts",
+            Level.CAUTION,
+            f"The {_pipeline(loader)} restarted {samples} time{'s' * (samples != 1)} in the "
+            f"window; tfperf {said}.",
+            (fix[0].upper() + fix[1:] + ".") if fix else None,
+            evidence,
+            topic="restart-cause",
+            weight=max(share, 0.02),
+        )
+    if not cost.dominates:
+        return Finding(
+            "restarts",
+            Level.NOTE,
+            f"The {_pipeline(loader)} restarted {samples} time{'s' * (samples != 1)} in the "
+            f"window ({format_seconds(cost.seconds_per_restart)} each{cost.waiting_on}); over a "
+            f"real epoch of {cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}) that "
+            "weighs little, and the figures count it once per epoch.",
+            None,
+            evidence,
+            weight=share,
+        )
+    return Finding(
+        "restarts",
+        Level.FIX,
+        f"Steps wait {cost.weighted_wait_fraction:.0%} of a real epoch of "
+        f"{cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}), mostly at restarts: each "
+        f"costs {format_seconds(cost.seconds_per_restart)} while {_what_refills(cost)}; "
+        f"between restarts steps wait {cost.steady_wait_fraction:.0%}.",
+        _restart_fix(cost),
+        evidence,
+        relies_on=_relies_on(cost),
+        topic="restart-cause",
+        weight=share,
+    )
+
+
+def _thin(cost: RestartCost) -> bool:
+    """Too little evidence to state a cost: the record says so, or (in a result written
+    before it recorded its evidence) fewer than `MIN_RESTART_SAMPLES` restarts."""
+    if cost.evidence is RestartEvidence.UNRECORDED:
+        return cost.restarts < MIN_RESTART_SAMPLES
+    return not cost.evidence_enough
+
+
+def _pipeline(loader: bool) -> str:
+    return "DataLoader's pass" if loader else "dataset"
+
+
+def _spread(cost: RestartCost) -> str | None:
+    waits = cost.restart_waits_s
+    if not waits:
+        return None
+    return f"{format_seconds(min(waits))} to {format_seconds(max(waits))}"
+
+
+def _relies_on(cost: RestartCost) -> tuple[str, ...]:
+    if cost.stage is None:
+        return ()
+    if cost.measured and cost.stage_own_s is not None:
+        return (
+            f"{cost.stage} measured {format_seconds(cost.stage_own_s)} late after a fresh start",
+        )
+    return (f"{cost.stage} read off the stage graph, not measured",)
+
+
+def _what_refills(cost: RestartCost) -> str:
+    if cost.stage_kind is StageKind.WORKERS:
+        return "the loader's worker processes start again"
+    if cost.short_epoch:
+        return (
+            "an epoch is too short for the pipeline to reach a steady state, so each epoch is "
+            "mostly start-up"
+        )
+    if cost.stage is None:
+        return "the pipeline fills again"
+    if cost.measured and cost.stage_kind not in (StageKind.SHUFFLE, StageKind.CACHE):
+        return f"{cost.stage} is late with its first elements"
+    if cost.stage_kind is StageKind.SHUFFLE:
+        return f"{cost.stage} refills its buffer"
+    if cost.stage_kind is StageKind.CACHE:
+        return f"{cost.stage} is read again from the start"
+    return f"{cost.stage} ramps up again"
+
+
+def _restart_fix(cost: RestartCost) -> str:
+    if cost.stage_kind is StageKind.WORKERS:
+        return (
+            "Pass persistent_workers=True to the DataLoader, so its workers outlive each "
+            "epoch instead of starting again at every one (check that per-epoch state, such "
+            "as a sampler's set_epoch or augmentation seeds, still changes each epoch)."
+        )
+    argument = (
+        {
+            StageKind.MAP: "num_parallel_calls",
+            StageKind.INTERLEAVE: "num_parallel_calls",
+            StageKind.READ: "num_parallel_reads",
+        }.get(cost.stage_kind)
+        if cost.stage_kind
+        else None
+    )
+    if cost.stage_sequential and cost.measured and argument is not None:
+        return (
+            f"Give {cost.stage} {argument}=tf.data.AUTOTUNE: it is written to run on one "
+            f"thread, so after every restart its elements come one at a time; or "
+            f"{_REPEAT[0].lower()}{_REPEAT[1:]}."
+        )
+    if cost.stage_kind is StageKind.SHUFFLE:
+        return f"{_REPEAT} (repeat() before shuffle() keeps the buffer full across epochs)."
+    if cost.stage_kind is StageKind.CACHE:
+        return f"{_REPEAT}; a restart then never re-reads the cache from its start."
+    return f"{_REPEAT}."

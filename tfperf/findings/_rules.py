@@ -1,0 +1,393 @@
+"""The rules that make a profile's findings, each a small named step over one result.
+
+Like pyinstrument's processors: `RULES` is a tuple of functions run in order, each with a
+docstring saying what it states and when it stays silent; each checks its own preconditions
+against the figures and the pipeline's facts and returns the findings it can back, or none.
+No rule prints: the terminal, the HTML page and the JSON render what they return.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from tfperf.findings._facts import PipelineFacts
+from tfperf.findings._restart_words import restart_finding
+from tfperf.findings._stage_fixes import stage_fix
+from tfperf.results import RATE_NOISE, ProfileResult, Verdict
+from tfperf.results.findings import Evidence, Finding, Level
+from tfperf.units import format_seconds
+
+Rule = Callable[[ProfileResult, PipelineFacts], Sequence[Finding]]
+
+#: Compute slowdown above which input work is said to compete with training for the CPU.
+CONTENTION_AT = 1.25
+#: Below this compute slowdown the compute-only replay ran slower than the same batches end
+#: to end, past noise: that phase was disturbed.
+DISTURBED_BELOW = 0.95
+#: A last cut of the stage analysis this much below the pipeline-only phase was disturbed.
+STAGES_DISTURBED_SHARE = 0.25
+#: Cautions rank by this weight: below the heavy fixes, above the light notes.
+CAUTION_WEIGHT = 0.5
+#: Memory findings rank by this weight: memory is no share of step time, but a hazard.
+MEMORY_WEIGHT = 0.15
+
+
+def demand(result: ProfileResult) -> float | None:
+    """Examples/s the model consumes when input is free (the compute-only ceiling)."""
+    if result.speedup_if_input_free is None:
+        return None
+    cost = result.restarts
+    rate = cost.weighted_examples_per_sec if cost is not None else None
+    return result.speedup_if_input_free * (rate or result.end_to_end.examples_per_sec)
+
+
+def supply(result: ProfileResult) -> float | None:
+    """Examples/s the input delivers alone (the pipeline-only phase), over a real epoch.
+
+    Where the dataset restarted, the window restarts far more often than a real epoch does,
+    and the model's side (`demand`) is weighed by the real epoch: so is this one, from the
+    pipeline alone's steps between restarts and its own restart cost, like with like.
+    """
+    alone = result.pipeline_only
+    cost = result.restarts
+    if alone is None or cost is None or not alone.epochs_crossed:
+        return alone.examples_per_sec if alone is not None else None
+    records = alone.records
+    firsts = {i for i in range(1, len(records)) if records[i].epoch != records[i - 1].epoch}
+    steady = [r for i, r in enumerate(records) if not r.warmup and i not in firsts]
+    if not steady:
+        return alone.examples_per_sec
+    step_s = math.fsum(r.step_s for r in steady) / len(steady)
+    per_step = step_s + (cost.pipeline_seconds_per_restart or 0.0) / cost.epoch_steps
+    examples = math.fsum(r.examples for r in steady) / len(steady)
+    return examples / per_step if per_step > 0 else alone.examples_per_sec
+
+
+def _phase_evidence(result: ProfileResult) -> Evidence:
+    e2e = result.end_to_end
+    spread = (
+        f"step p50 {format_seconds(e2e.step_time.p50_s)}, p90 {format_seconds(e2e.step_time.p90_s)}"
+    )
+    return Evidence("end_to_end", e2e.steps, spread)
+
+
+def stages_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A caution when the stage analysis's last cut ran well below the pipeline-only phase:
+    the same pipeline measured twice disagrees, so no stage is named limiting."""
+    last = next((s.examples_per_sec for s in reversed(facts.stages) if s.examples_per_sec), None)
+    alone = supply(result)
+    if last is None or not alone or last >= (1 - STAGES_DISTURBED_SHARE) * alone:
+        return []
+    return [
+        Finding(
+            "stages-disturbed",
+            Level.CAUTION,
+            f"The stage analysis's last cut ran {last:,.0f} examples/s, "
+            f"{1 - last / alone:.0%} below the pipeline-only phase's {alone:,.0f} for the same "
+            "pipeline: its figures were disturbed, so tfperf cannot tell which stage limits.",
+            "Profile again on a quieter machine.",
+            Evidence("stages", len(facts.stages)),
+            topic="limiting-stage",
+            weight=CAUTION_WEIGHT,
+        )
+    ]
+
+
+def stages_unmeasured(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A caution naming the stages the stage analysis did not reach: nothing is concluded
+    about them."""
+    missing = facts.unmeasured()
+    if not missing:
+        return []
+    names = ", ".join(stage.label for stage in missing[:4])
+    more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+    return [
+        Finding(
+            "stages-unmeasured",
+            Level.CAUTION,
+            f"The stage analysis did not measure {names}{more}: nothing is concluded about "
+            f"{'it' if len(missing) == 1 else 'them'}.",
+            "A larger --budget measures every stage.",
+            Evidence("stages", len(facts.stages) - len(missing)),
+            weight=CAUTION_WEIGHT * 0.8,
+        )
+    ]
+
+
+def compute_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A caution when the model alone ran slower than beside the pipeline: that phase was
+    disturbed, and the ceiling counts end to end's compute time instead."""
+    slowdown = result.compute_slowdown
+    if slowdown is None or slowdown >= DISTURBED_BELOW:
+        return []
+    return [
+        Finding(
+            "compute-disturbed",
+            Level.CAUTION,
+            f"The model alone took {1 / slowdown:.2f}x as long per example as end to end: the "
+            "compute-only phase was disturbed, so the ceiling counts end to end's compute time.",
+            "Profile again on a quieter machine, or with more --steps.",
+            Evidence("compute_only", result.compute_only.steps if result.compute_only else None),
+            weight=CAUTION_WEIGHT,
+        )
+    ]
+
+
+def order_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A caution when end to end ran faster than the pipeline alone beyond the noise."""
+    ratio = result.end_to_end_over_pipeline
+    if ratio is None:
+        return []
+    return [
+        Finding(
+            "phases-disturbed",
+            Level.CAUTION,
+            f"End to end ran {ratio - 1:.0%} faster than the pipeline alone, beyond the noise "
+            f"({RATE_NOISE:.0%}), though it runs the same pipeline with the model beside it: "
+            "the phases ran under different conditions, so neither is the pipeline's own rate.",
+            "Profile again on a quieter machine.",
+            Evidence("pipeline_only", result.pipeline_only.steps if result.pipeline_only else None),
+            weight=CAUTION_WEIGHT,
+        )
+    ]
+
+
+def restarts(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """What the dataset's restarts cost, from enough restarts; "cannot tell" from fewer."""
+    if result.restarts is None:
+        return []
+    found = restart_finding(result.restarts, loader=result.loader is not None)
+    return [found] if found is not None else []
+
+
+def limiting_stage(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """The stage that limits the pipeline and its fix; a stage that runs only before a
+    `cache()` is said to cost the first epoch alone, and nothing is said of a pipeline that
+    keeps up (the costliest stage is then a note)."""
+    report = result.stages
+    stage = report.bottleneck if report is not None else None
+    if report is None or stage is None or stage.added_s_per_example is None:
+        return []
+    added = f"{stage.added_s_per_example * 1000:.3g} ms"
+    evidence = Evidence("stages", len(facts.stages) - len(facts.unmeasured()))
+    where = (f"defined at {stage.location}",) if stage.location else ()
+    if facts.cached_after(stage):
+        return [
+            Finding(
+                "limiting-stage",
+                Level.NOTE,
+                f"{stage.label} adds {added} per example, but a cache() after it serves its "
+                "output from the second epoch on: it costs the first epoch only.",
+                None,
+                evidence,
+                relies_on=(f"cache() after {stage.label}", *where),
+                topic="limiting-stage",
+                weight=0.05,
+            )
+        ]
+    if report.limiting is None:
+        return [
+            Finding(
+                "costliest-stage",
+                Level.NOTE,
+                f"Run alone, the pipeline keeps up with the model; its costliest stage, "
+                f"{stage.label}, adds {added} per example.",
+                None,
+                evidence,
+                relies_on=where,
+                topic="limiting-stage",
+                weight=0.05,
+            )
+        ]
+    rate = f"{stage.examples_per_sec:,.0f} examples/s after it" if stage.examples_per_sec else ""
+    threads = facts.threads(stage)
+    relies = (*where, _threads_fact(stage.label, threads, stage.index in facts.autotuned))
+    return [
+        Finding(
+            "limiting-stage",
+            Level.FIX,
+            f"The limiting stage is {stage.label}: it adds {added} per example"
+            + (f" ({rate})." if rate else "."),
+            stage_fix(stage, facts),
+            evidence,
+            relies_on=tuple(fact for fact in relies if fact),
+            topic="limiting-stage",
+            weight=result.input_wait_fraction,
+        )
+    ]
+
+
+def _threads_fact(label: str, threads: int | None, autotuned: bool) -> str:
+    if threads is None:
+        return ""
+    how = "AUTOTUNE's read-out" if autotuned else "as written"
+    return f"{label} runs on {threads} thread{'s' * (threads != 1)} ({how})"
+
+
+def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """Input slower than the model (speed up the input), or keeping up alone while steps
+    still wait (overlap and contention); nothing when compute bounds training."""
+    if result.verdict is Verdict.COMPUTE_BOUND:
+        return [
+            Finding(
+                "compute-bound",
+                Level.NOTE,
+                f"Input is not the bottleneck (steps wait {result.input_wait_fraction:.0%} of "
+                "the time): speed now comes from the model's own step.",
+                None,
+                _phase_evidence(result),
+                weight=0.01,
+            )
+        ]
+    alone, needed = supply(result), demand(result)
+    wait = result.input_wait_fraction
+    if alone is None or needed is None:
+        return [
+            Finding(
+                "input-slower-than-model",
+                Level.FIX,
+                f"Steps wait for input {wait:.0%} of the time.",
+                "Make the input faster; `tfperf tune` searches its knobs.",
+                _phase_evidence(result),
+                weight=wait * 0.9,
+            )
+        ]
+    if alone < needed:
+        return [
+            Finding(
+                "input-slower-than-model",
+                Level.FIX,
+                f"The input alone delivers {alone:,.0f} examples/s but the model could consume "
+                f"{needed:,.0f}.",
+                "Speed up the input (parallel map and reads, prefetch, caching decoded data); "
+                "`tfperf tune` searches these knobs.",
+                _phase_evidence(result),
+                weight=wait * 0.9,
+            )
+        ]
+    fix = "Add prefetch so input overlaps compute." if not facts.has_prefetch() else ""
+    return [
+        Finding(
+            "input-keeps-up-alone",
+            Level.FIX if fix else Level.NOTE,
+            f"The input alone keeps up ({alone:,.0f} vs {needed:,.0f} examples/s needed), yet "
+            f"steps wait {wait:.0%} of the time: running beside the model, the two compete for "
+            "the cores" + ("" if fix else ", or input does not overlap compute") + ".",
+            fix or None,
+            _phase_evidence(result),
+            relies_on=("the pipeline prefetches",) if not fix else ("no prefetch in the pipeline",),
+            weight=wait * 0.9,
+        )
+    ]
+
+
+def prefetch_zero(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """`prefetch` set to 0 with no prefetch stage in the pipeline, while steps wait."""
+    if result.verdict is Verdict.COMPUTE_BOUND or result.knobs.get("prefetch") != 0:
+        return []
+    if facts.has_prefetch():
+        return []
+    return [
+        Finding(
+            "prefetch-zero",
+            Level.FIX,
+            "prefetch is 0 and the pipeline has no prefetch stage, so input never overlaps "
+            "compute.",
+            "Start with prefetch (tf.data.AUTOTUNE, or 1-2 batches).",
+            _phase_evidence(result),
+            relies_on=("no prefetch stage",),
+            weight=result.input_wait_fraction * 0.95,
+        )
+    ]
+
+
+def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """Steps compute slower end to end than on cached batches: input work takes the cores."""
+    slowdown = result.compute_slowdown
+    if slowdown is None or slowdown < CONTENTION_AT:
+        return []
+    return [
+        Finding(
+            "contention",
+            Level.FIX,
+            f"Steps compute {slowdown:.1f}x slower end to end than on cached batches: input "
+            "work competes with training for the CPU.",
+            "Cheaper input (cache decoded data, fewer threads) would speed up training too.",
+            _phase_evidence(result),
+            weight=1 - 1 / slowdown,
+        )
+    ]
+
+
+def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """The first step of each new batch shape computed longer: a compiled step traced again."""
+    shapes = result.batch_shapes
+    extra = sum(shape.retrace_s for shape in shapes)
+    if len(shapes) < 2 or extra <= 0:
+        return []
+    total = result.end_to_end.duration_s
+    return [
+        Finding(
+            "retracing",
+            Level.FIX,
+            f"Batches came in {len(shapes)} shapes, and the first step of each new shape took "
+            f"{format_seconds(extra)} longer in all: a compiled step traces again for every "
+            "new input shape.",
+            "Pad to a few fixed lengths, or give the step an input signature with None dimensions.",
+            Evidence("end_to_end", len(shapes)),
+            weight=min(1.0, extra / total) if total > 0 else 0.0,
+        )
+    ]
+
+
+def memory(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """What would shrink the largest buffers, from the memory account."""
+    account = result.memory
+    if account is None:
+        return []
+    return [
+        Finding(
+            "memory",
+            Level.FIX,
+            advice,
+            None,
+            Evidence("memory", len(account.holds)),
+            weight=MEMORY_WEIGHT,
+        )
+        for advice in account.advice
+    ]
+
+
+def warmup_unsettled(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A caution when step times had not settled by the end of warm-up."""
+    if result.end_to_end.warmup.converged:
+        return []
+    return [
+        Finding(
+            "warmup-unsettled",
+            Level.CAUTION,
+            "Step times had not settled by the end of warm-up: the figures may include drift.",
+            "Profile again with more --warmup.",
+            Evidence("end_to_end", result.end_to_end.warmup.steps),
+            weight=CAUTION_WEIGHT * 0.6,
+        )
+    ]
+
+
+#: The rules, in the order they run: cautions first, so the findings after them can be
+#: checked against them.
+RULES: tuple[Rule, ...] = (
+    stages_disturbed,
+    stages_unmeasured,
+    compute_disturbed,
+    order_disturbed,
+    warmup_unsettled,
+    restarts,
+    limiting_stage,
+    input_rates,
+    prefetch_zero,
+    contention,
+    retracing,
+    memory,
+)
