@@ -277,6 +277,8 @@ class StageReport:
         advice: what to change at the limiting stage; empty when there is nothing to say.
         limiting_index: the limiting stage by the one rule of `limiting`, for readers of the
             JSON; set from the other fields whenever the record is made or read.
+        unmeasured: indices of the stages the analysis's budget ended before measuring:
+            nothing is concluded about them (their figures are None, their note says why).
     """
 
     stages: list[StageStat]
@@ -289,6 +291,8 @@ class StageReport:
     note: str | None
     advice: str
     limiting_index: int | None = None
+    # Added with the budgeted cut order: results written before it list none.
+    unmeasured: list[int] = dataclasses.field(default_factory=list)
 
     def __post_init__(self) -> None:
         stage = self.limiting

@@ -7,7 +7,13 @@ import time
 import pytest
 
 from tests.fakes.clock import FakeClock
-from tfperf.frameworks.tensorflow._stages import analyse_stages, measure_pulls
+from tfperf.frameworks import StageNode
+from tfperf.frameworks.tensorflow._stages import (
+    StageMeasurement,
+    analyse_stages,
+    cut_order,
+    measure_pulls,
+)
 from tfperf.results.stages import StageKind, StageUnit
 
 #: Short windows keep the file fast. A scheduling stall on a loaded machine adds its length to
@@ -193,3 +199,109 @@ def test_measure_pulls_takes_at_least_one_pull_slower_than_the_window():
 def test_analyse_stages_rejects_a_window_of_zero():
     with pytest.raises(ValueError, match=r"`seconds_per_stage > 0`.*seconds_per_stage=0"):
         analyse_stages(object(), seconds_per_stage=0)
+
+
+def _nodes(*kinds: tuple[StageKind, StageUnit]) -> list[StageNode]:
+    return [
+        StageNode(index, kind, f"{kind.value}{index}", None, {}, unit, "Fake", None)
+        for index, (kind, unit) in enumerate(kinds)
+    ]
+
+
+def _ordered(nodes: list[StageNode], seconds_per_example: dict[int, float]) -> list[int]:
+    """The cut order, each cut 'measured' at its set time per example as it is yielded."""
+    measured: dict[int, StageMeasurement] = {}
+    order = []
+    for index in cut_order(nodes, measured):
+        order.append(index)
+        measured[index] = StageMeasurement(100, 100, 100 * seconds_per_example[index], 0.0)
+    return order
+
+
+EXAMPLE, BATCH, INPUT = StageUnit.EXAMPLE, StageUnit.BATCH, StageUnit.INPUT
+
+
+def test_the_cut_order_bisects_to_the_stage_where_the_time_jumps():
+    # files -> interleave -> map(decode) (20 ms) -> shuffle -> batch -> map -> prefetch
+    nodes = _nodes(
+        (StageKind.SOURCE, INPUT),
+        (StageKind.INTERLEAVE, EXAMPLE),
+        (StageKind.MAP, EXAMPLE),
+        (StageKind.SHUFFLE, EXAMPLE),
+        (StageKind.BATCH, BATCH),
+        (StageKind.MAP, BATCH),
+        (StageKind.PREFETCH, BATCH),
+    )
+    times = {0: 0.0, 1: 0.0001, 2: 0.02, 3: 0.0201, 4: 0.0201, 5: 0.0202, 6: 0.0202}
+    order = _ordered(nodes, times)
+    # The output, then the middle (shuffle: slow, so the jump is below it), then the decode
+    # and the cut right before it: the limit and its own cost in four cuts, not seven.
+    assert order[:4] == [6, 3, 2, 1]
+    assert sorted(order) == list(range(7))
+
+
+def test_the_cut_order_leaves_the_stages_below_a_cache_to_the_end():
+    nodes = _nodes(
+        (StageKind.SOURCE, EXAMPLE),
+        (StageKind.MAP, EXAMPLE),
+        (StageKind.CACHE, EXAMPLE),
+        (StageKind.SHUFFLE, EXAMPLE),
+        (StageKind.MAP, EXAMPLE),
+        (StageKind.BATCH, BATCH),
+    )
+    times = {0: 0.0, 1: 0.02, 2: 0.0001, 3: 0.0002, 4: 0.002, 5: 0.0021}
+    order = _ordered(nodes, times)
+    assert order[:3] == [5, 3, 4]
+    assert order[-2:] == [1, 0]
+
+
+def _slow_decode(x):
+    time.sleep(0.02)
+    return x
+
+
+@pytest.mark.tf
+def test_a_costly_first_stage_is_measured_before_the_budget_ends():
+    tf = pytest.importorskip("tensorflow")
+
+    def decode(x):
+        return tf.numpy_function(_slow_decode, [x], tf.int64, stateful=False)
+
+    dataset = tf.data.Dataset.range(1_000_000).map(decode)
+    for _ in range(12):  # cheap stages after the costly one, as a real pipeline's augment
+        dataset = dataset.map(lambda x: x + 1)
+    dataset = dataset.batch(4).prefetch(2)
+    # Sixteen cuts of >= 0.22 s each cannot all fit in 3 s; the five that find the limit
+    # (output, then bisection) take ~1.3 s on an idle machine, so a 2x slower one fits too.
+    report = analyse_stages(dataset, seconds_per_stage=0.2, warmup_s=0.02, budget_s=3.0)
+
+    assert report.stages[1].label == "map(decode)"
+    assert 0 not in report.unmeasured and 1 not in report.unmeasured
+    assert report.unmeasured  # the budget ended: some stages are listed, none skipped silently
+    for index in report.unmeasured:
+        stage = report.stages[index]
+        assert stage.examples_per_sec is None and stage.added_s_per_example is None
+        assert stage.note is not None and stage.note.startswith("not measured: the stage")
+    assert report.bottleneck is not None and report.bottleneck.label == "map(decode)"
+    # No stage measured right above an unmeasured one is given that stage's cost.
+    for index in report.unmeasured:
+        above = report.stages[index + 1]
+        if above.index not in report.unmeasured:
+            assert above.added_s_per_example is None
+
+
+@pytest.mark.tf
+def test_a_stage_below_a_serving_cache_limits_nothing_after_the_first_epoch():
+    tf = pytest.importorskip("tensorflow")
+
+    def decode(x):
+        return tf.numpy_function(_slow_decode, [x], tf.int64, stateful=False)
+
+    dataset = tf.data.Dataset.range(8).map(decode).cache().shuffle(8).batch(2)
+    report = analyse_stages(dataset, **FAST)
+
+    decode_stage = report.stages[1]
+    assert decode_stage.label == "map(decode)" and decode_stage.examples_per_sec is not None
+    assert decode_stage.added_s_per_example is None
+    assert decode_stage.note is not None and "first epoch only" in decode_stage.note
+    assert report.bottleneck is None or report.bottleneck.label != "map(decode)"

@@ -1,9 +1,16 @@
 """Which stage limits a pipeline: each stage measured by running the pipeline cut after it.
 
-`analyse_stages(dataset)` recovers the chain of stages (`_chain`), then runs every
-prefix of it, from the full pipeline down to the source, for a short warm-up and a measured window,
-counting examples and process CPU time. `tfperf.measure._bottleneck` turns the figures into what
-each stage adds per example, names the stage that adds the most, and writes the advice.
+`analyse_stages(dataset)` recovers the chain of stages (`_chain`), then runs prefixes of it
+for a short warm-up and a measured window, counting examples and process CPU time.
+`tfperf.measure._bottleneck` turns the figures into what each stage adds per example, names the
+stage that adds the most, and writes the advice.
+
+The budget may end before every prefix is measured, so the prefixes that find the limit come
+first (`cut_order`): the full pipeline, then a bisection over the cut points (cut in the middle,
+go on into the half that loses the most time per example) down to the stage where the time
+jumps and the cut right before it, then the rest from the output down. A stage the budget left
+unmeasured is listed (`StageReport.unmeasured`) and no conclusion is drawn about it, nor about
+the stage measured next above it, whose difference would hold its cost too.
 
 How a prefix is driven matters, because Python's `next()` costs ~20-50 µs per element: enough
 to make a fast stage look slow. Stages whose elements are examples are therefore gathered into
@@ -19,9 +26,10 @@ See docs/stages.md for the definitions, the cost and the limits.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tfperf.frameworks import StageNode
@@ -43,6 +51,9 @@ MAX_CHUNK = 1024
 RESTART_AGAIN_S = 2.0
 #: Warm starts timed per cut pipeline; the fastest is its time to a first element.
 RESTART_STARTS = 2
+#: A cut after a `cache()` this many times faster than the cut before it was served from the
+#: filled cache: the stages below run in the first epoch only, and limit none after it.
+CACHE_SERVES = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,8 +93,9 @@ def analyse_stages(
         warmup_s: per stage, time after the first element that is not measured (autotuning
             ramps up, buffers fill).
         budget_s: once the analysis has run this long, the stages not yet measured are
-            skipped (each cut pipeline starts from scratch, so a shuffle buffer of slow
-            elements is refilled for every stage after it).
+            left unmeasured and listed (each cut pipeline starts from scratch, so a shuffle
+            buffer of slow elements is refilled for every stage after it); `cut_order` puts
+            the cuts that find the limit first.
         clock: wall seconds; cpu_clock: this process's CPU seconds (all threads).
 
     Returns:
@@ -104,35 +116,150 @@ def analyse_stages(
     chain = recover_chain(dataset)
     options = dataset.options()
     measurements: dict[int, StageMeasurement] = {}
-    rate_above: float | None = None
-    for node in reversed(chain.stages):
+    for index in cut_order(chain.stages, measurements):
         if clock() - started > budget_s:
-            measurements[node.index] = _skipped(budget_s)
-            continue
-        chunk = _chunk_size(node, rate_above)
+            break
+        node = chain.stages[index]
+        chunk = _chunk_size(node, _rate_above(chain.stages, index, measurements))
         logger.info("measuring stage %d, %s (chunk %d)", node.index, node.label, chunk)
-        measured = _measure(node, options, chunk, seconds_per_stage, warmup_s, clock, cpu_clock)
-        measurements[node.index] = measured
-        rate_above = _rate_for_next(node, measured)
+        measurements[index] = _measure(
+            node, options, chunk, seconds_per_stage, warmup_s, clock, cpu_clock
+        )
+    unmeasured = [node.index for node in chain.stages if node.index not in measurements]
+    for index in unmeasured:
+        measurements[index] = _unmeasured(budget_s)
     stats = [_stat(node, measurements[node.index]) for node in chain.stages]
-    return stage_report(
-        with_added_costs(stats),
+    report = stage_report(
+        _served_by_cache(_without_gaps(with_added_costs(stats), unmeasured)),
         consumption_examples_per_sec,
         seconds_per_stage=seconds_per_stage,
         warmup_s=warmup_s,
         duration_s=clock() - started,
         note=chain.note,
     )
+    return dataclasses.replace(report, unmeasured=unmeasured)
 
 
-def _skipped(budget_s: float) -> StageMeasurement:
+def cut_order(
+    stages: Sequence[StageNode], measured: Mapping[int, StageMeasurement]
+) -> Iterator[int]:
+    """The indices of `stages` in the order to measure them, the limit's cuts first.
+
+    The full pipeline first; then a bisection over the cut points that count examples: with
+    the time per example known at both ends of a span (0 before the source), the cut in its
+    middle is measured and the bisection goes on into the half that loses the most time, until
+    the span is one stage, measured with the cut before it. Stages below the last `cache()` are
+    left to the end: from the second epoch on they do not run. Then every other stage, from the
+    output down. `measured` is read as the caller fills it, so each cut follows from the ones
+    before; a cut that gives no rate ends the bisection.
+    """
+    if not stages:
+        return
+    done: set[int] = set()
+    for index in itertools.chain([stages[-1].index], _bisection(stages, measured)):
+        if index not in done:
+            done.add(index)
+            yield index
+    for stage in reversed(stages):
+        if stage.index not in done:
+            done.add(stage.index)
+            yield stage.index
+
+
+def _bisection(
+    stages: Sequence[StageNode], measured: Mapping[int, StageMeasurement]
+) -> Iterator[int]:
+    caches = [s.index for s in stages if s.kind is StageKind.CACHE]
+    floor = max(caches) if caches else 0
+    points = [s.index for s in stages if s.unit is not StageUnit.INPUT and s.index >= floor]
+    low, high = -1, stages[-1].index
+    while True:
+        inside = [point for point in points if low < point < high]
+        if not inside:
+            return
+        middle = inside[len(inside) // 2]
+        yield middle
+        times = [_time_per_example(measured.get(index)) for index in (low, middle, high)]
+        if low < 0:
+            times[0] = 0.0
+        if any(time is None for time in times):
+            return
+        before, at, after = (time or 0.0 for time in times)
+        low, high = (middle, high) if after - at > at - before else (low, middle)
+
+
+def _time_per_example(measured: StageMeasurement | None) -> float | None:
+    if measured is None or not measured.examples or measured.duration_s <= 0:
+        return None
+    return measured.duration_s / measured.examples
+
+
+def _rate_above(
+    stages: Sequence[StageNode], index: int, measured: Mapping[int, StageMeasurement]
+) -> float | None:
+    """Examples/s of the nearest measured cut above stage `index`: a lower bound on the rate
+    of the cut at `index` (a prefix is never slower than a longer pipeline built on it), but
+    for a `cache()` in between, which serves elements far faster than they were made."""
+    for stage in stages[index + 1 :]:
+        if stage.kind is StageKind.CACHE:
+            return None
+        found = measured.get(stage.index)
+        if found is not None:
+            return _rate_for_next(stage, found)
+    return None
+
+
+def _unmeasured(budget_s: float) -> StageMeasurement:
     return StageMeasurement(
         0,
         None,
         0.0,
         0.0,
-        note=f"skipped: the stage analysis had used its {budget_s:g} s budget before this stage",
+        note=(
+            f"not measured: the stage analysis's {budget_s:g} s budget ended first, spent on "
+            "the cuts that find the limit; nothing is concluded about this stage (a larger "
+            "--budget measures it)"
+        ),
     )
+
+
+def _without_gaps(stats: list[StageStat], unmeasured: Sequence[int]) -> list[StageStat]:
+    """`stats`, with no added cost for a stage measured next above an unmeasured one: the
+    difference from the stage measured before holds the unmeasured stage's cost too."""
+    result, gap = [], False
+    for stat in stats:
+        if stat.index in unmeasured and stat.unit is not StageUnit.INPUT:
+            gap = True
+        elif gap and stat.added_s_per_example is not None:
+            below = "a stage below it was not measured, so what it adds is not known"
+            stat = dataclasses.replace(
+                stat, added_s_per_example=None, added_cpu_s_per_example=None, note=below
+            )
+            gap = False
+        result.append(stat)
+    return result
+
+
+def _served_by_cache(stats: list[StageStat]) -> list[StageStat]:
+    """`stats`, with no added cost for the stages below a `cache()` measured to serve its
+    elements (`CACHE_SERVES` times faster than the cut before it): after the first epoch they
+    do not run, so they limit nothing then."""
+    caches = [stat for stat in stats if stat.kind is StageKind.CACHE]
+    if not caches:
+        return stats
+    cache = caches[-1]
+    below = next((s for s in reversed(stats[: cache.index]) if s.examples_per_sec), None)
+    if below is None or not cache.examples_per_sec or below.examples_per_sec is None:
+        return stats
+    if cache.examples_per_sec < CACHE_SERVES * below.examples_per_sec:
+        return stats
+    once = f"runs in the first epoch only: {cache.label} serves its elements after it"
+    return [
+        dataclasses.replace(s, added_s_per_example=None, added_cpu_s_per_example=None, note=once)
+        if s.index < cache.index and s.added_s_per_example is not None
+        else s
+        for s in stats
+    ]
 
 
 def _stat(node: StageNode, measured: StageMeasurement) -> StageStat:
