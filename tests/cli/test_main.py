@@ -47,10 +47,19 @@ def test_profile_prints_verdict_first_and_writes_json(capsys, write_pipeline, tm
     assert status == 0, err
     assert out.startswith("Verdict: HIGHLY INPUT-BOUND")
     assert "end to end" in out and "pipeline only" in out and "compute only" in out
-    assert "Advice:" in out and "Host RAM: peak" in out
+    # The short answer: the verdict, the rates and the findings, where the rest is.
+    answer = out[: out.index("Result JSON:")]
+    assert len([line for line in answer.splitlines() if line.strip()]) <= 20
+    assert "More: --verbose prints every figure" in out and "Host RAM: peak" not in out
+    assert data_findings(target) and "[fix]" in out
     data = json.loads(target.read_text())
     assert data["verdict"] == "highly-input-bound"
     assert data["end_to_end"]["steps"] == 5
+
+
+def data_findings(path) -> list[dict]:
+    """The findings a saved profile JSON carries."""
+    return list(json.loads(path.read_text())["findings"])
 
 
 @pytest.mark.tf

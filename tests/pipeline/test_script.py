@@ -159,7 +159,7 @@ def test_arrays_given_to_fit_are_batched_as_keras_would(tmp_path):
 def test_profile_a_script_passes_its_arguments_and_lists_its_sites(tmp_path, capsys):
     path = write(tmp_path, TRAIN)
     reports = [f"--json={tmp_path / 'r.json'}", f"--html={tmp_path / 'r.html'}"]
-    options = ["--steps", "3", "--warmup", "1", "--no-stages", "--quiet", *reports]
+    options = ["--steps", "3", "--warmup", "1", "--no-stages", "--quiet", "--verbose", *reports]
     status = main(["profile", str(path), *options, "--", "--batch", "4"])
     out, err = capsys.readouterr()
     assert status == 0, err

@@ -153,7 +153,8 @@ def test_stage_analysis_names_the_slow_map_and_autotune_choices_are_read(write_p
     assert result.stages.stages[2].location == f"pipeline.py:{slow_line}"
     assert result.compute_only is not None
     assert result.stages.consumption_examples_per_sec == result.compute_only.examples_per_sec
-    assert result.advice.endswith(result.stages.advice)
+    named = next(f for f in result.findings if f.rule == "limiting-stage")
+    assert result.stages.advice == named.sentence and named.sentence in result.advice
     assert "The limiting stage is map(lambda)" in result.advice
     assert result.autotune is not None and result.autotune.unavailable_reason is None
     chosen = {(c.stage_index, c.argument) for c in result.autotune.choices}
