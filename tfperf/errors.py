@@ -68,3 +68,8 @@ class ServiceError(TfperfError):
 class ServiceAddressError(TfperfError):
     """`--service` names an address where something other than a tf.data service dispatcher
     answers: a wrong flag, not a service that failed, so the CLI exits with status 2."""
+
+
+class FlagError(TfperfError):
+    """Command-line flags that each parse but cannot hold together (a `--step-time` no
+    `--budget` window can fit); the CLI exits with status 2."""

@@ -143,3 +143,46 @@ def test_the_models_best_estimate_is_the_estimate_reference_with_the_highest_sel
     best = best_estimate(measured)
     assert best is not None and best.label == "estimate-pool"
     assert best_estimate([m("baseline", [100.0]), m("trial 2", [300.0])]) is None
+
+
+def test_a_short_study_gets_fewer_finalists():
+    """Issue 54 item 6: a 6-trial study re-measured 3 searched finalists (and every reference)
+    over 3 rounds; the finalists now follow the study's size."""
+    from tfperf.tuner._remeasure import finalist_count
+
+    assert [finalist_count(3, trials) for trials in (1, 6, 8, 9, 30)] == [2, 2, 2, 3, 3]
+    assert finalist_count(1, 6) == 1  # never more than asked
+
+
+def test_a_configuration_behind_beyond_the_noise_leaves_the_rounds():
+    from tfperf.tuner._remeasure import contenders
+
+    assert contenders([[100.0, 104.0], [90.0, 92.0], [101.0, 99.0]]) == [0, 2]
+    assert contenders([[100.0, 101.0], [], [80.0, 85.0]]) == [0]
+    assert contenders([[], []]) == []
+
+
+def test_rounds_stop_once_the_ranking_is_settled_beyond_the_noise():
+    """Issue 54 item 6: every finalist ran every round, however far behind it was."""
+    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)  # steady figures
+    finalists = [finalist("a", 1), finalist("b", 2), finalist("c", 4)]
+    measured = remeasure(finalists, 3, request, BUDGETS, runner)
+    assert len(runner.calls) == 6  # two rounds of three; the third would reorder nothing
+    assert [len(m.examples_per_sec) for m in measured] == [2, 2, 2]
+
+
+def test_only_the_contenders_run_the_later_rounds():
+    # a and b alternate within each other's noise; c is far behind from the first round.
+    noise = {1: (0.010, 0.0104), 2: (0.0102, 0.0099), 4: (0.05, 0.05)}
+    seen: dict[int, int] = {}
+
+    def wait(knobs: Knobs, call: int) -> float:
+        repeat = seen[knobs.num_parallel_calls] = seen.get(knobs.num_parallel_calls, -1) + 1
+        return noise[knobs.num_parallel_calls][repeat % 2]
+
+    runner = Runner(wait)
+    finalists = [finalist("a", 1), finalist("b", 2), finalist("c", 4)]
+    measured = remeasure(finalists, 4, request, BUDGETS, runner)
+    assert runner.calls[:6] == [1, 2, 4, 2, 4, 1]  # two full rounds, interleaved
+    assert 4 not in runner.calls[6:] and len(runner.calls) == 10  # then a and b alone
+    assert [len(m.examples_per_sec) for m in measured] == [4, 4, 2]

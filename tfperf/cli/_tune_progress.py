@@ -14,7 +14,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import TfperfError
-from tfperf.tuner import TuneListener
+from tfperf.tuner import MIN_ROUNDS, TuneListener
+from tfperf.units import format_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -201,10 +202,22 @@ class TuneProgress(TuneListener):
         """
         if self._study is not None:
             check_something_completed(self._study)
+        least = min(rounds, MIN_ROUNDS)
         total = len(finalists) * rounds
+        if least == rounds:
+            plan = f"{rounds} round{'s' * (rounds != 1)} interleaved ({_runs(total)}"
+        else:
+            plan = (
+                f"{least} rounds interleaved ({_runs(len(finalists) * least)}), up to {rounds} "
+                f"for those still in contention ({total} at most"
+            )
+        took = run_seconds(self._study, finalists) if self._study is not None else None
+        if took is not None:
+            low, high = sum(took) * least, sum(took) * rounds
+            span = _duration(high) if low == high else f"{_duration(low)} to {_duration(high)}"
+            plan += f"; about {span}, as long as their trials took"
         self._phase(
-            f"Re-measuring {len(finalists)} finalists, {rounds} round{'s' * (rounds != 1)} "
-            f"interleaved ({_runs(total)}), to choose on fresh figures...",
+            f"Re-measuring {len(finalists)} finalists, {plan}), to choose on fresh figures...",
             total,
             "re-measuring finalists",
         )
@@ -214,8 +227,12 @@ class TuneProgress(TuneListener):
         against) measured once more."""
         named = labels[0] if len(labels) < 2 else f"{', '.join(labels[:-1])} and {labels[-1]}"
         total = len(labels) * rounds
+        cost = _runs(total)
+        typical = typical_run_seconds(self._study) if self._study is not None else None
+        if typical is not None:
+            cost += f"; about {_duration(typical * total)}"
         self._phase(
-            f"Confirming {named} on windows that played no part in choosing ({_runs(total)})...",
+            f"Confirming {named} on windows that played no part in choosing ({cost})...",
             total,
             f"confirming {named}",
         )
@@ -237,6 +254,44 @@ class TuneProgress(TuneListener):
     def _drawn(self) -> bool:
         """Whether a bar is on screen (tqdm draws nothing where stderr is not a terminal)."""
         return self._bar is not None and not self._bar.disable
+
+
+def run_seconds(study: optuna.Study, finalists: Sequence[Finalist]) -> list[float] | None:
+    """How long one run of each finalist should take: its own trial's duration, else the
+    median of the study's completed trials; None when no completed trial has a duration.
+    A re-measurement repeats those trials' measurement, start-up included."""
+    took = _trial_seconds(study)
+    typical = typical_run_seconds(study)
+    if typical is None:
+        return None
+    return [
+        took.get(f.trial_number, typical) if f.trial_number is not None else typical
+        for f in finalists
+    ]
+
+
+def typical_run_seconds(study: optuna.Study) -> float | None:
+    """The median duration of the study's completed trials; None without one."""
+    import statistics
+
+    took = _trial_seconds(study)
+    return statistics.median(took.values()) if took else None
+
+
+def _trial_seconds(study: optuna.Study) -> dict[int, float]:
+    """Each completed trial's duration, start-up included, by trial number."""
+    import optuna
+
+    return {
+        trial.number: (trial.datetime_complete - trial.datetime_start).total_seconds()
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        if trial.datetime_start is not None and trial.datetime_complete is not None
+    }
+
+
+def _duration(seconds: float) -> str:
+    """A wait as a person reads it: "45 s", "3.5 min"."""
+    return f"{seconds / 60:.2g} min" if seconds >= 90 else format_seconds(max(seconds, 1.0))
 
 
 def _runs(count: int) -> str:

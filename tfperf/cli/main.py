@@ -33,6 +33,7 @@ from tfperf.cli.profile import ProfileCommand
 from tfperf.cli.report import ReportCommand
 from tfperf.cli.tune import TuneCommand
 from tfperf.errors import (
+    FlagError,
     KnobError,
     OutputPathError,
     PipelineFileError,
@@ -69,6 +70,7 @@ def _usage_errors() -> tuple[type[TfperfError], ...]:
     return (
         PipelineFileError,
         KnobError,
+        FlagError,
         ResultFileError,
         OutputPathError,
         ServiceAddressError,

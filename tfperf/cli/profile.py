@@ -41,7 +41,7 @@ from tfperf.cli.base import (
     positive_float,
 )
 from tfperf.cli.progress import ProgressDisplay
-from tfperf.errors import OutputPathError, PipelineFileError, PipelineRuntimeError
+from tfperf.errors import FlagError, OutputPathError, PipelineFileError, PipelineRuntimeError
 from tfperf.measure import Budget
 from tfperf.results import TrialStatus
 from tfperf.results.discovery import Discovery, describe_discovery
@@ -132,11 +132,17 @@ class ProfileCommand(Command):
             "this CPU), from the pipeline-only rate",
         )
         add_service_argument(parser)
+        parser.add_argument(
+            "--verbose",
+            action="store_true",
+            help="print every figure and every finding (default: the verdict, the rates, the "
+            "limit and the three weightiest findings; the HTML report holds everything)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from tfperf.pipeline import check_source, load_pipeline
-        from tfperf.report import render_summary
 
+        _check_step_budget(args)
         outputs = _check_outputs(args)
         (_, json_path), (_, html_path) = outputs
         check_source(args.pipeline)  # a broken file fails before TensorFlow loads
@@ -168,12 +174,50 @@ class ProfileCommand(Command):
         result = with_utilisation(result, args)
         saved = _save(result, json_path, html_path)  # first: a Ctrl-C in --scaling keeps it
         result, (saved_json, saved_html, failed) = _scaled(result, saved, args, pipeline, knobs)
-        print(render_summary(result))
+        print(_rendered(result, args))
         if found:
-            print("\n" + "\n".join(describe_discovery(found[0])))
+            print("\n" + "\n".join(_sites_lines(found[0], args)))
             print(f"`tfperf tune {args.pipeline}` searches these values and writes the patch.")
         print(f"\nResult JSON: {saved_json}\nHTML report: {saved_html}")
         return EXIT_FAILED if failed else 0
+
+
+#: The fewest emulated steps a phase runs however short its budget: the warm-up's three and
+#: the five measured steps a phase the budget ends still takes (`tfperf.measure`'s
+#: `MIN_BUDGET_STEPS`): a figure needs some.
+MIN_PHASE_STEPS = 8
+
+
+def _check_step_budget(args: argparse.Namespace) -> None:
+    """Refuses a `--step-time` whose fewest steps overrun the share of `--budget` a phase may
+    take: the budget would not bound the run, which would take hours where minutes were
+    asked for.
+
+    Raises:
+        FlagError: naming both flags, the time the steps take and the fixes.
+    """
+    phase_s = Budget(_budget(args)).phase_s
+    if args.step_time is None or phase_s is None:
+        return
+    needed = MIN_PHASE_STEPS * args.step_time
+    if needed <= phase_s:
+        return
+    budget = _budget(args) or 0.0
+    raise FlagError(
+        f"--step-time {_seconds(args.step_time)} does not fit --budget {budget:g}s: each "
+        f"of the three phases runs at least {MIN_PHASE_STEPS} steps ({MIN_PHASE_STEPS} x "
+        f"{_seconds(args.step_time)} = {_seconds(needed)}) and may take a quarter "
+        f"of the budget ({_seconds(phase_s)}). Give --budget {4 * needed:.0f} or more, a "
+        f"--step-time of {_seconds(phase_s / MIN_PHASE_STEPS)} or less, or --budget 0 "
+        "for no budget."
+    )
+
+
+def _seconds(seconds: float) -> str:
+    """A duration for a message: "5 ms", "3.75 s", "28,800 s" (never in exponent form)."""
+    from tfperf.units import format_seconds
+
+    return f"{seconds:,.0f} s" if seconds >= 100 else format_seconds(seconds)
 
 
 def _check_outputs(args: argparse.Namespace) -> Outputs:
@@ -395,8 +439,6 @@ def _scaled(
     A Ctrl-C (or SIGTERM) during the scaling runs prints the profile already measured and
     names its files, then ends the run as interrupted.
     """
-    from tfperf.report import render_summary
-
     if args.scaling is None:
         return result, saved
     saved_json, saved_html, failed = saved
@@ -409,11 +451,34 @@ def _scaled(
         with ProgressDisplay(enabled=not args.quiet) as progress:
             scaled = with_scaling(result, args, pipeline, knobs, progress)
     except KeyboardInterrupt:
-        print(render_summary(result))
+        print(_rendered(result, args))
         print(f"\nResult JSON: {saved_json}\nHTML report: {saved_html}\n(without the scaling)")
         raise
     again_json, again_html, failed_again = _save(scaled, saved_json, saved_html)
     return scaled, (again_json, again_html, failed or failed_again)
+
+
+def _rendered(result: ProfileResult, args: argparse.Namespace) -> str:
+    """The short answer, or with --verbose every figure and finding."""
+    from tfperf.report import render_answer, render_summary
+
+    return render_summary(result) if args.verbose else render_answer(result)
+
+
+def _sites_lines(discovery: Discovery, args: argparse.Namespace) -> list[str]:
+    """Every call site with --verbose; else one line that counts them."""
+    if args.verbose:
+        return describe_discovery(discovery)
+    if not discovery.sites:
+        return describe_discovery(discovery)[:1]
+    names = ", ".join(site.name for site in discovery.sites[:3])
+    more = f" and {len(discovery.sites) - 3} more" if len(discovery.sites) > 3 else ""
+    untunable = len(discovery.untunable)
+    return [
+        f"Call sites: {len(discovery.sites)} tunable ({names}{more})"
+        + (f", {untunable} not tunable here" if untunable else "")
+        + "; --verbose lists them."
+    ]
 
 
 def _save(result: ProfileResult, json_path: Path, html_path: Path) -> tuple[Path, Path, bool]:

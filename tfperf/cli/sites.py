@@ -8,6 +8,7 @@ values become a unified diff of the user's files, printed and, with `--write-pat
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -181,7 +182,9 @@ def _apply_hint(patch: Patch, pipeline: PipelineFile, write_to: Path | None) -> 
         write_to = write_text(write_to, patch.diff, "--write-patch")
     except OutputPathError as error:
         return f"The patch was not saved: {error} Copy the diff above instead."
-    shown = write_to.resolve()
+    # Quoted for the shell: a folder or file name with a space (or a quote) must still paste
+    # as one command.
+    shown = shlex.quote(str(write_to.resolve()))
     return (
         f"Patch written to {write_to}. Apply it from {folder}: `patch -p0 < {shown}` or "
         f"`git apply {shown}`."

@@ -249,6 +249,7 @@ class TuneCommand(Command):
             args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
         )
         check_assignments(args.fixes, pipeline.framework, shown=str(args.pipeline), option="--fix")
+        _check_patchable(outputs, pipeline)
         announced = frameworks.get(pipeline.framework).announce(pipeline)
         if announced is not None and not args.quiet:
             print(announced, file=sys.stderr, flush=True)
@@ -335,6 +336,23 @@ def _check_outputs(args: argparse.Namespace) -> _Outputs:
     inputs.append(("the study storage", Path(storage) if storage else default_storage))
     check_outputs(outputs.named(args), inputs)
     return outputs
+
+
+def _check_patchable(outputs: _Outputs, pipeline: PipelineFile) -> None:
+    """Refuses `--write-patch` for a file that reads its knobs, before the study: no patch of
+    its code holds a configuration, its `BASELINE` does."""
+    from tfperf.pipeline import PipelineKind
+
+    if outputs.patch is None or pipeline.kind is not PipelineKind.KNOBS:
+        return
+    framework = frameworks.get(pipeline.framework)
+    raise OutputPathError(
+        f"--write-patch: {pipeline.path.name} reads its knobs "
+        f"(`{framework.input_function}(knobs)`), so no patch of its code could hold a "
+        "configuration: the study's recommendation is a BASELINE to copy into the file. "
+        "--write-patch is for plain files and training scripts, whose values are written in "
+        "their calls; leave it out."
+    )
 
 
 def _search(tuner: Tuner, listener: TuneProgress, outputs: _Outputs) -> TuneResult | int:

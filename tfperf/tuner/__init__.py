@@ -21,6 +21,7 @@ from tfperf.tuner._options import (
     Wait,
 )
 from tfperf.tuner._remeasure import (
+    MIN_ROUNDS,
     Finalist,
 )
 from tfperf.tuner._search import (
@@ -33,6 +34,7 @@ from tfperf.tuner._tuner import (
 )
 
 __all__ = [
+    "MIN_ROUNDS",
     "Finalist",
     "OverBudget",
     "TooManyFailures",

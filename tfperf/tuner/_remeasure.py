@@ -8,11 +8,17 @@ The highest of several noisy medians is biased high (on a flat top, the configur
 drew the luckiest windows wins), so the chosen configuration, and the input-only best when
 the choice weighed a change to training against it, are measured once more (`confirm`): the
 figures reported for them come from windows that played no part in choosing them.
+
+The re-measurement is sized to the study (`SIZING`): a short study has few finalists
+(`finalist_count`), and rounds past `MIN_ROUNDS` run only for the finalists still in
+contention with the leader (`contenders`), so a ranking already settled beyond the noise
+costs no more runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -29,6 +35,59 @@ if TYPE_CHECKING:
 RunTrial = Callable[[TrialRequest, Budgets], TrialOutcome]
 
 _OVER_BUDGET = (TrialStatus.RAM_BUDGET, TrialStatus.GPU_BUDGET)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizing:
+    """How much re-measurement a study gets; each threshold with its reason.
+
+    Attributes:
+        trials_per_finalist: a study's completed trials per searched finalist: a study of n
+            trials has at most n // 3 of them (and at least `min_finalists`), since the
+            ranking of a short study's top is mostly noise and re-measuring a long tail of it
+            buys nothing.
+        min_finalists: searched finalists even a tiny study keeps: the best and a runner-up.
+        min_rounds: rounds every finalist runs: two windows are the fewest that show their
+            spread.
+    """
+
+    trials_per_finalist: int = 3
+    min_finalists: int = 2
+    min_rounds: int = 2
+
+
+#: The sizing every tuner uses.
+SIZING = Sizing()
+MIN_ROUNDS = SIZING.min_rounds
+
+
+def finalist_count(asked: int, trials: int, sizing: Sizing = SIZING) -> int:
+    """The searched finalists of a study of `trials` completed trials, at most `asked`.
+
+    Example:
+        >>> finalist_count(3, 6), finalist_count(3, 30), finalist_count(1, 6)
+        (2, 3, 1)
+    """
+    return min(asked, max(sizing.min_finalists, trials // sizing.trials_per_finalist))
+
+
+def contenders(rates: Sequence[Sequence[float]]) -> list[int]:
+    """The indices of the configurations whose windows `rates` still contend for first place.
+
+    The leader (highest median) contends, and so does every configuration whose best window
+    reaches the leader's worst: their ranges overlap, so another round could reorder them.
+    One whose best window is below the leader's worst is behind beyond the noise measured.
+
+    Example:
+        >>> contenders([[100.0, 104.0], [90.0, 92.0], [101.0, 99.0]])
+        [0, 2]
+    """
+    measured = [index for index, values in enumerate(rates) if values]
+    if not measured:
+        return []
+    leader = max(measured, key=lambda index: statistics.median(rates[index]))
+    floor = min(rates[leader])
+    return [index for index in measured if index == leader or max(rates[index]) >= floor]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,13 +112,14 @@ def remeasure(
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
 ) -> list[Measurement]:
-    """Measures every finalist `rounds` times, interleaved; failed repeats are left out, and
-    those a memory budget stopped are counted (`Measurement.over_budget`).
+    """Measures every finalist `MIN_ROUNDS` times (fewer if `rounds` is), interleaved, and
+    up to `rounds` times those still in `contenders`; failed repeats are left out, and those a
+    memory budget stopped are counted (`Measurement.over_budget`).
 
     Returns:
         One `Measurement` per finalist that completed at least once, in the given order.
     """
-    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured)
+    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, settle=True)
     return [
         Measurement(
             label=finalist.label,
@@ -136,15 +196,27 @@ def _interleaved(
     budgets: Budgets,
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None,
+    *,
+    settle: bool = False,
 ) -> list[_Windows]:
-    """Each finalist's windows from `rounds` interleaved rounds, in the given order."""
+    """Each finalist's windows from `rounds` interleaved rounds, in the given order.
+
+    With `settle`, rounds after `MIN_ROUNDS` run only the `contenders`, and stop once the
+    leader is alone in contention.
+    """
     windows = [_Windows() for _ in finalists]
-    for index in interleaved_order(len(finalists), rounds):
-        finalist = finalists[index]
-        outcome = run(request(finalist.knobs), budgets)
-        if on_measured is not None:
-            on_measured(finalist, outcome)
-        windows[index].add(outcome)
+    active = list(range(len(finalists)))
+    for start in range(rounds):
+        if settle and start >= MIN_ROUNDS:
+            active = [active[i] for i in contenders([windows[i].rates for i in active])]
+            if len(active) < 2:
+                break
+        for offset in range(len(active)):  # each round the previous one rotated by one
+            index = active[(start + offset) % len(active)]
+            outcome = run(request(finalists[index].knobs), budgets)
+            if on_measured is not None:
+                on_measured(finalists[index], outcome)
+            windows[index].add(outcome)
     return windows
 
 
@@ -166,9 +238,11 @@ def _confirmed(measurement: Measurement, windows: _Windows) -> Measurement:
 def pick_finalists(
     study: optuna.Study, objective: Objective, count: int, references: Mapping[str, Knobs]
 ) -> list[Finalist]:
-    """The best `count` distinct trials (Pareto-optimal ones under two objectives), then the
-    references, each with the trial it was measured in."""
+    """The best `count` distinct trials (Pareto-optimal ones under two objectives), sized to
+    the study (`finalist_count`), then the references, each with the trial it was measured
+    in."""
     trials = feasible_complete(study)
+    count = finalist_count(count, len(trials))
     if objective is Objective.THROUGHPUT_RAM:
         trials = pareto_front(trials)
     ranked = sorted(trials, key=lambda t: -t.values[0])

@@ -23,6 +23,7 @@ starts), and a pipeline file's batch is copied to the GPU apart, pageable and pi
 from __future__ import annotations
 
 import inspect
+import inspect
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -209,12 +210,37 @@ def _epoch(loader: Any, options: dict[str, Any], given: int | None) -> EpochInfo
         steps, source = _torch.epoch_steps(loader), EpochSource.CARDINALITY
     if steps == 0:  # said now, in the loader's words: nothing downstream has a batch to time
         raise EmptyDatasetError(_no_batch(loader))
+    if steps == 0:  # said now, in the loader's words: nothing downstream has a batch to time
+        raise EmptyDatasetError(_no_batch(loader))
     starts = starts_each_epoch(options["num_workers"], options["persistent_workers"])
     return EpochInfo(
         steps=steps,
         source=source,
         stage=WORKERS_START if starts else None,
         stage_kind=StageKind.WORKERS if starts else None,
+    )
+
+
+def _no_batch(loader: Any) -> str:
+    """Why a loader of length 0 yields no batch, naming its dataset and where it is defined."""
+    dataset = loader.dataset
+    kind = type(dataset)
+    try:
+        line = inspect.getsourcelines(kind)[1]
+        where = f" ({Path(inspect.getsourcefile(kind) or '?').name}:{line})"
+    except (OSError, TypeError):
+        where = ""
+    size = _torch.epoch_steps(dataset) if hasattr(dataset, "__len__") else None
+    why = (
+        f"has {size} items, fewer than one batch of {loader.batch_size}, and drop_last=True "
+        "drops it"
+        if size
+        else "has length 0 (`len(dataset)` is 0)"
+    )
+    return (
+        f"the DataLoader yields no batch: its dataset {kind.__name__}{where} {why}, so there is "
+        "nothing to measure. Check that the files or the index it reads exist and are not "
+        "filtered out."
     )
 
 

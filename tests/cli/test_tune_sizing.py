@@ -1,0 +1,57 @@
+"""Issue 54 item 6: a short study's re-measurement is sized to it, and `tfperf tune` says
+before it starts how many runs it takes and about how long."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests import pipelines
+from tests.fakes.trials import FakeRunner
+from tfperf.knobs import Knobs
+
+pytestmark = pytest.mark.tf
+
+#: Runs the re-measurement of a 6-trial study took before: 6 finalists, 3 rounds.
+BEFORE = 18
+
+
+def _wait(knobs: Knobs) -> float:
+    """Input wait shrinks with map parallelism: a ranking that settles at once."""
+    workers = 4 if knobs.num_parallel_calls in (None, -1) else knobs.num_parallel_calls
+    return 0.08 / workers
+
+
+def test_a_six_trial_study_says_what_its_re_measurement_costs_and_runs_fewer(
+    write_pipeline, monkeypatch, capsys, tmp_path
+):
+    from tfperf.cli.main import main
+
+    runner = FakeRunner(wait_for=_wait)
+
+    def slow_runner(request, budgets, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)  # so each trial has a duration the estimate reads
+        return runner(request, budgets, **kwargs)
+
+    monkeypatch.setattr("tfperf.tuner._tuner.run_trial", slow_runner)
+    path = write_pipeline(pipelines.TRAIN_STEP)
+    outputs = ["--json", str(tmp_path / "t.json"), "--html", str(tmp_path / "t.html")]
+    storage = ["--storage", f"sqlite:///{tmp_path}/s.db", "--seed", "1"]
+    status = main(["tune", str(path), "--trials", "6", "--quiet", *storage, *outputs])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    said = re.search(
+        r"Re-measuring (\d+) finalists, 2 rounds interleaved \((\d+) runs\), up to 3 for those "
+        r"still in contention \((\d+) at most; about [0-9.]+ s(?: to [0-9.]+ s)?, as long as "
+        r"their trials took\)",
+        err,
+    )
+    assert said is not None, err
+    finalists, least, most = (int(group) for group in said.groups())
+    assert least == 2 * finalists and most == 3 * finalists
+    remeasured = len(runner.requests) - 6
+    confirming = re.search(r"Confirming .* \((\d+) runs?; about [0-9.]+ s\)", err)
+    assert confirming is not None, err
+    assert remeasured - int(confirming.group(1)) <= most < BEFORE
