@@ -20,13 +20,30 @@ from collections.abc import Sequence
 
 from tfperf.findings._checks import check_figures, check_sentences
 from tfperf.findings._facts import PipelineFacts
-from tfperf.findings._rules import RULES, Rule
+from tfperf.findings._rules import (
+    CONTENTION_AT,
+    DISTURBED_BELOW,
+    RULES,
+    STAGES_DISTURBED_SHARE,
+    Rule,
+)
 from tfperf.findings._stage_fixes import stage_fix
 from tfperf.results import ProfileResult
 from tfperf.results.findings import Conflict, Finding, Level
 from tfperf.results.stages import StageStat
 
-__all__ = ["RULES", "PipelineFacts", "Rule", "answer", "conclude", "named_limiting", "stage_fix"]
+__all__ = [
+    "CONTENTION_AT",
+    "DISTURBED_BELOW",
+    "RULES",
+    "STAGES_DISTURBED_SHARE",
+    "PipelineFacts",
+    "Rule",
+    "answer",
+    "conclude",
+    "named_limiting",
+    "stage_fix",
+]
 
 
 def conclude(result: ProfileResult, framework: Sequence[Finding] = ()) -> ProfileResult:

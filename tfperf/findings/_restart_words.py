@@ -30,7 +30,7 @@ def restart_finding(cost: RestartCost, *, loader: bool) -> Finding | None:
     """The finding on restarts: their cost and fix when they dominate, a note when they weigh
     little, "cannot tell" when too few were measured; None when none happened."""
     samples = cost.restarts
-    evidence = Evidence("end_to_end", samples, _spread(cost))
+    evidence = Evidence("end_to_end", samples, _spread(cost), unit="restarts")
     share = max(0.0, cost.weighted_wait_fraction - cost.steady_wait_fraction)
     if _thin(cost):
         tell = cost.would_tell or "cannot tell what a restart costs"

@@ -87,7 +87,7 @@ def stages_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Findin
             f"{1 - last / alone:.0%} below the pipeline-only phase's {alone:,.0f} for the same "
             "pipeline: its figures were disturbed, so tfperf cannot tell which stage limits.",
             "Profile again on a quieter machine.",
-            Evidence("stages", len(facts.stages)),
+            Evidence("stages", len(facts.stages), unit="stages"),
             topic="limiting-stage",
             weight=CAUTION_WEIGHT,
         )
@@ -109,7 +109,7 @@ def stages_unmeasured(result: ProfileResult, facts: PipelineFacts) -> list[Findi
             f"The stage analysis did not measure {names}{more}: nothing is concluded about "
             f"{'it' if len(missing) == 1 else 'them'}.",
             "A larger --budget measures every stage.",
-            Evidence("stages", len(facts.stages) - len(missing)),
+            Evidence("stages", len(facts.stages) - len(missing), unit="stages"),
             weight=CAUTION_WEIGHT * 0.8,
         )
     ]
@@ -170,7 +170,7 @@ def limiting_stage(result: ProfileResult, facts: PipelineFacts) -> list[Finding]
     if report is None or stage is None or stage.added_s_per_example is None:
         return []
     added = f"{stage.added_s_per_example * 1000:.3g} ms"
-    evidence = Evidence("stages", len(facts.stages) - len(facts.unmeasured()))
+    evidence = Evidence("stages", len(facts.stages) - len(facts.unmeasured()), unit="stages")
     where = (f"defined at {stage.location}",) if stage.location else ()
     if facts.cached_after(stage):
         return [
@@ -335,7 +335,7 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             f"{format_seconds(extra)} longer in all: a compiled step traces again for every "
             "new input shape.",
             "Pad to a few fixed lengths, or give the step an input signature with None dimensions.",
-            Evidence("end_to_end", len(shapes)),
+            Evidence("end_to_end", len(shapes), unit="shapes"),
             weight=min(1.0, extra / total) if total > 0 else 0.0,
         )
     ]
@@ -352,7 +352,7 @@ def memory(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             Level.FIX,
             advice,
             None,
-            Evidence("memory", len(account.holds)),
+            Evidence("memory", len(account.holds), unit="buffers"),
             weight=MEMORY_WEIGHT,
         )
         for advice in account.advice

@@ -187,8 +187,8 @@ def compute_ceiling(end_to_end: PhaseResult, compute_only: PhaseResult | None) -
     return max(compute_only.examples_per_sec, end_to_end.examples / end_to_end.compute_s)
 
 
-#: Compute slowdown above which input work is said to compete with training for the CPU.
-CONTENTION_AT = 1.25
+#: Compute slowdown above which input work is said to compete with training (the findings').
+CONTENTION_AT = findings.CONTENTION_AT
 
 
 def compute_slowdown(end_to_end: PhaseResult, compute_only: PhaseResult | None) -> float | None:

@@ -97,11 +97,8 @@ def stage_report(
     return report
 
 
-#: The last cut of the stage analysis is the whole pipeline alone, which the pipeline-only
-#: phase measured too; a cut this much slower than that phase was disturbed (a busier machine
-#: while it ran), and the stage it names may be noise. Well above the few percent two windows
-#: of one pipeline differ by, since restarts also fall differently on the two.
-DISTURBED_SHARE = 0.25
+#: A last cut this much below the pipeline-only phase was disturbed (the findings' rule).
+DISTURBED_SHARE = findings.STAGES_DISTURBED_SHARE
 
 
 def checked_against(report: StageReport, pipeline_only: float | None) -> StageReport:
@@ -163,4 +160,3 @@ def stage_advice(report: StageReport) -> str:
         f"The limiting stage is {stage.label}: it adds {added} per example ({rates}). "
         + findings.stage_fix(stage, findings.PipelineFacts.from_parts(report.stages))
     )
-

@@ -84,7 +84,8 @@ def evidence_words(evidence: Evidence) -> str:
     where = _PHASES.get(evidence.phase or "", evidence.phase or "the pipeline's graph")
     parts = [f"from {where}"]
     if evidence.samples is not None:
-        parts.append(f"{evidence.samples:,} sample{'s' * (evidence.samples != 1)}")
+        unit = evidence.unit if evidence.samples != 1 else evidence.unit.rstrip("s")
+        parts.append(f"{evidence.samples:,} {unit}")
     if evidence.spread:
         parts.append(evidence.spread)
     return "; ".join(parts)

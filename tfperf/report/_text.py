@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfperf.findings import named_limiting
+from tfperf.findings import DISTURBED_BELOW, named_limiting
 from tfperf.knobs import format_value
 from tfperf.report._answer import HEADLINES, finding_lines
 from tfperf.report._buffers import buffers_text
@@ -80,13 +80,8 @@ def _verdict(result: ProfileResult) -> str:
     return "\n".join(lines)
 
 
-#: Below this compute slowdown, the compute-only replay ran slower than the same batches end to
-#: end, past noise: the replay was disturbed, and the ceiling uses end to end's compute time.
-_DISTURBED_BELOW = 0.95
-
-
 def _slowdown(slowdown: float) -> str:
-    if slowdown < _DISTURBED_BELOW:
+    if slowdown < DISTURBED_BELOW:
         return ""  # the compute-only phase was disturbed: a finding says so
     return (
         f"  An example computes {slowdown:.2f}x as long end to end as on cached batches (above "

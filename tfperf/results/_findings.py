@@ -39,11 +39,13 @@ class Evidence:
         samples: how many measurements (steps, restarts, stages) they rest on; None: one
             figure, or not countable.
         spread: their spread in words, e.g. `5 ms to 18 ms`; None when not applicable.
+        unit: what one sample is: `steps`, `stages`, `restarts`, `buffers`, `shapes`.
     """
 
     phase: str | None
     samples: int | None
     spread: str | None = None
+    unit: str = "steps"
 
 
 @dataclasses.dataclass(frozen=True)
