@@ -7,7 +7,14 @@ import dataclasses
 from tests.reports import fake_profile
 from tfperf.knobs import AUTOTUNE, Knobs
 from tfperf.results import HostMemory
-from tfperf.results.stages import BufferHold, BufferKind, SizeSource, memory_account
+from tfperf.results.stages import (
+    BufferHold,
+    BufferKind,
+    LoaderReport,
+    SizeSource,
+    WorkerMemory,
+    memory_account,
+)
 from tfperf.tuner._ram import predicted_rss_bytes, ram_problem
 
 MIB = 2**20
@@ -57,3 +64,28 @@ def test_a_call_site_sizes_the_buffer_its_value_matches():
     before = Knobs(batch_size=32, sites={site: 1024})
     after = Knobs(batch_size=32, sites={site: 2048})
     assert predicted_rss_bytes(baseline, before, after) == (2048 + 1024) * MIB
+
+
+def _loader_baseline(workers: int = 2):
+    # Trainer 1 GiB at the peak; each worker 64 MiB then, 512 MiB at the end of a pass.
+    memory = WorkerMemory(workers, 2 * 64 * MIB, 2 * 512 * MIB, batches=99, pass_batches=100,
+                          complete=True)  # fmt: skip
+    loader = LoaderReport(workers, False, host_ram_peak_bytes=(1024 + 128) * MIB,
+                          workers_ram_peak_bytes=128 * MIB, worker_memory=memory)  # fmt: skip
+    return dataclasses.replace(fake_profile(), loader=loader)
+
+
+def test_dataloader_workers_are_priced_at_the_end_of_a_pass_not_its_start():
+    baseline, before = _loader_baseline(), Knobs(batch_size=32)
+    assert predicted_rss_bytes(baseline, before, before) == (1024 + 2 * 512) * MIB
+    more = before.replace(num_workers=8)
+    assert predicted_rss_bytes(baseline, before, more) == (1024 + 8 * 512) * MIB
+    site = Knobs(batch_size=32, sites={"DataLoader@train.py:9.num_workers": 4})
+    assert predicted_rss_bytes(baseline, before, site) == (1024 + 4 * 512) * MIB
+    problem = ram_problem(baseline, before, more, budget_bytes=4096 * MIB)
+    assert problem is not None and problem.startswith("8 workers would take the peak host RAM")
+    assert "each worker at the 512 MiB of private memory a baseline worker held at the end" in (
+        problem
+    )
+    # By the workers' peak during the profile's window (64 MiB each) it would have fitted.
+    assert (1024 + 8 * 64) * MIB < 4096 * MIB

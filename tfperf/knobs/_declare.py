@@ -162,6 +162,9 @@ class Knob:
         changes_training: whether it changes what the model learns, not only speed; such a
             knob says in `training_note` what to check when a recommendation changes it
             (`{old}` and `{new}` are its values).
+        check_note: for a knob that changes speed alone in most pipelines but what training
+            sees in some, the one sentence on what to check when a recommendation or patch
+            turns it on (sets it true where the baseline did not); None: nothing to check.
         autotune: whether the everything-AUTOTUNE reference trial sets it to AUTOTUNE.
         unset: what the runtime does when it is None, in a report's words; None when the
             report says only "not set".
@@ -181,6 +184,7 @@ class Knob:
     option: str | None = None
     changes_training: bool = False
     training_note: str | None = None
+    check_note: str | None = None
     autotune: bool = False
     unset: str | None = None
     search: Search | None = None

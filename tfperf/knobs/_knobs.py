@@ -351,6 +351,12 @@ class Knobs:
         "starting them at each; acts only with workers. None keeps what `make_loader` wrote.",
         applied_by=Applier.DATALOADER,
         option="persistent_workers",
+        # Not input-only in every pipeline: kept workers keep their dataset copies, and an
+        # epoch's `iter(loader)` no longer draws the workers' base seed from the global RNG.
+        check_note="persistent_workers keeps each worker's copy of the dataset and its random "
+        "state across epochs, and an epoch no longer draws the workers' seed from the global "
+        "RNG: check that per-epoch state (set_epoch, augmentation seeds) still reaches the "
+        "workers and changes each epoch.",
         unset="as make_loader wrote it",
         search=choices(None, True),
         frameworks=TORCH,

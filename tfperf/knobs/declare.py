@@ -1,9 +1,11 @@
 """What a knob declares (`Knob`), who applies it (`Applier`), and what its search domain
-depends on (`SearchContext`); `tfperf.knobs.KNOBS` holds every declaration.
+depends on (`SearchContext`); `tfperf.knobs.KNOBS` holds every declaration. What to check when
+a recommendation turns a knob on, from its declaration: `turned_on_checks`, `site_check`.
 """
 
 from __future__ import annotations
 
+from tfperf.knobs._checks import site_check, turned_on_checks
 from tfperf.knobs._declare import (
     Applier,
     Knob,
@@ -14,4 +16,6 @@ __all__ = [
     "Applier",
     "Knob",
     "SearchContext",
+    "site_check",
+    "turned_on_checks",
 ]

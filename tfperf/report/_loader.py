@@ -18,7 +18,7 @@ import dataclasses
 from tfperf.results.stages import LoaderReport
 from tfperf.units import format_bytes, format_seconds
 
-__all__ = ["LoaderView", "loader_text", "loader_view"]
+__all__ = ["LoaderView", "loader_statements", "loader_text", "loader_view"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +40,22 @@ def loader_view(loader: LoaderReport) -> LoaderView:
         ("collate", _collate(loader)),
         ("workers estimate", _estimate(loader)),
         ("host RAM of trainer and workers", _host_ram(loader)),
+        ("examples per pass", _pass(loader)),
+        ("workers' private memory", _worker_memory(loader)),
     ]
     return LoaderView(heading, tuple((label, words) for label, words in rows if words))
+
+
+def loader_statements(loader: LoaderReport) -> tuple[str, ...]:
+    """What went wrong under these workers, each a sentence with its fix: a pass that yields
+    other examples than the dataset's (`PassCheck`), workers' memory that grows over a pass or
+    a /dev/shm near full (`WorkerMemory`). Empty when nothing did."""
+    check, memory = loader.pass_check, loader.worker_memory
+    statements = [
+        check.statement() if check is not None else None,
+        memory.statement(_dataset(loader)) if memory is not None else None,
+    ]
+    return tuple(statement for statement in statements if statement)
 
 
 def loader_text(view: LoaderView) -> str:
@@ -96,3 +110,46 @@ def _host_ram(loader: LoaderReport) -> str:
         f"{format_bytes(loader.workers_ram_peak_bytes or 0)} (pages shared with the trainer "
         "counted once)"
     )
+
+
+def _pass(loader: LoaderReport) -> str:
+    check = loader.pass_check
+    if check is None:
+        return ""
+    statement = check.statement()
+    if statement is not None:
+        return statement
+    if check.ratio is not None:
+        return (
+            f"{check.examples} under {check.workers} workers, as many as the dataset read once "
+            "in the trainer: each worker reads its own share"
+        )
+    return (
+        f"{check.sampled} examples sampled under {check.workers} workers repeat no more than "
+        "in the dataset read once in the trainer"
+    )
+
+
+def _worker_memory(loader: LoaderReport) -> str:
+    memory = loader.worker_memory
+    if memory is None:
+        return ""
+    statement = memory.statement(_dataset(loader))
+    span = "a pass" if memory.complete else f"{memory.batches} batches"
+    words = (
+        f"{format_bytes(memory.start_private_bytes)} at the start of {span}, "
+        f"{format_bytes(memory.end_private_bytes)} at its end ({memory.workers} workers)"
+    )
+    if memory.shm_end_bytes is not None and memory.shm_total_bytes:
+        words += (
+            f"; /dev/shm {format_bytes(memory.shm_end_bytes)} of "
+            f"{format_bytes(memory.shm_total_bytes)} in use"
+        )
+    return f"{words}. {statement}" if statement else words
+
+
+def _dataset(loader: LoaderReport) -> str:
+    """The dataset's class, from the function that loads its items (`Rows.__getitem__`)."""
+    if loader.item_function:
+        return loader.item_function.partition(".")[0]
+    return "the dataset"

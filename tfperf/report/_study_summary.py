@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from tfperf.knobs import KNOBS, Knobs
-from tfperf.knobs.declare import Applier
+from tfperf.knobs.declare import Applier, turned_on_checks
 from tfperf.report._snippets import baseline_snippet, code_snippet
 from tfperf.report._study_data import StudySnapshot, TrialRow, choose, flat_knobs
 from tfperf.report._tune_text import training_warnings
@@ -164,7 +164,7 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
         recommendation=_recommendation(best, vs_baseline, changes, snapshot.remeasured),
         banner=banner(choice, vs_baseline, changes, snapshot.remeasured),
         changes=() if keep else _changes(best, baseline, changes),
-        warnings=tuple(training_warnings(best, baseline, changes) if baseline else ()),
+        warnings=_warnings(best, baseline, changes, keep),
         tf_data_code=code_snippet(best.knobs.to_dict(), framework) if snippets else "",
         baseline_code=baseline_snippet(best.knobs.to_dict(), framework) if snippets else "",
         remeasured=snapshot.remeasured,
@@ -173,6 +173,17 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
         vs_rule=speedup(best, rule) if rule and rule is not best else None,
         code_words="DataLoader" if framework == "torch" else "tf.data",
     )
+
+
+def _warnings(
+    best: Measurement, baseline: Measurement | None, changes: list[str], keep: bool
+) -> tuple[str, ...]:
+    """What to check before adopting `best`: its changes to training, then what the knobs
+    it turns on declare (`turned_on_checks`), as the terminal summary says them."""
+    if baseline is None:
+        return ()
+    checks = [] if keep else turned_on_checks(baseline.knobs, best.knobs)
+    return (*training_warnings(best, baseline, changes), *checks)
 
 
 def _framework(snapshot: StudySnapshot, tune: TuneResult | None) -> str:

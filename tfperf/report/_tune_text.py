@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tfperf.knobs import KNOBS
+from tfperf.knobs.declare import turned_on_checks
 from tfperf.report._snippets import baseline_snippet, code_snippet
 from tfperf.report._study_data import flat_knobs
 from tfperf.report._words import knob_value
@@ -123,7 +124,11 @@ def _estimate_figures(estimate: Estimate) -> str:
 
 def _changes(result: TuneResult) -> str:
     warnings = training_warnings(result.best, result.baseline, result.changes_training)
-    return "\n".join(f"Warning: {text}" for text in warnings)
+    lines = [f"Warning: {text}" for text in warnings]
+    if not keeps_baseline(result.best, result.speedup_vs_baseline):
+        checks = turned_on_checks(result.baseline.knobs, result.best.knobs)
+        lines += [f"Check: {text}" for text in checks]
+    return "\n".join(lines)
 
 
 def _apply(result: TuneResult) -> str:

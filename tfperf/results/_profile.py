@@ -22,6 +22,7 @@ from tfperf.errors import ResultFileError
 from tfperf.results._distribution import Distribution
 from tfperf.results._json import JsonRecord
 from tfperf.results._limit import RATE_NOISE, Limit, TrainingRate
+from tfperf.results._loader_checks import PassCheck, WorkerMemory
 from tfperf.results._memory import MemoryAccount
 from tfperf.results._scaling import ScalingCurve
 from tfperf.results._utilisation import Utilisation
@@ -561,6 +562,11 @@ class LoaderReport:
             (`.to("cuda")`, then a synchronise).
         pinned_copy_s_per_batch: median seconds from pinned memory (`.pin_memory()` once,
             then `.to("cuda", non_blocking=True)` and a synchronise).
+        pass_check: an `IterableDataset`'s pass under these workers against the dataset
+            read once in the trainer (duplicated or dropped examples); None: not checked
+            (no workers, or a map-style dataset, which a sampler shards).
+        worker_memory: the workers' private bytes and /dev/shm at the start and the end of
+            a pass (copy-on-write growth); None: no workers, or not read.
     """
 
     workers: int
@@ -577,6 +583,8 @@ class LoaderReport:
     copy_bytes_per_batch: int | None = None
     copy_s_per_batch: float | None = None
     pinned_copy_s_per_batch: float | None = None
+    pass_check: PassCheck | None = None
+    worker_memory: WorkerMemory | None = None
 
     @property
     def items_wait(self) -> bool | None:

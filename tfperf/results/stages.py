@@ -11,6 +11,12 @@ Example:
 
 from __future__ import annotations
 
+from tfperf.results._loader_checks import (
+    GROWTH_NOISE_BYTES,
+    ITERABLE_DOCS,
+    PassCheck,
+    WorkerMemory,
+)
 from tfperf.results._memory import (
     BufferHold,
     BufferKind,
@@ -34,6 +40,8 @@ from tfperf.results._profile import (
 )
 
 __all__ = [
+    "GROWTH_NOISE_BYTES",
+    "ITERABLE_DOCS",
     "AutotuneChoice",
     "AutotuneReadout",
     "BatchShape",
@@ -43,6 +51,7 @@ __all__ = [
     "EpochSource",
     "LoaderReport",
     "MemoryAccount",
+    "PassCheck",
     "RestartCost",
     "RestartEvidence",
     "SizeSource",
@@ -50,5 +59,6 @@ __all__ = [
     "StageReport",
     "StageStat",
     "StageUnit",
+    "WorkerMemory",
     "memory_account",
 ]

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from tfperf.knobs import AUTOTUNE, SiteKind, format_site_value
+from tfperf.knobs.declare import site_check
 from tfperf.results.discovery import ArgumentForm, CallSite
 from tfperf.sites._callee import callee, name_line
 from tfperf.sites._edit_text import TextEdit, carried, describe_edit, structure_edits
@@ -85,7 +86,13 @@ class Patch:
 
     def describe(self) -> list[str]:
         """Lines for a terminal: each change, what is inserted, then what to edit by hand."""
-        lines = [f"  {change.describe()}" for change in self.written]
+        lines = []
+        for change in self.written:
+            lines.append(f"  {change.describe()}")
+            # A knob that is not input-only in every pipeline says what to check (its
+            # declaration's `check_note`).
+            if (check := site_check(change.site.name, change.value)) is not None:
+                lines.append(f"    check: {check}")
         lines += [f"  added: {line}" for line in self.added.describe()]
         if self.manual or self.manual_additions:
             lines.append("Change by hand (tfperf could not write these safely):")

@@ -10,6 +10,11 @@ figures, unrun, as a trial over the budget would be killed after loading its buf
 A buffer is matched to the knob that sizes it by kind and by value: a shuffle holding as many
 elements as the baseline's `shuffle_buffer` (or a shuffle site's value) is the one that knob
 sets. A buffer no knob matches keeps its size; AUTOTUNE values are left to tf.data.
+
+A DataLoader's workers are priced the same way: each holds the private pages the baseline's
+workers held at the end of a pass (`LoaderReport.worker_memory`), not at its start, since a
+dataset held in Python objects is copied into each worker as a pass reads it and the end of
+the pass is where the budget breaks. The trainer keeps its share of the baseline's peak.
 """
 
 from __future__ import annotations
@@ -31,10 +36,14 @@ _KNOB = {
 
 
 def predicted_rss_bytes(baseline: ProfileResult, before: Knobs, after: Knobs) -> float | None:
-    """The peak RSS `after` would reach: the baseline's, with its buffers repriced.
+    """The peak RSS `after` would reach: the baseline's, with its buffers repriced, or with its
+    DataLoader's workers each at the private bytes the baseline's held at a pass's end.
 
-    None when the baseline measured no peak or read no buffers.
+    None when the baseline measured no peak, and neither read buffers nor workers' memory.
     """
+    workers = _loader_bytes(baseline, after)
+    if workers is not None:
+        return workers
     if baseline.memory is None or baseline.host_memory is None:
         return None
     change = sum(_bytes_under(hold, before, after) - hold.bytes for hold in baseline.memory.holds)
@@ -50,11 +59,42 @@ def ram_problem(
     predicted = predicted_rss_bytes(baseline, before, after)
     if predicted is None or predicted <= budget_bytes:
         return None
+    over = f"over the {format_bytes(budget_bytes)} budget (--ram-budget)"
+    loader = baseline.loader
+    if loader is not None and loader.worker_memory and _loader_bytes(baseline, after) is not None:
+        each = format_bytes(loader.worker_memory.end_per_worker_bytes)
+        return (
+            f"{_workers(after, loader.workers)} workers would take the peak "
+            f"host RAM to about {format_bytes(predicted)} (the baseline's trainer, and each "
+            f"worker at the {each} of private memory a baseline worker held at the end of a "
+            f"pass), {over}"
+        )
     return (
         f"its buffers would take the peak host RAM to about {format_bytes(predicted)} (the "
-        "baseline's peak, with each buffer repriced for these knobs), over the "
-        f"{format_bytes(budget_bytes)} budget (--ram-budget)"
+        f"baseline's peak, with each buffer repriced for these knobs), {over}"
     )
+
+
+def _loader_bytes(baseline: ProfileResult, after: Knobs) -> float | None:
+    """The trainer's share of the baseline's peak plus each of `after`'s workers at a baseline
+    worker's end-of-pass private bytes; None without workers' memory in the baseline."""
+    loader = baseline.loader
+    if loader is None or loader.worker_memory is None or loader.host_ram_peak_bytes is None:
+        return None
+    trainer = loader.host_ram_peak_bytes - (loader.workers_ram_peak_bytes or 0)
+    workers = _workers(after, loader.workers)
+    return trainer + workers * loader.worker_memory.end_per_worker_bytes
+
+
+def _workers(after: Knobs, measured: int) -> int:
+    """`after`'s DataLoader workers: its knob, else a call site's `num_workers`, else as many
+    as the baseline ran (`measured`)."""
+    if after.num_workers is not None:
+        return after.num_workers
+    for site, value in after.sites.items():
+        if SiteName.parse(site).argument == "num_workers" and isinstance(value, int):
+            return value
+    return measured
 
 
 def _bytes_under(hold: BufferHold, before: Knobs, after: Knobs) -> float:

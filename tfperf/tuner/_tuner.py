@@ -46,6 +46,7 @@ from tfperf.study.ledger import Claim, Done, Ledger, Lock, Waiting, open_study, 
 from tfperf.study.records import StudyRecord, TrialRecord, source_changed, write_study
 from tfperf.study.storage import default_storage_url, mask_url
 from tfperf.trials import Budgets, TrialRequest, run_trial
+from tfperf.tuner._data import refusing_changed_data
 from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (
     OverBudget,
@@ -106,7 +107,8 @@ class Tuner:
         self.pipeline = pipeline
         self.options = options
         self.listener = listener or TuneListener()
-        self.runner: TrialRunner = runner or run_trial
+        # A trial whose loader yields other examples than its dataset's never ranks (`_data`).
+        self.runner: TrialRunner = refusing_changed_data(runner or run_trial, pipeline.baseline)
         self.machine = machine or detect_machine()
         self.storage_url = options.storage or default_storage_url(pipeline.path)
         self.study_name = options.study_name or pipeline.name

@@ -3,6 +3,7 @@ words, items named by their line, the limit above every measured rate."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,9 @@ from markupsafe import escape
 from tests.frameworks.torch import pipelines
 from tfperf import frameworks
 from tfperf.report import render_profile_html
-from tfperf.report._loader import loader_view
+from tfperf.report._loader import loader_statements, loader_view
 from tfperf.report._text import render_summary
+from tfperf.results import ProfileResult
 from tfperf.results.stages import StageKind
 
 pytest.importorskip("torch")
@@ -59,3 +61,59 @@ def test_persistent_workers_keep_one_iterator_yet_every_pass_restarts(tmp_path: 
 
     first, second = list(built.batches()), list(built.batches())
     assert len(first) == len(second) == built.epoch_steps == 6
+
+
+#: A stream that every worker reads whole: no `get_worker_info()` in `__iter__`.
+UNSHARDED = """
+    import torch
+    from torch.utils.data import DataLoader, IterableDataset
+
+    BASELINE = {"batch_size": 4, "num_workers": 0}
+
+
+    class Lines(IterableDataset):
+        def __iter__(self):
+            return (torch.full((2,), float(i)) for i in range(24))
+
+
+    def make_loader(knobs):
+        return DataLoader(Lines(), batch_size=knobs.batch_size)
+
+
+    def make_train_step(knobs):
+        return lambda batch: batch.sum()
+"""
+
+
+def test_a_stream_every_worker_reads_whole_is_named_in_the_profile(tmp_path: Path):
+    framework = frameworks.get("torch")
+    pipeline = framework.load(pipelines.write(tmp_path, UNSHARDED))
+    result = framework.profile(pipeline, pipeline.baseline.replace(num_workers=2), steps=6)
+
+    loader = result.loader
+    assert loader is not None and loader.pass_check is not None
+    assert loader.pass_check.ratio == 2.0 and loader.pass_check.changes_data
+    (statement,) = [s for s in loader_statements(loader) if "IterableDataset" in s]
+    assert statement.startswith("`Lines` is an IterableDataset that every worker reads whole")
+    assert "num_workers=2" in statement and "get_worker_info()" in statement
+    # The terminal and the HTML say it in the DataLoader block; the JSON keeps it.
+    assert ("examples per pass", statement) in loader_view(loader).rows
+    assert statement in render_summary(result)
+    assert escape(statement) in render_profile_html(result)
+    again = ProfileResult.from_json(result.to_json()).loader
+    assert again is not None and again.pass_check == loader.pass_check
+    assert again.worker_memory == loader.worker_memory is not None
+
+
+def test_without_workers_nothing_is_checked_and_old_results_still_load(tmp_path: Path):
+    framework = frameworks.get("torch")
+    pipeline = framework.load(pipelines.write(tmp_path, UNSHARDED))
+    result = framework.profile(pipeline, steps=6)
+
+    assert result.loader is not None and result.loader.pass_check is None
+    assert result.loader.worker_memory is None and loader_statements(result.loader) == ()
+    saved = json.loads(result.to_json())
+    for key in ("pass_check", "worker_memory"):
+        del saved["loader"][key]  # as written before these fields existed
+    loaded = ProfileResult.from_json(json.dumps(saved)).loader
+    assert loaded is not None and loaded.pass_check is None and loaded.worker_memory is None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from tfperf.frameworks.torch._items import ItemTiming, workers_for
+from tfperf.knobs import KNOBS
 from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult
 from tfperf.results.stages import LoaderReport
 
@@ -98,7 +99,9 @@ def loader_advice(result: ProfileResult, loader: LoaderReport) -> str:
     """
     restarts = result.restarts
     if restarts is not None and "restart" in result.advice:
-        return f"{result.advice} {_items_advice(loader)}".strip()
+        return (
+            f"{result.advice}{_kept_workers_check(result.advice)} {_items_advice(loader)}".strip()
+        )
     wait = f"Steps wait for the DataLoader {result.input_wait_fraction:.0%} of the time"
     alone, compute = result.pipeline_only, result.compute_only
     if alone is not None and compute is not None:
@@ -107,6 +110,12 @@ def loader_advice(result: ProfileResult, loader: LoaderReport) -> str:
             f"could take {compute.examples_per_sec:,.0f}"
         )
     return f"{wait}. {_items_advice(loader)}".strip()
+
+
+def _kept_workers_check(advice: str) -> str:
+    """What to check when `advice` turns persistent_workers on: the knob's declared words."""
+    note = KNOBS["persistent_workers"].check_note
+    return f" {note}" if note and "persistent_workers=True" in advice else ""
 
 
 def _items_advice(loader: LoaderReport) -> str:

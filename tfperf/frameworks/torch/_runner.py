@@ -23,7 +23,6 @@ starts), and a pipeline file's batch is copied to the GPU apart, pageable and pi
 from __future__ import annotations
 
 import inspect
-import inspect
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -43,6 +42,7 @@ from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
+from tfperf.frameworks.torch._pass import CheckedPass, check_pass
 from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
@@ -122,7 +122,8 @@ def profile_loader(
         result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
         given = epoch_steps if epoch_steps is not None else _torch.epoch_steps(found.loader)
         result.end_to_end = _per_epoch(result, given, _torch.loader_options(found.loader))
-        return _finished(result, found.loader, found.memory, None)
+        checked = _checked_pass(found.loader, needs_batch=False)
+        return _finished(result, found.loader, found.memory, None, checked)
     built = build(pipeline, knobs)
     loader = built.loader
     options = _torch.loader_options(loader)
@@ -154,12 +155,14 @@ def profile_loader(
         raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
     result.end_to_end = _per_epoch(result, epoch.steps, options)
     on_one_thread, copied = knobs.torch_threads is None, _torch.uses_cuda()
-    # One more pass (its workers started once) serves both the one-thread step and the copy.
-    batch = _one_batch(loader) if on_one_thread or copied else None
+    # One more pass (its workers started once) is checked, and serves both the one-thread
+    # step and the copy.
+    checked = _checked_pass(loader, needs_batch=on_one_thread or copied)
+    batch = checked.first_batch if checked is not None else None
     one_thread = (
         _one_thread_rate(built.step, batch) if on_one_thread and batch is not None else None
     )
-    result = _finished(result, loader, memory.peak, one_thread)
+    result = _finished(result, loader, memory.peak, one_thread, checked)
     if result.loader is not None and copied and batch is not None:
         _attach_copy(result.loader, batch)
     return result
@@ -180,7 +183,11 @@ def _per_epoch(
 
 
 def _finished(
-    result: ProfileResult, loader: Any, memory: MemoryPeak | None, one_thread: float | None
+    result: ProfileResult,
+    loader: Any,
+    memory: MemoryPeak | None,
+    one_thread: float | None,
+    checked: CheckedPass | None = None,
 ) -> ProfileResult:
     """`result` with the loader's report, its limit and advice in the framework's words."""
     cores = detect_machine().cpu_count
@@ -188,6 +195,8 @@ def _finished(
     if memory is not None and memory.peak is not None:
         report.host_ram_peak_bytes = memory.peak_bytes
         report.workers_ram_peak_bytes = memory.peak.workers_bytes
+    if checked is not None:
+        report.pass_check, report.worker_memory = checked.pass_check, checked.memory
     result.loader = report
     for gpu, peak in zip(result.gpus, _torch.allocator_peaks(), strict=False):
         gpu.torch_allocator_peak_bytes = peak  # torch and NVML list the visible GPUs alike
@@ -208,8 +217,6 @@ def _epoch(loader: Any, options: dict[str, Any], given: int | None) -> EpochInfo
     steps, source = given, EpochSource.GIVEN
     if steps is None:
         steps, source = _torch.epoch_steps(loader), EpochSource.CARDINALITY
-    if steps == 0:  # said now, in the loader's words: nothing downstream has a batch to time
-        raise EmptyDatasetError(_no_batch(loader))
     if steps == 0:  # said now, in the loader's words: nothing downstream has a batch to time
         raise EmptyDatasetError(_no_batch(loader))
     starts = starts_each_epoch(options["num_workers"], options["persistent_workers"])
@@ -244,36 +251,18 @@ def _no_batch(loader: Any) -> str:
     )
 
 
-def _no_batch(loader: Any) -> str:
-    """Why a loader of length 0 yields no batch, naming its dataset and where it is defined."""
-    dataset = loader.dataset
-    kind = type(dataset)
+def _checked_pass(loader: Any, *, needs_batch: bool) -> CheckedPass | None:
+    """A loader with workers: one pass checked (`_pass.check_pass`: its data against the
+    trainer's read, its workers' memory). Without workers only a batch, if `needs_batch`.
+    None (logged) if the loader fails now: the profile stands without it."""
     try:
-        line = inspect.getsourcelines(kind)[1]
-        where = f" ({Path(inspect.getsourcefile(kind) or '?').name}:{line})"
-    except (OSError, TypeError):
-        where = ""
-    size = _torch.epoch_steps(dataset) if hasattr(dataset, "__len__") else None
-    why = (
-        f"has {size} items, fewer than one batch of {loader.batch_size}, and drop_last=True "
-        "drops it"
-        if size
-        else "has length 0 (`len(dataset)` is 0)"
-    )
-    return (
-        f"the DataLoader yields no batch: its dataset {kind.__name__}{where} {why}, so there is "
-        "nothing to measure. Check that the files or the index it reads exist and are not "
-        "filtered out."
-    )
-
-
-def _one_batch(loader: Any) -> Any | None:
-    """One batch from a fresh pass of `loader`; None (logged) if the loader fails now."""
-    try:
-        return next(iter(_torch.Passes(loader)))
-    except Exception:  # what needs the batch stands on the profile alone
-        logger.warning("could not take a batch after the profile", exc_info=True)
-        return None
+        if loader.num_workers > 0:
+            return check_pass(loader)
+        if needs_batch:
+            return CheckedPass(next(iter(_torch.Passes(loader))), None, None)
+    except Exception:  # what needs the pass stands on the profile alone
+        logger.warning("could not take a pass of the loader after the profile", exc_info=True)
+    return None
 
 
 def _one_thread_rate(step: Callable[[Any], Any], batch: Any) -> float | None:

@@ -46,6 +46,13 @@ def is_loader(value: Any) -> bool:
     return isinstance(value, DataLoader)
 
 
+def is_iterable_dataset(dataset: Any) -> bool:
+    """Whether `dataset` is a `torch.utils.data.IterableDataset` (read by iterating it)."""
+    from torch.utils.data import IterableDataset
+
+    return isinstance(dataset, IterableDataset)
+
+
 @functools.cache
 def accepts(argument: str) -> bool:
     """Whether the installed torch's `DataLoader` takes `argument`."""
