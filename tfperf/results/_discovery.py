@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any
 
 from tfperf.errors import KnobError
-from tfperf.knobs import SiteKind, format_site_value, site_kind
+from tfperf.knobs import SiteKind, SiteName, format_site_value, site_kind
 from tfperf.results._json import JsonRecord
 
 __all__ = [
@@ -59,7 +59,11 @@ class CallSite(JsonRecord):
 
     @property
     def kind(self) -> SiteKind:
-        return site_kind(self.method, self.argument, self.name)
+        """What the value controls, as the name says (`DataLoader@train.py:12.num_workers`);
+        `method` and `argument` say where it is written, which for a value a library gets
+        from an argparse option is that option's `add_argument(default=...)`."""
+        name = SiteName.parse(self.name)
+        return site_kind(name.method, name.argument, self.name)
 
     @property
     def where(self) -> str:

@@ -165,6 +165,133 @@ def test_a_module_level_loop_is_run_as_a_script_and_stopped_never_imported(
     assert best > 0 and (tmp_path / "trained").read_text() == str(best)
 
 
+LIBRARY = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Prefetcher:
+    \"\"\"Hands out a loader's batches from the library's own iterator.\"\"\"
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        batches = iter(self.loader)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            yield batch
+
+
+def create_loader(size, batch_size, num_workers=0, pin_memory=False):
+    data = TensorDataset(torch.randn(size, 8), torch.randint(0, 2, (size,)))
+    loader = DataLoader(
+        data, batch_size=batch_size, num_workers=num_workers, pin_memory=pin_memory, shuffle=True
+    )
+    return Prefetcher(loader)
+"""
+LIBRARY_TRAIN = f"""\
+import argparse
+
+import torch
+import fastlib
+
+{MODEL}
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-j", "--workers", type=int, default=0)
+    parser.add_argument("--pin-mem", action="store_true", default=False)
+    parser.add_argument("-b", "--batch-size", type=int, default=16)
+    parser.add_argument("--epochs", type=int, default=1)
+    args = parser.parse_args()
+    loader = fastlib.create_loader(
+        256, args.batch_size, num_workers=args.workers, pin_memory=args.pin_mem
+    )
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            step(x, y)
+    print("workers", loader.loader.num_workers)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _line(text: str, needle: str) -> int:
+    """The line of `text` holding `needle`, counted from 1."""
+    [line] = [n for n, row in enumerate(text.splitlines(), 1) if needle in row]
+    return line
+
+
+LIBRARY_LINE = _line(LIBRARY, "loader = DataLoader(")
+#: The `add_argument` lines of LIBRARY_TRAIN whose defaults reach the library's DataLoader.
+WORKERS_LINE = _line(LIBRARY_TRAIN, '"--workers"')
+PIN_LINE = _line(LIBRARY_TRAIN, '"--pin-mem"')
+BATCH_LINE = _line(LIBRARY_TRAIN, '"--batch-size"')
+REACHED_LINE = _line(LIBRARY_TRAIN, "fastlib.create_loader(")
+
+
+def test_a_library_s_loader_is_measured_and_tuned_through_the_scripts_option_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A library outside the script's folder makes the DataLoader and iterates it in its own
+    `Prefetcher`: measured all the same, its call named not tunable, and its arguments traced
+    to the `-j`, `--pin-mem` and `-b` defaults that reached it, which the patch changes."""
+    from tfperf.frameworks.torch._script import profile_script_pipeline
+    from tfperf.frameworks.torch._sites import TorchSites
+
+    library = tmp_path / "lib" / "site-packages"
+    (library / "fastlib").mkdir(parents=True)
+    (library / "fastlib" / "__init__.py").write_text(LIBRARY)
+    monkeypatch.syspath_prepend(str(library))
+    monkeypatch.setenv("PYTHONPATH", str(library))  # for the child processes tfperf starts
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "train.py").write_text(LIBRARY_TRAIN)
+    assert frameworks.detect(folder / "train.py").name == "torch"
+
+    pipeline = load_pipeline(folder / "train.py")
+    found = TorchSites().find(pipeline)
+    workers = f"DataLoader@train.py:{WORKERS_LINE}.num_workers"
+    assert found.values() == {
+        workers: 0,
+        f"DataLoader@train.py:{PIN_LINE}.pin_memory": 0,
+        f"DataLoader@train.py:{BATCH_LINE}.batch_size": 16,
+    }
+    assert found.end == f"train.py:{REACHED_LINE}"
+    [made] = found.untunable
+    assert (made.where, made.reached_from) == (
+        f"fastlib/__init__.py:{LIBRARY_LINE}",
+        f"train.py:{REACHED_LINE}",
+    )
+    assert "made inside fastlib/ (a library)" in made.reason
+    assert f"num_workers from train.py:{WORKERS_LINE}" in made.reason
+
+    # Knobs apply where the library makes its loader, measured as the library iterates it.
+    pipeline = pipeline.with_discovery(found)
+    knobs = pipeline.baseline.replace(sites={**pipeline.baseline.sites, workers: 1})
+    result, profiled = profile_script_pipeline(pipeline, knobs, steps=6, warmup=1, probes=[])
+    assert profiled.options["num_workers"] == 1 and profiled.completed
+    assert result.end_to_end.steps == 6 and result.end_to_end.examples_per_sec > 0
+
+    # A value given on the command line is not the default: nothing to patch there.
+    given = TorchSites().find(load_pipeline(folder / "train.py", ["-j", "1"]))
+    assert workers not in given.values() and "num_workers from" not in given.untunable[0].reason
+
+    best, printed = _patched_runs(folder, monkeypatch, capsys, workers, [])
+    assert best > 0 and printed == f"workers {best}\n"
+    written = (folder / "train.py").read_text().splitlines()[WORKERS_LINE - 1]
+    assert written == f'    parser.add_argument("-j", "--workers", type=int, default={best})'
+
+
 def _profile(
     folder: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -212,7 +339,11 @@ def _patched_runs(
     assert patch.is_file(), out
     subprocess.run(["patch", "-p0", "-i", str(patch)], cwd=folder, check=True, capture_output=True)
     ran = subprocess.run(
-        [sys.executable, "train.py", *argv], cwd=folder, capture_output=True, text=True, timeout=120
+        [sys.executable, "train.py", *argv],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert ran.returncode == 0, ran.stderr
     saved = json.loads((folder / "reports" / "train-tune.json").read_text())

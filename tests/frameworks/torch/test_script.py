@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tfperf.errors import KnobError, PipelineFileError
+from tfperf.errors import KnobError
 from tfperf.frameworks.torch._script import (
     ScriptMode,
     ScriptRun,
@@ -147,7 +147,7 @@ def test_a_script_fixes_the_loader_knobs_and_places_the_threads(script: Path) ->
     )
 
 
-def test_loaders_made_in_a_library_are_named_not_tunable(tmp_path: Path) -> None:
+def test_loaders_made_in_a_library_are_measured_and_named_not_tunable(tmp_path: Path) -> None:
     library = tmp_path / ".venv" / "lib" / "site-packages"
     library.mkdir(parents=True)
     (library / "trainer_lib.py").write_text(
@@ -165,10 +165,11 @@ def test_loaders_made_in_a_library_are_named_not_tunable(tmp_path: Path) -> None
             trainer_lib.fit(torch.zeros(4, 1))
         """)
     )
-    with pytest.raises(PipelineFileError, match="not tunable here") as error:
-        run_script(tmp_path / "train.py", [], {}, steps=2, mode=ScriptMode.END_TO_END)
-    assert "reached from train.py:5" in str(error.value)
-    assert "trainer_lib.py:5" in str(error.value)
+    run = run_script(tmp_path / "train.py", [], {}, steps=2, warmup=0, mode=ScriptMode.END_TO_END)
+    assert run.completed and run.steps == 2 and run.loader == "train.py:5"  # the user's line
+    [made] = run.discovery.untunable
+    assert (made.where, made.reached_from) == ("trainer_lib.py:5", "train.py:5")
+    assert "(a library)" in made.reason and not run.discovery.sites
 
 
 def test_an_override_that_matches_no_call_lists_the_sites(script: Path) -> None:

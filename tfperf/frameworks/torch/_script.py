@@ -372,7 +372,7 @@ class _Profiled:
         self.memory = MemorySampler()  # from the first batch to the end of the last phase
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
-        if self.loader is None and recorder.place_of(loader) is not None:
+        if self.loader is None and recorder.measurable(loader):
             self.loader, self._source = loader, _Restartable(loader, original)
             self.on_loader(loader)
             self.memory.start()
@@ -501,7 +501,7 @@ class _Timer:
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
         """What `iter(loader)` hands the script: a timed iterator for the measured loader."""
-        if self.loader is None and recorder.place_of(loader) is not None:
+        if self.loader is None and recorder.measurable(loader):
             self.loader, self.original_iter = loader, original
             if self.mode in (ScriptMode.DISCOVER, ScriptMode.LOADER_ONLY):
                 raise _Stop
@@ -677,11 +677,10 @@ def _no_loop_message(shown: str, argv: Sequence[str], recorder: LoaderRecorder) 
     made_elsewhere = [item.describe() for item in recorder.discovery().untunable]
     found = f" DataLoaders seen: {'; '.join(made_elsewhere)}." if made_elsewhere else ""
     return (
-        f"{shown} ran to its end without iterating a DataLoader made in its own files, so "
-        f"tfperf had no training loop to measure. tfperf runs the script as `python "
-        f"{shown}{''.join(' ' + arg for arg in argv)}` and clocks the first `DataLoader(...)` "
-        "of yours that the script iterates. A loader made inside a library (Lightning's "
-        "`Trainer.fit`, Hugging Face's `Trainer`) is not tunable here: make it in your own "
-        "file, or write a pipeline file with `make_loader()` and `make_train_step()` "
-        f"(see docs/pytorch.md).{found}"
+        f"{shown} ran to its end without iterating a DataLoader that its own code made or "
+        f"called a library to make, so tfperf had no training loop to measure. tfperf runs "
+        f"the script as `python {shown}{''.join(' ' + arg for arg in argv)}` and clocks the "
+        "first such loader the script iterates: check that it trains when run this way (not "
+        "only under a flag), or write a pipeline file with `make_loader()` and "
+        f"`make_train_step()` (see docs/pytorch.md).{found}"
     )

@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import itertools
 import os
 import sys
 import types
@@ -46,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from tfperf.errors import KnobError
-from tfperf.knobs import TUNABLE, SiteKind, SiteName
+from tfperf.frameworks.torch._arguments import Option, Options, recording_options, trace
+from tfperf.frameworks.torch._places import CALL, Place, calls_in, span
+from tfperf.knobs import TUNABLE, SiteKind
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
 from tfperf.sites import (
     Additions,
@@ -69,8 +70,6 @@ __all__ = [
     "recording",
 ]
 
-#: The call recorded, as site names spell it.
-CALL = "DataLoader"
 #: The knob of the trainer's intra-op threads (`torch.set_num_threads`), as `Knobs.to_dict`
 #: writes it; the patch adds the call where a measured configuration sets it.
 THREADS_KNOB = "torch_threads"
@@ -88,24 +87,8 @@ LOADER_KNOBS = (
 )
 #: Arguments that need workers: with none, torch refuses any value but their default.
 _NEED_WORKERS = {"persistent_workers": False, "prefetch_factor": None}
-
-
-@dataclasses.dataclass(frozen=True)
-class Place:
-    """Where a `DataLoader(...)` call is: file relative to the root, line of its name, span."""
-
-    file: str
-    line: int
-    col: int | None
-    end_line: int | None
-    end_col: int | None
-    nth: int | None = None
-
-    def name(self, argument: str) -> str:
-        return str(SiteName(CALL, self.file, self.line, self.nth, argument))
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+#: The DataLoader's own default of its switches.
+_FLAG_DEFAULTS = {"pin_memory": False, "persistent_workers": False}
 
 
 @dataclasses.dataclass
@@ -127,7 +110,11 @@ class LoaderRecorder:
         self.overrides = dict(overrides)
         self._seen: dict[tuple[Place, str], _Seen] = {}
         self._places: dict[int, Place] = {}  # id of a loader made in the user's files -> place
+        # id of a loader a library made -> the user's line that reached it, and the places
+        # of the options its arguments were traced to (`_arguments`)
+        self._reached: dict[int, tuple[str, frozenset[Place]]] = {}
         self._untunable: dict[tuple[str, str], Untunable] = {}
+        self.options = Options(self.root)  # filled while `recording` records the options
         self._used: set[str] = set()
         self._loaders: list[Any] = []  # keeps each loader alive, so its id stays its own
 
@@ -135,15 +122,24 @@ class LoaderRecorder:
         """Where `loader` was made, when it was made in the user's files by a site."""
         return self._places.get(id(loader))
 
+    def measurable(self, loader: Any) -> bool:
+        """Whether tfperf may measure `loader`: made by a call in the user's files, or by a
+        library the user's code called (its values tuned only where traced to an option)."""
+        return id(loader) in self._places or id(loader) in self._reached
+
     def discovery(self, measured: Any = None) -> Discovery:
         """The sites (in file order) and untunable calls; with `measured` (the loader tfperf
-        measures), only its sites: another loader of the user's is listed as not tunable."""
-        keep = self.place_of(measured) if measured is not None else None
+        measures), only its sites: another loader of the user's is listed as not tunable.
+
+        `end` is where the measured loader is made, or for a library's, the user's line
+        that reached it.
+        """
+        keep, end = self._kept(measured)
         sites: list[CallSite] = []
         untunable = list(self._untunable.values())
         others: set[Place] = set()
         for seen in sorted(self._seen.values(), key=lambda s: (s.place.file, s.place.line)):
-            if keep is not None and seen.place != keep:
+            if keep is not None and seen.place not in keep:
                 others.add(seen.place)
                 continue
             reason = seen.problem or _varies(seen.values)
@@ -154,8 +150,17 @@ class LoaderRecorder:
         for place in sorted(others, key=lambda p: (p.file, p.line)):
             reason = "not the loader tfperf measures (the first one the training loop iterates)"
             untunable.append(Untunable(f"{CALL}(...)", str(place), None, reason))
-        end = str(keep) if keep is not None else None
         return Discovery(sites=tuple(sites), untunable=tuple(untunable), end=end)
+
+    def _kept(self, measured: Any) -> tuple[frozenset[Place] | None, str | None]:
+        """The places of the measured loader's sites (None: every place), and its `end`."""
+        if measured is None:
+            return None, None
+        place = self.place_of(measured)
+        if place is not None:
+            return frozenset({place}), str(place)
+        reached, traced = self._reached.get(id(measured), (None, frozenset()))
+        return traced, reached
 
     def check_overrides(self, shown: str) -> None:
         """Raises `KnobError` for an override that matched no call, listing the sites found."""
@@ -179,13 +184,14 @@ class LoaderRecorder:
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Records one `DataLoader(...)` call and returns its arguments, overrides applied."""
         filename = caller.f_code.co_filename
-        if not is_user_file(filename, (self.root,)):
-            self._library_call(filename, caller)
-            return args, kwargs
         try:
             bound = signature.bind(loader, *args, **kwargs)
         except TypeError:
-            return args, kwargs  # torch raises its own, clearer, error for this call
+            bound = None  # torch raises its own, clearer, error for this call
+        if not is_user_file(filename, (self.root,)):
+            self._library_call(loader, bound, caller)
+        if bound is None or not is_user_file(filename, (self.root,)):
+            return (bound.args[1:], bound.kwargs) if bound is not None else (args, kwargs)
         place = self._locate(filename, caller)
         if isinstance(place, str):
             where = f"{self._relative(filename)}:{caller.f_lineno}"
@@ -226,6 +232,18 @@ class LoaderRecorder:
             if form is ArgumentForm.ABSENT
             else _plain(bound.arguments.get(argument), argument, kind)
         )
+        self._note(place, argument, form, index, value, problem)
+
+    def _note(
+        self,
+        place: Place,
+        argument: str,
+        form: ArgumentForm,
+        index: int | None,
+        value: int | None,
+        problem: str | None,
+    ) -> None:
+        """One more call of the site at `place` for `argument`, with `value`."""
         seen = self._seen.get((place, argument))
         if seen is None:
             self._seen[(place, argument)] = _Seen(place, argument, form, index, [value], problem)
@@ -251,10 +269,10 @@ class LoaderRecorder:
 
     def _locate(self, filename: str, caller: types.FrameType) -> Place | str:
         """The call's place, or why it is no site (not written `DataLoader(...)`)."""
-        _, end_line, _, end_col = _span(caller)
+        _, end_line, _, end_col = span(caller)
         if end_line is None or end_col is None:
             return f"Python {sys.version_info[0]}.{sys.version_info[1]} gives no call columns"
-        calls = _calls(filename)
+        calls = calls_in(filename)
         found = [c for c in calls if (c.end_lineno, c.end_col_offset) == (end_line, end_col)]
         if not found or callee(found[0]) != CALL:
             return (
@@ -271,8 +289,12 @@ class LoaderRecorder:
         nth = same.index((end_line, end_col)) + 1 if same else None
         return Place(self._relative(filename), named, call.col_offset, end_line, end_col, nth)
 
-    def _library_call(self, filename: str, caller: types.FrameType) -> None:
-        library = _library_path(filename)
+    def _library_call(
+        self, loader: Any, bound: inspect.BoundArguments | None, caller: types.FrameType
+    ) -> None:
+        """A loader a library makes: not tunable at its call, but measurable when the user's
+        code reached it, and tuned where its arguments trace to the user's options."""
+        library = _library_path(caller)
         where = f"{library}:{caller.f_lineno}"
         frame: types.FrameType | None = caller
         while frame is not None and not is_user_file(frame.f_code.co_filename, (self.root,)):
@@ -280,11 +302,45 @@ class LoaderRecorder:
         if frame is None:
             return  # a library's own loader, reached from nothing of the user's
         reached = f"{self._relative(frame.f_code.co_filename)}:{frame.f_lineno}"
+        traced = self._trace(bound, frame) if bound is not None else []
+        self._reached[id(loader)] = (reached, frozenset(place for place, _ in traced))
+        self._loaders.append(loader)
         reason = (
             f"made inside {library.split('/')[0]}/ (a library): tfperf rewrites only files in "
-            f"{self.root.name}/; make the DataLoader in your own file to tune it"
+            f"{self.root.name}/; "
+            + (
+                f"tuned through your options' defaults instead ({_options_text(traced)})"
+                if traced
+                else "make the DataLoader in your own file, or pass its values from your "
+                "argparse options' defaults (`num_workers=args.workers`), to tune it"
+            )
         )
         self._untunable[(where, reached)] = Untunable(f"{CALL}(...)", where, reached, reason)
+
+    def _trace(
+        self, bound: inspect.BoundArguments, reached: types.FrameType
+    ) -> list[tuple[Place, str]]:
+        """Records and overrides the library call's arguments that come from the user's
+        options' defaults (`_arguments.trace`); their (option place, argument)."""
+        traced: list[tuple[Place, str]] = []
+        overridden = False
+        for argument, kind, _ in ARGUMENTS:
+            if argument not in bound.arguments:
+                continue
+            value = bound.arguments[argument]
+            option = trace(self.options, reached, argument, value)
+            if option is None or not _settable(option, argument, value):
+                continue
+            plain, problem = _plain(value, argument, kind)
+            if problem is not None:
+                continue
+            shown = None if option.form is ArgumentForm.ABSENT else plain
+            self._note(option.place, argument, option.form, None, shown, None)
+            overridden |= self._apply(option.place, argument, kind, bound)
+            traced.append((option.place, argument))
+        if overridden:
+            _keep_consistent(bound)
+        return traced
 
     def _relative(self, filename: str) -> str:
         return Path(os.path.realpath(filename)).relative_to(self.root).as_posix()
@@ -308,7 +364,8 @@ def recording(
 
     DataLoader.__init__ = init  # type: ignore[method-assign]
     try:
-        yield recorder
+        with recording_options(recorder.root) as recorder.options:
+            yield recorder
     finally:
         DataLoader.__init__ = original  # type: ignore[method-assign]
 
@@ -429,8 +486,8 @@ def _site(seen: _Seen) -> CallSite:
         col=place.col,
         end_line=place.end_line,
         end_col=place.end_col,
-        method=CALL,
-        argument=seen.argument,
+        method=place.call,
+        argument=place.written or seen.argument,
         form=seen.form,
         index=seen.index,
         value=seen.values[0],
@@ -442,39 +499,31 @@ def _call_text(seen: _Seen) -> str:
     return f"{CALL}({seen.argument}=...)"
 
 
-def _span(frame: types.FrameType) -> tuple[int, int | None, int | None, int | None]:
-    """(line, end_line, col, end_col) of the call `frame` is making (Python 3.11 positions)."""
-    positions = getattr(frame.f_code, "co_positions", None)
-    if positions is None:
-        return frame.f_lineno, None, None, None
-    position = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
-    if position is None or position[0] is None:
-        return frame.f_lineno, None, None, None
-    line, end_line, col, end_col = position
-    return line, end_line, col, end_col
-
-
-@functools.lru_cache(maxsize=32)
-def _parsed(filename: str, mtime: float) -> tuple[ast.Call, ...]:
-    try:
-        tree = ast.parse(Path(filename).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError):
-        return ()
-    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Call))
-
-
-def _calls(filename: str) -> tuple[ast.Call, ...]:
-    try:
-        mtime = os.path.getmtime(filename)
-    except OSError:
-        return ()
-    return _parsed(filename, mtime)
-
-
-def _library_path(filename: str) -> str:
-    """A library file from its package on: `lightning/pytorch/trainer/trainer.py`."""
+def _library_path(frame: types.FrameType) -> str:
+    """A library file from its package on: `lightning/pytorch/trainer/trainer.py`, from its
+    installed folder, else from its module's name (a package on `PYTHONPATH`)."""
+    filename = frame.f_code.co_filename
     parts = Path(os.path.realpath(filename)).parts
     for marker in ("site-packages", "dist-packages"):
         if marker in parts:
             return "/".join(parts[parts.index(marker) + 1 :])
-    return Path(filename).name
+    module = frame.f_globals.get("__name__")
+    if not isinstance(module, str) or module == "__main__":
+        return Path(filename).name
+    dotted = module.split(".")
+    if Path(filename).name == "__init__.py":
+        return "/".join([*dotted, "__init__.py"])
+    return "/".join([*dotted[:-1], Path(filename).name])
+
+
+def _settable(option: Option, argument: str, value: Any) -> bool:
+    """Whether the option's default can stand for the value: an option that writes no
+    `default=` is rewritten by adding one, which "not set" (None) must leave as it ran, so
+    its default must be the DataLoader's own."""
+    if option.form is ArgumentForm.KEYWORD:
+        return True
+    return bool(_NEED_WORKERS.get(argument, _FLAG_DEFAULTS.get(argument)) == value)
+
+
+def _options_text(traced: list[tuple[Place, str]]) -> str:
+    return ", ".join(f"{argument} from {place}" for place, argument in traced)

@@ -1,0 +1,156 @@
+"""Where a library's `DataLoader` argument came from: a default of the script's own options.
+
+A loader built inside a library (`fastlib.create_loader(data, num_workers=args.workers)`) has
+no call in the user's files to rewrite, but its value often travels there from one: an
+`add_argument("-j", "--workers", default=4)` the user's call passes on. While the script runs,
+`recording_options` records the `add_argument` calls made from the user's files (each
+action's `dest` and `default`, and where the call is written); `trace` follows one argument
+of the library's `DataLoader` back to such an option, and only where all of these hold:
+
+- the user's line that reached the library passes `NAME.dest` as an argument, `NAME` an
+  `argparse.Namespace` in that frame (a value copied into a variable first is not followed);
+- that attribute holds what the `DataLoader` got, of the same type (`True` is not `1`);
+- the option's default is that value too: the run used the default, not a value given on
+  the command line, so changing the default changes what the library gets;
+- one option fits; where two do, the one the user's call passes under the argument's own
+  name (`num_workers=args.workers`), else none.
+
+A traced option is then a site like a `DataLoader(...)` call's argument, named by the
+`add_argument` call's place (`DataLoader@train.py:12.num_workers`): overridden where the
+library makes the loader, and patched as that option's `default=` (the site's `method` and
+`argument` say where it is written: `add_argument`, `default`).
+
+Not thread-safe: the wrapped `add_argument` is process-wide.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import dataclasses
+import functools
+import os
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tfperf.frameworks.torch._places import Place, call_of, span
+from tfperf.results.discovery import ArgumentForm
+from tfperf.sites import callee, name_line
+from tfperf.tracebacks import is_user_file
+
+__all__ = ["ADD_ARGUMENT", "Option", "Options", "recording_options", "trace"]
+
+#: The call an option is written with, as a patch finds it again.
+ADD_ARGUMENT = "add_argument"
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One `add_argument(...)` call of the user's: its `dest`, its default, where it is and
+    whether `default=` is written (`ArgumentForm.KEYWORD`) or left to argparse (`ABSENT`)."""
+
+    dest: str
+    default: Any
+    place: Place
+    form: ArgumentForm
+
+
+class Options:
+    """The options the user's files add while the script runs, by `dest`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.by_dest: dict[str, list[Option]] = {}
+
+    def on_add(self, action: Any, kwargs: dict[str, Any], caller: types.FrameType) -> None:
+        filename = caller.f_code.co_filename
+        dest = getattr(action, "dest", None)
+        if not isinstance(dest, str) or not is_user_file(filename, (self.root,)):
+            return
+        call = call_of(caller)
+        if call is None or callee(call) != ADD_ARGUMENT:
+            return  # not written `add_argument(...)`, or Python gives no columns
+        _, end_line, _, end_col = span(caller)
+        relative = Path(os.path.realpath(filename)).relative_to(self.root).as_posix()
+        place = Place(
+            relative,
+            name_line(call),
+            call.col_offset,
+            end_line,
+            end_col,
+            call=ADD_ARGUMENT,
+            written="default",
+        )
+        form = ArgumentForm.KEYWORD if "default" in kwargs else ArgumentForm.ABSENT
+        option = Option(dest, getattr(action, "default", None), place, form)
+        self.by_dest.setdefault(dest, []).append(option)
+
+
+@contextlib.contextmanager
+def recording_options(root: Path) -> Iterator[Options]:
+    """Records the `add_argument` calls made from files under `root` for a block."""
+    options = Options(root)
+    # Every parser and argument group adds its options through this base class's method.
+    container = argparse._ActionsContainer
+    original = container.add_argument
+
+    @functools.wraps(original)
+    def add_argument(self: Any, *args: Any, **kwargs: Any) -> Any:
+        action = original(self, *args, **kwargs)
+        with contextlib.suppress(Exception):  # recording never breaks the script's parser
+            options.on_add(action, kwargs, sys._getframe(1))
+        return action
+
+    container.add_argument = add_argument  # type: ignore[method-assign]
+    try:
+        yield options
+    finally:
+        container.add_argument = original  # type: ignore[method-assign]
+
+
+def trace(options: Options, reached: types.FrameType, argument: str, value: Any) -> Option | None:
+    """The option whose default became the library's `DataLoader(argument=value)`, or None.
+
+    Args:
+        reached: the user's frame whose call led into the library.
+    """
+    call = call_of(reached)
+    if call is None:
+        return None
+    fits: list[tuple[bool, Option]] = []
+    passed = [(None, arg) for arg in call.args] + [(kw.arg, kw.value) for kw in call.keywords]
+    for keyword, expression in passed:
+        option = _option_passed(options, reached, expression, value)
+        if option is not None:
+            fits.append((keyword == argument, option))
+    named = [option for by_name, option in fits if by_name]
+    chosen = named or [option for _, option in fits]
+    places = {option.place for option in chosen}
+    return chosen[0] if len(places) == 1 else None
+
+
+def _option_passed(
+    options: Options, frame: types.FrameType, expression: ast.expr, value: Any
+) -> Option | None:
+    """The option `expression` (`args.workers`) reads, where it holds `value` by default."""
+    if not (isinstance(expression, ast.Attribute) and isinstance(expression.value, ast.Name)):
+        return None
+    name, dest = expression.value.id, expression.attr
+    namespace = frame.f_locals.get(name, frame.f_globals.get(name))
+    if not isinstance(namespace, argparse.Namespace):
+        return None
+    found = options.by_dest.get(dest, [])
+    if len(found) != 1 or not _same(getattr(namespace, dest, _MISSING), value):
+        return None
+    return found[0] if _same(found[0].default, value) else None
+
+
+_MISSING = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and a == b

@@ -1,0 +1,91 @@
+"""Where a call in the user's files is: the frame making it, matched to its syntax.
+
+A frame records the instruction it is running; Python 3.11's positions give that call's span,
+and the file's syntax tree (parsed once per version of the file) holds the `ast.Call` that
+ends there. The recorder names a `DataLoader(...)` call by it (`_sites`), and the option
+tracer reads the arguments of the user's call that reached a library (`_arguments`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import itertools
+import os
+import types
+from pathlib import Path
+
+from tfperf.knobs import SiteName
+
+__all__ = ["CALL", "Place", "call_of", "calls_in", "span"]
+
+#: The call recorded, as site names spell it.
+CALL = "DataLoader"
+
+
+@dataclasses.dataclass(frozen=True)
+class Place:
+    """Where a value is written: the call's file relative to the root, the line of its name,
+    its span; `nth` where its line holds two calls alike. A site's knobs are named by it,
+    always as the `DataLoader` argument they tune (`DataLoader@FILE:LINE.ARG`)."""
+
+    file: str
+    line: int
+    col: int | None
+    end_line: int | None
+    end_col: int | None
+    nth: int | None = None
+    #: The call the value is written in, and its argument there (None: the one tuned):
+    #: `add_argument` and `default` for a value a library gets from an argparse option.
+    call: str = CALL
+    written: str | None = None
+
+    def name(self, argument: str) -> str:
+        return str(SiteName(CALL, self.file, self.line, self.nth, argument))
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def span(frame: types.FrameType) -> tuple[int, int | None, int | None, int | None]:
+    """(line, end_line, col, end_col) of the call `frame` is making (Python 3.11 positions)."""
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is None:
+        return frame.f_lineno, None, None, None
+    position = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
+    if position is None or position[0] is None:
+        return frame.f_lineno, None, None, None
+    line, end_line, col, end_col = position
+    return line, end_line, col, end_col
+
+
+def call_of(frame: types.FrameType) -> ast.Call | None:
+    """The call `frame` is making, from its file's syntax; None where it cannot be told."""
+    _, end_line, _, end_col = span(frame)
+    if end_line is None:
+        return None
+    found = [
+        call
+        for call in calls_in(frame.f_code.co_filename)
+        if (call.end_lineno, call.end_col_offset) == (end_line, end_col)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def calls_in(filename: str) -> tuple[ast.Call, ...]:
+    """Every call in the file, as its syntax tree holds them (none where it cannot be read)."""
+    try:
+        mtime = os.path.getmtime(filename)
+    except OSError:
+        return ()
+    return _parsed(filename, mtime)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(filename: str, mtime: float) -> tuple[ast.Call, ...]:
+    try:
+        tree = ast.parse(Path(filename).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return ()
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Call))
