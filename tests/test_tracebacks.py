@@ -290,3 +290,44 @@ def test_tensorflow_errors_keep_their_text_and_the_user_s_line_only(
     assert f'pipeline.py"{user_line}' in message
     for internal in ("script_ops.py", "autograph", "tfperf/", "<frozen"):
         assert internal not in message
+
+
+class _NoLabels:
+    """A map-style dataset whose item 3 has no label: raises in the worker that loads it."""
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, index: int) -> int:
+        if index == 3:
+            raise KeyError(f"no label for item {index}")
+        return index
+
+
+def _worker_error() -> BaseException:
+    """What a real DataLoader re-raises in the trainer when one of its workers raised."""
+    torch_data = pytest.importorskip("torch.utils.data")
+    loader = torch_data.DataLoader(_NoLabels(), batch_size=2, num_workers=1)
+    with pytest.raises(KeyError) as raised:
+        list(loader)
+    return raised.value
+
+
+def test_a_dataloader_workers_exception_shows_the_users_getitem_line():
+    """Issue 54 item 3: torch re-raises a worker's exception with the worker's traceback as
+    text (`ExceptionWrapper`); the frames of the trainer's own traceback are torch's."""
+    error = _worker_error()
+    frames = exception_user_frames(error, [Path(__file__).parent])
+    assert [frame.name for frame in frames] == ["__getitem__"], frames
+    assert frames[0].line == 'raise KeyError(f"no label for item {index}")'
+    assert frames[0].lineno == _NoLabels.__getitem__.__code__.co_firstlineno + 2
+
+
+def test_a_dataloader_workers_exception_reads_as_the_user_raised_it():
+    from tfperf.tracebacks import exception_headline
+
+    headline = exception_headline(_worker_error())
+    assert headline == "KeyError: 'no label for item 3' (raised in DataLoader worker process 0)"
+    described = describe_exception(_worker_error(), [Path(__file__).parent])
+    assert described.startswith(headline + "\n  test_tracebacks.py:")
+    assert "worker.py" not in described and "fetch.py" not in described

@@ -88,6 +88,7 @@ def collect_environment(gpu_names: list[str]) -> Environment:
         cpu_count=os.cpu_count() or 1,
         cpu_model=cpu_model(),
         gpu_names=list(gpu_names),
+        torch_version=package_version("torch"),
     )
 
 

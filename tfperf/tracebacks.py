@@ -30,6 +30,7 @@ from typing import Any
 __all__ = [
     "describe_exception",
     "drop_library_frames",
+    "exception_headline",
     "exception_user_frames",
     "format_frames",
     "format_syntax_error",
@@ -42,6 +43,19 @@ _TFPERF_DIR = Path(__file__).resolve().parent
 _INSTALLED_DIR_NAMES = frozenset({"site-packages", "dist-packages"})
 # A frame line as Python and TensorFlow write them into error texts.
 _FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line \d+, in ')
+# An exception a PyTorch DataLoader worker raised, as the trainer re-raises it: torch's
+# `ExceptionWrapper` carries only the worker's formatted traceback, as text.
+_WORKER_ERROR = re.compile(
+    r"^Caught (?P<type>[\w.]+) in (?P<where>[^\n]+?)\.\n"
+    r"Original Traceback \(most recent call last\):\n(?P<traceback>.*)$",
+    re.DOTALL,
+)
+# One frame of a formatted traceback: its `File` line and, indented below, its source line.
+_TEXT_FRAME = re.compile(
+    r'^  File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>[^\n]+)\n'
+    r"(?:    (?P<code>[^\n]*)\n)?",
+    re.MULTILINE,
+)
 # Import names whose pip package is named otherwise, for the "install it" hint.
 _PIP_NAMES = {
     "cv2": "opencv-python",
@@ -92,13 +106,51 @@ def exception_user_frames(
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        frames = user_frames(traceback.extract_tb(current.__traceback__), user_paths)
+        # An error a DataLoader worker raised crossed a process: its frames are text.
+        frames = user_frames(_worker_frames(current), user_paths)
+        frames = frames or user_frames(traceback.extract_tb(current.__traceback__), user_paths)
         if frames:
             return frames
         current = current.__cause__ or (
             None if current.__suppress_context__ else current.__context__
         )
     return []
+
+
+def exception_headline(error: BaseException) -> str:
+    """`Type: message` of `error`, as the user's code raised it.
+
+    An exception a PyTorch DataLoader worker raised reaches the trainer re-raised, its
+    message the worker's whole traceback ("Caught KeyError in DataLoader worker process 1.
+    Original Traceback ..."): its headline is the worker's own last line, and where it was
+    raised.
+
+    Example:
+        >>> exception_headline(KeyError("no label"))
+        "KeyError: 'no label'"
+    """
+    worker = _WORKER_ERROR.match(str(error))
+    if worker is not None:
+        text = worker.group("traceback")
+        end = max((frame.end() for frame in _TEXT_FRAME.finditer(text)), default=0)
+        raised = text[end:].strip() or worker.group("type")
+        return f"{raised} (raised in {worker.group('where')})"
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _worker_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of a DataLoader worker's traceback carried in `error`'s message; none for
+    any other error."""
+    worker = _WORKER_ERROR.match(str(error))
+    if worker is None:
+        return []
+    return [
+        traceback.FrameSummary(
+            frame["file"], int(frame["line"]), frame["name"], line=frame["code"] or None
+        )
+        for frame in _TEXT_FRAME.finditer(worker.group("traceback"))
+    ]
 
 
 def format_frames(frames: Iterable[traceback.FrameSummary], limit: int = 3) -> str:
@@ -122,8 +174,7 @@ def describe_exception(error: BaseException, user_paths: Collection[Path], limit
     """`Type: message` followed by the user's frames (or the syntax error's line and caret)."""
     if isinstance(error, SyntaxError):
         return format_syntax_error(error)
-    message = str(error)
-    headline = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    headline = exception_headline(error)
     frames = format_frames(exception_user_frames(error, user_paths), limit)
     return f"{headline}\n{frames}" if frames else headline
 

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 
 from tfperf.cli.base import non_negative_seconds
 
+#: What a stuck pipeline blocks in, in tf.data's words: a caller names its framework's own.
+TF_DATA_INPUT = ("make_dataset()", "map or read")
+
 if TYPE_CHECKING:
     from tfperf.measure import Progress
 
@@ -47,12 +50,22 @@ def stall_limit(args: argparse.Namespace) -> float | None:
     return value if value else None
 
 
-def stall_message(pipeline: Path, stall_s: float, last: Progress | None) -> str:
-    """Why a profile with no progress for `stall_s` was stopped, naming where it waited."""
+def stall_message(
+    pipeline: Path,
+    stall_s: float,
+    last: Progress | None,
+    input_words: tuple[str, str] = TF_DATA_INPUT,
+) -> str:
+    """Why a profile with no progress for `stall_s` was stopped, naming where it waited.
+
+    `input_words` name the call that builds the input and its first work per element, in
+    the framework's words (`Framework.input_function`, `Framework.first_work`).
+    """
+    call, first = input_words
     if last is None:
         where = (
             "no step ever finished: the pipeline is stuck before its first batch (in "
-            "make_dataset or its first map/read), or the first train step never returned (a "
+            f"{call} or its first {first}), or the first train step never returned (a "
             "mirrored step waits forever for a replica whose share of the batch is empty)"
         )
     else:
@@ -69,6 +82,6 @@ def stall_message(pipeline: Path, stall_s: float, last: Progress | None) -> str:
             )
     return (
         f"{pipeline.name}: stopped after {stall_s:g} s without progress ({OPTION}): {where}. "
-        f"Run the file's make_dataset() alone to see where it blocks, or raise {OPTION} if a "
+        f"Run the file's {call} alone to see where it blocks, or raise {OPTION} if a "
         "single step really takes that long."
     )

@@ -401,7 +401,9 @@ def profile_in_child(
         and stall_s
         and outcome.reason == stall_reason(stall_s)
     ):
-        raise PipelineRuntimeError(stall_message(args.pipeline, stall_s, last[0] if last else None))
+        raise PipelineRuntimeError(
+            stall_message(args.pipeline, stall_s, last[0] if last else None, _input_words(args))
+        )
     if outcome.status is TrialStatus.TIMEOUT:
         raise PipelineRuntimeError(_timeout_message(args, last[0] if last else None))
     if outcome.status is TrialStatus.FAILED:
@@ -409,12 +411,21 @@ def profile_in_child(
     raise PipelineRuntimeError(f"{Path(args.pipeline).name}: the measurement {outcome.reason}")
 
 
+def _input_words(args: argparse.Namespace) -> tuple[str, str]:
+    """The call that builds the file's input and its first work per element, in its
+    framework's words: `make_dataset()` and a map for tf.data, `make_loader()` and an item
+    for a DataLoader."""
+    framework = frameworks.detect(args.pipeline)
+    return f"{framework.input_function}()", framework.first_work
+
+
 def _timeout_message(args: argparse.Namespace, last: Progress | None) -> str:
     name = Path(args.pipeline).name
+    call, first = _input_words(args)
     if last is None:
         where = (
             "no batch ever arrived: the pipeline is stuck before its first element (in "
-            "make_dataset or its first map/read), or the model build is"
+            f"{call} or its first {first}), or the model build is"
         )
     else:
         phase = last.phase.value.replace("_", " ")
@@ -422,7 +433,7 @@ def _timeout_message(args: argparse.Namespace, last: Progress | None) -> str:
         where = f"it was in the {phase} phase ({stage}) and its next batch did not come"
     return (
         f"{name}: stopped after {args.timeout:g} s (--timeout): {where}. Run the file's "
-        "make_dataset() alone to see where it blocks, or raise --timeout."
+        f"{call} alone to see where it blocks, or raise --timeout."
     )
 
 

@@ -34,18 +34,26 @@ def find_sites(pipeline: PipelineFile, *, quiet: bool) -> PipelineFile:
         return pipeline
     from tfperf.trials import with_sites
 
-    what = "script up to model.fit" if pipeline.kind is PipelineKind.SCRIPT else "make_dataset()"
     if not quiet:
-        print(
-            f"Finding the tf.data call sites of {pipeline.path.name} (runs its {what}, then "
-            "measures each stage alone)...",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(finding_sites(pipeline), file=sys.stderr, flush=True)
     found = with_sites(pipeline, stages=True)
     assert found.discovery is not None
     print("\n".join(describe_discovery(found.discovery)), file=sys.stderr)
     return fix_unplaceable(found)
+
+
+def finding_sites(pipeline: PipelineFile) -> str:
+    """What the search for call sites runs, in the words of the file's framework."""
+    framework = frameworks.get(pipeline.framework)
+    if pipeline.kind is PipelineKind.SCRIPT:
+        what = f"script up to {framework.script_stop}"
+    else:
+        what = f"{framework.input_function}()"
+    stages = ", then measures each stage alone" if framework.stage_graph else ""
+    return (
+        f"Finding the {framework.label} call sites of {pipeline.path.name} (runs its "
+        f"{what}{stages})..."
+    )
 
 
 def fix_unplaceable(pipeline: PipelineFile) -> PipelineFile:

@@ -182,6 +182,10 @@ class Framework(abc.ABC):
     )
     #: Whether `--step-time` can stand in for its training step (an emulated accelerator).
     emulates_step: ClassVar[bool] = True
+    #: Whether its input has stages `stages()` recovers, which tfperf measures each alone.
+    stage_graph: ClassVar[bool] = True
+    #: The first work its input does per element, where a stuck input usually blocks.
+    first_work: ClassVar[str] = "map or read"
 
     @abc.abstractmethod
     def claims(self, source: str) -> bool:

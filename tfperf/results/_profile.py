@@ -175,6 +175,9 @@ class Environment:
     cpu_count: int
     cpu_model: str
     gpu_names: list[str]
+    # Added after schema version 1 shipped: optional, so files written before it still load.
+    # PyTorch's version where it is installed (a DataLoader run's framework); else None.
+    torch_version: str | None = None
 
 
 class StageKind(str, Enum):

@@ -67,4 +67,59 @@ def build(pipeline: PipelineFile, knobs: Knobs) -> Built:
         with _torch.autocast(precision):
             return user_step(batch)
 
-    return Built(loader=_torch.rebuild(loader, knobs), step=step)
+    rebuilt = _torch.rebuild(loader, knobs)
+    check_importable_by_workers(rebuilt, pipeline)
+    return Built(loader=rebuilt, step=step)
+
+
+#: Start methods whose workers are fresh interpreters: they import what they unpickle.
+_FRESH_STARTS = frozenset({"spawn", "forkserver"})
+
+
+def check_importable_by_workers(loader: Any, pipeline: PipelineFile) -> None:
+    """Refuses, before anything runs, a loader whose spawned workers could not import its
+    dataset: they die at start, and torch says only "exited unexpectedly".
+
+    A spawned (or forkserver) worker is a fresh interpreter that unpickles the dataset, its
+    sampler, `collate_fn` and `worker_init_fn`, importing each one's module by name. A class
+    defined in the pipeline file lives in the private module tfperf loaded it as; one in a
+    sibling module is importable only while tfperf calls the file's functions (its folder
+    is on `sys.path` then, not when the workers start).
+
+    Raises:
+        PipelineFileError: naming the start method, the object, its module and the fixes.
+    """
+    import importlib.machinery
+    import sys
+
+    context = loader.multiprocessing_context
+    method = context.get_start_method() if context is not None else None
+    if loader.num_workers == 0 or method not in _FRESH_STARTS:
+        return
+    parts = (loader.dataset, loader.sampler, loader.collate_fn, loader.worker_init_fn)
+    for part in parts:
+        if part is None:
+            continue
+        made = part if callable(part) and hasattr(part, "__qualname__") else type(part)
+        module = getattr(made, "__module__", None) or ""
+        top = module.partition(".")[0]
+        if top in sys.builtin_module_names or top in sys.stdlib_module_names:
+            continue
+        if importlib.machinery.PathFinder.find_spec(top, sys.path) is not None:
+            continue
+        raise PipelineFileError(_unimportable(pipeline, method, made.__qualname__, module))
+
+
+def _unimportable(pipeline: PipelineFile, method: str, name: str, module: str) -> str:
+    where = (
+        f"it is defined in {pipeline.path.name}, which tfperf imports under a private name"
+        if pipeline.module is not None and module == pipeline.module.__name__
+        else f"its module {module!r} is not on the path a fresh interpreter starts with"
+    )
+    return (
+        f"{pipeline.path.name}: worker_start_method {method!r} starts each DataLoader worker as "
+        f"a fresh interpreter that imports {name} again, and it could not: {where}, so every "
+        "worker would die at start. Use worker_start_method 'fork' (Linux's default) or leave "
+        f"it unset; or move {name} into a package installed in this environment (`pip install "
+        "-e .`) or on PYTHONPATH, so that any interpreter imports it."
+    )

@@ -52,6 +52,8 @@ class Torch(Framework):
         ("make_train_step", "a callable that tfperf runs on each batch (one optimizer step)"),
     )
     emulates_step: ClassVar[bool] = False  # `--step-time` is tf.data's alone for now
+    stage_graph: ClassVar[bool] = False  # its items are timed instead (`_items`)
+    first_work: ClassVar[str] = "item (`__getitem__`, the worker start or collate_fn)"
 
     def claims(self, source: str) -> bool:
         """A file that imports torch and defines `make_loader` or calls `DataLoader(...)`, or

@@ -53,7 +53,7 @@ from tfperf.probes import MemoryPeak, MemorySampler, Probe
 from tfperf.results import PhaseResult, ProfileResult, Verdict
 from tfperf.results.discovery import Discovery
 from tfperf.results.stages import EpochSource, LoaderReport, StageKind
-from tfperf.tracebacks import exception_user_frames, format_frames
+from tfperf.tracebacks import exception_headline, exception_user_frames, format_frames
 
 logger = logging.getLogger(__name__)
 
@@ -340,7 +340,7 @@ def _explained(
 ) -> PipelineRuntimeError:
     cause = error.__cause__ or error
     where = format_frames(exception_user_frames(cause, pipeline.user_paths))
-    message = f"{pipeline.path.name}: {what}: {type(cause).__name__}: {cause}"
+    message = f"{pipeline.path.name}: {what}: {exception_headline(cause)}"
     return PipelineRuntimeError(message + (f"\n{where}" if where else ""))
 
 
