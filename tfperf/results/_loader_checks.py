@@ -106,33 +106,63 @@ class PassCheck:
         return ratio if ratio is not None else self.repeat_factor
 
     def statement(self) -> str | None:
-        """The finding in words, naming the dataset and the fix; None when the data is intact.
+        """The finding in words, naming the dataset, then the fix; None when the data is intact.
 
         Example:
             >>> PassCheck("Lines", 2, 20, True, 10, True).statement()[:60]
-            '`Lines` is an IterableDataset that every worker reads whole: '
+            '`Lines` is an IterableDataset that every worker reads whole:'
         """
+        text = self.text()
+        return f"{text} {self.fix()}" if text is not None else None
+
+    @property
+    def duplicates(self) -> bool:
+        """Whether a pass yields more examples than the dataset's (not fewer)."""
+        return (self.factor or 1.0) >= 1
+
+    def text(self) -> str | None:
+        """What a pass under these workers yields, against the dataset; None when intact."""
         if not self.changes_data:
             return None
         factor = self.factor or 1.0
-        if factor >= 1:
-            what = f"yields {factor:.3g}x the examples of one pass, duplicates"
-        else:
-            what = f"yields {factor:.3g}x the examples of one pass: it drops examples"
         counted = (
-            f" ({self.examples} against {self.reference_examples} read once in the trainer)"
+            f"{self.examples} against {self.reference_examples} read once in the trainer"
             if self.ratio is not None
-            else f" (each of {self.sampled} examples sampled recurs {factor:.3g}x as often as "
-            "in the trainer)"
+            else f"each of {self.sampled} examples sampled recurs {factor:.3g}x as often as "
+            "in the trainer"
         )
+        if self.duplicates:
+            # N copies for N workers: each reads the whole stream; fewer: parts overlap.
+            whole = abs(factor - self.workers) < REPEAT_FACTOR - 1
+            how = "that every worker reads whole" if whole else "whose workers' parts overlap"
+            return (
+                f"`{self.dataset}` is an IterableDataset {how}: under "
+                f"num_workers={self.workers} a pass yields {factor:.3g}x the examples of one "
+                f"pass, duplicates ({counted}), so the rates measured under it count "
+                "duplicates, not speed."
+            )
         return (
-            f"`{self.dataset}` is an IterableDataset that every worker reads whole: under "
-            f"num_workers={self.workers} a pass {what}{counted}, so its speed-up is not real. "
-            "Shard the stream in `__iter__`: read `torch.utils.data.get_worker_info()` and keep "
-            'every `num_workers`-th item from `id` on (PyTorch: "each worker process will '
-            "have a different copy of the dataset object, so it is often desired to configure "
-            "each copy independently to avoid having duplicate data returned from the "
-            f'workers", {ITERABLE_DOCS}).'
+            f"`{self.dataset}` is an IterableDataset whose workers lose examples: under "
+            f"num_workers={self.workers} a pass yields {factor:.3g}x the examples of one pass "
+            f"({counted}), so the rates measured under it count less data, not speed."
+        )
+
+    def fix(self) -> str:
+        """Shard the stream by worker, in PyTorch's words; for drops, what loses them."""
+        words = (
+            'PyTorch: "each worker process will have a different copy of the dataset object, '
+            "so it is often desired to configure each copy independently to avoid having "
+            f'duplicate data returned from the workers", {ITERABLE_DOCS}'
+        )
+        if self.duplicates:
+            return (
+                "Shard the stream in `__iter__`: read `torch.utils.data.get_worker_info()` and "
+                f"keep every `num_workers`-th item from `id` on ({words})."
+            )
+        return (
+            "Check that `__iter__` hands every item to exactly one worker by "
+            "`torch.utils.data.get_worker_info()`, and that drop_last does not drop each "
+            f"worker's last partial batch ({words})."
         )
 
 
@@ -186,26 +216,58 @@ class WorkerMemory:
         return self.shm_total_bytes - self.shm_end_bytes < SHM_FREE_FLOOR * self.shm_total_bytes
 
     def statement(self, dataset: str) -> str | None:
-        """The finding in words, with the fix; None when neither grows nor runs short."""
-        sentences = []
-        if self.grows:
-            span = "the pass" if self.complete else f"{self.batches} batches"
-            of = f" of {self.pass_batches}" if not self.complete and self.pass_batches else ""
-            sentences.append(
-                f"Each worker's private memory grew by {_mib(self.growth_per_worker_bytes)} "
-                f"over {span}{of} (to {_mib(self.end_per_worker_bytes)}): it copies `{dataset}`"
-                "'s pages as it reads them, which happens to a dataset held in Python lists or "
-                "dicts (touching an object writes its reference count). Hold the data in numpy "
-                "arrays or a memory-mapped file, or use fewer workers."
+        """The findings in words, each with its fix; None when neither grows nor runs short."""
+        sentences = [
+            f"{text} {fix}"
+            for text, fix in (
+                (self.growth_text(dataset), _GROWTH_FIX),
+                (self.shm_text(), _SHM_FIX),
             )
-        if self.shm_short and self.shm_end_bytes is not None and self.shm_total_bytes:
-            sentences.append(
-                f"/dev/shm is {self.shm_end_bytes / self.shm_total_bytes:.0%} full at the "
-                f"pass's end ({_mib(self.shm_end_bytes)} of {_mib(self.shm_total_bytes)}): "
-                'workers fail with "Bus error" when it fills. Use fewer workers or a lower '
-                "prefetch_factor, or a larger /dev/shm (`docker run --shm-size`)."
-            )
+            if text is not None
+        ]
         return " ".join(sentences) or None
+
+    def growth_text(self, dataset: str) -> str | None:
+        """How much each worker's private memory grew, and why; None within the noise."""
+        if not self.grows:
+            return None
+        span = "the pass" if self.complete else f"{self.batches} batches"
+        of = f" of {self.pass_batches}" if not self.complete and self.pass_batches else ""
+        return (
+            f"Each worker's private memory grew by {_mib(self.growth_per_worker_bytes)} over "
+            f"{span}{of} (to {_mib(self.end_per_worker_bytes)}): it copies `{dataset}`'s pages "
+            "as it reads them, which happens to a dataset held in Python lists or dicts "
+            "(touching an object writes its reference count)."
+        )
+
+    @staticmethod
+    def growth_fix() -> str:
+        """What stops a worker's copy of a dataset held in Python objects."""
+        return _GROWTH_FIX
+
+    @staticmethod
+    def shm_fix() -> str:
+        """What gives the batches in flight room on /dev/shm."""
+        return _SHM_FIX
+
+    def shm_text(self) -> str | None:
+        """How full /dev/shm was at the pass's end; None with room to spare."""
+        if not self.shm_short or self.shm_end_bytes is None or not self.shm_total_bytes:
+            return None
+        return (
+            f"/dev/shm is {self.shm_end_bytes / self.shm_total_bytes:.0%} full at the pass's "
+            f"end ({_mib(self.shm_end_bytes)} of {_mib(self.shm_total_bytes)}): workers fail "
+            'with "Bus error" when it fills.'
+        )
+
+
+_GROWTH_FIX = (
+    "Hold the data in numpy arrays or a memory-mapped file, or use fewer workers; the RAM a "
+    "run needs is the end-of-pass figure times the workers."
+)
+_SHM_FIX = (
+    "Use fewer workers or a lower prefetch_factor, or a larger /dev/shm (`docker run --shm-size`)."
+)
 
 
 def _mib(count: float) -> str:

@@ -11,7 +11,7 @@ from markupsafe import escape
 
 from tests.frameworks.torch import pipelines
 from tfperf import frameworks
-from tfperf.report import render_profile_html
+from tfperf.report import render_answer, render_profile_html
 from tfperf.report._loader import loader_statements, loader_view
 from tfperf.report._text import render_summary
 from tfperf.results import ProfileResult
@@ -96,6 +96,11 @@ def test_a_stream_every_worker_reads_whole_is_named_in_the_profile(tmp_path: Pat
     (statement,) = [s for s in loader_statements(loader) if "IterableDataset" in s]
     assert statement.startswith("`Lines` is an IterableDataset that every worker reads whole")
     assert "num_workers=2" in statement and "get_worker_info()" in statement
+    # The short answer leads with it: every rate above it counts duplicates.
+    first = result.findings[0]
+    assert (first.rule, first.origin) == ("changed-data", "torch")
+    answer = render_answer(result)
+    assert f"1. [fix] {loader.pass_check.text()}" in answer and loader.pass_check.fix() in answer
     # The terminal and the HTML say it in the DataLoader block; the JSON keeps it.
     assert ("examples per pass", statement) in loader_view(loader).rows
     assert statement in render_summary(result)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tfperf import findings
 from tfperf.errors import (
     EmptyDatasetError,
     InputPipelineError,
@@ -40,6 +41,7 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
+from tfperf.frameworks.torch._findings import loader_findings
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
 from tfperf.frameworks.torch._pass import CheckedPass, check_pass
@@ -83,8 +85,9 @@ def profile_loader(
     """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
 
     `budget_s` bounds each phase of a pipeline file's profile as tf.data's does (a quarter of
-    it each); a script runs its own loop, unbounded. An emulated step (`step_time_s`,
-    `--step-time`) is tf.data's alone for now: asked for here, it is refused, not ignored.
+    it each); a script's phases share what its start-up left of it (`script_phase_s`).
+    An emulated step (`step_time_s`, `--step-time`) is tf.data's alone for now: asked for
+    here, it is refused, not ignored.
 
     A training script is run as it is (`_script.profile_script_pipeline`, its `DataLoader`
     sites overridden by `knobs.sites`), and `on_discovery` hears of its sites; a pipeline
@@ -115,6 +118,7 @@ def profile_loader(
             progress=progress,
             on_discovery=on_discovery,
             epoch_for=lambda loader: _epoch(loader, _torch.loader_options(loader), epoch_steps),
+            budget_s=budget_s,
         )
         sites = {
             site.name: knobs.sites.get(site.name, site.value) for site in found.discovery.sites
@@ -203,6 +207,18 @@ def _finished(
     result.limit = loader_limit(result, report, cores, one_thread)
     if result.verdict is not Verdict.COMPUTE_BOUND:
         result.advice = loader_advice(result, report)
+    return _with_pass_findings(result, report)
+
+
+def _with_pass_findings(result: ProfileResult, report: LoaderReport) -> ProfileResult:
+    """`result` with what the checked pass found (`_findings`) among its findings and first
+    in its advice: duplicated data makes every rate above wrong, so it leads."""
+    found = loader_findings(report)
+    if not found:
+        return result
+    advice = result.advice
+    result = findings.conclude(result, framework=found)
+    result.advice = " ".join([*(finding.sentence for finding in found), advice]).strip()
     return result
 
 
