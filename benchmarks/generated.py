@@ -6,7 +6,9 @@ are checked against what its set costs make true:
 - verdict: the one the member's 4x margin between input and model rates gives;
 - limiting stage: the decode map, for the input-bound members;
 - limit >= 0.95 x the best training rate measured (end to end, and weighed by the epoch);
-- restart attribution: the stage a restart waits for, for the finite members;
+- restart attribution: the stage a restart waits for, for the finite members, or "cannot
+  tell" when the restarts were too few or too spread; never a stage below a `cache()`;
+- stages measured: those the member's budget must reach (its costly decode);
 - memory by buffer: each buffer's bytes within 25% of the truth.
 
     python -m benchmarks.generated [--smoke] [--only NAME] [--json PATH]
@@ -32,6 +34,7 @@ from tests.generated import Generated, Verdict, by_name, family
 from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.pipeline import load_pipeline
 from tfperf.results import ProfileResult
+from tfperf.results.stages import StageStat
 
 #: The limit may sit this far below a measured rate before the check fails (noise).
 LIMIT_SLACK = 0.95
@@ -56,7 +59,10 @@ def check_member(member: Generated, steps: int, budget_s: float) -> list[Check]:
         path = Path(folder) / f"{member.name}.py"
         path.write_text(member.source(), encoding="utf-8")
         result = profile_pipeline(
-            load_pipeline(path), steps=steps, analyse_stages=True, budget_s=budget_s
+            load_pipeline(path),
+            steps=steps,
+            analyse_stages=True,
+            budget_s=member.budget_s if member.budget_s is not None else budget_s,
         )
     return _checks(member, result)
 
@@ -84,9 +90,17 @@ def _checks(member: Generated, result: ProfileResult) -> list[Check]:
                 limit >= LIMIT_SLACK * best,
             )
         )
-    if truth.restart_stage is not None and result.restarts is not None:
+    if result.restarts is not None and not member.infinite:
+        checks.append(_restart_check(member, result))
+    unmeasured = set(result.stages.unmeasured) if result.stages is not None else set()
+    for label in truth.measured:
+        stages = result.stages.stages if result.stages is not None else []
+        found = next((s for s in stages if s.label == label), None)
+        measured = found is not None and found.index not in unmeasured
         checks.append(
-            _check(member, "restart attribution", truth.restart_stage, result.restarts.stage)
+            Check(
+                member.name, f"measured {label}", "measured", _measured(found, unmeasured), measured
+            )
         )
     holds = {h.stage: h.bytes for h in result.memory.holds} if result.memory else {}
     for label, expected in truth.holds.items():
@@ -104,6 +118,29 @@ def _checks(member: Generated, result: ProfileResult) -> list[Check]:
             )
         )
     return checks
+
+
+def _restart_check(member: Generated, result: ProfileResult) -> Check:
+    """The stage a restart waits for: the truth's, or "cannot tell" from thin evidence; never
+    a stage the truth rules out (below a cache)."""
+    truth, cost = member.truth(), result.restarts
+    assert cost is not None
+    never = f"not {', '.join(truth.restart_never)}" if truth.restart_never else "any"
+    expected = truth.restart_stage or never
+    if not cost.evidence_enough:
+        found = f"cannot tell ({cost.evidence.value})"
+        return Check(member.name, "restart attribution", expected, found, cost.stage is None)
+    if cost.stage in truth.restart_never:
+        return Check(member.name, "restart attribution", expected, str(cost.stage), False)
+    if truth.restart_stage is None:
+        return Check(member.name, "restart attribution", expected, str(cost.stage), True)
+    return _check(member, "restart attribution", truth.restart_stage, cost.stage)
+
+
+def _measured(found: StageStat | None, unmeasured: set[int]) -> str:
+    if found is None:
+        return "no such stage"
+    return "unmeasured" if found.index in unmeasured else "measured"
 
 
 def _check(member: Generated, name: str, expected: str | None, found: str | None) -> Check:

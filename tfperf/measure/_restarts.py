@@ -323,6 +323,8 @@ def own_first_element_s(stages: Sequence[StageStat]) -> dict[int, float]:
 
     Only for stages measured right after a measured stage (or the source): across a stage
     without a first element, the difference holds that stage's share too, so it is no one's.
+    The time a batch waits gathering its other elements goes to the stage that sets their
+    pace (`_pacer`), not to a cheap map that happens to sit right below the batch.
     """
     own: dict[int, float] = {}
     below: StageStat | None = None
@@ -334,10 +336,26 @@ def own_first_element_s(stages: Sequence[StageStat]) -> dict[int, float]:
         carried = _gathered_s(stage, below)
         if not gap:
             own[stage.index] = stage.first_element_s - reached - carried
-            if below is not None and below.index in own:
-                own[below.index] += carried
+            pacer = _pacer([s for s in stages if s.index < stage.index and s.index in own])
+            if pacer is not None:
+                own[pacer.index] += carried
         reached, below, gap = stage.first_element_s, stage, False
     return own
+
+
+def _pacer(below: Sequence[StageStat]) -> StageStat | None:
+    """Of `below` (source first), the stage that adds the most time per element to the cut
+    before it: the one whose rate the stages above it inherit. The earlier on a tie."""
+    paced: StageStat | None = None
+    most, before = -math.inf, 0.0
+    for stage in below:
+        rate = stage.elements_per_sec
+        if not rate:
+            continue
+        if 1 / rate - before > most:
+            paced, most = stage, 1 / rate - before
+        before = 1 / rate
+    return paced
 
 
 def cached_before(stages: Sequence[StageStat]) -> set[int]:
