@@ -292,6 +292,68 @@ def test_a_library_s_loader_is_measured_and_tuned_through_the_scripts_option_def
     assert written == f'    parser.add_argument("-j", "--workers", type=int, default={best})'
 
 
+ENDLESS = f"""\
+import torch
+from torch.utils.data import DataLoader, RandomSampler, TensorDataset
+
+{MODEL}
+data = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
+sampler = RandomSampler(data, replacement=True, num_samples=10**10)
+loader = DataLoader(data, batch_size=16, sampler=sampler, num_workers=1)
+assert len(loader) == 625_000_000  # an epoch nothing may count out or exhaust
+it = iter(loader)
+while True:
+    x, y = next(it)
+    step(x, y)
+"""
+
+
+@pytest.mark.parametrize("shape", ["module", "main"])
+def test_an_endless_sampler_is_profiled_over_a_bounded_window(tmp_path: Path, shape: str) -> None:
+    """`while True: next(it)` over 10**10 samples: the window ends the run, not the epoch. At
+    module level too, where importing the file would never return."""
+    body = ENDLESS if shape == "module" else _in_main(ENDLESS)
+    (tmp_path / "train.py").write_text(body)
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("tfperf")), "profile", "train.py", *SMALL],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    saved = json.loads((tmp_path / "reports" / "train-profile.json").read_text())
+    for phase in ("end_to_end", "pipeline_only", "compute_only"):
+        assert saved[phase]["steps"] == 6 and saved[phase]["examples_per_sec"] > 0
+    assert saved["end_to_end"]["epochs_crossed"] == 0 and saved["loader"]["workers"] == 1
+
+
+def _in_main(source: str) -> str:
+    """`source`'s statements after its imports moved into `main()`, run under `__main__`."""
+    head, _, body = source.partition("\n\n")
+    indented = "".join(f"    {line}\n" if line else "\n" for line in body.splitlines())
+    return f'{head}\n\n\ndef main():\n{indented}\n\nif __name__ == "__main__":\n    main()\n'
+
+
+def test_the_budget_bounds_the_script_s_start_up_too(tmp_path: Path) -> None:
+    """A start-up that took the whole budget leaves each phase its fewest steps, not the
+    steps asked for (the start-up's length comes from a fake clock)."""
+    from tfperf.frameworks.torch._script import profile_script_pipeline, script_phase_s
+    from tfperf.measure._window import MIN_BUDGET_STEPS
+
+    assert script_phase_s(120.0, 0.0) == 30.0  # a quarter each, as for a pipeline file
+    assert script_phase_s(120.0, 90.0) == 10.0  # a third each of what start-up left
+    assert script_phase_s(4.0, 100.0) == 0.0 and script_phase_s(None, 100.0) is None
+    (tmp_path / "train.py").write_text(MODULE_LEVEL)
+    pipeline = load_pipeline(tmp_path / "train.py", ["--epochs", "50"])
+    ticks = iter([0.0, 100.0])  # the run starts; its loop is reached 100 s later
+    result, found = profile_script_pipeline(
+        pipeline, steps=20, warmup=1, probes=[], budget_s=4.0, clock=lambda: next(ticks)
+    )
+    assert found.completed and result.budget_s == 4.0
+    assert [phase.steps for phase in result.phases()] == [MIN_BUDGET_STEPS] * 3
+
+
 def _profile(
     folder: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -49,21 +49,28 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import itertools
 import os
 import runpy
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
+from tfperf.frameworks.torch._script_iter import (
+    Profiled,
+    ScriptMode,
+    Stop,
+    Timer,
+    cuda_sync,
+    iterate_alone,
+    measuring,
+    script_phase_s,
+)
 from tfperf.frameworks.torch._sites import THREADS_KNOB, LoaderRecorder, recording
-from tfperf.probes import MemoryPeak, MemorySampler
-from tfperf.results import JsonRecord, Phase
+from tfperf.probes import MemoryPeak
+from tfperf.results import JsonRecord
 from tfperf.results.discovery import Discovery
 from tfperf.tracebacks import exception_user_frames, format_frames
 
@@ -81,19 +88,11 @@ __all__ = [
     "profile_script",
     "profile_script_pipeline",
     "run_script",
+    "script_phase_s",
 ]
 
 #: The measured loader's arguments read back into `ScriptRun.options`.
 _OPTIONS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
-
-
-class ScriptMode(str, Enum):
-    """What a run of the script measures."""
-
-    DISCOVER = "discover"
-    END_TO_END = "end_to_end"
-    COMPUTE_ONLY = "compute_only"
-    LOADER_ONLY = "loader_only"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,10 +180,6 @@ class ScriptProfile:
     memory: MemoryPeak | None = None
 
 
-class _Stop(BaseException):
-    """Stops the script: the steps are measured, or the loop reached the loader."""
-
-
 def run_script(
     path: str | Path,
     argv: Sequence[str] = (),
@@ -216,13 +211,13 @@ def run_script(
     """
     file = Path(path).resolve()
     shown = file.name
-    timer = _Timer(mode, warmup + steps, clock, sync or _cuda_sync)
+    timer = Timer(mode, warmup + steps, clock, sync or cuda_sync)
     with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
-        with _measuring(recorder, timer):
+        with measuring(recorder, timer):
             _run(file, shown, argv, timer)
         recorder.check_overrides(shown)
         if timer.loader is not None and mode is ScriptMode.LOADER_ONLY:
-            _iterate_alone(timer)
+            iterate_alone(timer)
         timer.close()
     if timer.loader is None and mode is not ScriptMode.DISCOVER:
         raise PipelineFileError(_no_loop_message(shown, argv, recorder))
@@ -248,6 +243,8 @@ def profile_script(
     min_seconds: float = 0.0,
     threads: int | None = None,
     on_loader: Callable[[Any], None] | None = None,
+    budget_s: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> ScriptProfile:
     """Runs the script once and measures its three phases through the core's `profiler`.
 
@@ -263,6 +260,9 @@ def profile_script(
         threads: as `run_script`'s.
         on_loader: called with the measured loader before its first batch (to set
             `profiler.epoch` from its length and workers, say).
+        budget_s: the whole run's time budget, the script's start-up included: the three
+            phases share what the start-up left of it (`script_phase_s`); None: none.
+        clock: seconds, for the start-up's length; injectable for tests.
 
     Raises:
         PipelineFileError, PipelineRuntimeError: as `run_script`; the profiler's own errors
@@ -270,10 +270,17 @@ def profile_script(
     """
     file = Path(path).resolve()
     shown = file.name
-    session = _Profiled(profiler, steps, min_seconds, on_loader or (lambda loader: None))
+    started = clock()
+    session = Profiled(
+        profiler,
+        steps,
+        min_seconds,
+        on_loader or (lambda loader: None),
+        lambda: script_phase_s(budget_s, clock() - started),
+    )
     with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
         try:
-            with _measuring(recorder, session):
+            with measuring(recorder, session):
                 _run(file, shown, argv, session)
             recorder.check_overrides(shown)
             if session.loader is not None:
@@ -302,6 +309,8 @@ def profile_script_pipeline(
     progress: ProgressCallback | None = None,
     on_discovery: Callable[[Discovery], None] | None = None,
     epoch_for: Callable[[Any], EpochInfo | None] | None = None,
+    budget_s: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
     **_ignored: Any,
 ) -> tuple[ProfileResult, ScriptProfile]:
     """Profiles a training script (`PipelineKind.SCRIPT`) under `knobs`, as `profile` does a
@@ -316,6 +325,7 @@ def profile_script_pipeline(
         on_discovery: called with the measured loader's call sites once the run is over.
         epoch_for: the measured loader -> a real epoch's length and what a restart repeats
             (its workers starting), for the profile's restart records.
+        budget_s, clock: as `profile_script`'s: the budget bounds the script's start-up too.
 
     Returns:
         The `ProfileResult` of the core's profiler, and what the run found (`ScriptProfile`:
@@ -345,123 +355,20 @@ def profile_script_pipeline(
             min_seconds=min_seconds,
             threads=getattr(knobs, THREADS_KNOB, None),
             on_loader=found_loader,
+            budget_s=budget_s,
+            clock=clock,
         )
     if on_discovery is not None:
         on_discovery(found.discovery)
-    return profiler.result(), found
+    result = profiler.result()
+    result.budget_s = budget_s
+    return result, found
 
 
-class _Profiled:
-    """The measured loader's batches, served to the script through the core's profiler."""
-
-    def __init__(
-        self,
-        profiler: Profiler,
-        steps: int,
-        min_seconds: float,
-        on_loader: Callable[[Any], None],
-    ) -> None:
-        self.profiler = profiler
-        self.steps = steps
-        self.min_seconds = min_seconds
-        self.on_loader = on_loader
-        self.loader: Any = None
-        self.completed = False
-        self._source: _Restartable | None = None
-        self._stream: Iterator[Any] | None = None
-        self.memory = MemorySampler()  # from the first batch to the end of the last phase
-
-    def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
-        if self.loader is None and recorder.measurable(loader):
-            self.loader, self._source = loader, _Restartable(loader, original)
-            self.on_loader(loader)
-            self.memory.start()
-            self._stream = self._batches(self._source)
-        if loader is not self.loader or self._stream is None:
-            return original(loader)
-        return _Continued(self._stream, loader)  # a new epoch of the script's: same stream
-
-    def _batches(self, source: _Restartable) -> Iterator[Any]:
-        last = None
-        for batch in self.profiler.iterate(
-            source, steps=self.steps, min_seconds=self.min_seconds, phase=Phase.END_TO_END
-        ):
-            last = batch
-            yield batch
-            _cuda_sync()  # the step's queued GPU work belongs to its compute
-        for batch in self.profiler.iterate(
-            itertools.repeat(last),
-            steps=self.steps,
-            min_seconds=self.min_seconds,
-            phase=Phase.COMPUTE_ONLY,
-        ):
-            yield batch
-            _cuda_sync()
-        raise _Stop
-
-    def loader_alone(self) -> None:
-        assert self._source is not None
-        for _ in self.profiler.iterate(
-            self._source, steps=self.steps, min_seconds=self.min_seconds, phase=Phase.PIPELINE_ONLY
-        ):
-            pass
-        self.completed = True
-
-    def close(self) -> None:
-        if self._source is not None:
-            self.memory.stop()  # before the workers go
-            self._source.close()
-
-
-class _Restartable:
-    """The measured loader as the profiler iterates it: each pass a new iterator of torch's
-    (not the timed one the script gets), each kept to shut its workers down at the end."""
-
-    def __init__(self, loader: Any, original: Callable[[Any], Iterator[Any]]) -> None:
-        self.loader = loader
-        self.original = original
-        self.made: list[Iterator[Any]] = []
-
-    def __iter__(self) -> Iterator[Any]:
-        # A new pass: the last pass's workers go first, as they would once torch collected
-        # its iterator (this list would keep them alive). A persistent loader's iterator is
-        # the same object again, and is kept.
-        persistent = getattr(self.loader, "persistent_workers", False)
-        if not persistent:
-            self.close()
-        iterator = self.original(self.loader)
-        if not any(iterator is made for made in self.made):
-            self.made.append(iterator)
-        # A new object each pass: the profiler takes a pass that hands back the iterator it
-        # just finished for a one-shot iterator, and a persistent loader's is the same object.
-        return (batch for batch in iterator)
-
-    def close(self) -> None:
-        while self.made:
-            _shut_down(self.made.pop())
-
-
-class _Continued:
-    """What `iter(loader)` gives the script's loop: the one stream of measured batches."""
-
-    def __init__(self, stream: Iterator[Any], loader: Any) -> None:
-        self._stream = stream
-        self._loader = loader
-
-    def __iter__(self) -> _Continued:
-        return self
-
-    def __next__(self) -> Any:
-        return next(self._stream)
-
-    def __len__(self) -> int:
-        return len(self._loader)
-
-
-def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer | _Profiled) -> None:
+def _run(file: Path, shown: str, argv: Sequence[str], timer: Timer | Profiled) -> None:
     try:
         runpy.run_path(str(file), run_name="__main__")
-    except _Stop:
+    except Stop:
         return
     except TfperfError:
         raise  # the profiler's own errors say what failed and where
@@ -474,158 +381,6 @@ def _run(file: Path, shown: str, argv: Sequence[str], timer: _Timer | _Profiled)
             f"{shown} raised {type(error).__name__} while tfperf ran it: {error}"
             + (f"\n{frames}" if frames else "")
         ) from error
-
-
-class _Timer:
-    """The step clock of the measured loader, across every `iter(loader)` of the run."""
-
-    def __init__(
-        self,
-        mode: ScriptMode,
-        total: int,
-        clock: Callable[[], float],
-        sync: Callable[[], None],
-    ) -> None:
-        self.mode = mode
-        self.total = total
-        self.clock = clock
-        self.sync = sync
-        self.loader: Any = None
-        self.original_iter: Callable[[Any], Iterator[Any]] | None = None
-        self.waits: list[float] = []
-        self.computes: list[float] = []
-        self._returned: float | None = None  # when the last batch was handed over
-        self._started: float | None = None  # when a new pass's `iter(loader)` was called
-        self._cached: list[Any] = []  # COMPUTE_ONLY: the one batch served again
-        self._inners: list[Iterator[Any]] = []
-
-    def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
-        """What `iter(loader)` hands the script: a timed iterator for the measured loader."""
-        if self.loader is None and recorder.measurable(loader):
-            self.loader, self.original_iter = loader, original
-            if self.mode in (ScriptMode.DISCOVER, ScriptMode.LOADER_ONLY):
-                raise _Stop
-        if loader is not self.loader:
-            return original(loader)
-        if self.mode is ScriptMode.COMPUTE_ONLY and self._cached:
-            return _Timed(self, iter(()))
-        return _Timed(self, self.fresh(original))
-
-    def fresh(self, original: Callable[[Any], Iterator[Any]]) -> Iterator[Any]:
-        """A new pass of torch's over the measured loader.
-
-        The last pass's workers go first, as they would once torch collected its iterator
-        (the list kept here would keep them alive); a persistent loader hands back the same
-        iterator, which is kept.
-        """
-        if not getattr(self.loader, "persistent_workers", False):
-            self.close()
-        # torch starts the workers here, in `iter(loader)`, not in the first `next()`: the
-        # pass's first wait runs from now, so an epoch's start-up is clocked as the loop pays it.
-        self._started = self.clock()
-        inner = original(self.loader)
-        if not any(inner is made for made in self._inners):
-            self._inners.append(inner)
-        return inner
-
-    def next(self, inner: Iterator[Any]) -> Any:
-        self.sync()  # the step's queued GPU work belongs to its compute, not to the wait
-        start = self.clock()
-        if self._returned is not None:
-            self.computes.append(start - self._returned)
-            self._returned = None
-        if len(self.computes) >= self.total:
-            raise _Stop
-        if self._started is not None:
-            start, self._started = min(start, self._started), None
-        if self._cached:
-            batch = self._cached[0]
-        else:
-            batch = next(inner)  # StopIteration ends the epoch, as it would
-            if self.mode is ScriptMode.COMPUTE_ONLY:
-                self._cached.append(batch)
-                self.close()  # the workers are no longer needed
-        end = self.clock()
-        self.waits.append(end - start)
-        self._returned = end
-        return batch
-
-    def close(self) -> None:
-        """Shuts down the workers of every iterator this run made."""
-        while self._inners:
-            _shut_down(self._inners.pop())
-
-
-class _Timed:
-    """The iterator the script's loop gets for the measured loader."""
-
-    def __init__(self, timer: _Timer, inner: Iterator[Any]) -> None:
-        self._timer = timer
-        self._inner = inner
-
-    def __iter__(self) -> _Timed:
-        return self
-
-    def __next__(self) -> Any:
-        return self._timer.next(self._inner)
-
-    def __len__(self) -> int:
-        return len(self._timer.loader)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-def _iterate_alone(timer: _Timer) -> None:
-    """Iterates the measured loader with nothing between batches, epoch after epoch."""
-    assert timer.original_iter is not None
-    timer.mode = ScriptMode.END_TO_END
-    while True:
-        timed = _Timed(timer, timer.fresh(timer.original_iter))
-        before = len(timer.waits)
-        try:
-            for _ in timed:
-                pass
-        except _Stop:
-            return
-        if len(timer.waits) == before:
-            return  # an empty loader: no epoch ever ends with a batch
-
-
-@contextlib.contextmanager
-def _measuring(recorder: LoaderRecorder, timer: _Timer | _Profiled) -> Iterator[None]:
-    from torch.utils.data import DataLoader
-
-    original = DataLoader.__iter__
-
-    @functools.wraps(original)
-    def iterate(self: Any) -> Any:
-        return timer.iterating(self, recorder, original)
-
-    DataLoader.__iter__ = iterate  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        DataLoader.__iter__ = original  # type: ignore[method-assign]
-
-
-def _cuda_sync() -> None:
-    """`torch.cuda.synchronize()` when this process has used CUDA; else nothing."""
-    import torch
-
-    if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        torch.cuda.synchronize()
-
-
-def _shut_down(iterator: Any) -> None:
-    """Stops a DataLoader iterator's worker processes now, not when it is collected.
-
-    torch's multiprocessing iterator shuts its workers down in `_shutdown_workers` (what its
-    `__del__` calls); a persistent loader keeps the iterator, so collection would not.
-    """
-    shutdown = getattr(iterator, "_shutdown_workers", None)
-    if shutdown is not None:
-        shutdown()
 
 
 def _options(loader: Any) -> dict[str, int | bool | None]:
