@@ -14,8 +14,8 @@ def test_counts_that_differ_change_the_data_and_say_by_how_much() -> None:
     assert DOUBLED.ratio == 2.0 and DOUBLED.factor == 2.0 and DOUBLED.changes_data
     assert DOUBLED.statement() == (
         "`Lines` is an IterableDataset that every worker reads whole: under num_workers=2 a "
-        "pass yields 2x the examples of one pass, duplicates (48 against 24 read once in the "
-        "trainer), so the rates measured under it count duplicates, not speed. Shard the "
+        "pass yields 2x the examples of one pass (48 against 24 read once in the trainer): "
+        "duplicates, so the rates measured under it count duplicates, not speed. Shard the "
         "stream in `__iter__`: read `torch.utils.data.get_worker_info()` and keep every "
         '`num_workers`-th item from `id` on (PyTorch: "each worker process will have a '
         "different copy of the dataset object, so it is often desired to configure each copy "
@@ -26,7 +26,7 @@ def test_counts_that_differ_change_the_data_and_say_by_how_much() -> None:
 
 def test_overlapping_parts_and_dropped_examples_are_told_apart() -> None:
     overlap = dataclasses.replace(DOUBLED, workers=4, examples=36, repeat_factor=1.5)
-    assert "whose workers' parts overlap" in (overlap.text() or "")
+    assert "whose workers yield the same examples" in (overlap.text() or "")
     dropped = dataclasses.replace(DOUBLED, workers=3, examples=12, repeat_factor=1.0)
     assert dropped.changes_data and not dropped.duplicates
     assert "whose workers lose examples" in (dropped.text() or "")
@@ -34,16 +34,22 @@ def test_overlapping_parts_and_dropped_examples_are_told_apart() -> None:
     assert "drop_last" in dropped.fix() and "get_worker_info()" in dropped.fix()
 
 
-def test_a_stream_without_an_end_is_judged_by_its_repeats_alone() -> None:
+def test_a_pass_that_did_not_end_is_judged_by_its_repeats_and_its_overflow() -> None:
     endless = PassCheck("Endless", 2, 800, False, 400, False, repeat_factor=1.9, sampled=400)
     assert endless.ratio is None and endless.factor == 1.9 and endless.changes_data
-    assert "(each of 400 examples sampled recurs 1.9x as often as in the trainer)" in (
-        endless.text() or ""
+    assert endless.text() == (
+        "`Endless` is an IterableDataset whose workers yield the same examples: under "
+        "num_workers=2 the examples recur 1.9x as often as in the dataset read once in the "
+        "trainer (800 yielded before the check stopped, 400 read; 400 compared): duplicates, "
+        "so the rates measured under it count duplicates, not speed."
     )
     fine = dataclasses.replace(endless, repeat_factor=1.1)
     assert not fine.changes_data and fine.statement() is None
     unknown = dataclasses.replace(endless, repeat_factor=None)
     assert not unknown.changes_data and unknown.factor is None
+    # More examples than the whole dataset holds, however the pass would have ended.
+    over = dataclasses.replace(unknown, reference_complete=True, examples=1000)
+    assert over.overflows and over.changes_data and over.factor == 2.5
 
 
 def test_worker_growth_beyond_the_noise_is_named_with_its_fix() -> None:

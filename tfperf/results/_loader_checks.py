@@ -93,17 +93,29 @@ class PassCheck:
         return self.repeat_factor is not None and self.repeat_factor >= REPEAT_FACTOR
 
     @property
+    def overflows(self) -> bool:
+        """Whether the loader yielded more examples than the whole dataset holds, before its
+        pass ended or the check stopped it: duplicates, however the pass would have ended."""
+        return self.reference_complete and self.examples > self.reference_examples
+
+    @property
     def changes_data(self) -> bool:
         """Whether a pass under this configuration yields other examples than the dataset's."""
         ratio = self.ratio
-        return (ratio is not None and self.examples != self.reference_examples) or self.repeats
+        differ = ratio is not None and self.examples != self.reference_examples
+        return differ or self.overflows or self.repeats
 
     @property
     def factor(self) -> float | None:
         """How many times the dataset's examples a pass yields: the counts' ratio when both
-        passes ended, else the repeats in the sample; None when neither is known."""
+        passes ended, else the repeats in the sample (or, if more, the examples the loader
+        yielded over the dataset's, a floor); None when none is known."""
         ratio = self.ratio
-        return ratio if ratio is not None else self.repeat_factor
+        if ratio is not None:
+            return ratio
+        floor = self.examples / self.reference_examples if self.overflows else None
+        known = [value for value in (self.repeat_factor, floor) if value is not None]
+        return max(known) if known else None
 
     def statement(self) -> str | None:
         """The finding in words, naming the dataset, then the fix; None when the data is intact.
@@ -125,26 +137,29 @@ class PassCheck:
         if not self.changes_data:
             return None
         factor = self.factor or 1.0
-        counted = (
-            f"{self.examples} against {self.reference_examples} read once in the trainer"
-            if self.ratio is not None
-            else f"each of {self.sampled} examples sampled recurs {factor:.3g}x as often as "
-            "in the trainer"
-        )
-        if self.duplicates:
-            # N copies for N workers: each reads the whole stream; fewer: parts overlap.
-            whole = abs(factor - self.workers) < REPEAT_FACTOR - 1
-            how = "that every worker reads whole" if whole else "whose workers' parts overlap"
-            return (
-                f"`{self.dataset}` is an IterableDataset {how}: under "
-                f"num_workers={self.workers} a pass yields {factor:.3g}x the examples of one "
-                f"pass, duplicates ({counted}), so the rates measured under it count "
-                "duplicates, not speed."
+        if self.ratio is not None:
+            what = (
+                f"a pass yields {factor:.3g}x the examples of one pass ({self.examples} against "
+                f"{self.reference_examples} read once in the trainer)"
             )
+        else:  # the pass did not end within the check: what its first examples show
+            what = (
+                f"the examples recur {factor:.3g}x as often as in the dataset read once in the "
+                f"trainer ({self.examples} yielded before the check stopped, "
+                f"{self.reference_examples} read; {self.sampled} compared)"
+            )
+        if not self.duplicates:
+            return (
+                f"`{self.dataset}` is an IterableDataset whose workers lose examples: under "
+                f"num_workers={self.workers} {what}, so the rates measured under it count "
+                "less data, not speed."
+            )
+        # N copies for N workers, both passes counted: each worker reads the whole stream.
+        whole = self.ratio is not None and abs(factor - self.workers) < REPEAT_FACTOR - 1
+        how = "that every worker reads whole" if whole else "whose workers yield the same examples"
         return (
-            f"`{self.dataset}` is an IterableDataset whose workers lose examples: under "
-            f"num_workers={self.workers} a pass yields {factor:.3g}x the examples of one pass "
-            f"({counted}), so the rates measured under it count less data, not speed."
+            f"`{self.dataset}` is an IterableDataset {how}: under num_workers={self.workers} "
+            f"{what}: duplicates, so the rates measured under it count duplicates, not speed."
         )
 
     def fix(self) -> str:

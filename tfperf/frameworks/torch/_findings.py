@@ -10,6 +10,10 @@ is wrong, so the short answer names it beside the speed figures:
 - `worker-memory-growth` (fix): each worker copies the dataset's pages as it reads them;
 - `shm-short` (fix): /dev/shm, where the batches in flight live, is nearly full.
 
+And a finding whose fix turns a knob on that declares what to check (`Knob.check_note`:
+`persistent_workers=True` keeps the workers' dataset copies and random state) says it, in the
+DataLoader's words (`with_check_notes`).
+
 Example:
     >>> [f.rule for f in loader_findings(report)]  # doctest: +SKIP
     ['changed-data']
@@ -17,10 +21,13 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+
+from tfperf.knobs import KNOBS
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import LoaderReport
 
-__all__ = ["CHANGED_DATA_WEIGHT", "MEMORY_WEIGHT", "loader_findings"]
+__all__ = ["CHANGED_DATA_WEIGHT", "MEMORY_WEIGHT", "loader_findings", "with_check_notes"]
 
 #: Duplicated or dropped examples make every rate of the profile wrong: above any share of
 #: step time a finding can speak to.
@@ -66,6 +73,25 @@ def loader_findings(loader: LoaderReport) -> list[Finding]:
                 Finding(rule, Level.FIX, words, fix, evidence, weight=MEMORY_WEIGHT, origin="torch")
             )
     return found
+
+
+def with_check_notes(findings: list[Finding]) -> list[Finding]:
+    """The findings whose fix turns on a knob that declares a `check_note` (`NAME=True` in
+    its words), each with that note after its fix and in the DataLoader's words; the others
+    are left out, and so is a fix that already says what to check ("check that")."""
+    noted = []
+    for finding in findings:
+        fix = finding.fix or ""
+        if "check that" in fix:
+            continue
+        notes = [
+            knob.check_note
+            for knob in KNOBS
+            if knob.check_note and f"{knob.name}=True" in fix and knob.check_note not in fix
+        ]
+        if notes:
+            noted.append(dataclasses.replace(finding, fix=" ".join([fix, *notes]), origin="torch"))
+    return noted
 
 
 def _dataset(loader: LoaderReport) -> str:

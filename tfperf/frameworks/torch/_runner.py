@@ -41,7 +41,7 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
-from tfperf.frameworks.torch._findings import loader_findings
+from tfperf.frameworks.torch._findings import loader_findings, with_check_notes
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
 from tfperf.frameworks.torch._pass import CheckedPass, check_pass
@@ -212,12 +212,14 @@ def _finished(
 
 def _with_pass_findings(result: ProfileResult, report: LoaderReport) -> ProfileResult:
     """`result` with what the checked pass found (`_findings`) among its findings and first
-    in its advice: duplicated data makes every rate above wrong, so it leads."""
+    in its advice (duplicated data makes every rate above wrong, so it leads), and a fix that
+    turns persistent_workers on saying what to check (`_findings.with_check_notes`)."""
     found = loader_findings(report)
-    if not found:
+    noted = with_check_notes(result.findings)
+    if not found and not noted:
         return result
     advice = result.advice
-    result = findings.conclude(result, framework=found)
+    result = findings.conclude(result, framework=[*found, *noted])
     result.advice = " ".join([*(finding.sentence for finding in found), advice]).strip()
     return result
 
