@@ -123,3 +123,21 @@ def test_a_spawn_start_method_that_kills_every_worker_says_why(tmp_path):
     assert "worker_start_method 'spawn' starts each DataLoader worker as a fresh interpreter" in err
     assert "Items" in err and "defined in loader.py" in err and "'fork'" in err, err
     assert "exited unexpectedly" not in err
+
+
+def test_one_worker_is_one_worker():
+    """Issue 54: "about 1 workers keep the step fed"."""
+    from tfperf.report._loader import loader_text, loader_view
+    from tfperf.results.stages import LoaderReport
+
+    loader = LoaderReport(
+        workers=0,
+        persistent_workers=False,
+        item_function="Items.__getitem__",
+        wall_s_per_item=0.001,
+        cpu_s_per_item=0.001,
+        workers_estimate=1,
+    )
+    text = loader_text(loader_view(loader))
+    assert "about 1 worker keeps the step fed" in text, text
+    assert "1 workers" not in text

@@ -96,9 +96,10 @@ def _collate(loader: LoaderReport) -> str:
 def _estimate(loader: LoaderReport) -> str:
     if loader.workers_estimate is None:
         return ""
+    one = loader.workers_estimate == 1
     return (
-        f"about {loader.workers_estimate} workers keep the step fed (tfperf's estimate, "
-        "Little's law on the items' wall time)"
+        f"about {loader.workers_estimate} {'worker keeps' if one else 'workers keep'} the step "
+        "fed (tfperf's estimate, Little's law on the items' wall time)"
     )
 
 

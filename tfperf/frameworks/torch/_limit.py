@@ -86,7 +86,8 @@ def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
             "item cheaper (decode less, cache decoded items) to lift it."
         )
     workers = loader.workers_estimate
-    reach = f" About {workers} workers keep {rate:,.0f} items/s in flight." if workers else ""
+    keep = "worker keeps" if workers == 1 else "workers keep"
+    reach = f" About {workers} {keep} {rate:,.0f} items/s in flight." if workers else ""
     return f"The train step binds: {binding.detail}; the loader can keep up with it.{reach}"
 
 
@@ -131,7 +132,8 @@ def _items_advice(loader: LoaderReport) -> str:
     sentence = f"{what}."
     if loader.workers_estimate is not None and loader.workers_estimate != loader.workers:
         sentence += (
-            f" About {loader.workers_estimate} workers would keep the step fed "
+            f" About {loader.workers_estimate} worker{'s' * (loader.workers_estimate != 1)} "
+            "would keep the step fed "
             f"(num_workers={loader.workers} now); `tfperf tune` searches num_workers, "
             "prefetch_factor and persistent_workers."
         )
