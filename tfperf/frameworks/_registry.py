@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tfperf.errors import PipelineFileError
 from tfperf.frameworks._base import Framework
+from tfperf.frameworks._modules import imported_files
 
 #: Each framework's name and the module that defines `FRAMEWORK`, in detection order.
 #: PyTorch comes first: it claims a file that imports torch and defines `make_loader` or builds
@@ -47,7 +48,7 @@ def detect(path: str | Path) -> Framework:
     """The framework the file at `path` is written for.
 
     The first framework that claims the file itself; else, when exactly one framework claims
-    the user's own modules it imports (`tfperf.pipeline.imported_files`: a `train.py` whose
+    the user's own modules it imports (`_modules.imported_files`: a `train.py` whose
     `DataLoader` is built in `mypkg/data.py`), that one; else the default one. Two frameworks
     among the modules leave the default: a TensorFlow project with a torch helper stays
     TensorFlow's.
@@ -59,8 +60,6 @@ def detect(path: str | Path) -> Framework:
     claimed = _claimant(source)
     if claimed is not None:
         return claimed
-    from tfperf.pipeline import imported_files  # the pipeline package imports this one
-
     modules = [_read(module, missing="") for module in imported_files(Path(path))]
     among = [f for f in map(get, IMPLEMENTATIONS) if any(f.claims(m) for m in modules if m)]
     return among[0] if len(among) == 1 else get(DEFAULT)

@@ -15,7 +15,7 @@ from tfperf.pipeline._loader import (
     check_source,
     load_pipeline,
 )
-from tfperf.pipeline._sources import imported_files, source_digest, user_sources
+from tfperf.pipeline._sources import source_digest, user_sources
 
 __all__ = [
     "PipelineFile",
@@ -23,7 +23,6 @@ __all__ = [
     "check_framework_knobs",
     "check_source",
     "function_place",
-    "imported_files",
     "load_pipeline",
     "source_digest",
     "strategy_function",
