@@ -55,6 +55,7 @@ def test_timeline_caps_the_axis_near_p99_and_marks_what_runs_off(result):
         "off the scale",
     ]
     assert figure.data[3].hovertext == ("step 4 · 1,210 ms in all: off the scale",)
+    assert tuple(figure.data[2].x) == (2.5,)  # the restart is a point of its own trace
     assert figure.data[0].marker.pattern.shape == "/"  # readable in greyscale
     assert figure.data[0].hovertemplate == "step %{x} · waiting %{y:.1f} ms<extra></extra>"
 

@@ -104,12 +104,15 @@ def timeline_figure(data: StepTimeline) -> go.Figure:
     for step in data.epoch_starts:
         figure.add_vline(x=step - 0.5, line_dash="dot", line_color=theme.NEUTRAL)
     if data.epoch_starts:
+        # One point per restart at the foot of its line: the legend entry, and the restarts'
+        # data in the chart's table (a trace of no points would say there were none).
         figure.add_scatter(
-            x=[None],
-            y=[None],
-            mode="lines",
+            x=[step - 0.5 for step in data.epoch_starts],
+            y=[0.0] * len(data.epoch_starts),
+            mode="markers",
             name="dataset restarts (new epoch)",
-            line={"dash": "dot", "color": theme.NEUTRAL},
+            marker={"symbol": "line-ns-open", "color": theme.NEUTRAL, "size": 10},
+            hovertemplate="restart before step %{x:.0f}<extra></extra>",
         )
     extra = {}
     if data.top_ms is not None:
