@@ -93,6 +93,12 @@ def test_profile_names_a_stage_the_service_cannot_run_before_measuring(capsys, w
     )
 
 
+def test_an_ipv6_host_without_brackets_is_refused_by_the_parser(capsys):
+    with pytest.raises(SystemExit):
+        main(["profile", "p.py", "--service", "grpc://::1:5050"])
+    assert "an IPv6 host goes in brackets, e.g. grpc://[::1]:5050" in capsys.readouterr().err
+
+
 def test_a_malformed_address_is_refused_by_the_parser(capsys):
     with pytest.raises(SystemExit):
         main(["profile", "p.py", "--service", "localhost"])

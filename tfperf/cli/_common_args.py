@@ -127,7 +127,12 @@ def service_address(text: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise argparse.ArgumentTypeError(
             f"expected a tf.data service dispatcher as grpc://HOST:PORT, e.g. "
-            f"grpc://localhost:5050, but got {text!r}"
+            f"grpc://localhost:5050 or grpc://[::1]:5050, but got {text!r}"
+        )
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        # Without brackets the port cannot be told from the address's last group.
+        raise argparse.ArgumentTypeError(
+            f"an IPv6 host goes in brackets, e.g. grpc://[{host}]:{port}, but got {text!r}"
         )
     return f"grpc://{address}"
 
