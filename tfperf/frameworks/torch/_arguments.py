@@ -91,9 +91,9 @@ class Options:
 
 
 @contextlib.contextmanager
-def recording_options(root: Path) -> Iterator[Options]:
-    """Records the `add_argument` calls made from files under `root` for a block."""
-    options = Options(root)
+def recording_options(options: Options) -> Iterator[None]:
+    """Records into `options` the `add_argument` calls made from its root's files, for a
+    block."""
     # Every parser and argument group adds its options through this base class's method.
     container = argparse._ActionsContainer
     original = container.add_argument
@@ -107,7 +107,7 @@ def recording_options(root: Path) -> Iterator[Options]:
 
     container.add_argument = add_argument  # type: ignore[method-assign]
     try:
-        yield options
+        yield
     finally:
         container.add_argument = original  # type: ignore[method-assign]
 

@@ -87,8 +87,14 @@ LOADER_KNOBS = (
 )
 #: Arguments that need workers: with none, torch refuses any value but their default.
 _NEED_WORKERS = {"persistent_workers": False, "prefetch_factor": None}
-#: The DataLoader's own default of its switches.
-_FLAG_DEFAULTS = {"pin_memory": False, "persistent_workers": False}
+#: The DataLoader's own defaults of the arguments tuned.
+_DEFAULTS = {
+    "num_workers": 0,
+    "batch_size": 1,
+    "pin_memory": False,
+    "persistent_workers": False,
+    "prefetch_factor": None,
+}
 
 
 @dataclasses.dataclass
@@ -114,7 +120,7 @@ class LoaderRecorder:
         # of the options its arguments were traced to (`_arguments`)
         self._reached: dict[int, tuple[str, frozenset[Place]]] = {}
         self._untunable: dict[tuple[str, str], Untunable] = {}
-        self.options = Options(self.root)  # filled while `recording` records the options
+        self.options = Options(self.root)  # the user's argparse options, as they are added
         self._used: set[str] = set()
         self._loaders: list[Any] = []  # keeps each loader alive, so its id stays its own
 
@@ -187,11 +193,10 @@ class LoaderRecorder:
         try:
             bound = signature.bind(loader, *args, **kwargs)
         except TypeError:
-            bound = None  # torch raises its own, clearer, error for this call
+            return args, kwargs  # torch raises its own, clearer, error for this call
         if not is_user_file(filename, (self.root,)):
             self._library_call(loader, bound, caller)
-        if bound is None or not is_user_file(filename, (self.root,)):
-            return (bound.args[1:], bound.kwargs) if bound is not None else (args, kwargs)
+            return bound.args[1:], bound.kwargs
         place = self._locate(filename, caller)
         if isinstance(place, str):
             where = f"{self._relative(filename)}:{caller.f_lineno}"
@@ -290,7 +295,7 @@ class LoaderRecorder:
         return Place(self._relative(filename), named, call.col_offset, end_line, end_col, nth)
 
     def _library_call(
-        self, loader: Any, bound: inspect.BoundArguments | None, caller: types.FrameType
+        self, loader: Any, bound: inspect.BoundArguments, caller: types.FrameType
     ) -> None:
         """A loader a library makes: not tunable at its call, but measurable when the user's
         code reached it, and tuned where its arguments trace to the user's options."""
@@ -302,7 +307,7 @@ class LoaderRecorder:
         if frame is None:
             return  # a library's own loader, reached from nothing of the user's
         reached = f"{self._relative(frame.f_code.co_filename)}:{frame.f_lineno}"
-        traced = self._trace(bound, frame) if bound is not None else []
+        traced = self._trace(bound, frame)
         self._reached[id(loader)] = (reached, frozenset(place for place, _ in traced))
         self._loaders.append(loader)
         reason = (
@@ -364,7 +369,7 @@ def recording(
 
     DataLoader.__init__ = init  # type: ignore[method-assign]
     try:
-        with recording_options(recorder.root) as recorder.options:
+        with recording_options(recorder.options):
             yield recorder
     finally:
         DataLoader.__init__ = original  # type: ignore[method-assign]
@@ -520,9 +525,10 @@ def _settable(option: Option, argument: str, value: Any) -> bool:
     """Whether the option's default can stand for the value: an option that writes no
     `default=` is rewritten by adding one, which "not set" (None) must leave as it ran, so
     its default must be the DataLoader's own."""
-    if option.form is ArgumentForm.KEYWORD:
-        return True
-    return bool(_NEED_WORKERS.get(argument, _FLAG_DEFAULTS.get(argument)) == value)
+    default = _DEFAULTS.get(argument)
+    return option.form is ArgumentForm.KEYWORD or (
+        type(default) is type(value) and default == value
+    )
 
 
 def _options_text(traced: list[tuple[Place, str]]) -> str:
