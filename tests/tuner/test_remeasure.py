@@ -186,3 +186,18 @@ def test_only_the_contenders_run_the_later_rounds():
     assert runner.calls[:6] == [1, 2, 4, 2, 4, 1]  # two full rounds, interleaved
     assert 4 not in runner.calls[6:] and len(runner.calls) == 10  # then a and b alone
     assert [len(m.examples_per_sec) for m in measured] == [4, 4, 2]
+
+
+def test_confirmation_stops_once_the_chosen_are_apart_beyond_the_noise():
+    """Issue 54 item 6: the confirmation ran every round too."""
+    first = remeasure(
+        [finalist("a", 1), finalist("b", 4)],
+        2,
+        request,
+        BUDGETS,
+        Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls),
+    )
+    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
+    confirmed = confirm(first, first, 3, request, BUDGETS, runner)
+    assert len(runner.calls) == 4  # two rounds of two; a third would reorder nothing
+    assert [len(m.confirmed) for m in confirmed] == [2, 2]

@@ -226,11 +226,17 @@ class TuneProgress(TuneListener):
         """Starts the confirmation's bar: the chosen configuration (and what it is weighed
         against) measured once more."""
         named = labels[0] if len(labels) < 2 else f"{', '.join(labels[:-1])} and {labels[-1]}"
-        total = len(labels) * rounds
-        cost = _runs(total)
+        # Past MIN_ROUNDS only configurations still contending with each other run on: a
+        # single one never does.
+        least = len(labels) * min(rounds, MIN_ROUNDS)
+        total = least if len(labels) < 2 else len(labels) * rounds
+        cost = _runs(total) if least == total else f"{least} to {total} runs"
         typical = typical_run_seconds(self._study) if self._study is not None else None
         if typical is not None:
-            cost += f"; about {_duration(typical * total)}"
+            span = _duration(typical * total)
+            if least != total:
+                span = f"{_duration(typical * least)} to {span}"
+            cost += f"; about {span}"
         self._phase(
             f"Confirming {named} on windows that played no part in choosing ({cost})...",
             total,

@@ -152,19 +152,15 @@ def confirm(
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
 ) -> list[Measurement]:
-    """`measured` with `chosen` measured `rounds` more times, interleaved, as `confirmed`.
+    """`measured` with `chosen` measured `MIN_ROUNDS` more times, and up to `rounds` while
+    they still contend with each other (`contenders`), interleaved, as `confirmed`.
 
     A chosen configuration whose every confirming repeat failed keeps its selection windows as
     its figure; its peaks take the highest of both phases.
     """
     finalists = [_finalist(m) for m in chosen]
-    windows = dict(
-        zip(
-            (id(m) for m in chosen),
-            _interleaved(finalists, rounds, request, budgets, run, on_measured),
-            strict=True,
-        )
-    )
+    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, settle=True)
+    windows = dict(zip((id(m) for m in chosen), confirming, strict=True))
     return [_confirmed(m, windows[id(m)]) if id(m) in windows else m for m in measured]
 
 
