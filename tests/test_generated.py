@@ -168,6 +168,11 @@ def test_the_verdict_is_the_one_the_set_costs_make(member: Generated):
     assert result.verdict.value == member.truth().verdict.value
 
 
+#: The stage analysis's budget for its 0.2 s windows here: its sixteen cuts take over 3.5 s,
+#: the five that find the limit ~1.3 s on an idle machine, so a 2x slower one still fits.
+_STAGE_BUDGET_S = 3.0
+
+
 @pytest.mark.tf
 def test_a_costly_first_stage_is_measured_within_a_small_budget():
     from tfperf.frameworks.tensorflow._stages import analyse_stages
@@ -176,7 +181,7 @@ def test_a_costly_first_stage_is_measured_within_a_small_budget():
     truth = member.truth()
     assert member.budget_s is not None and truth.verdict is Verdict.INPUT_BOUND
     report = analyse_stages(
-        _dataset(member), seconds_per_stage=0.2, warmup_s=0.02, budget_s=member.budget_s
+        _dataset(member), seconds_per_stage=0.2, warmup_s=0.02, budget_s=_STAGE_BUDGET_S
     )
     labels = {stage.index: stage.label for stage in report.stages}
     assert set(truth.measured) <= {labels[i] for i in labels if i not in report.unmeasured}

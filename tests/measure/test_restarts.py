@@ -310,6 +310,10 @@ def test_a_restart_costs_the_median_wait_and_a_wide_spread_cannot_tell():
     assert wide.seconds_per_restart == pytest.approx(0.015 - 0.001)
     assert wide.would_tell is not None and "from 0.004 s to 4.74 s" in wide.would_tell
     assert attribute(wide, FOUR_FILES).stage is None
+    # One stall among twenty restarts leaves their middle half, and the median, as it was.
+    stalled = restart_cost(_waits_phase([0.045] * 9 + [0.27] + [0.046] * 10, steady_s=0.038))
+    assert stalled is not None and stalled.evidence is RestartEvidence.ENOUGH
+    assert stalled.seconds_per_restart == pytest.approx(0.046 - 0.038)
 
 
 def test_restart_waits_far_beyond_the_pipeline_alone_are_set_apart():

@@ -9,8 +9,8 @@ restarted), the steady wait is measured without them, and the restart cost is fo
 once per *real* epoch. Pure functions on plain records: tests assert exact figures.
 
 A restart's cost is stated only from enough evidence: at least `MIN_RESTART_SAMPLES`
-restarts, whose waits share one cost (their range within `SPREAD_RATIO` times their median, or
-within a step), centred on their median, never their mean. A restart wait far beyond any
+restarts, whose waits share one cost (their middle half within `SPREAD_RATIO` times their
+median, or within a step), centred on their median, never their mean. A restart wait far beyond any
 restart of the same pipeline run alone (the pipeline-only phase, `ALONE_RATIO`) is set apart:
 the pipeline was not what it waited for. With less, the record says it cannot tell
 (`RestartCost.evidence`) and what would settle it, and names no stage.
@@ -62,8 +62,9 @@ RAMP_MIN_SHARE = 0.1
 #: Restarts needed to state what one costs: from one or two, a single stall (a busy machine,
 #: a garbage collection) is the figure, and two unlike samples have no middle.
 MIN_RESTART_SAMPLES = 3
-#: Restart waits whose range is over this many times their median share no one cost: the
-#: median of 0.004, 0.006, 0.015, 1.8 and 4.7 s stands for none of them.
+#: Restart waits whose middle half (first to third quartile) spans over this many times their
+#: median share no one cost: the median of 0.004, 0.006, 0.015, 1.8 and 4.7 s stands for none
+#: of them. The middle half, not the range: one stall among twenty restarts changes nothing.
 SPREAD_RATIO = 3.0
 #: A restart wait over this many times the longest restart of the pipeline run alone was not
 #: the pipeline filling again (the same pipeline never took that long alone); a model
@@ -231,7 +232,8 @@ def _evidence(waits: Sequence[float], step_s: float) -> RestartEvidence:
     """Whether `waits` (the restart waits kept) state one cost: enough, sharing one cost."""
     if len(waits) < MIN_RESTART_SAMPLES:
         return RestartEvidence.FEW_RESTARTS
-    spread = max(waits) - min(waits)
+    first, _, third = statistics.quantiles(waits, n=4, method="inclusive")
+    spread = third - first
     if spread > SPREAD_RATIO * statistics.median(waits) and spread > step_s:
         return RestartEvidence.WIDE_SPREAD
     return RestartEvidence.ENOUGH
