@@ -122,3 +122,24 @@ def test_without_workers_nothing_is_checked_and_old_results_still_load(tmp_path:
         del saved["loader"][key]  # as written before these fields existed
     loaded = ProfileResult.from_json(json.dumps(saved)).loader
     assert loaded is not None and loaded.pass_check is None and loaded.worker_memory is None
+
+
+def test_a_check_that_fails_still_leaves_a_batch_for_what_needs_one():
+    from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+    from tfperf.frameworks.torch._runner import _checked_pass
+
+    class WorkersOnly(IterableDataset):  # type: ignore[misc]
+        """Refuses to be read in the trainer, as a stream that needs its worker's shard."""
+
+        def __iter__(self):
+            if get_worker_info() is None:
+                raise RuntimeError("read me in a worker")
+            return iter([torch.zeros(2)] * 4)
+
+    torch = pytest.importorskip("torch")
+    loader = DataLoader(WorkersOnly(), batch_size=2, num_workers=1)
+    checked = _checked_pass(loader, needs_batch=True)
+    assert checked is not None and checked.pass_check is None and checked.memory is None
+    assert checked.first_batch is not None
+    assert _checked_pass(loader, needs_batch=False) is None

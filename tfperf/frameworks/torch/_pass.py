@@ -36,7 +36,7 @@ from tfperf.measure import batch_examples, leaves
 from tfperf.probes import unique_memory
 from tfperf.results.stages import PassCheck, WorkerMemory
 
-__all__ = ["CheckedPass", "check_pass"]
+__all__ = ["PASS_SECONDS", "CheckedPass", "check_pass"]
 
 logger = logging.getLogger(__name__)
 

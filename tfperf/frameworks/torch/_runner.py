@@ -44,7 +44,7 @@ from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
 from tfperf.frameworks.torch._findings import loader_findings, with_check_notes
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
-from tfperf.frameworks.torch._pass import CheckedPass, check_pass
+from tfperf.frameworks.torch._pass import PASS_SECONDS, CheckedPass, check_pass
 from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
@@ -126,7 +126,7 @@ def profile_loader(
         result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
         given = epoch_steps if epoch_steps is not None else _torch.epoch_steps(found.loader)
         result.end_to_end = _per_epoch(result, given, _torch.loader_options(found.loader))
-        checked = _checked_pass(found.loader, needs_batch=False)
+        checked = _checked_pass(found.loader, needs_batch=False, budget_s=budget_s)
         return _finished(result, found.loader, found.memory, None, checked)
     built = build(pipeline, knobs)
     loader = built.loader
@@ -161,7 +161,7 @@ def profile_loader(
     on_one_thread, copied = knobs.torch_threads is None, _torch.uses_cuda()
     # One more pass (its workers started once) is checked, and serves both the one-thread
     # step and the copy.
-    checked = _checked_pass(loader, needs_batch=on_one_thread or copied)
+    checked = _checked_pass(loader, needs_batch=on_one_thread or copied, budget_s=budget_s)
     batch = checked.first_batch if checked is not None else None
     one_thread = (
         _one_thread_rate(built.step, batch) if on_one_thread and batch is not None else None
@@ -269,18 +269,27 @@ def _no_batch(loader: Any) -> str:
     )
 
 
-def _checked_pass(loader: Any, *, needs_batch: bool) -> CheckedPass | None:
+def _checked_pass(
+    loader: Any, *, needs_batch: bool, budget_s: float | None = None
+) -> CheckedPass | None:
     """A loader with workers: one pass checked (`_pass.check_pass`: its data against the
-    trainer's read, its workers' memory). Without workers only a batch, if `needs_batch`.
-    None (logged) if the loader fails now: the profile stands without it."""
+    trainer's read, its workers' memory), for at most a phase's share of `budget_s`. Without
+    workers, or where the check fails (logged), only a batch if `needs_batch`; None if the
+    loader fails now: the profile stands without it."""
+    if loader.num_workers > 0:
+        try:
+            return check_pass(
+                loader, max_seconds=min(PASS_SECONDS, Budget(budget_s).phase_s or PASS_SECONDS)
+            )
+        except Exception:  # the profile stands without the check; the log says why
+            logger.warning("could not check a pass of the loader", exc_info=True)
+    if not needs_batch:
+        return None
     try:
-        if loader.num_workers > 0:
-            return check_pass(loader)
-        if needs_batch:
-            return CheckedPass(next(iter(_torch.Passes(loader))), None, None)
-    except Exception:  # what needs the pass stands on the profile alone
-        logger.warning("could not take a pass of the loader after the profile", exc_info=True)
-    return None
+        return CheckedPass(next(iter(_torch.Passes(loader))), None, None)
+    except Exception:  # what needs the batch stands on the profile alone
+        logger.warning("could not take a batch after the profile", exc_info=True)
+        return None
 
 
 def _one_thread_rate(step: Callable[[Any], Any], batch: Any) -> float | None:
