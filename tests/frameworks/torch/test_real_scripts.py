@@ -292,6 +292,61 @@ def test_a_library_s_loader_is_measured_and_tuned_through_the_scripts_option_def
     assert written == f'    parser.add_argument("-j", "--workers", type=int, default={best})'
 
 
+OWN_OPTIONS = f"""\
+import argparse
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+{MODEL}
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-j", "--workers", type=int, default=0)
+    parser.add_argument("--batch-size", type=int, default=16)
+    args = parser.parse_args()
+    data = TensorDataset(torch.randn(256, 8), torch.randint(0, 2, (256,)))
+    loader = DataLoader(data, batch_size=args.batch_size, num_workers=args.workers)
+    for x, y in loader:
+        step(x, y)
+    print("workers", loader.num_workers)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_own_loader_s_values_from_option_defaults_are_tuned_at_the_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`DataLoader(data, num_workers=args.workers)`: the value is the `-j` default's, so it
+    is tuned and patched there, not left as an edit by hand at the call."""
+    from tfperf.frameworks.torch._sites import TorchSites
+
+    (tmp_path / "train.py").write_text(OWN_OPTIONS)
+    call = _line(OWN_OPTIONS, "loader = DataLoader(")
+    workers_line, batch_line = _line(OWN_OPTIONS, "--workers"), _line(OWN_OPTIONS, "--batch-")
+    workers = f"DataLoader@train.py:{workers_line}.num_workers"
+    batch = f"DataLoader@train.py:{batch_line}.batch_size"
+    found = TorchSites().find(load_pipeline(tmp_path / "train.py"))
+    assert found.end == f"train.py:{call}" and not found.untunable
+    assert found.values() == {
+        workers: 0,
+        batch: 16,
+        **{
+            f"DataLoader@train.py:{call}.{arg}": None
+            for arg in ("pin_memory", "persistent_workers", "prefetch_factor")
+        },
+    }
+    # Given on the command line, the value is no default's: the call's own site, as before.
+    given = TorchSites().find(load_pipeline(tmp_path / "train.py", ["-j", "1"]))
+    assert given.values()[f"DataLoader@train.py:{call}.num_workers"] == 1
+
+    best, printed = _patched_runs(tmp_path, monkeypatch, capsys, workers, [])
+    assert best > 0 and printed == f"workers {best}\n"
+
+
 ENDLESS = f"""\
 import torch
 from torch.utils.data import DataLoader, RandomSampler, TensorDataset

@@ -15,6 +15,10 @@ of the library's `DataLoader` back to such an option, and only where all of thes
 - one option fits; where two do, the one the user's call passes under the argument's own
   name (`num_workers=args.workers`), else none.
 
+The user's own `DataLoader(data, num_workers=args.workers)` is traced the same way
+(`trace_own`: only the expression written for that argument counts), so its value, too, is
+tuned where it is written rather than left as an edit by hand.
+
 A traced option is then a site like a `DataLoader(...)` call's argument, named by the
 `add_argument` call's place (`DataLoader@train.py:12.num_workers`): overridden where the
 library makes the loader, and patched as that option's `default=` (the site's `method` and
@@ -42,7 +46,7 @@ from tfperf.results.discovery import ArgumentForm
 from tfperf.sites import callee, name_line
 from tfperf.tracebacks import is_user_file
 
-__all__ = ["ADD_ARGUMENT", "Option", "Options", "recording_options", "trace"]
+__all__ = ["ADD_ARGUMENT", "Option", "Options", "recording_options", "trace", "trace_own"]
 
 #: The call an option is written with, as a patch finds it again.
 ADD_ARGUMENT = "add_argument"
@@ -131,6 +135,23 @@ def trace(options: Options, reached: types.FrameType, argument: str, value: Any)
     chosen = named or [option for _, option in fits]
     places = {option.place for option in chosen}
     return chosen[0] if len(places) == 1 else None
+
+
+def trace_own(
+    options: Options, frame: types.FrameType, argument: str, index: int, value: Any
+) -> Option | None:
+    """The option whose default the user's own `DataLoader(...)` call passes as `argument`
+    (`num_workers=args.workers`, or positional at `index`), or None: as `trace`, but only
+    the expression written for that very argument counts."""
+    call = call_of(frame)
+    if call is None:
+        return None
+    written = [kw.value for kw in call.keywords if kw.arg == argument]
+    if not written and index < len(call.args):
+        if any(isinstance(arg, ast.Starred) for arg in call.args[: index + 1]):
+            return None  # `*args` moves positions
+        written = [call.args[index]]
+    return _option_passed(options, frame, written[0], value) if written else None
 
 
 def _option_passed(

@@ -45,7 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from tfperf.errors import KnobError
-from tfperf.frameworks.torch._arguments import Option, Options, recording_options, trace
+from tfperf.frameworks.torch._arguments import (
+    Option,
+    Options,
+    recording_options,
+    trace,
+    trace_own,
+)
 from tfperf.frameworks.torch._places import CALL, Place, calls_in, span
 from tfperf.knobs import TUNABLE, SiteKind
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
@@ -116,9 +122,10 @@ class LoaderRecorder:
         self.overrides = dict(overrides)
         self._seen: dict[tuple[Place, str], _Seen] = {}
         self._places: dict[int, Place] = {}  # id of a loader made in the user's files -> place
-        # id of a loader a library made -> the user's line that reached it, and the places
-        # of the options its arguments were traced to (`_arguments`)
-        self._reached: dict[int, tuple[str, frozenset[Place]]] = {}
+        # id of a loader a library made -> the user's line that reached it
+        self._reached: dict[int, str] = {}
+        # id of a loader -> the places of the options its arguments were traced to
+        self._traced: dict[int, frozenset[Place]] = {}
         self._untunable: dict[tuple[str, str], Untunable] = {}
         self.options = Options(self.root)  # the user's argparse options, as they are added
         self._used: set[str] = set()
@@ -162,11 +169,11 @@ class LoaderRecorder:
         """The places of the measured loader's sites (None: every place), and its `end`."""
         if measured is None:
             return None, None
+        traced = self._traced.get(id(measured), frozenset())
         place = self.place_of(measured)
         if place is not None:
-            return frozenset({place}), str(place)
-        reached, traced = self._reached.get(id(measured), (None, frozenset()))
-        return traced, reached
+            return traced | {place}, str(place)
+        return traced, self._reached.get(id(measured))
 
     def check_overrides(self, shown: str) -> None:
         """Raises `KnobError` for an override that matched no call, listing the sites found."""
@@ -204,8 +211,12 @@ class LoaderRecorder:
             return args, kwargs
         self._places[id(loader)] = place
         self._loaders.append(loader)
+        traced = self._trace(bound, caller, signature)
+        self._traced[id(loader)] = frozenset(option for option, _ in traced)
         overridden = False
         for argument, kind, absent in ARGUMENTS:
+            if argument in {traced_argument for _, traced_argument in traced}:
+                continue  # tuned at the option whose default it is
             if argument not in bound.arguments and not absent:
                 continue
             if argument == "batch_size" and bound.arguments.get("batch_sampler") is not None:
@@ -308,7 +319,8 @@ class LoaderRecorder:
             return  # a library's own loader, reached from nothing of the user's
         reached = f"{self._relative(frame.f_code.co_filename)}:{frame.f_lineno}"
         traced = self._trace(bound, frame)
-        self._reached[id(loader)] = (reached, frozenset(place for place, _ in traced))
+        self._reached[id(loader)] = reached
+        self._traced[id(loader)] = frozenset(place for place, _ in traced)
         self._loaders.append(loader)
         reason = (
             f"made inside {library.split('/')[0]}/ (a library): tfperf rewrites only files in "
@@ -323,17 +335,29 @@ class LoaderRecorder:
         self._untunable[(where, reached)] = Untunable(f"{CALL}(...)", where, reached, reason)
 
     def _trace(
-        self, bound: inspect.BoundArguments, reached: types.FrameType
+        self,
+        bound: inspect.BoundArguments,
+        reached: types.FrameType,
+        own: inspect.Signature | None = None,
     ) -> list[tuple[Place, str]]:
-        """Records and overrides the library call's arguments that come from the user's
-        options' defaults (`_arguments.trace`); their (option place, argument)."""
+        """Records and overrides the call's arguments that come from the user's options'
+        defaults; their (option place, argument). `own`: the call is the user's own
+        `DataLoader(...)` (its signature), traced by what is written for each argument
+        (`_arguments.trace_own`); else a library's, reached from `reached`
+        (`_arguments.trace`)."""
         traced: list[tuple[Place, str]] = []
         overridden = False
         for argument, kind, _ in ARGUMENTS:
             if argument not in bound.arguments:
                 continue
             value = bound.arguments[argument]
-            option = trace(self.options, reached, argument, value)
+            option = (
+                trace(self.options, reached, argument, value)
+                if own is None
+                else trace_own(
+                    self.options, reached, argument, list(own.parameters).index(argument) - 1, value
+                )
+            )
             if option is None or not _settable(option, argument, value):
                 continue
             plain, problem = _plain(value, argument, kind)
