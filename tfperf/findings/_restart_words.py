@@ -64,7 +64,7 @@ def restart_finding(cost: RestartCost, *, loader: bool) -> Finding | None:
         f"{cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}), mostly at restarts: each "
         f"costs {format_seconds(cost.seconds_per_restart)} while {_what_refills(cost)}; "
         f"between restarts steps wait {cost.steady_wait_fraction:.0%}.",
-        _restart_fix(cost),
+        _restart_fix(cost, loader),
         evidence,
         relies_on=_relies_on(cost),
         topic="restart-cause",
@@ -120,7 +120,14 @@ def _what_refills(cost: RestartCost) -> str:
     return f"{cost.stage} ramps up again"
 
 
-def _restart_fix(cost: RestartCost) -> str:
+def _restart_fix(cost: RestartCost, loader: bool) -> str:
+    if loader and cost.stage_kind is not StageKind.WORKERS:
+        return (
+            "Each pass of the DataLoader starts from empty: with num_workers > 0 and "
+            "persistent_workers=True a new pass finds its workers running (check that "
+            "per-epoch state, such as a sampler's set_epoch or augmentation seeds, still "
+            "changes each epoch)."
+        )
     if cost.stage_kind is StageKind.WORKERS:
         return (
             "Pass persistent_workers=True to the DataLoader, so its workers outlive each "
