@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+from pathlib import Path
+
+import pytest
 
 from tests.fakes.trials import FakeRunner
 from tests.reports import fake_profile
@@ -25,7 +29,7 @@ def _complete(check: PassCheck | None) -> TrialOutcome:
 
 def _run(knobs: Knobs, check: PassCheck | None) -> TrialOutcome:
     runner = refusing_changed_data(FakeRunner(outcome=lambda _n, _r: _complete(check)), BASELINE)
-    return runner(TrialRequest(pipeline=__file__, knobs=knobs, steps=6), Budgets())  # type: ignore[arg-type]
+    return runner(TrialRequest(pipeline=Path(__file__), knobs=knobs, steps=6), Budgets())
 
 
 def test_a_trial_that_duplicates_its_data_is_refused_with_the_fix() -> None:
@@ -37,10 +41,21 @@ def test_a_trial_that_duplicates_its_data_is_refused_with_the_fix() -> None:
     assert outcome.peak_rss_bytes == 100  # what it cost is kept
 
 
-def test_a_sharded_trial_and_the_baseline_itself_still_count() -> None:
+def test_a_sharded_trial_and_the_baseline_itself_still_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     assert _run(BASELINE.replace(num_workers=2), SHARDED).status is TrialStatus.COMPLETE
     assert _run(BASELINE.replace(num_workers=2), None).status is TrialStatus.COMPLETE
-    # What the user runs today is the reference, whatever it yields: its report says why.
-    assert _run(BASELINE, DOUBLED).status is TrialStatus.COMPLETE
+    # What the user runs today is the reference, whatever it yields: said once, not refused.
+    with caplog.at_level(logging.WARNING, logger="tfperf.tuner"):
+        runner = refusing_changed_data(
+            FakeRunner(outcome=lambda _n, _r: _complete(DOUBLED)), BASELINE
+        )
+        request = TrialRequest(pipeline=Path(__file__), knobs=BASELINE, steps=6)
+        assert runner(request, Budgets()).status is TrialStatus.COMPLETE
+        assert runner(request, Budgets()).status is TrialStatus.COMPLETE
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith("Your BASELINE changes the data: `Lines` is an IterableDataset")
+    assert warning.endswith("fix the dataset, then tune again.")
     assert data_problem(_complete(DOUBLED)) == DOUBLED.statement()
     assert data_problem(_complete(SHARDED)) is None

@@ -10,12 +10,15 @@ is not charged for it.
 
 The file's own BASELINE is kept whatever it yields: it is what the user runs today, the figure
 every other configuration is compared against (a baseline that duplicates understates their
-speed-ups, never overstates them), and its report says what is wrong.
+speed-ups, never overstates them), and refusing it would leave nothing to compare with. That
+it changes the data is said once, as a warning, so "keep your baseline" is never read as a
+clean bill.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +27,15 @@ from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._options import TrialRunner
 
-__all__ = ["data_problem", "refusing_changed_data"]
+__all__ = ["BASELINE_WARNING", "data_problem", "refusing_changed_data"]
+
+logger = logging.getLogger("tfperf.tuner")
+
+#: Said once when the file's own BASELINE changes the data (`%s`: the check's sentence).
+BASELINE_WARNING = (
+    "Your BASELINE changes the data: %s The study compares every configuration with it as it "
+    "is, and refuses any other that changes the data; fix the dataset, then tune again."
+)
 
 
 def data_problem(outcome: TrialOutcome) -> str | None:
@@ -50,14 +61,24 @@ def refusing_changed_data(run: TrialRunner, baseline: Knobs) -> TrialRunner:
         >>> runner = refusing_changed_data(run_trial, pipeline.baseline)  # doctest: +SKIP
     """
 
+    warned = False
+
     def checked(
         request: TrialRequest,
         budgets: Budgets,
         *,
         on_progress: Callable[[Any], bool] | None = None,
     ) -> TrialOutcome:
+        nonlocal warned
         outcome = run(request, budgets, on_progress=on_progress)
-        problem = data_problem(outcome) if request.knobs != baseline else None
-        return refused(outcome, problem) if problem is not None else outcome
+        problem = data_problem(outcome)
+        if problem is None:
+            return outcome
+        if request.knobs != baseline:
+            return refused(outcome, problem)
+        if not warned:
+            warned = True
+            logger.warning(BASELINE_WARNING, problem)
+        return outcome
 
     return checked
