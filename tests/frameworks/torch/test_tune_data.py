@@ -4,6 +4,7 @@ duplicates, so none of them is ranked, and the answer is no speed-up."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tests.frameworks.torch.test_profile import UNSHARDED
 pytest.importorskip("torch")
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="PyTorch's rule is one worker here")
 def test_duplicated_data_is_never_a_speed_up(tmp_path: Path):
     pipelines.write(tmp_path, UNSHARDED)
     args = ("--trials", "2", "--rounds", "1", "--finalists", "1", "--seed", "3")
