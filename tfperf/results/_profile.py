@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import ResultFileError
+from tfperf.results._discovery import Discovery
 from tfperf.results._distribution import Distribution
+from tfperf.results._findings import Conflict, Finding
 from tfperf.results._json import JsonRecord
 from tfperf.results._limit import RATE_NOISE, Limit, TrainingRate
 from tfperf.results._loader_checks import PassCheck, WorkerMemory
@@ -35,12 +37,27 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 
 
+#: Wait share of step time at or above which input is the main problem (TensorBoard: 20%).
+HIGHLY_INPUT_BOUND_AT = 0.20
+#: Wait share at or above which input costs noticeable time (TensorBoard: 5%).
+MODERATELY_INPUT_BOUND_AT = 0.05
+
+
 class Verdict(str, Enum):
     """Where the step time goes, on the scale of TensorBoard's input-pipeline analyser."""
 
     HIGHLY_INPUT_BOUND = "highly-input-bound"
     MODERATELY_INPUT_BOUND = "moderately-input-bound"
     COMPUTE_BOUND = "compute-bound"
+
+    @classmethod
+    def of(cls, input_wait_fraction: float) -> Verdict:
+        """The verdict for a wait share, on TensorBoard's scale (20% and 5%)."""
+        if input_wait_fraction >= HIGHLY_INPUT_BOUND_AT:
+            return cls.HIGHLY_INPUT_BOUND
+        if input_wait_fraction >= MODERATELY_INPUT_BOUND_AT:
+            return cls.MODERATELY_INPUT_BOUND
+        return cls.COMPUTE_BOUND
 
 
 class Phase(str, Enum):
@@ -669,6 +686,12 @@ class ProfileResult(JsonRecord):
     utilisation: Utilisation | None = None
     # A loader with worker processes (a DataLoader): its items, workers and first batch.
     loader: LoaderReport | None = None
+    # What tfperf says about these figures, each with its evidence (`tfperf.findings`), and
+    # the figures that disagreed with the weaker statement printed instead.
+    findings: list[Finding] = dataclasses.field(default_factory=list)
+    conflicts: list[Conflict] = dataclasses.field(default_factory=list)
+    # The call sites found in a plain file or a script, as written; None for a knobs file.
+    discovery: Discovery | None = None
 
     @property
     def end_to_end_over_pipeline(self) -> float | None:
