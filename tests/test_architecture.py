@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("outputs",),  # writes files; imports errors
     ("knobs",),
     ("results",),
+    ("findings",),  # what a profile says: rules and checks over results, neutral
     ("offload",),  # tf.data service sizing: records and rules, neutral
     ("frameworks",),  # the framework interface and registry: neutral
     ("probes",),
@@ -46,11 +47,12 @@ FACED |= {
     "frameworks.tensorflow",
     "frameworks.torch",
     "offload",
+    "findings",
 }
 #: Public modules of a faced package that are faces of their own, one concept each (as
 #: `optuna.visualization.matplotlib` is): outsiders may import `tfperf.<package>.<sub-face>`.
 SUB_FACES: dict[str, frozenset[str]] = {
-    "results": frozenset({"stages", "scaling", "discovery", "tune"}),
+    "results": frozenset({"stages", "scaling", "discovery", "tune", "findings"}),
     "study": frozenset({"storage", "cluster", "ledger", "records"}),
     "knobs": frozenset({"declare", "choices"}),
     "measure": frozenset({"scaling", "emulated", "training"}),

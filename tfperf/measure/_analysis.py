@@ -20,6 +20,9 @@ from tfperf.measure import _restarts as restarts
 # The stage figures moved to `_bottleneck`; re-exported for callers that import them from here.
 from tfperf.measure._bottleneck import stage_report as stage_report
 from tfperf.measure._bottleneck import with_added_costs as with_added_costs
+
+# The verdict's scale is the result's (`Verdict.of`); its lower bound serves the scaling runs.
+from tfperf.results import MODERATELY_INPUT_BOUND_AT as MODERATELY_INPUT_BOUND_AT
 from tfperf.results import (
     Phase,
     PhaseResult,
@@ -29,10 +32,6 @@ from tfperf.results import (
     Verdict,
     Warmup,
 )
-
-# The verdict's thresholds are the result's (`Verdict.of`), re-exported for the scaling runs.
-from tfperf.results._profile import HIGHLY_INPUT_BOUND_AT as HIGHLY_INPUT_BOUND_AT
-from tfperf.results._profile import MODERATELY_INPUT_BOUND_AT as MODERATELY_INPUT_BOUND_AT
 from tfperf.results.stages import RestartCost
 
 

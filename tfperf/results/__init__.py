@@ -29,6 +29,7 @@ from tfperf.results._limit import (
     TrainingRate,
 )
 from tfperf.results._profile import (
+    MODERATELY_INPUT_BOUND_AT,
     CpuUsage,
     Environment,
     GpuStats,
@@ -55,6 +56,7 @@ from tfperf.results._utilisation import (
 
 __all__ = [
     "MLPERF_STORAGE_BAR",
+    "MODERATELY_INPUT_BOUND_AT",
     "RATE_NOISE",
     "CpuUsage",
     "Environment",
