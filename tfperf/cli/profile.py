@@ -166,7 +166,8 @@ class ProfileCommand(Command):
         knobs = _through_service(args, framework, pipeline, knobs)
         _status(f"Profiling {args.pipeline} ({_window_words(args)})...", args)
         found: list[Discovery] = []
-        with ProgressDisplay(enabled=not args.quiet) as progress:
+        waiting = Path(args.pipeline).name
+        with ProgressDisplay(enabled=not args.quiet, waiting=waiting) as progress:
             if args.debug:  # in this process, so that a failure shows its whole traceback
                 result = _profile_here(pipeline, knobs, args, progress, found)
             else:
