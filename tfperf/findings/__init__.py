@@ -5,7 +5,8 @@
 result with its `findings` (heaviest first), its `conflicts`, and `advice` (the findings as
 one paragraph, for readers of older JSON). It is pure and idempotent: a saved result can be
 concluded again on any machine, without TensorFlow. A framework passes findings in its own
-words (`origin` set to its name); they replace the neutral rule of the same name.
+words (`origin` set to its name); they replace the neutral findings of the same rule or
+topic.
 
 Example:
     >>> result = conclude(ProfileResult.load("reports/p-profile.json"))  # doctest: +SKIP
@@ -20,6 +21,7 @@ from tfperf.findings._facts import PipelineFacts
 from tfperf.findings._rules import (
     CONTENTION_AT,
     DISTURBED_BELOW,
+    INPUT_RATES,
     RULES,
     STAGES_DISTURBED_SHARE,
     Rule,
@@ -29,6 +31,7 @@ from tfperf.findings._stage_fixes import stage_fix
 __all__ = [
     "CONTENTION_AT",
     "DISTURBED_BELOW",
+    "INPUT_RATES",
     "RULES",
     "STAGES_DISTURBED_SHARE",
     "PipelineFacts",

@@ -23,8 +23,8 @@ def conclude(result: ProfileResult, framework: Sequence[Finding] = ()) -> Profil
     own = list(framework) or [f for f in result.findings if f.origin != "tfperf"]
     result, conflicts, added = check_figures(result)
     facts = PipelineFacts.of(result)
-    taken = {finding.rule for finding in own}
-    made = [f for rule in RULES for f in rule(result, facts) if f.rule not in taken]
+    taken = {finding.rule for finding in own} | {f.topic for f in own if f.topic}
+    made = [f for rule in RULES for f in rule(result, facts) if not {f.rule, f.topic} & taken]
     findings, dropped = check_sentences([*made, *own, *added], facts)
     findings.sort(key=lambda finding: -finding.weight)
     stages = result.stages

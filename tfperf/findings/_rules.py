@@ -31,6 +31,9 @@ STAGES_DISTURBED_SHARE = 0.25
 CAUTION_WEIGHT = 0.5
 #: Memory findings rank by this weight: memory is no share of step time, but a hazard.
 MEMORY_WEIGHT = 0.15
+#: The question the input-rate findings answer: how the input alone compares with the model.
+#: A framework's finding on this topic, in its own words, replaces the neutral ones.
+INPUT_RATES = "input-rates"
 
 
 def demand(result: ProfileResult) -> float | None:
@@ -237,6 +240,7 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
                 "the time): speed now comes from the model's own step.",
                 None,
                 _phase_evidence(result),
+                topic=INPUT_RATES,
                 weight=0.01,
             )
         ]
@@ -250,6 +254,7 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
                 f"Steps wait for input {wait:.0%} of the time.",
                 "Make the input faster; `tfperf tune` searches its knobs.",
                 _phase_evidence(result),
+                topic=INPUT_RATES,
                 weight=wait * 0.9,
             )
         ]
@@ -263,6 +268,7 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
                 "Speed up the input (parallel map and reads, prefetch, caching decoded data); "
                 "`tfperf tune` searches these knobs.",
                 _phase_evidence(result),
+                topic=INPUT_RATES,
                 weight=wait * 0.9,
             )
         ]
@@ -277,6 +283,7 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             fix or None,
             _phase_evidence(result),
             relies_on=("the pipeline prefetches",) if not fix else ("no prefetch in the pipeline",),
+            topic=INPUT_RATES,
             weight=wait * 0.9,
         )
     ]
@@ -297,6 +304,7 @@ def prefetch_zero(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             "Start with prefetch (tf.data.AUTOTUNE, or 1-2 batches).",
             _phase_evidence(result),
             relies_on=("no prefetch stage",),
+            topic=INPUT_RATES,
             weight=result.input_wait_fraction * 0.95,
         )
     ]

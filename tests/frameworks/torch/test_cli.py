@@ -35,12 +35,16 @@ def test_profile_names_the_loader_in_its_own_words(
 
     pipelines.write(tmp_path)
     monkeypatch.chdir(tmp_path)
-    assert main(["profile", "pipeline.py", "--debug", "--no-stages", *SMALL[:-1]]) == 0
+    argv = ["profile", "pipeline.py", "--debug", "--no-stages", "--verbose", *SMALL[:-1]]
+    assert main(argv) == 0
     out, err = capsys.readouterr()
 
     assert "PyTorch DataLoader pipeline: pipeline.py" in err
     assert "Waits.__getitem__` (pipeline.py:13)" in out
     assert "num_workers=0" in out and "num_parallel_calls" not in out
+    # Every finding in the DataLoader's words, none in tf.data's.
+    for words in ("parallel map", "prefetch(", "repeat()", "tf.data"):
+        assert words not in out
     assert "DataLoader: 0 workers (in the trainer)" in out
     saved = json.loads((tmp_path / "reports" / "pipeline-profile.json").read_text())
     assert saved["loader"]["item_function"] == "Waits.__getitem__"

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import math
 
+from tfperf.findings import INPUT_RATES
 from tfperf.frameworks.torch._items import ItemTiming, workers_for
-from tfperf.knobs import KNOBS
-from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult
+from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult, Verdict
+from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import LoaderReport
 
 #: Workers tfperf proposes at most: past it, process start-up and RAM cost more than they buy.
@@ -91,18 +92,13 @@ def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
     return f"The train step binds: {binding.detail}; the loader can keep up with it.{reach}"
 
 
-def loader_advice(result: ProfileResult, loader: LoaderReport) -> str:
-    """Advice for an input-bound DataLoader, in the framework's words: its supply against the
-    step's demand, then its items and the workers that would keep up.
-
-    The core's advice stands where the wait is mostly restarts (its workers starting at each
-    epoch): that advice already says to keep them (`persistent_workers=True`).
-    """
-    restarts = result.restarts
-    if restarts is not None and "restart" in result.advice:
-        return (
-            f"{result.advice}{_kept_workers_check(result.advice)} {_items_advice(loader)}".strip()
-        )
+def rate_finding(result: ProfileResult, loader: LoaderReport) -> Finding | None:
+    """The DataLoader against the step, in the DataLoader's words: its wait, its supply against
+    the step's demand, then its items and the workers that would keep up; None when compute
+    bounds training. It answers the core's question of the input's rates (`topic`), so the
+    core's tf.data words for it are not made."""
+    if result.verdict is Verdict.COMPUTE_BOUND:
+        return None
     wait = f"Steps wait for the DataLoader {result.input_wait_fraction:.0%} of the time"
     alone, compute = result.pipeline_only, result.compute_only
     if alone is not None and compute is not None:
@@ -110,13 +106,17 @@ def loader_advice(result: ProfileResult, loader: LoaderReport) -> str:
             f": alone it delivers {alone.examples_per_sec:,.0f} examples/s, the step alone "
             f"could take {compute.examples_per_sec:,.0f}"
         )
-    return f"{wait}. {_items_advice(loader)}".strip()
-
-
-def _kept_workers_check(advice: str) -> str:
-    """What to check when `advice` turns persistent_workers on: the knob's declared words."""
-    note = KNOBS["persistent_workers"].check_note
-    return f" {note}" if note and "persistent_workers=True" in advice else ""
+    e2e = result.end_to_end
+    return Finding(
+        "loader-rates",
+        Level.FIX,
+        f"{wait}.",
+        _items_advice(loader),
+        Evidence("end_to_end", e2e.steps),
+        topic=INPUT_RATES,
+        weight=result.input_wait_fraction * 0.9,
+        origin="torch",
+    )
 
 
 def _items_advice(loader: LoaderReport) -> str:

@@ -43,7 +43,7 @@ from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
 from tfperf.frameworks.torch._findings import loader_findings, with_check_notes
 from tfperf.frameworks.torch._items import time_items
-from tfperf.frameworks.torch._limit import estimate_workers, loader_advice, loader_limit
+from tfperf.frameworks.torch._limit import estimate_workers, loader_limit, rate_finding
 from tfperf.frameworks.torch._pass import PASS_SECONDS, CheckedPass, check_pass
 from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
@@ -52,7 +52,7 @@ from tfperf.measure import Budget, EpochInfo, ProgressCallback, batch_examples, 
 from tfperf.measure.training import time_step
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.probes import MemoryPeak, MemorySampler, Probe
-from tfperf.results import PhaseResult, ProfileResult, Verdict
+from tfperf.results import PhaseResult, ProfileResult
 from tfperf.results.discovery import Discovery
 from tfperf.results.stages import EpochSource, LoaderReport, StageKind
 from tfperf.tracebacks import exception_headline, exception_user_frames, format_frames
@@ -205,23 +205,17 @@ def _finished(
     for gpu, peak in zip(result.gpus, _torch.allocator_peaks(), strict=False):
         gpu.torch_allocator_peak_bytes = peak  # torch and NVML list the visible GPUs alike
     result.limit = loader_limit(result, report, cores, one_thread)
-    if result.verdict is not Verdict.COMPUTE_BOUND:
-        result.advice = loader_advice(result, report)
-    return _with_pass_findings(result, report)
+    return _with_loader_findings(result, report)
 
 
-def _with_pass_findings(result: ProfileResult, report: LoaderReport) -> ProfileResult:
-    """`result` with what the checked pass found (`_findings`) among its findings and first
-    in its advice (duplicated data makes every rate above wrong, so it leads), and a fix that
-    turns persistent_workers on saying what to check (`_findings.with_check_notes`)."""
-    found = loader_findings(report)
-    noted = with_check_notes(result.findings)
-    if not found and not noted:
-        return result
-    advice = result.advice
-    result = findings.conclude(result, framework=[*found, *noted])
-    result.advice = " ".join([*(finding.sentence for finding in found), advice]).strip()
-    return result
+def _with_loader_findings(result: ProfileResult, report: LoaderReport) -> ProfileResult:
+    """`result` concluded with the DataLoader's own findings: its rates in its words
+    (`_limit.rate_finding`), what the checked pass found (`_findings`; duplicated data makes
+    every rate wrong, so it weighs most and leads), and a fix that turns persistent_workers
+    on saying what to check (`_findings.with_check_notes`)."""
+    rate = rate_finding(result, report)
+    own = [*loader_findings(report), *([rate] if rate is not None else [])]
+    return findings.conclude(result, framework=[*own, *with_check_notes(result.findings)])
 
 
 def _as_run(knobs: Knobs, options: dict[str, Any]) -> dict[str, Any]:
