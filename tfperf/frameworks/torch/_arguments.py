@@ -10,8 +10,9 @@ of the library's `DataLoader` back to such an option, and only where all of thes
 - the user's line that reached the library passes `NAME.dest` as an argument, `NAME` an
   `argparse.Namespace` in that frame (a value copied into a variable first is not followed);
 - that attribute holds what the `DataLoader` got, of the same type (`True` is not `1`);
-- the option's default is that value too: the run used the default, not a value given on
-  the command line, so changing the default changes what the library gets;
+- the option's default is that value too, and the command line does not give the option
+  (nor an abbreviation of it): the run used the default, so changing the default changes
+  what the library gets;
 - one option fits; where two do, the one the user's call passes under the argument's own
   name (`num_workers=args.workers`), else none.
 
@@ -61,6 +62,7 @@ class Option:
     default: Any
     place: Place
     form: ArgumentForm
+    flags: tuple[str, ...] = ()  # its option strings (`-j`, `--workers`); none: positional
 
 
 class Options:
@@ -90,8 +92,11 @@ class Options:
             written="default",
         )
         form = ArgumentForm.KEYWORD if "default" in kwargs else ArgumentForm.ABSENT
-        option = Option(dest, getattr(action, "default", None), place, form)
-        self.by_dest.setdefault(dest, []).append(option)
+        flags = tuple(getattr(action, "option_strings", ()))
+        option = Option(dest, getattr(action, "default", None), place, form, flags)
+        known = self.by_dest.setdefault(dest, [])
+        if option not in known:  # a parser built twice adds the same option again
+            known.append(option)
 
 
 @contextlib.contextmanager
@@ -167,10 +172,30 @@ def _option_passed(
     found = options.by_dest.get(dest, [])
     if len(found) != 1 or not _same(getattr(namespace, dest, _MISSING), value):
         return None
-    return found[0] if _same(found[0].default, value) else None
+    option = found[0]
+    if not _same(option.default, value) or _given(option, sys.argv[1:]):
+        return None
+    return option
 
 
 _MISSING = object()
+
+
+def _given(option: Option, argv: list[str]) -> bool:
+    """Whether the command line may set the option (its default then did not reach the call,
+    even where the values agree): a flag written out, `--flag=value`, a short flag with its
+    value attached (`-j4`), or a long flag abbreviated (`--work`, which argparse accepts).
+    A positional option is always given."""
+    if not option.flags:
+        return True
+    for arg in argv:
+        written = arg.split("=", 1)[0]
+        for flag in option.flags:
+            if written == flag or (len(flag) == 2 and arg.startswith(flag)):
+                return True
+            if flag.startswith("--") and len(written) > 2 and flag.startswith(written):
+                return True
+    return False
 
 
 def _same(a: Any, b: Any) -> bool:
