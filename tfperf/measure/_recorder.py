@@ -190,5 +190,6 @@ def empty_message(recorder: PhaseRecorder) -> str:
         )
     return (
         "the dataset is empty: it yielded no batch. Check the input files exist and are not "
-        "filtered out, and that batch(drop_remainder=True) is not dropping the only batch."
+        "filtered out, and that dropping a last partial batch (tf.data's drop_remainder, a "
+        "DataLoader's drop_last) does not drop the only one."
     )

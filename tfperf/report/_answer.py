@@ -8,6 +8,7 @@ the HTML page and the JSON say the same thing.
 from __future__ import annotations
 
 from tfperf.findings import answer
+from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.results import ProfileResult, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
 
@@ -59,6 +60,7 @@ def render_answer(result: ProfileResult) -> str:
         lines.append(
             f"Limit: {result.limit.examples_per_sec:,.0f} examples/s, {result.limit.bound_words}."
         )
+    lines += _utilisation(result)
     shown = answer(result, ANSWER_FINDINGS)
     if shown:
         count = len(result.findings)
@@ -89,6 +91,17 @@ def evidence_words(evidence: Evidence) -> str:
     if evidence.spread:
         parts.append(evidence.spread)
     return "; ".join(parts)
+
+
+def _utilisation(result: ProfileResult) -> list[str]:
+    """With an emulated or predicted step: that the step was emulated, the measured step's
+    utilisation and the verdict against the bar (the rest is in --verbose)."""
+    note = emulated_note(result)
+    words = utilisation_words(result)
+    lines = [note] if note else []
+    if words is not None:
+        lines += [f"{words.title}:", *(f"  {p}" for p in words.points[:1]), f"  {words.verdict}"]
+    return lines
 
 
 def _more(result: ProfileResult, shown: int) -> str:

@@ -13,7 +13,7 @@ from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
 from tfperf.report._scaling import render_scaling
 from tfperf.report._utilisation import utilisation_text
 from tfperf.report._words import knob_value
-from tfperf.results import PhaseResult, ProfileResult
+from tfperf.results import Environment, PhaseResult, ProfileResult
 from tfperf.results.stages import (
     AutotuneReadout,
     BatchShape,
@@ -292,7 +292,7 @@ def _configuration(result: ProfileResult) -> str:
     env = result.environment
     return (
         f"Configuration: {knobs}\n"
-        f"Environment: tfperf {env.tfperf_version}, TensorFlow {env.tensorflow_version or 'n/a'}, "
+        f"Environment: tfperf {env.tfperf_version}, {_frameworks(env)}, "
         f"Python {env.python_version}, {env.cpu_count} CPUs ({env.cpu_model})"
     )
 
@@ -344,3 +344,11 @@ def findings_text(result: ProfileResult) -> str:
             f"  Corrected ({conflict.invariant}): {conflict.found}; printed {conflict.printed}."
         )
     return "\n".join(lines)
+
+
+def _frameworks(env: Environment) -> str:
+    """The framework versions the run had: TensorFlow's, and torch's where it was imported."""
+    found = [f"TensorFlow {env.tensorflow_version or 'n/a'}"]
+    if env.torch_version:
+        found.append(f"torch {env.torch_version}")
+    return ", ".join(found)
