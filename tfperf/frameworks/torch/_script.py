@@ -4,8 +4,9 @@ A script that builds a `DataLoader` and trains in its own loop (`for x, y in loa
 no `fit` to take over at. tfperf runs it as `python train.py ARGS` would (`runpy`,
 `__name__ == "__main__"`, `sys.argv == [train.py, *ARGS]`, its folder first on `sys.path`; all
 restored afterwards), with every `DataLoader(...)` call of the user's recorded and its
-arguments overridden by site (`_sites`), and the first loader of the user's that the script
-iterates *measured*: `iter(loader)` hands the loop a timed iterator, in which
+arguments overridden by site (`_sites`), and the first loader of the user's (or one a library
+made when the user's code called it) that the script iterates *measured*: `iter(loader)`
+hands the loop (or the library's own iterator) a timed iterator (`_script_iter`), in which
 
 - time inside `next()` is *waiting* for the loader,
 - time from one batch's return to the next `next()` is *computing* (the training step, and

@@ -11,10 +11,14 @@ construction is traced to the frame that made it:
   positions) and becomes a site knob, `DataLoader@train.py:40.num_workers`; an override for
   that name replaces the value before the `DataLoader` sees it. When an override leaves the
   loader with no workers, `persistent_workers` and `prefetch_factor` (which need workers) go
-  back to their defaults, so a trial never builds a loader torch refuses;
+  back to their defaults, so a trial never builds a loader torch refuses. An argument written
+  `args.workers` whose value is an argparse option's default is the option's site instead
+  (`_arguments`: tuned and patched at its `add_argument(default=...)`);
 - any other frame is a library's (Lightning's `Trainer.fit`, Hugging Face's `Trainer`, which
   build their loaders inside): listed as not tunable here, with the user's line that reached
-  it, since tfperf rewrites only the user's files.
+  it, since tfperf rewrites only the user's files. Reached from the user's code, its loader
+  may still be measured (`measurable`), and its arguments that trace back to the user's
+  options' defaults are sites at those options, overridden where the library makes it.
 
 `TorchSites` is the framework's `CallSites`: `find` runs the script up to its loop's first
 batch and returns the `Discovery`; `patch` writes a measured configuration back as a unified
