@@ -117,7 +117,9 @@ def test_restart_stall_over_the_windows_own_epoch_is_input_bound_and_says_why():
 
 # 128 records through a sequential map of 2 ms each into a shuffle buffer holding them all:
 # every restart stalls ~0.26 s while the buffer refills; between restarts the prefetched
-# batches are ready at once and each 50 ms step barely waits.
+# batches are ready at once and each 100 ms step barely waits. The pipeline alone (~490
+# examples/s, restarts included) runs 3x the model (160/s): a loaded machine halving it still
+# leaves it faster, so the verdict cannot follow the rates to input-bound.
 FINITE_SHUFFLE = """
 import time
 import numpy as np
@@ -137,7 +139,7 @@ def make_dataset(knobs):
 
 def make_train_step(knobs):
     def step(batch):
-        time.sleep(0.05)
+        time.sleep(0.1)
     return step
 """
 
@@ -153,7 +155,7 @@ def test_finite_shuffle_pipeline_is_judged_by_its_real_epoch(write_pipeline):
     assert cost.evidence is RestartEvidence.FEW_RESTARTS and cost.stage is None
     assert (cost.epoch_steps, cost.epoch_source) == (10_000, EpochSource.GIVEN)
     # The window is dominated by the refills; a real epoch of 10,000 steps is not.
-    assert result.end_to_end.input_wait_fraction > 0.2
+    assert result.end_to_end.input_wait_fraction > 0.1
     assert result.verdict is Verdict.COMPUTE_BOUND
     assert "restarted" in result.advice and "cannot tell what a restart costs" in result.advice
     assert "shuffle(128)" not in result.advice

@@ -75,7 +75,8 @@ MIN_STEADY_STEPS = 5
 #: A stage's own delay to its first element under this is within what scheduling on a busy
 #: machine adds to one fresh start: it names no stage.
 FIRST_ELEMENT_NOISE_S = 0.005
-#: Share of a restart's cost the named stage's own delay must explain: a stage adding a tenth
+#: Share of a restart's wait (the median of its waits, a fresh start's whole delay as the
+#: first-element times are) the named stage's own delay must explain: a stage adding a tenth
 #: of the wait is not what the restart waits for.
 EXPLAINS_SHARE = 0.25
 
@@ -294,17 +295,18 @@ def attribute(cost: RestartCost, stages: Sequence[StageStat]) -> RestartCost:
     A batch of B waits for B elements of the stage below: B - 1 of them at that stage's
     steady rate, which is that stage's share, not the batch's. A stage is a candidate only
     when its own share is measured (it and the stage below it have a first element), above
-    `FIRST_ELEMENT_NOISE_S` and at least `EXPLAINS_SHARE` of the restart's cost, and it runs
+    `FIRST_ELEMENT_NOISE_S` and at least `EXPLAINS_SHARE` of a restart's wait, and it runs
     at a restart: stages a `cache()` above them serves from the second epoch on do not, and
     stages that only pass elements on (`prefetch`, `repeat`, `take`, `skip`) add only noise.
     `cost` comes back unchanged when its evidence is not enough (it names no stage then) or no
     stage is a candidate.
     """
-    if not cost.evidence_enough or cost.seconds_per_restart <= FIRST_ELEMENT_NOISE_S:
+    if not cost.evidence_enough or not cost.restart_waits_s:
         return cost
     own = own_first_element_s(stages)
     skipped = {s.index for s in stages if s.kind in _PASSES_ON} | cached_before(stages)
-    floor = max(FIRST_ELEMENT_NOISE_S, EXPLAINS_SHARE * cost.seconds_per_restart)
+    wait = statistics.median(cost.restart_waits_s)
+    floor = max(FIRST_ELEMENT_NOISE_S, EXPLAINS_SHARE * wait)
     candidates = [i for i in own if i not in skipped and own[i] > floor]
     if not candidates:
         return cost
