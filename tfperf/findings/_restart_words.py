@@ -26,7 +26,7 @@ _SOURCE = {
 }
 
 
-def restart_finding(cost: RestartCost, *, loader: bool) -> Finding | None:
+def restart_finding(cost: RestartCost, *, loader: bool = False) -> Finding | None:
     """The finding on restarts: their cost and fix when they dominate, a note when they weigh
     little, "cannot tell" when too few were measured; None when none happened."""
     samples = cost.restarts
@@ -51,8 +51,8 @@ def restart_finding(cost: RestartCost, *, loader: bool) -> Finding | None:
             Level.NOTE,
             f"The {_pipeline(loader)} restarted {samples} time{'s' * (samples != 1)} in the "
             f"window ({format_seconds(cost.seconds_per_restart)} each{cost.waiting_on}); over a "
-            f"real epoch of {cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}) that "
-            "weighs little, and the figures count it once per epoch.",
+            f"real epoch of {cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}) restarts "
+            "add less wait than the steps between them, and the figures count one per epoch.",
             None,
             evidence,
             weight=share,

@@ -24,11 +24,9 @@ for a shuffle of four file names). A stage is named only from that measurement: 
 one whose share explains too little of the restart. Without the stage analysis no tf.data
 stage is named (`restart_stage` reads a candidate off the stage graph for `EpochInfo`).
 
-Restarts are what `repeat()` (or a cache of the expensive stages) removes, so when they
-dominate the wait the verdict follows the wait between restarts (`verdict_wait`): a pipeline
-that keeps up between restarts is not called input-bound for its restarts; the advice says
-what they cost. Only where there is a steady part between restarts: with epochs of a step or
-two, restarts are most of training, and the verdict follows the wait weighed by the epoch.
+The verdict follows the wait weighed by the real epoch (`verdict_wait`): restarts happen
+once per epoch of training too, and are its cost; what `repeat()` would save is the restart
+finding's to say (`tfperf.findings`), never the verdict's to leave out.
 """
 
 from __future__ import annotations
@@ -70,8 +68,6 @@ SPREAD_RATIO = 3.0
 #: the pipeline filling again (the same pipeline never took that long alone); a model
 #: competing for the CPU slows a refill by far less.
 ALONE_RATIO = 5.0
-#: Steps between restarts needed before their wait is the steady wait the verdict may follow.
-MIN_STEADY_STEPS = 5
 #: A stage's own delay to its first element under this is within what scheduling on a busy
 #: machine adds to one fresh start: it names no stage.
 FIRST_ELEMENT_NOISE_S = 0.005
@@ -389,139 +385,16 @@ def _sequential(stage: StageStat) -> bool:
 
 
 def verdict_wait(end_to_end: PhaseResult, cost: RestartCost | None) -> float:
-    """The wait share the verdict follows: weighed by the real epoch, but the wait between
-    restarts when restarts dominate (they are what `repeat()` or `cache()` removes) and there
-    is a steady part between them to follow (`steady_between`)."""
+    """The wait share the verdict follows: weighed by the real epoch where the dataset
+    restarted, else the phase's own."""
     if cost is None:
         return end_to_end.input_wait_fraction
-    if restart_dominates(cost) and steady_between(cost):
-        return cost.steady_wait_fraction
     return cost.weighted_wait_fraction
-
-
-def steady_between(cost: RestartCost) -> bool:
-    """Whether the steps between restarts are a steady part the verdict can follow.
-
-    Not with epochs under `SHORT_EPOCH_STEPS` (real or observed) or an epoch that never
-    settles: restarts then happen every step or two of training too, and are its cost. Not
-    from fewer than `MIN_STEADY_STEPS` such steps in all: a few prefetched steps say nothing.
-    """
-    return (
-        not cost.short_epoch
-        and cost.epoch_steps >= SHORT_EPOCH_STEPS
-        and cost.steady_steps >= MIN_STEADY_STEPS
-    )
 
 
 def restart_dominates(cost: RestartCost) -> bool:
     """Whether restarts cost more wait per real epoch than the steady steps do."""
     return cost.dominates
-
-
-def restart_advice(cost: RestartCost) -> str:
-    """Advice when the wait is mostly restarts: what refills, and how to avoid restarting."""
-    share = f"{cost.weighted_wait_fraction:.0%}"
-    what = _what_refills(cost)
-    refill = cost.stage_kind in (StageKind.SHUFFLE, StageKind.CACHE) and not cost.short_epoch
-    prefetch = (
-        " Prefetch does not help here: the stall is the pipeline filling again, not input "
-        "failing to overlap."
-        if refill or cost.stage is None
-        else ""
-    )
-    each = (
-        f"each restart of the dataset costs {cost.seconds_per_restart:.3g} s while {what}"
-        if cost.evidence_enough
-        else f"tfperf {cost.would_tell or 'cannot tell what a restart costs'}"
-    )
-    return (
-        f"Steps wait for input {share} of the time over a real epoch of {cost.epoch_steps:,} "
-        f"steps ({_source(cost)}), almost all of it at restarts: {each}; between restarts "
-        f"steps wait {cost.steady_wait_fraction:.0%} of the time. {_restart_fix(cost)}{prefetch}"
-    )
-
-
-def restart_note(cost: RestartCost) -> str:
-    """One sentence on restarts that do not dominate the wait: their cost, and their weight."""
-    where = cost.waiting_on
-    each = (
-        f"{cost.seconds_per_restart:.3g} s each{where}"
-        if cost.evidence_enough
-        else f"tfperf {cost.would_tell or 'cannot tell what one costs'}"
-    )
-    return (
-        f" The dataset restarted {cost.restarts} time{'s' * (cost.restarts != 1)} in this "
-        f"window ({each}, "
-        f"{cost.window_wait_share:.0%} of the window's wait); over a real epoch of "
-        f"{cost.epoch_steps:,} steps ({_source(cost)}) "
-        "that weighs little, and the figures above count it once per epoch."
-    )
-
-
-def _what_refills(cost: RestartCost) -> str:
-    if cost.stage_kind is StageKind.WORKERS:
-        return "the loader's worker processes start again"
-    late = _late(cost)
-    if cost.short_epoch:
-        return (
-            "an epoch is too short for the pipeline to reach a steady state (its steps wait "
-            "less and less until the next restart), so each epoch is mostly start-up" + late
-        )
-    if cost.stage is None:
-        return "the pipeline fills again"
-    if cost.measured and cost.stage_kind not in (StageKind.SHUFFLE, StageKind.CACHE):
-        return f"{cost.stage} is late with its first elements" + late
-    if cost.stage_kind is StageKind.SHUFFLE:
-        return f"{cost.stage} refills its buffer"
-    if cost.stage_kind is StageKind.CACHE:
-        return f"{cost.stage} is read again from the start"
-    return f"{cost.stage} ramps up again"
-
-
-_REPEAT = (
-    "Call repeat() on the dataset and pass steps_per_epoch to fit, so the pipeline never "
-    "restarts and stays warm across epochs"
-)
-
-
-def _late(cost: RestartCost) -> str:
-    if not cost.measured or cost.stage_own_s is None:
-        return ""
-    return f" ({cost.stage} adds {cost.stage_own_s:.3g} s of the wait after a fresh start)"
-
-
-def _restart_fix(cost: RestartCost) -> str:
-    if cost.stage_kind is StageKind.WORKERS:
-        return (
-            "Pass persistent_workers=True to the DataLoader, so its workers outlive each "
-            "epoch instead of starting again (and re-importing what they load) at every one."
-        )
-    argument = _PARALLEL_ARGUMENT.get(cost.stage_kind) if cost.stage_kind else None
-    if cost.stage_sequential and argument is not None:
-        return (
-            f"Give {cost.stage} {argument}=tf.data.AUTOTUNE: it runs on one thread, so after "
-            f"every restart its elements come one at a time; {_REPEAT[0].lower()}{_REPEAT[1:]}."
-        )
-    if cost.stage_kind is StageKind.SHUFFLE:
-        return (
-            f"{_REPEAT} (repeat() before shuffle() keeps the buffer full across epochs); or "
-            "use a smaller shuffle buffer and keep the order random by shuffling file names "
-            "(list_files(shuffle=True))."
-        )
-    if cost.stage_kind is StageKind.CACHE:
-        return (
-            f"{_REPEAT}; place cache() in memory after the expensive deterministic stages and "
-            "before shuffle, so a restart re-reads decoded data only."
-        )
-    return f"{_REPEAT}; cache() after the expensive stages also shortens each restart."
-
-
-def _source(cost: RestartCost) -> str:
-    return {
-        EpochSource.CARDINALITY: "the dataset's cardinality",
-        EpochSource.GIVEN: "--epoch-steps",
-        EpochSource.OBSERVED: "one pass of the profiled data; give --epoch-steps for the real one",
-    }[cost.epoch_source]
 
 
 def _share(part: float, whole: float) -> float:
