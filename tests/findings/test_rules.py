@@ -79,3 +79,20 @@ def test_the_answer_is_short_and_the_html_carries_every_finding():
     html = render_profile_html(result)
     for finding in result.findings:
         assert f'data-rule="{finding.rule}"' in html
+
+
+def test_the_answer_keeps_to_its_lines_with_every_section_asked_for():
+    from tests.report.test_scaling import FEEDS_TWO, curve
+    from tfperf.results import MLPERF_STORAGE_BAR, StepSource, Utilisation, UtilisationPoint
+
+    point = UtilisationPoint(0.002, StepSource.EMULATED, 0.2, 0.2)
+    utilisation = Utilisation(MLPERF_STORAGE_BAR, 0.0025, 0.00225, [point], True)
+    result = dataclasses.replace(
+        conclude(_with_prefetch(fake_profile(), 0)),
+        scaling=curve(*FEEDS_TWO),
+        emulated_step_s=0.002,
+        utilisation=utilisation,
+    )
+    answer = render_answer(result)
+    assert len([line for line in answer.splitlines() if line.strip()]) <= 20
+    assert "Scaling with replicas" in answer and "[fix]" in answer

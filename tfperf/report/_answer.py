@@ -8,6 +8,7 @@ the HTML page and the JSON say the same thing.
 from __future__ import annotations
 
 from tfperf.findings import answer
+from tfperf.report._scaling import scaling_answer
 from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.results import ProfileResult, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
@@ -16,6 +17,8 @@ __all__ = ["HEADLINES", "evidence_words", "finding_lines", "render_answer"]
 
 #: Findings the short answer lists; the rest are one flag away.
 ANSWER_FINDINGS = 3
+#: Non-empty lines the short answer keeps to.
+ANSWER_LINES = 20
 
 HEADLINES = {
     Verdict.HIGHLY_INPUT_BOUND: "HIGHLY INPUT-BOUND: the model waits for data",
@@ -61,7 +64,12 @@ def render_answer(result: ProfileResult) -> str:
             f"Limit: {result.limit.examples_per_sec:,.0f} examples/s, {result.limit.bound_words}."
         )
     lines += _utilisation(result)
-    shown = answer(result, ANSWER_FINDINGS)
+    if result.scaling is not None:  # asked for with --scaling: its answer, the table is --verbose's
+        lines += ["Scaling with replicas (--scaling):", f"  {scaling_answer(result.scaling)}"]
+    # The findings take what the figures above leave of ANSWER_LINES (a header, two lines
+    # each, the closing line).
+    room = max(1, (ANSWER_LINES - len(lines) - 2) // 2)
+    shown = answer(result, min(ANSWER_FINDINGS, room))
     if shown:
         count = len(result.findings)
         lines.append(f"Findings ({len(shown)} of {count}):" if count > len(shown) else "Findings:")
