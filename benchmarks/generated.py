@@ -23,6 +23,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ from tests.generated import Generated, Verdict, by_name, family
 from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.pipeline import load_pipeline
 from tfperf.results import ProfileResult
+from tfperf.results.findings import Level
 from tfperf.results.stages import StageStat
 
 #: The limit may sit this far below a measured rate before the check fails (noise).
@@ -117,7 +119,43 @@ def _checks(member: Generated, result: ProfileResult) -> list[Check]:
                 passed,
             )
         )
+    return checks + _advice_checks(member, result)
+
+
+def _advice_checks(member: Generated, result: ProfileResult) -> list[Check]:
+    """Every finding's preconditions hold on the member: no "batch first" for a map that runs
+    on batches, "cast after batching" only where a map casts, no file names to shuffle in a
+    pipeline that reads none, no share above the whole, and no "cannot tell" beside a named
+    answer to the same question."""
+    truth = member.truth()
+    said = [finding.sentence for finding in result.findings]
+    checks = []
+    for label in truth.batched_maps:
+        wrong = [s for s in said if label in s and "batch first" in s]
+        checks.append(_said(member, f"no 'batch first' for {label}", wrong))
+    if not truth.casts:
+        wrong = [s for s in said if "cast after batching" in s]
+        checks.append(_said(member, "no cast advice without a cast", wrong))
+    wrong = [s for s in said if "file names" in s or "list_files" in s]
+    checks.append(_said(member, "no file names to shuffle (it reads none)", wrong))
+    wrong = [s for s in said if any(float(p) > 100 for p in _SHARES.findall(s))]
+    checks.append(_said(member, "no share above 100%", wrong))
+    unsure = {f.topic for f in result.findings if f.level is Level.CAUTION and f.topic}
+    wrong = [
+        f.sentence for f in result.findings if f.topic in unsure and f.level is not Level.CAUTION
+    ]
+    checks.append(_said(member, "no 'cannot tell' beside an answer", wrong))
     return checks
+
+
+#: A share a finding states, "58% of the 4 GiB peak".
+_SHARES = re.compile(r"(\d+(?:\.\d+)?)% of")
+
+
+def _said(member: Generated, what: str, wrong: Sequence[str]) -> Check:
+    return Check(
+        member.name, what, "never said", wrong[0][:80] if wrong else "never said", not wrong
+    )
 
 
 def _restart_check(member: Generated, result: ProfileResult) -> Check:

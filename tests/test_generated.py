@@ -195,6 +195,7 @@ def test_the_bench_checks_a_profile_against_the_truth_and_names_each_miss():
     from benchmarks.generated import _checks
     from tests.reports import fake_profile
     from tfperf.results import Verdict as TfperfVerdict
+    from tfperf.results.findings import Evidence, Finding, Level
     from tfperf.results.stages import BufferHold, BufferKind, SizeSource, StageReport
 
     member = by_name("four_files")
@@ -214,6 +215,11 @@ def test_the_bench_checks_a_profile_against_the_truth_and_names_each_miss():
         memory=memory_account(holds, None, None),
     )
     assert [c.name for c in _checks(member, result) if not c.passed] == []
+    said = Finding("limiting-stage", Level.FIX, "map(decode): batch first", None, Evidence(None, 1))
+    cast = dataclasses.replace(said, rule="memory", text="cast after batching: 585% of the peak")
+    advised = dataclasses.replace(result, findings=[said, cast])
+    missed = [c.name for c in _checks(member, advised) if not c.passed]
+    assert "no cast advice without a cast" in missed and "no share above 100%" in missed
     wrong = dataclasses.replace(result, verdict=TfperfVerdict.COMPUTE_BOUND, memory=None)
     missed = [c.name for c in _checks(member, wrong) if not c.passed]
     assert missed == ["verdict", "memory of shuffle(256)", "memory of prefetch(1)"]
