@@ -55,8 +55,11 @@ class Check:
     passed: bool
 
 
-def check_member(member: Generated, steps: int, budget_s: float) -> list[Check]:
-    """Profiles `member` and checks its figures against its truth."""
+def check_member(
+    member: Generated, steps: int, budget_s: float, keep: Path | None = None
+) -> list[Check]:
+    """Profiles `member` and checks its figures against its truth; with `keep`, its profile
+    is saved there as `<member>.json`, so a miss can be read again (`tfperf report`)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{member.name}.py"
         path.write_text(member.source(), encoding="utf-8")
@@ -66,6 +69,8 @@ def check_member(member: Generated, steps: int, budget_s: float) -> list[Check]:
             analyse_stages=True,
             budget_s=member.budget_s if member.budget_s is not None else budget_s,
         )
+    if keep is not None:
+        result.save(keep / f"{member.name}.json")
     return _checks(member, result)
 
 
@@ -190,12 +195,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="one member, short windows")
     parser.add_argument("--only", action="append", help="profile only this member")
     parser.add_argument("--json", type=Path, help="also write the checks as JSON here")
+    parser.add_argument("--results", type=Path, help="save each member's profile JSON here")
     args = parser.parse_args(argv)
     members = [by_name(name) for name in args.only] if args.only else family()
     if args.smoke:
         members = members[:1]
     steps, budget = (10, 30.0) if args.smoke else (40, 120.0)
-    checks = [check for member in members for check in check_member(member, steps, budget)]
+    checks = [
+        check for member in members for check in check_member(member, steps, budget, args.results)
+    ]
     for check in checks:
         mark = "ok  " if check.passed else "FAIL"
         print(

@@ -26,7 +26,9 @@ stage is named (`restart_stage` reads a candidate off the stage graph for `Epoch
 
 The verdict follows the wait weighed by the real epoch (`verdict_wait`): restarts happen
 once per epoch of training too, and are its cost; what `repeat()` would save is the restart
-finding's to say (`tfperf.findings`), never the verdict's to leave out.
+finding's to say (`tfperf.findings`), never the verdict's to leave out. Where the restarts
+cannot say what one costs, the verdict follows the wait between them, the part that is
+known, and the restart finding says what would tell.
 """
 
 from __future__ import annotations
@@ -60,10 +62,11 @@ RAMP_MIN_SHARE = 0.1
 #: Restarts needed to state what one costs: from one or two, a single stall (a busy machine,
 #: a garbage collection) is the figure, and two unlike samples have no middle.
 MIN_RESTART_SAMPLES = 3
-#: Restart waits whose middle half (first to third quartile) spans over this many times their
-#: median share no one cost: the median of 0.004, 0.006, 0.015, 1.8 and 4.7 s stands for none
-#: of them. The middle half, not the range: one stall among twenty restarts changes nothing.
-SPREAD_RATIO = 3.0
+#: Restart waits whose middle half (first to third quartile) spans more than their median
+#: share no one cost: the median of 0.004, 0.006, 0.015, 1.8 and 4.7 s stands for none of
+#: them, nor does that of restarts alternating 74 ms and 863 ms. The middle half, not the
+#: range: one stall among twenty restarts changes nothing.
+SPREAD_RATIO = 1.0
 #: A restart wait over this many times the longest restart of the pipeline run alone was not
 #: the pipeline filling again (the same pipeline never took that long alone); a model
 #: competing for the CPU slows a refill by far less.
@@ -386,9 +389,12 @@ def _sequential(stage: StageStat) -> bool:
 
 def verdict_wait(end_to_end: PhaseResult, cost: RestartCost | None) -> float:
     """The wait share the verdict follows: weighed by the real epoch where the dataset
-    restarted, else the phase's own."""
+    restarted and the restarts say what one costs; the wait between restarts where they do
+    not (their cost is unknown, and the restart finding says so); else the phase's own."""
     if cost is None:
         return end_to_end.input_wait_fraction
+    if cost.evidence in (RestartEvidence.FEW_RESTARTS, RestartEvidence.WIDE_SPREAD):
+        return cost.steady_wait_fraction
     return cost.weighted_wait_fraction
 
 
