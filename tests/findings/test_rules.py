@@ -96,3 +96,31 @@ def test_the_answer_keeps_to_its_lines_with_every_section_asked_for():
     answer = render_answer(result)
     assert len([line for line in answer.splitlines() if line.strip()]) <= 20
     assert "Scaling with replicas" in answer and "[fix]" in answer
+
+
+def test_a_restart_waiting_on_a_map_autotune_runs_in_parallel_is_not_told_one_thread():
+    from tfperf.findings._restart_words import restart_finding
+    from tfperf.results.stages import EpochSource, RestartCost, RestartEvidence, StageKind
+
+    cost = RestartCost(
+        restarts=20,
+        seconds_per_restart=0.03,
+        stage="map(decode)",
+        stage_kind=StageKind.MAP,
+        steady_wait_s_per_step=0.0001,
+        steady_wait_fraction=0.01,
+        weighted_wait_fraction=0.9,
+        window_wait_share=0.98,
+        epoch_steps=2,
+        epoch_source=EpochSource.CARDINALITY,
+        weighted_examples_per_sec=100.0,
+        measured=True,
+        stage_own_s=0.03,
+        stage_sequential=True,
+        evidence=RestartEvidence.ENOUGH,
+    )
+    parallel = restart_finding(cost, threads=2)
+    assert parallel is not None and "one thread" not in parallel.sentence
+    assert "repeat()" in parallel.sentence
+    single = restart_finding(cost, threads=1)
+    assert single is not None and "num_parallel_calls=tf.data.AUTOTUNE" in single.sentence

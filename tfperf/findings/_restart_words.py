@@ -26,9 +26,15 @@ _SOURCE = {
 }
 
 
-def restart_finding(cost: RestartCost, *, loader: bool = False) -> Finding | None:
+def restart_finding(
+    cost: RestartCost, *, loader: bool = False, threads: int | None = 1
+) -> Finding | None:
     """The finding on restarts: their cost and fix when they dominate, a note when they weigh
-    little, "cannot tell" when too few were measured; None when none happened."""
+    little, "cannot tell" when too few were measured; None when none happened.
+
+    `threads`: the threads the stage a restart waits for ran on (AUTOTUNE's read-out, else as
+    written; None when not known): only a stage on one thread is told to run in parallel.
+    """
     samples = cost.restarts
     evidence = Evidence("end_to_end", samples, _spread(cost), unit="restarts")
     share = max(0.0, cost.weighted_wait_fraction - cost.steady_wait_fraction)
@@ -64,7 +70,7 @@ def restart_finding(cost: RestartCost, *, loader: bool = False) -> Finding | Non
         f"{cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}), mostly at restarts: each "
         f"costs {format_seconds(cost.seconds_per_restart)} while {_what_refills(cost)}; "
         f"between restarts steps wait {cost.steady_wait_fraction:.0%}.",
-        _restart_fix(cost, loader),
+        _restart_fix(cost, loader, threads),
         evidence,
         relies_on=_relies_on(cost),
         topic="restart-cause",
@@ -120,7 +126,7 @@ def _what_refills(cost: RestartCost) -> str:
     return f"{cost.stage} ramps up again"
 
 
-def _restart_fix(cost: RestartCost, loader: bool) -> str:
+def _restart_fix(cost: RestartCost, loader: bool, threads: int | None) -> str:
     if loader and cost.stage_kind is not StageKind.WORKERS:
         return (
             "Each pass of the DataLoader starts from empty: with num_workers > 0 and "
@@ -143,7 +149,7 @@ def _restart_fix(cost: RestartCost, loader: bool) -> str:
         if cost.stage_kind
         else None
     )
-    if cost.stage_sequential and cost.measured and argument is not None:
+    if cost.stage_sequential and cost.measured and argument is not None and threads == 1:
         return (
             f"Give {cost.stage} {argument}=tf.data.AUTOTUNE: it is written to run on one "
             f"thread, so after every restart its elements come one at a time; or "

@@ -160,7 +160,10 @@ def restarts(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     """What the dataset's restarts cost, from enough restarts; "cannot tell" from fewer."""
     if result.restarts is None:
         return []
-    found = restart_finding(result.restarts, loader=result.loader is not None)
+    cost = result.restarts
+    stage = next((s for s in facts.stages if s.label == cost.stage), None)
+    threads = facts.threads(stage) if stage is not None else None
+    found = restart_finding(cost, loader=result.loader is not None, threads=threads)
     return [found] if found is not None else []
 
 

@@ -166,3 +166,14 @@ def test_stage_analysis_is_off_unless_asked(write_pipeline):
     result = profile_pipeline(pipeline, steps=2, warmup=1)
     assert result.stages is None
     assert result.autotune is not None
+
+
+def test_a_small_budget_shortens_each_stage_window_so_the_bisection_fits():
+    from tfperf.frameworks.tensorflow._runner import MIN_STAGE_SECONDS, stage_window
+
+    chain = [None] * 10  # ten stages: output, four bisection cuts, the cut before, a spare
+    assert stage_window(0.5, 30.0, chain) == 0.5  # a large budget keeps the asked window
+    fitted = stage_window(0.5, 2.4, chain)
+    assert fitted == pytest.approx(2.4 / 7 - 0.2)
+    assert 7 * (fitted + 0.2) <= 2.4 + 1e-9
+    assert stage_window(0.5, 0.5, chain) == MIN_STAGE_SECONDS  # never below the floor

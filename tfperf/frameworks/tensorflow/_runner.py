@@ -8,6 +8,7 @@ failures inside the user's code are turned into messages that point at the user'
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -153,7 +154,8 @@ def profile_pipeline(
         result.budget_s = budget_s
         if analyse_stages:
             alone = result.pipeline_only.examples_per_sec if result.pipeline_only else None
-            report = checked_against(_stage_report(dataset, result, stage_seconds, budget_s), alone)
+            seconds = stage_window(stage_seconds, Budget(budget_s).stages_s(STAGE_BUDGET_S), chain)
+            report = checked_against(_stage_report(dataset, result, seconds, budget_s), alone)
             result.stages = report
             result = attribute_restarts(result)
             result.limit = profile_limit(result)
@@ -196,6 +198,21 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
     except ValueError:
         return str(path)
+
+
+#: The shortest window a stage is measured over when the budget is small: below it, a cut's
+#: rate is mostly its start-up.
+MIN_STAGE_SECONDS = 0.1
+
+
+def stage_window(seconds: float, budget_s: float, chain: list[StageNode]) -> float:
+    """Each stage's window, shortened where the budget holds fewer cuts than the ones that
+    find the limit (the output, a bisection over the stages, the cut before the limit, and
+    one to spare): a small `--budget` then measures the costly stage over shorter windows
+    rather than leave it unmeasured."""
+    cuts = math.ceil(math.log2(max(2, len(chain)))) + 3
+    fitted = budget_s / cuts - stages.WARMUP_S
+    return max(MIN_STAGE_SECONDS, min(seconds, fitted))
 
 
 def _stage_report(

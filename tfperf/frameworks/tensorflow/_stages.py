@@ -73,12 +73,17 @@ class NothingToMeasure(Exception):
     """The cut pipeline ended before yielding anything (repeated, it can only be empty)."""
 
 
+#: Seconds of each cut's run, after its first element, left out of its window (autotuning
+#: ramps up, buffers fill).
+WARMUP_S = 0.2
+
+
 def analyse_stages(
     dataset: Any,
     consumption_examples_per_sec: float | None = None,
     *,
     seconds_per_stage: float = 0.5,
-    warmup_s: float = 0.2,
+    warmup_s: float = WARMUP_S,
     budget_s: float = 30.0,
     clock: Clock = time.perf_counter,
     cpu_clock: Clock = time.process_time,
