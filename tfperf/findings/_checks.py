@@ -88,13 +88,11 @@ def cannot_tell_alone(
 ) -> tuple[list[Finding], list[Conflict]]:
     """ "Cannot tell" never stands beside a named answer to the same question."""
     unsure = {f.topic for f in findings if f.level is Level.CAUTION and f.topic}
-    kept, conflicts = [], []
-    for finding in findings:
-        if finding.topic in unsure and finding.level is not Level.CAUTION:
-            conflicts.append(_dropped("cannot-tell-alone", finding, "tfperf cannot tell"))
-        else:
-            kept.append(finding)
-    return kept, conflicts
+
+    def wrong(finding: Finding) -> bool:
+        return finding.topic in unsure and finding.level is not Level.CAUTION
+
+    return _without(findings, wrong, "cannot-tell-alone", "tfperf cannot tell")
 
 
 def threads_agree(
@@ -102,33 +100,33 @@ def threads_agree(
 ) -> tuple[list[Finding], list[Conflict]]:
     """A stage said to run on one thread is not one AUTOTUNE was read to run on several."""
     parallel = [s.label for s in facts.stages if facts.autotuned.get(s.index, 1) > 1]
-    kept, conflicts = [], []
-    for finding in findings:
+
+    def wrong(finding: Finding) -> bool:
         said = finding.sentence
-        wrong = any(label in said for label in parallel) and any(w in said for w in _ONE_THREAD)
-        if wrong:
-            conflicts.append(_dropped("threads-agree", finding, "AUTOTUNE's read-out"))
-        else:
-            kept.append(finding)
-    return kept, conflicts
+        return any(label in said for label in parallel) and any(w in said for w in _ONE_THREAD)
+
+    return _without(findings, wrong, "threads-agree", "AUTOTUNE's read-out")
 
 
 def shares_at_most_whole(
     findings: list[Finding], facts: PipelineFacts
 ) -> tuple[list[Finding], list[Conflict]]:
     """No finding states a share above 100%."""
-    kept, conflicts = [], []
-    for finding in findings:
+
+    def wrong(finding: Finding) -> bool:
         shares = [float(m.replace(",", "")) for m in _SHARE.findall(finding.sentence)]
-        if any(share > 100 for share in shares):
-            conflicts.append(_dropped("shares-at-most-whole", finding, "nothing"))
-        else:
-            kept.append(finding)
-    return kept, conflicts
+        return any(share > 100 for share in shares)
+
+    return _without(findings, wrong, "shares-at-most-whole", "nothing")
 
 
-def _dropped(invariant: str, finding: Finding, instead: str) -> Conflict:
-    return Conflict(invariant, f"{finding.rule}: {finding.sentence}", instead)
+def _without(
+    findings: list[Finding], wrong: Callable[[Finding], bool], invariant: str, instead: str
+) -> tuple[list[Finding], list[Conflict]]:
+    """The findings that are not `wrong`, and a conflict naming each one that is."""
+    found = [f for f in findings if wrong(f)]
+    conflicts = [Conflict(invariant, f"{f.rule}: {f.sentence}", instead) for f in found]
+    return [f for f in findings if f not in found], conflicts
 
 
 #: Run on the figures, before the rules.
