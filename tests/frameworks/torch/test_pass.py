@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.clean_process import in_clean_process
 from tfperf.frameworks.torch._pass import check_pass, fingerprints, repeat_factor
 from tfperf.results.stages import GROWTH_NOISE_BYTES, ITERABLE_DOCS
 
@@ -70,6 +71,7 @@ class Arrays(data.Dataset):  # type: ignore[misc,name-defined]
         return self.rows[index]
 
 
+@in_clean_process
 def test_a_stream_every_worker_reads_whole_is_named_with_the_fix() -> None:
     checked = check_pass(data.DataLoader(Unsharded(), batch_size=4, num_workers=2))
 
@@ -88,6 +90,7 @@ def test_a_stream_every_worker_reads_whole_is_named_with_the_fix() -> None:
     assert checked.first_batch is not None
 
 
+@in_clean_process
 def test_a_sharded_stream_is_not_flagged() -> None:
     check = check_pass(data.DataLoader(Sharded(), batch_size=4, num_workers=2)).pass_check
 
@@ -97,6 +100,7 @@ def test_a_sharded_stream_is_not_flagged() -> None:
     assert not check.changes_data and check.statement() is None
 
 
+@in_clean_process
 def test_an_endless_stream_is_caught_by_its_repeats() -> None:
     loader = data.DataLoader(Endless(), batch_size=8, num_workers=2)
     check = check_pass(loader, max_seconds=1.0).pass_check
@@ -108,12 +112,14 @@ def test_an_endless_stream_is_caught_by_its_repeats() -> None:
     assert "get_worker_info" in statement
 
 
+@in_clean_process
 def test_a_map_dataset_is_not_compared_and_no_workers_check_nothing() -> None:
     assert check_pass(data.DataLoader(Arrays(), batch_size=4096, num_workers=1)).pass_check is None
     checked = check_pass(data.DataLoader(Unsharded(), batch_size=4))
     assert checked.pass_check is None and checked.memory is None
 
 
+@in_clean_process
 def test_python_objects_grow_each_worker_and_a_numpy_array_does_not() -> None:
     def memory(dataset: Any) -> Any:
         loader = data.DataLoader(dataset, batch_size=2000, num_workers=2, shuffle=True)
