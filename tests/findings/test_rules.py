@@ -124,3 +124,29 @@ def test_a_restart_waiting_on_a_map_autotune_runs_in_parallel_is_not_told_one_th
     assert "repeat()" in parallel.sentence
     single = restart_finding(cost, threads=1)
     assert single is not None and "num_parallel_calls=tf.data.AUTOTUNE" in single.sentence
+
+
+def test_a_budget_that_left_stages_unmeasured_places_the_limit_at_or_before_a_cut():
+    from tests.fakes.stages import first_element_stat
+    from tfperf.results.stages import StageKind, StageReport
+
+    def stage(index: int, kind: StageKind, label: str, rate: float | None):
+        measured = first_element_stat(index, kind, label, 0.01, rate or 1.0)
+        if rate is None:
+            return dataclasses.replace(measured, examples_per_sec=None, elements_per_sec=None)
+        return measured
+
+    stages = [
+        stage(0, StageKind.SOURCE, "range", None),
+        stage(1, StageKind.MAP, "map(decode)", 4000.0),
+        stage(2, StageKind.MAP, "map(shift)", None),
+        stage(3, StageKind.PREFETCH, "prefetch(1)", 3300.0),
+    ]
+    report = StageReport(stages, None, None, None, 0.2, 0.2, 2.4, None, "", unmeasured=[0, 2])
+    found = {
+        f.rule: f for f in conclude(dataclasses.replace(fake_profile(), stages=report)).findings
+    }
+    said = found["limit-at-or-before"].text
+    assert said.startswith("The limit lies at or before map(decode)")
+    assert "cannot tell which of range, map(decode)" in said
+    assert "limiting-stage" not in found

@@ -118,6 +118,40 @@ def stages_unmeasured(result: ProfileResult, facts: PipelineFacts) -> list[Findi
     ]
 
 
+#: A cut whose rate is within this factor of the whole pipeline's already carries its limit.
+CARRIES_LIMIT = 1.25
+
+
+def limit_at_or_before(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """Where the budget left stages unmeasured and no stage is named: the earliest measured
+    cut that already runs about as slowly as the whole pipeline places the limit at or before
+    it, among the stages up to it; nothing is said of which of them."""
+    report = result.stages
+    if report is None or report.bottleneck is not None or not facts.unmeasured():
+        return []
+    measured = [s for s in facts.stages if s.examples_per_sec]
+    if len(measured) < 2:
+        return []
+    output = measured[-1].examples_per_sec or 0.0
+    carrier = next(s for s in measured if (s.examples_per_sec or 0.0) <= CARRIES_LIMIT * output)
+    if carrier is measured[-1] or (result.verdict is Verdict.COMPUTE_BOUND):
+        return []
+    before = [s.label for s in facts.stages if s.index <= carrier.index]
+    return [
+        Finding(
+            "limit-at-or-before",
+            Level.CAUTION,
+            f"The limit lies at or before {carrier.label}: the pipeline cut there already runs "
+            f"{carrier.examples_per_sec:,.0f} examples/s, the whole {output:,.0f}; tfperf "
+            f"cannot tell which of {', '.join(before)} it is.",
+            "A larger --budget measures each of them.",
+            Evidence("stages", len(measured), unit="stages"),
+            relies_on=(f"{len(facts.unmeasured())} stages unmeasured",),
+            weight=CAUTION_WEIGHT * 0.9,
+        )
+    ]
+
+
 def compute_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     """A caution when the model alone ran slower than beside the pipeline: that phase was
     disturbed, and the ceiling counts end to end's compute time instead."""
@@ -391,6 +425,7 @@ def warmup_unsettled(result: ProfileResult, facts: PipelineFacts) -> list[Findin
 RULES: tuple[Rule, ...] = (
     stages_disturbed,
     stages_unmeasured,
+    limit_at_or_before,
     compute_disturbed,
     order_disturbed,
     warmup_unsettled,
