@@ -3,28 +3,16 @@ one message and the documented exit status. Real `tfperf` processes on files mad
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tests import pipelines
+from tests.cli.console import run_tfperf
 from tests.cli.test_framework_knobs import TORCH_FILE
-from tests.deadlines import HANG_S
-
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 
 def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TFPERF, *argv, "--quiet"],
-        cwd=tmp_path,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
+    return run_tfperf(tmp_path, *argv, "--quiet")
 
 
 def _one_message(completed: subprocess.CompletedProcess[str], status: int) -> str:

@@ -8,20 +8,16 @@ comes from its declaration (`Knob.frameworks`).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import pipelines
-from tests.deadlines import HANG_S
+from tests.cli.console import run_tfperf
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import framework_knobs
 from tfperf.pipeline import load_pipeline
-
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 TORCH_FILE = """
 import torch
@@ -56,15 +52,7 @@ def make_train_step(knobs):
 
 
 def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TFPERF, *argv, "--quiet"],
-        cwd=tmp_path,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
+    return run_tfperf(tmp_path, *argv, "--quiet")
 
 
 def _assert_refused(completed: subprocess.CompletedProcess[str], *named: str) -> None:

@@ -3,21 +3,17 @@ printed `patch -p0 < ...` command pastes into a shell whatever the path holds.""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.cli.console import run_tfperf
 from tests.cli.test_framework_knobs import TORCH_FILE
-from tests.deadlines import HANG_S
 from tests.fakes.trials import FakeRunner
 from tfperf.knobs import AUTOTUNE, Knobs
-
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 PLAIN = """
 import tensorflow as tf
@@ -40,15 +36,7 @@ def _map_speed(knobs: Knobs) -> float:
 
 def test_write_patch_on_a_knobs_file_is_refused_before_any_trial(tmp_path):
     (tmp_path / "loader.py").write_text(TORCH_FILE, encoding="utf-8")
-    completed = subprocess.run(
-        [TFPERF, "tune", "loader.py", "--write-patch", "--trials", "2"],
-        cwd=tmp_path,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
+    completed = run_tfperf(tmp_path, "tune", "loader.py", "--write-patch", "--trials", "2")
     err = completed.stderr
     assert completed.returncode == 2, err
     assert "--write-patch: loader.py reads its knobs (`make_loader(knobs)`)" in err, err

@@ -7,19 +7,16 @@ kills every worker, and the environment record.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.console import run_tfperf
 from tests.cli.test_framework_knobs import TORCH_FILE
-from tests.deadlines import HANG_S
 from tfperf.errors import PipelineFileError
 from tfperf.pipeline import PipelineKind, load_pipeline
 
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 #: Words of tf.data's that a PyTorch message must not hold.
 TF_WORDS = ("make_dataset", "tf.data", "model.fit", "map/read", "Keras", "tf.function")
 
@@ -35,15 +32,7 @@ for epoch in range(2):
 
 
 def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [TFPERF, *argv, "--quiet"],
-        cwd=tmp_path,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
+    return run_tfperf(tmp_path, *argv, "--quiet")
 
 
 def _no_tf_words(text: str) -> None:
