@@ -7,6 +7,7 @@ finding says that tfperf cannot tell, and what would tell.
 
 from __future__ import annotations
 
+from tfperf.findings._facts import PARALLEL_ARGUMENT
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import EpochSource, RestartCost, RestartEvidence, StageKind
 from tfperf.units import format_seconds
@@ -140,15 +141,8 @@ def _restart_fix(cost: RestartCost, loader: bool, threads: int | None) -> str:
             "epoch instead of starting again at every one (check that per-epoch state, such "
             "as a sampler's set_epoch or augmentation seeds, still changes each epoch)."
         )
-    argument = (
-        {
-            StageKind.MAP: "num_parallel_calls",
-            StageKind.INTERLEAVE: "num_parallel_calls",
-            StageKind.READ: "num_parallel_reads",
-        }.get(cost.stage_kind)
-        if cost.stage_kind
-        else None
-    )
+    # A batch is never written-sequential here (`stage_sequential` covers maps and reads).
+    argument = PARALLEL_ARGUMENT.get(cost.stage_kind) if cost.stage_kind else None
     if cost.stage_sequential and cost.measured and argument is not None and threads == 1:
         return (
             f"Give {cost.stage} {argument}=tf.data.AUTOTUNE: it is written to run on one "

@@ -398,11 +398,6 @@ def verdict_wait(end_to_end: PhaseResult, cost: RestartCost | None) -> float:
     return cost.weighted_wait_fraction
 
 
-def restart_dominates(cost: RestartCost) -> bool:
-    """Whether restarts cost more wait per real epoch than the steady steps do."""
-    return cost.dominates
-
-
 def _share(part: float, whole: float) -> float:
     return part / whole if whole > 0 else 0.0
 
