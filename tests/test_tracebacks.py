@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clean_process import in_clean_process
 from tfperf.tracebacks import (
     describe_exception,
     drop_library_frames,
@@ -313,6 +314,7 @@ def _worker_error() -> BaseException:
     return raised.value
 
 
+@in_clean_process
 def test_a_dataloader_workers_exception_shows_the_users_getitem_line():
     """Issue 54 item 3: torch re-raises a worker's exception with the worker's traceback as
     text (`ExceptionWrapper`); the frames of the trainer's own traceback are torch's."""
@@ -323,6 +325,7 @@ def test_a_dataloader_workers_exception_shows_the_users_getitem_line():
     assert frames[0].lineno == _NoLabels.__getitem__.__code__.co_firstlineno + 2
 
 
+@in_clean_process
 def test_a_dataloader_workers_exception_reads_as_the_user_raised_it():
     from tfperf.tracebacks import exception_headline
 
