@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from types import TracebackType
 
 from tfperf.measure import Progress
 from tfperf.results import Phase
@@ -101,10 +100,5 @@ class ProgressDisplay:
             self._ticker.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.close()

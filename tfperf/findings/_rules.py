@@ -29,6 +29,23 @@ DISTURBED_BELOW = 0.95
 STAGES_DISTURBED_SHARE = 0.25
 #: Cautions rank by this weight: below the heavy fixes, above the light notes.
 CAUTION_WEIGHT = 0.5
+
+
+def _caution(
+    rule: str,
+    text: str,
+    fix: str,
+    evidence: Evidence,
+    *,
+    share: float = 1.0,
+    relies_on: tuple[str, ...] = (),
+    topic: str | None = None,
+) -> list[Finding]:
+    """A caution of `share` of the usual caution's weight."""
+    weight = CAUTION_WEIGHT * share
+    return [Finding(rule, Level.CAUTION, text, fix, evidence, relies_on, topic, weight=weight)]
+
+
 #: Memory findings rank by this weight: memory is no share of step time, but a hazard.
 MEMORY_WEIGHT = 0.15
 #: The question the input-rate findings answer: how the input alone compares with the model.
@@ -82,19 +99,15 @@ def stages_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Findin
     alone = supply(result)
     if last is None or not alone or last >= (1 - STAGES_DISTURBED_SHARE) * alone:
         return []
-    return [
-        Finding(
-            "stages-disturbed",
-            Level.CAUTION,
-            f"The stage analysis's last cut ran {last:,.0f} examples/s, "
-            f"{1 - last / alone:.0%} below the pipeline-only phase's {alone:,.0f} for the same "
-            "pipeline: its figures were disturbed, so tfperf cannot tell which stage limits.",
-            "Profile again on a quieter machine.",
-            Evidence("stages", len(facts.stages), unit="stages"),
-            topic="limiting-stage",
-            weight=CAUTION_WEIGHT,
-        )
-    ]
+    return _caution(
+        "stages-disturbed",
+        f"The stage analysis's last cut ran {last:,.0f} examples/s, "
+        f"{1 - last / alone:.0%} below the pipeline-only phase's {alone:,.0f} for the same "
+        "pipeline: its figures were disturbed, so tfperf cannot tell which stage limits.",
+        "Profile again on a quieter machine.",
+        Evidence("stages", len(facts.stages), unit="stages"),
+        topic="limiting-stage",
+    )
 
 
 def stages_unmeasured(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
@@ -105,17 +118,14 @@ def stages_unmeasured(result: ProfileResult, facts: PipelineFacts) -> list[Findi
         return []
     names = ", ".join(stage.label for stage in missing[:4])
     more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
-    return [
-        Finding(
-            "stages-unmeasured",
-            Level.CAUTION,
-            f"The stage analysis did not measure {names}{more}: nothing is concluded about "
-            f"{'it' if len(missing) == 1 else 'them'}.",
-            "A larger --budget measures every stage.",
-            Evidence("stages", len(facts.stages) - len(missing), unit="stages"),
-            weight=CAUTION_WEIGHT * 0.8,
-        )
-    ]
+    return _caution(
+        "stages-unmeasured",
+        f"The stage analysis did not measure {names}{more}: nothing is concluded about "
+        f"{'it' if len(missing) == 1 else 'them'}.",
+        "A larger --budget measures every stage.",
+        Evidence("stages", len(facts.stages) - len(missing), unit="stages"),
+        share=0.8,
+    )
 
 
 #: A cut whose rate is within this factor of the whole pipeline's already carries its limit.
@@ -137,19 +147,16 @@ def limit_at_or_before(result: ProfileResult, facts: PipelineFacts) -> list[Find
     if carrier is measured[-1] or (result.verdict is Verdict.COMPUTE_BOUND):
         return []
     before = [s.label for s in facts.stages if s.index <= carrier.index]
-    return [
-        Finding(
-            "limit-at-or-before",
-            Level.CAUTION,
-            f"The limit lies at or before {carrier.label}: the pipeline cut there already runs "
-            f"{carrier.examples_per_sec:,.0f} examples/s, the whole {output:,.0f}; tfperf "
-            f"cannot tell which of {', '.join(before)} it is.",
-            "A larger --budget measures each of them.",
-            Evidence("stages", len(measured), unit="stages"),
-            relies_on=(f"{len(facts.unmeasured())} stages unmeasured",),
-            weight=CAUTION_WEIGHT * 0.9,
-        )
-    ]
+    return _caution(
+        "limit-at-or-before",
+        f"The limit lies at or before {carrier.label}: the pipeline cut there already runs "
+        f"{carrier.examples_per_sec:,.0f} examples/s, the whole {output:,.0f}; tfperf "
+        f"cannot tell which of {', '.join(before)} it is.",
+        "A larger --budget measures each of them.",
+        Evidence("stages", len(measured), unit="stages"),
+        relies_on=(f"{len(facts.unmeasured())} stages unmeasured",),
+        share=0.9,
+    )
 
 
 def compute_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
@@ -158,17 +165,13 @@ def compute_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Findi
     slowdown = result.compute_slowdown
     if slowdown is None or slowdown >= DISTURBED_BELOW:
         return []
-    return [
-        Finding(
-            "compute-disturbed",
-            Level.CAUTION,
-            f"The model alone took {1 / slowdown:.2f}x as long per example as end to end: the "
-            "compute-only phase was disturbed, so the ceiling counts end to end's compute time.",
-            "Profile again on a quieter machine, or with more --steps.",
-            Evidence("compute_only", result.compute_only.steps if result.compute_only else None),
-            weight=CAUTION_WEIGHT,
-        )
-    ]
+    return _caution(
+        "compute-disturbed",
+        f"The model alone took {1 / slowdown:.2f}x as long per example as end to end: the "
+        "compute-only phase was disturbed, so the ceiling counts end to end's compute time.",
+        "Profile again on a quieter machine, or with more --steps.",
+        Evidence("compute_only", result.compute_only.steps if result.compute_only else None),
+    )
 
 
 def order_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
@@ -176,18 +179,14 @@ def order_disturbed(result: ProfileResult, facts: PipelineFacts) -> list[Finding
     ratio = result.end_to_end_over_pipeline
     if ratio is None:
         return []
-    return [
-        Finding(
-            "phases-disturbed",
-            Level.CAUTION,
-            f"End to end ran {ratio - 1:.0%} faster than the pipeline alone, beyond the noise "
-            f"({RATE_NOISE:.0%}), though it runs the same pipeline with the model beside it: "
-            "the phases ran under different conditions, so neither is the pipeline's own rate.",
-            "Profile again on a quieter machine.",
-            Evidence("pipeline_only", result.pipeline_only.steps if result.pipeline_only else None),
-            weight=CAUTION_WEIGHT,
-        )
-    ]
+    return _caution(
+        "phases-disturbed",
+        f"End to end ran {ratio - 1:.0%} faster than the pipeline alone, beyond the noise "
+        f"({RATE_NOISE:.0%}), though it runs the same pipeline with the model beside it: "
+        "the phases ran under different conditions, so neither is the pipeline's own rate.",
+        "Profile again on a quieter machine.",
+        Evidence("pipeline_only", result.pipeline_only.steps if result.pipeline_only else None),
+    )
 
 
 def restarts(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
@@ -408,16 +407,13 @@ def warmup_unsettled(result: ProfileResult, facts: PipelineFacts) -> list[Findin
     """A caution when step times had not settled by the end of warm-up."""
     if result.end_to_end.warmup.converged:
         return []
-    return [
-        Finding(
-            "warmup-unsettled",
-            Level.CAUTION,
-            "Step times had not settled by the end of warm-up: the figures may include drift.",
-            "Profile again with more --warmup.",
-            Evidence("end_to_end", result.end_to_end.warmup.steps),
-            weight=CAUTION_WEIGHT * 0.6,
-        )
-    ]
+    return _caution(
+        "warmup-unsettled",
+        "Step times had not settled by the end of warm-up: the figures may include drift.",
+        "Profile again with more --warmup.",
+        Evidence("end_to_end", result.end_to_end.warmup.steps),
+        share=0.6,
+    )
 
 
 #: The rules, in the order they run: cautions first, so the findings after them can be

@@ -6,7 +6,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
 
 from tfperf.probes.base import Probe
 
@@ -39,12 +38,7 @@ class Sampler:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.stop()
 
     def start(self) -> None:

@@ -47,7 +47,6 @@ import threading
 import time
 from collections.abc import Callable
 from enum import Enum
-from types import TracebackType
 from typing import Any
 
 from tfperf.results import JsonRecord
@@ -305,12 +304,7 @@ class MemorySampler:
     def __enter__(self) -> MemorySampler:
         return self.start()
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.stop()
 
     def _run(self) -> None:
