@@ -120,15 +120,10 @@ def _reader_of(text: _Text, mapped: ast.Call, method: str) -> ast.Call | str:
         and chained.func.attr == method
     ):
         return chained
-    statement = text.parent.get(mapped)
-    if not (
-        isinstance(statement, ast.Assign)
-        and statement.value is mapped
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], ast.Name)
-    ):
+    assigned = _name_assignment(text.parent.get(mapped), mapped)
+    if assigned is None:
         return f"the `{method}(...)` reading the map is not chained to it nor in the next line"
-    variable = statement.targets[0].id
+    statement, variable = assigned
     following = text.next_statement(statement)
     found = [
         node
@@ -194,18 +189,16 @@ class _Text:
 
     def self_assignment(self, call: ast.Call) -> tuple[int, int] | None:
         """The lines of `x = x.method(...)` (the whole statement is `call`), else None."""
-        statement = self.parent.get(call)
+        assigned = _name_assignment(self.parent.get(call), call)
         if not (
-            isinstance(statement, ast.Assign)
-            and statement.value is call
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
+            assigned is not None
             and isinstance(call.func, ast.Attribute)
             and isinstance(call.func.value, ast.Name)
-            and call.func.value.id == statement.targets[0].id
-            and self.starts_line(statement)
+            and call.func.value.id == assigned[1]
+            and self.starts_line(assigned[0])
         ):
             return None
+        statement = assigned[0]
         start = self.offset(statement.lineno, 0)
         end = self.end(statement)
         newline = self.data.find(b"\n", end)
@@ -237,3 +230,15 @@ def _applied(data: bytes, edits: list[TextEdit]) -> bytes:
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         data = data[: edit.start] + edit.text.encode("utf-8") + data[edit.end :]
     return data
+
+
+def _name_assignment(statement: ast.AST | None, value: ast.expr) -> tuple[ast.Assign, str] | None:
+    """The statement and `x` where `statement` is `x = value`, else None."""
+    if (
+        isinstance(statement, ast.Assign)
+        and statement.value is value
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    ):
+        return statement, statement.targets[0].id
+    return None
