@@ -20,11 +20,8 @@ from tfperf.knobs._knobs import (
     SITES,
     STRATEGY_KNOBS,
     Knobs,
-    Precision,
-    ShardPolicy,
     check_names,
     check_value,
-    format_value,
     framework_knobs,
 )
 from tfperf.knobs._sitename import (
@@ -49,6 +46,8 @@ from tfperf.knobs._space import (
     parse_search_space,
     to_jsonable,
 )
+from tfperf.knobs._values import format_value
+from tfperf.knobs.choices import Precision, ShardPolicy
 
 __all__ = [
     "AUTOTUNE",

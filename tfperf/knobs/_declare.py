@@ -22,6 +22,7 @@ from enum import Enum
 from typing import Any
 
 from tfperf.knobs._sitename import AUTOTUNE
+from tfperf.knobs.choices import Precision
 
 __all__ = [
     "Applier",
@@ -279,8 +280,6 @@ def pool_values(_value: Any, context: SearchContext) -> list[Any]:
 def precision_values(_value: Any, context: SearchContext) -> list[Any]:
     """float32; mixed_bfloat16 with a GPU or a CPU that computes bf16 natively (elsewhere it
     is emulated and slower); mixed_float16 only with a GPU, as CPUs gain nothing from it."""
-    from tfperf.knobs._knobs import Precision
-
     precisions = [Precision.FLOAT32]
     if context.has_gpu or context.cpu_bf16:
         precisions.append(Precision.MIXED_BFLOAT16)

@@ -18,9 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import operator
 from collections.abc import Callable, Iterator, Mapping
-from enum import Enum
 from typing import Any
 
 from tfperf.errors import KnobError
@@ -48,56 +46,18 @@ from tfperf.knobs._declare import (
     worker_values,
 )
 from tfperf.knobs._sitename import AUTOTUNE, SiteValues, check_site_value, is_site_name
+from tfperf.knobs._values import bad_value, check_kind, plain_value
+from tfperf.knobs.choices import (
+    Precision,
+    ProcessingMode,
+    ServiceCompression,
+    ShardPolicy,
+    StartMethod,
+    TargetWorkers,
+)
 
 #: The field holding the call-site values.
 SITES = "sites"
-
-
-class Precision(str, Enum):
-    """Keras mixed-precision policies tfperf can apply before `make_model` runs."""
-
-    FLOAT32 = "float32"
-    MIXED_FLOAT16 = "mixed_float16"
-    MIXED_BFLOAT16 = "mixed_bfloat16"
-
-
-class ShardPolicy(str, Enum):
-    """`tf.data.experimental.AutoShardPolicy`: how tf.distribute splits input between workers."""
-
-    AUTO = "auto"  # by file if the source reads files, else by element
-    FILE = "file"  # each worker reads its own files
-    DATA = "data"  # each worker reads everything and keeps every n-th element
-    OFF = "off"  # no sharding: every worker sees all the data
-
-
-class ProcessingMode(str, Enum):
-    """tf.data service's `processing_mode`: how the workers share the dataset."""
-
-    PARALLEL_EPOCHS = "parallel_epochs"  # every worker produces the whole dataset
-    DISTRIBUTED_EPOCH = "distributed_epoch"  # the workers split one pass between them
-
-
-class ServiceCompression(str, Enum):
-    """tf.data service's `compression` of the elements workers send."""
-
-    AUTO = "auto"  # snappy, unless the service decides it does not pay
-    NONE = "none"
-
-
-class TargetWorkers(str, Enum):
-    """tf.data service's `target_workers`: which workers the trainer reads from."""
-
-    AUTO = "auto"  # the service decides
-    ANY = "any"  # any worker
-    LOCAL = "local"  # only workers on the trainer's host
-
-
-class StartMethod(str, Enum):
-    """How a DataLoader starts its worker processes (`multiprocessing_context`)."""
-
-    FORK = "fork"  # copies the trainer: fast to start, pages shared until written
-    SPAWN = "spawn"  # a fresh interpreter that imports the dataset's module again
-    FORKSERVER = "forkserver"  # forked from a clean server process
 
 
 @dataclasses.dataclass(frozen=True)
@@ -419,7 +379,7 @@ class Knobs:
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
-            value = _check_value(field.name, _kind(field), getattr(self, field.name))
+            value = check_kind(field.name, _kind(field), getattr(self, field.name))
             object.__setattr__(self, field.name, value)
 
     @classmethod
@@ -457,7 +417,7 @@ class Knobs:
         """Plain JSON-ready values (the precision as its string); `sites` only when set, and
         a DataLoader's or trainer's knob only when set (unset, it changes nothing)."""
         values = {
-            name: _plain(getattr(self, name))
+            name: plain_value(getattr(self, name))
             for name in self.names()
             if getattr(self, name) is not None or name not in _SET_ONLY
         }
@@ -502,7 +462,7 @@ def check_value(name: str, value: Any) -> Any:
     check_names({name: value}, source="knob")
     if is_site_name(name):
         return check_site_value(name, value)
-    return _check_value(name, KNOBS[name].kind, value)
+    return check_kind(name, KNOBS[name].kind, value)
 
 
 class Registry:
@@ -597,25 +557,12 @@ def framework_knobs(framework: str) -> tuple[str, ...]:
     return KNOBS.where(lambda knob: framework in knob.frameworks)
 
 
-def format_value(value: Any) -> str:
-    """How a knob value reads to a person: AUTOTUNE by name, strings unquoted."""
-    if isinstance(value, Enum):
-        return str(value.value)
-    if value == AUTOTUNE and isinstance(value, int) and not isinstance(value, bool):
-        return "AUTOTUNE"
-    return str(value)
-
-
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, Enum) else value
-
-
 def _with_sites(values: Mapping[str, Any], sites: SiteValues) -> dict[str, Any]:
     """`values` with call-site names (and a `sites` mapping) merged into `sites`."""
     plain = {name: value for name, value in values.items() if not is_site_name(name)}
     given = plain.pop(SITES, None)
     if given is not None and not isinstance(given, Mapping):
-        raise _bad(SITES, given, Kind.SITES)
+        raise bad_value(SITES, given, Kind.SITES)
     changes = {**(given or {}), **{n: v for n, v in values.items() if is_site_name(n)}}
     if changes or given is not None:
         plain[SITES] = (sites if given is None else SiteValues()).updated(changes)
@@ -626,89 +573,3 @@ def _kind(field: dataclasses.Field[Any]) -> Kind:
     declared = field.metadata.get("knob")
     kind: Kind = declared.kind if declared is not None else field.metadata["kind"]
     return kind
-
-
-def _check_value(name: str, kind: Kind, value: Any) -> Any:
-    if kind is Kind.SITES:
-        if isinstance(value, SiteValues):
-            return value
-        if isinstance(value, Mapping):
-            return SiteValues(value)
-        raise _bad(name, value, kind)
-    if kind is Kind.PRECISION:
-        return _check_precision(name, value)
-    if kind is Kind.SHARD_POLICY:
-        return _check_shard_policy(name, value)
-    if kind in _CHOICES:
-        return _check_choice(name, value, kind)
-    if kind in (Kind.SERVICE_ADDRESS, Kind.JOB_NAME):
-        if value is None or (isinstance(value, str) and value.strip()):
-            return value if value is None else value.strip()
-        raise _bad(name, value, kind)
-    if kind is Kind.OPTIONAL_BOOL:
-        if value is None or isinstance(value, bool):
-            return value
-        raise _bad(name, value, kind)
-    if value is None and kind in (
-        Kind.OPTIONAL_THREADS,
-        Kind.OPTIONAL_PARALLELISM,
-        Kind.OPTIONAL_COUNT,
-    ):
-        return None
-    if isinstance(value, str) and value.strip().upper() == "AUTOTUNE":
-        value = AUTOTUNE
-    number = _as_int(value)
-    if number is None:
-        raise _bad(name, value, kind)
-    accepts_autotune = kind in (Kind.PARALLELISM, Kind.OPTIONAL_PARALLELISM, Kind.BUFFER)
-    lowest = 0 if kind in (Kind.NON_NEGATIVE_INT, Kind.BUFFER, Kind.OPTIONAL_COUNT) else 1
-    if number >= lowest or (accepts_autotune and number == AUTOTUNE):
-        return number
-    raise _bad(name, value, kind)
-
-
-def _check_precision(name: str, value: Any) -> Precision:
-    try:
-        return Precision(value)
-    except ValueError:
-        raise _bad(name, value, Kind.PRECISION) from None
-
-
-def _check_shard_policy(name: str, value: Any) -> ShardPolicy | None:
-    if value is None:
-        return None
-    try:
-        return ShardPolicy(value.lower() if isinstance(value, str) else value)
-    except ValueError:
-        raise _bad(name, value, Kind.SHARD_POLICY) from None
-
-
-_CHOICES: dict[Kind, type[Enum]] = {
-    Kind.PROCESSING_MODE: ProcessingMode,
-    Kind.SERVICE_COMPRESSION: ServiceCompression,
-    Kind.TARGET_WORKERS: TargetWorkers,
-    Kind.START_METHOD: StartMethod,
-}
-
-
-def _check_choice(name: str, value: Any, kind: Kind) -> Any:
-    if value is None:
-        return None
-    try:
-        return _CHOICES[kind](value.lower() if isinstance(value, str) else value)
-    except ValueError:
-        raise _bad(name, value, kind) from None
-
-
-def _as_int(value: Any) -> int | None:
-    # bool is an int subclass, but `batch_size=True` is always a mistake.
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def _bad(name: str, value: Any, kind: Kind) -> KnobError:
-    return KnobError(f"knob {name!r} must be {kind.value}, but got {value!r}.")

@@ -42,6 +42,7 @@ __all__ = [
     "SiteKind",
     "SiteName",
     "SiteValues",
+    "as_int",
     "check_site_value",
     "format_site_value",
     "is_site_name",
@@ -217,7 +218,7 @@ def check_site_value(name: str, value: Any) -> int | None:
         return None
     if kind is SiteKind.FLAG and isinstance(value, bool):
         return int(value)
-    number = _as_int(value)
+    number = as_int(value)
     if kind in (SiteKind.EDIT, SiteKind.FLAG):
         if number in (0, 1):
             return number
@@ -280,8 +281,9 @@ class SiteValues(Mapping[str, "int | None"]):
         return SiteValues({**dict(self._items), **changes})
 
 
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool):  # `batch(True)` is always a mistake
+def as_int(value: Any) -> int | None:
+    """`value` as an integer, None if it is none; a bool is none (`batch(True)` is a mistake)."""
+    if isinstance(value, bool):
         return None
     try:
         return operator.index(value)
