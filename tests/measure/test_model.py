@@ -14,22 +14,18 @@ import time
 import pytest
 
 from tfperf.measure._analysis import stage_report, with_added_costs
+from tfperf.measure._costs import stage_costs
+from tfperf.measure._limit import pipeline_limit
 from tfperf.measure._model import (
-    BLOCKING_HEADROOM,
-    CALLS_PER_CORE,
-    POOL_TOLERANCE,
-    STAGE_ANALYSIS,
-    THREAD_CAP,
     InputCpu,
     PipelineModel,
     input_cpu_s_per_example,
     model_cpu_s_per_example,
     nearest_limit_input_cpu,
-    pipeline_limit,
     pipeline_model,
-    revise_limit,
-    stage_costs,
 )
+from tfperf.measure._policy import POLICY
+from tfperf.measure._revise import STAGE_ANALYSIS, revise_limit
 from tfperf.results import CpuUsage, Limit, LimitBound, LimitTerm, TimedValue
 from tfperf.results.stages import StageKind, StageStat, StageUnit
 
@@ -123,7 +119,9 @@ def test_a_blocking_stage_is_sized_for_twice_the_roofline_when_the_model_alone_i
     assert model is not None and model.limit.bound_by is LimitBound.CPU
     roofline = model.limit.examples_per_sec
     assert roofline == pytest.approx(2 / (0.08e-3 + 0.3e-3), rel=1e-3)  # input + model CPU
-    assert model.threads == {"num_parallel_calls": math.ceil(BLOCKING_HEADROOM * roofline * 0.002)}
+    assert model.threads == {
+        "num_parallel_calls": math.ceil(POLICY.blocking_headroom * roofline * 0.002)
+    }
     assert model.threads["num_parallel_calls"] == 22  # ceil(2 x 5,263/s x 2 ms)
 
 
@@ -192,9 +190,9 @@ def test_the_input_is_pooled_on_the_fewest_cores_that_hold_its_predicted_rate(
     assert model is not None and model.cores_for_input == pool
     # A pool holds the input to its cores: 1 ms of CPU per example on each.
     assert model.pool_cap(pool) == pytest.approx(pool / 1e-3)
-    assert model.pool_cap(pool) >= POOL_TOLERANCE * model.predicted_examples_per_sec
+    assert model.pool_cap(pool) >= POLICY.pool_tolerance * model.predicted_examples_per_sec
     if pool > 1:
-        assert model.pool_cap(pool - 1) < POOL_TOLERANCE * model.predicted_examples_per_sec
+        assert model.pool_cap(pool - 1) < POLICY.pool_tolerance * model.predicted_examples_per_sec
 
 
 def test_an_unsampled_step_is_counted_on_every_core_at_its_compute_only_rate():
@@ -244,7 +242,9 @@ def test_a_blocking_stage_feeding_a_sequential_one_is_sized_with_headroom_over_i
     assert model is not None
     assert model.limit.bound_by is LimitBound.SEQUENTIAL_STAGE
     assert model.limit.examples_per_sec == pytest.approx(5000.0)
-    assert model.threads == {"num_parallel_calls": math.ceil(BLOCKING_HEADROOM * 5000 * 2e-3)}
+    assert model.threads == {
+        "num_parallel_calls": math.ceil(POLICY.blocking_headroom * 5000 * 2e-3)
+    }
 
 
 def test_a_prefetch_never_binds_as_a_sequential_stage():
@@ -276,8 +276,8 @@ def test_the_thread_cap_bounds_a_stage_and_the_prediction():
     )
     model = pipeline_model(report, cores=2, compute_examples_per_sec=9000.0)
 
-    assert model is not None and model.threads == {"num_parallel_calls": THREAD_CAP}
-    assert model.predicted_examples_per_sec == pytest.approx(THREAD_CAP / 0.1, rel=1e-3)
+    assert model is not None and model.threads == {"num_parallel_calls": POLICY.thread_cap}
+    assert model.predicted_examples_per_sec == pytest.approx(POLICY.thread_cap / 0.1, rel=1e-3)
 
 
 def test_no_limit_without_any_figure():
@@ -429,7 +429,7 @@ def test_a_real_sleeping_map_is_recognised_as_blocking():
 
 
 def test_a_restart_costs_the_refill_at_the_faster_side_of_input_and_model():
-    from tfperf.measure import Restarts
+    from tfperf.measure._model import Restarts
 
     restarts = Restarts(epoch_examples=2048, refill_examples=2048)
     # Input-bound: the drain at the model's rate gives back most of the fill.
@@ -452,7 +452,7 @@ def test_a_computing_stage_gets_the_calls_the_cores_hold_even_when_the_target_is
 
     assert model is not None
     assert math.ceil(500.0 * model.stages[1].wall_s_per_example) == 1  # Little's law alone
-    assert model.threads == {"num_parallel_calls": CALLS_PER_CORE * 4}
+    assert model.threads == {"num_parallel_calls": POLICY.calls_per_core * 4}
 
 
 def test_a_cheap_computing_stage_gets_as_many_calls_as_a_costly_one():
@@ -468,7 +468,7 @@ def test_a_cheap_computing_stage_gets_as_many_calls_as_a_costly_one():
     model = pipeline_model(report, cores=2, compute_examples_per_sec=5000.0)
 
     assert model is not None
-    assert model.threads == {"num_parallel_calls": CALLS_PER_CORE * 2}
+    assert model.threads == {"num_parallel_calls": POLICY.calls_per_core * 2}
 
 
 def test_computing_stages_share_the_cores_calls_in_the_pool_and_a_blocking_stage_adds_its_own():
@@ -482,7 +482,7 @@ def test_computing_stages_share_the_cores_calls_in_the_pool_and_a_blocking_stage
     )
     model = pipeline_model(computing, cores=2, compute_examples_per_sec=5000.0)
     assert model is not None
-    assert model.pool_threads == CALLS_PER_CORE * 2
+    assert model.pool_threads == POLICY.calls_per_core * 2
 
     # A blocking fetch (2 ms sleep) then a parallel decode: the fetch's waiting threads, plus
     # the cores' calls for the decode.
@@ -497,8 +497,8 @@ def test_computing_stages_share_the_cores_calls_in_the_pool_and_a_blocking_stage
     assert model is not None
     fetch, decode = model.stages[1], model.stages[2]
     assert fetch.blocking and not decode.blocking
-    assert fetch.threads > CALLS_PER_CORE * 2
-    assert model.pool_threads == fetch.threads + CALLS_PER_CORE * 2
+    assert fetch.threads > POLICY.calls_per_core * 2
+    assert model.pool_threads == fetch.threads + POLICY.calls_per_core * 2
 
 
 def test_a_sequential_stage_after_a_parallel_one_that_keeps_up_states_no_term():
@@ -655,7 +655,7 @@ def test_a_waiting_stage_is_held_by_the_threads_it_may_get():
     limit = pipeline_limit(stage_costs(report), 2, 50_000.0, 20e-6, None)
 
     assert limit is not None and limit.bound_by is LimitBound.PARALLEL_STAGE
-    assert limit.examples_per_sec == pytest.approx(THREAD_CAP / 100e-3)
+    assert limit.examples_per_sec == pytest.approx(POLICY.thread_cap / 100e-3)
 
 
 def _cpu_limit(rate=1000.0):

@@ -15,22 +15,16 @@ from tfperf.measure._analysis import (
     with_added_costs,
 )
 from tfperf.measure._bottleneck import checked_against
+from tfperf.measure._driver import Measurement, drive
 from tfperf.measure._model import (
-    THREAD_CAP,
     InputCpu,
     PipelineModel,
-    Restarts,
-    StageCost,
-    input_cpu_s_per_example,
+    model_cpu_s_per_example,
     model_from_profile,
     nearest_limit_input_cpu,
-    pipeline_limit,
-    pipeline_model,
     profile_limit,
-    profile_restarts,
-    revise_limit,
-    stage_costs,
 )
+from tfperf.measure._policy import THREAD_CAP
 from tfperf.measure._profiler import (
     Profiler,
     profile,
@@ -46,6 +40,7 @@ from tfperf.measure._restarts import (
     EpochInfo,
     restart_stage,
 )
+from tfperf.measure._revise import revise_limit
 from tfperf.measure._window import (
     Budget,
     window_steps,
@@ -57,27 +52,23 @@ __all__ = [
     "Budget",
     "EpochInfo",
     "InputCpu",
+    "Measurement",
     "PipelineModel",
     "Profiler",
     "Progress",
     "ProgressCallback",
-    "Restarts",
-    "StageCost",
     "attribute_restarts",
     "batch_examples",
     "checked_against",
-    "input_cpu_s_per_example",
+    "drive",
     "leaves",
+    "model_cpu_s_per_example",
     "model_from_profile",
     "nearest_limit_input_cpu",
-    "pipeline_limit",
-    "pipeline_model",
     "profile",
     "profile_limit",
-    "profile_restarts",
     "restart_stage",
     "revise_limit",
-    "stage_costs",
     "stage_report",
     "synchronise",
     "window_steps",

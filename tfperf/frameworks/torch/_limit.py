@@ -20,7 +20,8 @@ import math
 
 from tfperf.findings import INPUT_RATES
 from tfperf.frameworks.torch._items import ItemTiming, workers_for
-from tfperf.results import Limit, LimitBound, LimitTerm, PhaseResult, ProfileResult, Verdict
+from tfperf.measure import model_cpu_s_per_example
+from tfperf.results import Limit, LimitBound, LimitTerm, ProfileResult, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import LoaderReport
 
@@ -54,7 +55,7 @@ def loader_limit(
         step = f"the train step alone on a cached batch, one thread: {one_thread:,.0f} examples/s"
         rate = one_thread
     terms = [LimitTerm(LimitBound.COMPUTE, rate, step)]
-    model_cpu = _phase_cpu_s_per_example(compute, result)
+    model_cpu = model_cpu_s_per_example(result)
     if one_thread is not None and one_thread > 0:
         # One operator thread keeps at most one core busy: the step costs at most 1/rate CPU
         # seconds per example there, often far less than its threads spin for by default.
@@ -138,16 +139,3 @@ def _items_advice(loader: LoaderReport) -> str:
             "prefetch_factor and persistent_workers."
         )
     return sentence
-
-
-def _phase_cpu_s_per_example(phase: PhaseResult, result: ProfileResult) -> float | None:
-    """CPU seconds per example over `phase`, from the host probe's samples inside it."""
-    cpu = result.cpu
-    if cpu is None or not phase.records or phase.examples_per_sec <= 0:
-        return None
-    start = phase.records[0].start_s
-    end = phase.records[-1].start_s + phase.records[-1].step_s
-    inside = [sample.value for sample in cpu.samples if start <= sample.t_s <= end]
-    if not inside:
-        return None
-    return sum(inside) / len(inside) / 100 / phase.examples_per_sec
