@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+from tfperf.knobs._choices import Precision, ShardPolicy
 from tfperf.knobs._knobs import (
     CODE_KNOBS,
     KNOBS,
@@ -47,7 +48,6 @@ from tfperf.knobs._space import (
     to_jsonable,
 )
 from tfperf.knobs._values import format_value
-from tfperf.knobs.choices import Precision, ShardPolicy
 
 __all__ = [
     "AUTOTUNE",

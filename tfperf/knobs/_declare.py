@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
-from tfperf.knobs._sitename import AUTOTUNE
-from tfperf.knobs.choices import Precision
+from tfperf.knobs._choices import Precision
+from tfperf.knobs._sitename import AUTOTUNE, TUNABLE, SiteKind
 
 __all__ = [
+    "PREFETCH_DEPTHS",
     "Applier",
     "Kind",
     "Knob",
@@ -32,7 +33,9 @@ __all__ = [
     "Snippet",
     "Step",
     "knob",
+    "loader_knob",
     "parallelism_values",
+    "powers_of_two",
     "precision_values",
     "scaled_values",
     "trainer_thread_values",
@@ -175,6 +178,9 @@ class Knob:
             itself; `{value}` is the value. Options knobs share one generated edit.
         frameworks: the frameworks (`tfperf.frameworks` names) whose pipelines it acts in:
             a search of a tf.data pipeline never holds a DataLoader's knobs, nor the reverse.
+        call: the call and argument it is in the user's code, `("shuffle", "buffer_size")`:
+            a call site of that argument takes its domain, the buffer that call holds grows
+            with it (the RAM model), and what that argument controls is its `site_kind`.
     """
 
     default: Any
@@ -192,6 +198,7 @@ class Knob:
     snippet: Snippet | None = None
     edit: str | None = None
     frameworks: frozenset[str] = TENSORFLOW
+    call: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.applied_by is Applier.TF_DATA and self.option is None:
@@ -209,6 +216,14 @@ class Knob:
                 f"{self.training_note!r})."
             )
 
+    @property
+    def site_kind(self) -> SiteKind | None:
+        """What its argument controls at a call site (`TUNABLE`): `SiteKind.PARALLELISM` for a
+        stage's parallel calls, `SiteKind.PREFETCH` for a prefetch depth; None for a knob that
+        is no call's tuned argument."""
+        entry = TUNABLE.get(self.call) if self.call is not None else None
+        return entry[0] if entry is not None else None
+
     def domain(self, baseline: Any, context: SearchContext) -> list[Any]:
         """The values a search tries before the pipeline model; empty: the baseline alone."""
         return self.search(baseline, context) if self.search is not None else []
@@ -221,6 +236,23 @@ class Knob:
 def knob(default: Any, kind: Kind, doc: str, **facts: Any) -> Any:
     """Declares one knob as a field of `Knobs`: its default, check, doc and `Knob` facts."""
     return dataclasses.field(default=default, metadata={"knob": Knob(default, kind, doc, **facts)})
+
+
+def loader_knob(kind: Kind, argument: str, doc: str, search: Search | None, **facts: Any) -> Any:
+    """Declares a PyTorch `DataLoader` argument as a knob: tfperf rebuilds `make_loader`'s
+    DataLoader with it, and None (its default) keeps what `make_loader` wrote."""
+    facts.setdefault("unset", "as make_loader wrote it")
+    return knob(
+        None,
+        kind,
+        f"DataLoader `{argument}`: {doc}",
+        applied_by=Applier.DATALOADER,
+        option=argument,
+        call=("DataLoader", argument),
+        search=search,
+        frameworks=TORCH,
+        **facts,
+    )
 
 
 def choices(*values: Any) -> Search:
@@ -262,7 +294,7 @@ def prefetch_values(_value: Any, _context: SearchContext) -> list[Any]:
 def worker_values(_value: Any, context: SearchContext) -> list[Any]:
     """None (as written), no workers, and powers of two up to `max(32, 4 * cpu_count)` with
     `cpu_count`: workers that block on reads help well past the core count."""
-    counts = _powers_of_two(1, max(_MIN_WORKER_CAP, 4 * context.cpu_count))
+    counts = powers_of_two(1, max(_MIN_WORKER_CAP, 4 * context.cpu_count))
     return [None, *sorted({0, *counts, context.cpu_count})]
 
 
@@ -290,14 +322,15 @@ def precision_values(_value: Any, context: SearchContext) -> list[Any]:
 
 def parallelism_counts(cpu_count: int) -> list[int]:
     """Powers of two from 1 up to `max(8, 4 * cpu_count)`, and `cpu_count`, ascending."""
-    return sorted({*_powers_of_two(1, max(_MIN_PARALLELISM_CAP, 4 * cpu_count)), cpu_count})
+    return sorted({*powers_of_two(1, max(_MIN_PARALLELISM_CAP, 4 * cpu_count)), cpu_count})
 
 
 def _scaled(base: int, factors: Iterable[float]) -> list[int]:
     return sorted({max(1, round(base * factor)) for factor in factors})
 
 
-def _powers_of_two(low: int, high: int) -> list[int]:
+def powers_of_two(low: int, high: int) -> list[int]:
+    """The powers of two from `low` to `high`, ascending."""
     powers, power = [], 1
     while power <= high:
         if power >= low:

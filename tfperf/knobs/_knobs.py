@@ -22,6 +22,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from tfperf.errors import KnobError
+from tfperf.knobs._choices import (
+    Precision,
+    ProcessingMode,
+    ServiceCompression,
+    ShardPolicy,
+    StartMethod,
+    TargetWorkers,
+)
 from tfperf.knobs._declare import (
     BATCH_FACTORS,
     EVERY_FRAMEWORK,
@@ -36,6 +44,7 @@ from tfperf.knobs._declare import (
     distributed_choices,
     gpu_choices,
     knob,
+    loader_knob,
     parallelism_values,
     pool_values,
     precision_values,
@@ -47,14 +56,6 @@ from tfperf.knobs._declare import (
 )
 from tfperf.knobs._sitename import AUTOTUNE, SiteValues, check_site_value, is_site_name
 from tfperf.knobs._values import bad_value, check_kind, plain_value
-from tfperf.knobs.choices import (
-    Precision,
-    ProcessingMode,
-    ServiceCompression,
-    ShardPolicy,
-    StartMethod,
-    TargetWorkers,
-)
 
 #: The field holding the call-site values.
 SITES = "sites"
@@ -77,6 +78,7 @@ class Knobs:
         Kind.POSITIVE_INT,
         "Examples per batch.",
         applied_by=Applier.CODE,
+        call=("batch", "batch_size"),
         changes_training=True,
         training_note="The winner changes the batch size ({old} → {new}): the learning rate "
         "and convergence may need retuning. Check accuracy before adopting it.",
@@ -89,6 +91,7 @@ class Knobs:
         Kind.POSITIVE_INT,
         "Elements held by `shuffle(buffer_size)`; host RAM grows with it.",
         applied_by=Applier.CODE,
+        call=("shuffle", "buffer_size"),
         changes_training=True,
         training_note="The winner changes the shuffle buffer ({old} → {new}): examples are "
         "mixed less (or more) thoroughly, which can affect accuracy.",
@@ -101,6 +104,7 @@ class Knobs:
         Kind.OPTIONAL_PARALLELISM,
         "Parallel invocations of `map(num_parallel_calls=...)`; None: one at a time.",
         applied_by=Applier.CODE,
+        call=("map", "num_parallel_calls"),
         autotune=True,
         search=parallelism_values,
         unset="sequential",
@@ -111,6 +115,7 @@ class Knobs:
         Kind.OPTIONAL_PARALLELISM,
         "Input elements `interleave(cycle_length=...)` reads at once; None: one per CPU core.",
         applied_by=Applier.CODE,
+        call=("interleave", "cycle_length"),
         autotune=True,
         search=parallelism_values,
         unset="the number of CPU cores",
@@ -126,6 +131,7 @@ class Knobs:
         Kind.OPTIONAL_PARALLELISM,
         "Files read at once, e.g. `TFRecordDataset(num_parallel_reads)`; None: one at a time.",
         applied_by=Applier.CODE,
+        call=("TFRecordDataset", "num_parallel_reads"),
         autotune=True,
         search=parallelism_values,
         unset="sequential",
@@ -138,6 +144,7 @@ class Knobs:
         Kind.BUFFER,
         "Batches buffered by `prefetch(buffer_size)`; 0 means no prefetch.",
         applied_by=Applier.CODE,
+        call=("prefetch", "buffer_size"),
         autotune=True,
         unset="no prefetch of its own",
         search=prefetch_values,
@@ -282,79 +289,56 @@ class Knobs:
         unset="a job of its own",
         search=None,  # shared jobs are a choice about training, not speed
     )
-    num_workers: int | None = knob(
-        None,
+    num_workers: int | None = loader_knob(
         Kind.OPTIONAL_COUNT,
-        "DataLoader `num_workers`: worker processes loading items; 0 loads them in the "
-        "trainer. None keeps what `make_loader` wrote.",
-        applied_by=Applier.DATALOADER,
-        option="num_workers",
-        unset="as make_loader wrote it",
-        search=worker_values,
-        frameworks=TORCH,
+        "num_workers",
+        "worker processes loading items; 0 loads them in the trainer. None keeps what "
+        "`make_loader` wrote.",
+        worker_values,
     )
-    prefetch_factor: int | None = knob(
-        None,
+    prefetch_factor: int | None = loader_knob(
         Kind.OPTIONAL_THREADS,
-        "DataLoader `prefetch_factor`: batches each worker loads ahead; acts only with workers. "
-        "None keeps what `make_loader` wrote (PyTorch's default: 2).",
-        applied_by=Applier.DATALOADER,
-        option="prefetch_factor",
-        unset="as make_loader wrote it",
-        search=choices(None, 1, 2, 4, 8),
-        frameworks=TORCH,
+        "prefetch_factor",
+        "batches each worker loads ahead; acts only with workers. None keeps what "
+        "`make_loader` wrote (PyTorch's default: 2).",
+        choices(None, 1, 2, 4, 8),
     )
-    persistent_workers: bool | None = knob(
-        None,
+    persistent_workers: bool | None = loader_knob(
         Kind.OPTIONAL_BOOL,
-        "DataLoader `persistent_workers`: keep the workers alive between epochs instead of "
-        "starting them at each; acts only with workers. None keeps what `make_loader` wrote.",
-        applied_by=Applier.DATALOADER,
-        option="persistent_workers",
+        "persistent_workers",
+        "keep the workers alive between epochs instead of starting them at each; acts only "
+        "with workers. None keeps what `make_loader` wrote.",
+        choices(None, True),
         # Not input-only in every pipeline: kept workers keep their dataset copies, and an
         # epoch's `iter(loader)` no longer draws the workers' base seed from the global RNG.
         check_note="persistent_workers keeps each worker's copy of the dataset and its random "
         "state across epochs, and an epoch no longer draws the workers' seed from the global "
         "RNG: check that per-epoch state (set_epoch, augmentation seeds) still reaches the "
         "workers and changes each epoch.",
-        unset="as make_loader wrote it",
-        search=choices(None, True),
-        frameworks=TORCH,
     )
-    pin_memory: bool | None = knob(
-        None,
+    pin_memory: bool | None = loader_knob(
         Kind.OPTIONAL_BOOL,
-        "DataLoader `pin_memory`: page-locked batches, copied to a GPU asynchronously; acts "
-        "only with CUDA. None keeps what `make_loader` wrote.",
-        applied_by=Applier.DATALOADER,
-        option="pin_memory",
-        unset="as make_loader wrote it",
-        search=gpu_choices(None, True),
-        frameworks=TORCH,
+        "pin_memory",
+        "page-locked batches, copied to a GPU asynchronously; acts only with CUDA. None keeps "
+        "what `make_loader` wrote.",
+        gpu_choices(None, True),
     )
-    in_order: bool | None = knob(
-        None,
+    in_order: bool | None = loader_knob(
         Kind.OPTIONAL_BOOL,
-        "DataLoader `in_order`: False hands out whichever worker's batch is ready first, "
-        "where the installed torch accepts it. None keeps what `make_loader` wrote.",
-        applied_by=Applier.DATALOADER,
-        option="in_order",
-        unset="as make_loader wrote it",
-        search=choices(None, False),
-        frameworks=TORCH,
+        "in_order",
+        "False hands out whichever worker's batch is ready first, where the installed torch "
+        "accepts it. None keeps what `make_loader` wrote.",
+        choices(None, False),
     )
-    worker_start_method: StartMethod | None = knob(  # noqa: RUF009 (see `mixed_precision`)
-        None,
+    worker_start_method: StartMethod | None = loader_knob(  # noqa: RUF009 (see `mixed_precision`)
         Kind.START_METHOD,
-        "DataLoader `multiprocessing_context`: how workers start. None keeps what "
-        "`make_loader` wrote (the platform's default: fork on Linux).",
-        applied_by=Applier.DATALOADER,
-        option="multiprocessing_context",
-        unset="the platform's default",
+        "multiprocessing_context",
+        "how workers start. None keeps what `make_loader` wrote (the platform's default: fork "
+        "on Linux).",
         # Only a SEARCH_SPACE searches it: spawned workers import the dataset's module again,
         # which a pipeline file loaded by tfperf under a private name cannot offer them.
-        search=None,
-        frameworks=TORCH,
+        None,
+        unset="the platform's default",
     )
     torch_threads: int | None = knob(
         None,

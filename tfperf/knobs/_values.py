@@ -16,9 +16,7 @@ from enum import Enum
 from typing import Any
 
 from tfperf.errors import KnobError
-from tfperf.knobs._declare import Kind
-from tfperf.knobs._sitename import AUTOTUNE, SiteValues, as_int
-from tfperf.knobs.choices import (
+from tfperf.knobs._choices import (
     Precision,
     ProcessingMode,
     ServiceCompression,
@@ -26,6 +24,8 @@ from tfperf.knobs.choices import (
     StartMethod,
     TargetWorkers,
 )
+from tfperf.knobs._declare import Kind
+from tfperf.knobs._sitename import AUTOTUNE, SiteValues, as_int
 
 __all__ = ["bad_value", "check_kind", "format_value", "plain_value"]
 

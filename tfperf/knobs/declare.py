@@ -1,21 +1,20 @@
 """What a knob declares (`Knob`), who applies it (`Applier`), and what its search domain
-depends on (`SearchContext`); `tfperf.knobs.KNOBS` holds every declaration. What to check when
-a recommendation turns a knob on, from its declaration: `turned_on_checks`, `site_check`.
+depends on (`SearchContext`, `PREFETCH_DEPTHS`, `powers_of_two`); `tfperf.knobs.KNOBS` holds
+every declaration. What to check when a recommendation turns a knob on, from its
+declaration: `turned_on_checks`, `site_check`.
 """
 
 from __future__ import annotations
 
 from tfperf.knobs._checks import site_check, turned_on_checks
-from tfperf.knobs._declare import (
-    Applier,
-    Knob,
-    SearchContext,
-)
+from tfperf.knobs._declare import PREFETCH_DEPTHS, Applier, Knob, SearchContext, powers_of_two
 
 __all__ = [
+    "PREFETCH_DEPTHS",
     "Applier",
     "Knob",
     "SearchContext",
+    "powers_of_two",
     "site_check",
     "turned_on_checks",
 ]

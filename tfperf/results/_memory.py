@@ -29,6 +29,11 @@ class BufferKind(str, Enum):
     PARALLEL_MAP = "parallel-map"  # num_parallel_calls elements in flight
     PADDED_BATCH = "padded-batch"  # the batch being built
 
+    @property
+    def method(self) -> str:
+        """The tf.data method whose call holds such a buffer (a parallel map's: `map`)."""
+        return "map" if self is BufferKind.PARALLEL_MAP else self.value.replace("-", "_")
+
 
 class SizeSource(str, Enum):
     """Where an element's bytes came from."""
@@ -73,6 +78,17 @@ class BufferHold:
     def bytes(self) -> float:
         """Bytes held at most: elements times bytes per element."""
         return self.elements * self.bytes_per_element
+
+    @staticmethod
+    def pass_note(elements: int) -> str:
+        """The `note` of a buffer that one pass of its input fills before its written size."""
+        return f"the {elements:,} elements of one pass"
+
+    @property
+    def fills_a_pass(self) -> bool:
+        """Whether one pass of its input fills it before its written size (`pass_note`): its
+        count is the pass's, whatever the knob that sets that size."""
+        return self.note == self.pass_note(self.elements)
 
 
 @dataclasses.dataclass

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tfperf.hardware import Machine
-from tfperf.knobs import AUTOTUNE, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
+from tfperf.knobs import AUTOTUNE, KNOBS, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
 from tfperf.measure import THREAD_CAP, InputCpu, PipelineModel, model_from_profile
 from tfperf.results import Limit, ProfileResult, plain_dict, validated
 from tfperf.results.stages import StageKind, StageStat
@@ -46,6 +46,10 @@ __all__ = [
     "thread_range",
     "widen",
 ]
+
+#: An interleave's two arguments, the knobs of the same names: tf.data refuses more parallel
+#: calls than a fixed cycle.
+_CYCLE, _CALLS = KNOBS.cycle_length.name, KNOBS.num_parallel_calls.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,15 +161,15 @@ def literal_cycles(stages: Iterable[StageStat], baseline: Knobs) -> dict[str, in
         return {}  # call sites carry their own cycle_length, capped by `cycle_caps`
     found: dict[str, int] = {}
     for stage in stages:
-        cycle = stage.parameters.get("cycle_length")
-        calls = stage.parameters.get("num_parallel_calls")
+        cycle = stage.parameters.get(_CYCLE)
+        calls = stage.parameters.get(_CALLS)
         if stage.kind is not StageKind.INTERLEAVE or calls is None:
             continue
         if not isinstance(cycle, int) or isinstance(cycle, bool) or cycle <= 0:
             continue
         if calls != baseline.num_parallel_calls or cycle == baseline.cycle_length:
             continue
-        found["num_parallel_calls"] = min(found.get("num_parallel_calls", cycle), cycle)
+        found[_CALLS] = min(found.get(_CALLS, cycle), cycle)
     return found
 
 
@@ -182,8 +186,7 @@ def knob_drives_interleave(stages: Iterable[StageStat], baseline: Knobs) -> bool
     if baseline.sites or baseline.num_parallel_calls == baseline.cycle_length:
         return False
     return any(
-        s.kind is StageKind.INTERLEAVE
-        and s.parameters.get("num_parallel_calls") == baseline.num_parallel_calls
+        s.kind is StageKind.INTERLEAVE and s.parameters.get(_CALLS) == baseline.num_parallel_calls
         for s in stages
     )
 
@@ -211,16 +214,16 @@ def cycle_caps(
     caps: dict[str, int] = {}
     for name in baseline.sites:
         site = SiteName.parse(name)
-        if site.method != "interleave" or site.argument != "num_parallel_calls":
+        if site.method != "interleave" or site.argument != _CALLS:
             continue
-        cycle = str(dataclasses.replace(site, argument="cycle_length"))
+        cycle = str(dataclasses.replace(site, argument=_CYCLE))
         value = _fixed_cycle(space.get(cycle), cores)
         if value is not None:
             caps[name] = value
     interleaves = any(s.kind is StageKind.INTERLEAVE for s in model.stages)
-    value = _fixed_cycle(space.get("cycle_length"), cores)
+    value = _fixed_cycle(space.get(_CYCLE), cores)
     if interleaves and value is not None:
-        caps["num_parallel_calls"] = value
+        caps[_CALLS] = value
     return caps
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from tfperf.hardware import Machine
 from tfperf.knobs import (
     AUTOTUNE,
+    KNOBS,
     Choices,
     Domain,
     Fixed,
@@ -29,10 +30,10 @@ from tfperf.knobs import (
     SiteName,
     is_site_name,
 )
+from tfperf.knobs.declare import PREFETCH_DEPTHS
 from tfperf.measure import THREAD_CAP, PipelineModel
 from tfperf.results.stages import StageKind
 from tfperf.results.tune import Estimate, Reference
-from tfperf.tuner._search import _PREFETCH_DEPTHS
 from tfperf.tuner._training import TrainingChoice
 
 __all__ = [
@@ -48,10 +49,13 @@ __all__ = [
     "unordered",
 ]
 
-POOL = "private_threadpool_size"
-#: The prefetch depth of `pool_estimate` (batches).
+#: The knob of the private thread pool the input's stages run on.
+POOL = KNOBS.private_threadpool_size.name
+#: The prefetch depth of `pool_estimate` (batches), and its knob.
 POOLED_PREFETCH = 2
-_PARALLELISM = ("num_parallel_calls", "num_parallel_reads", "cycle_length")
+_PREFETCH = KNOBS.prefetch.name
+#: The knob that lets parallel stages hand out elements as they finish (`unordered`).
+_ORDER = KNOBS.deterministic.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,15 +181,12 @@ def estimate_knobs(
     """
     values: dict[str, Any] = {n: v for n, v in threads.items() if not is_site_name(n)}
     sites = {**baseline.sites, **{n: v for n, v in threads.items() if is_site_name(n)}}
-    domain = space.get("prefetch")
-    if not isinstance(domain, Fixed):
-        values["prefetch"] = prefetch_depth(domain, blocks)
-    if unordered(space.get("deterministic"), threads):
-        values["deterministic"] = False
-    for name in baseline.sites:
-        site_domain = space.get(name)
-        if SiteName.parse(name).kind is SiteKind.PREFETCH and not isinstance(site_domain, Fixed):
-            sites[name] = prefetch_depth(site_domain, blocks)
+    for name in (*KNOBS.names(), *baseline.sites):
+        domain = space.get(name)
+        if _kind(name) is SiteKind.PREFETCH and not isinstance(domain, Fixed):
+            (sites if is_site_name(name) else values)[name] = prefetch_depth(domain, blocks)
+    if unordered(space.get(_ORDER), threads):
+        values[_ORDER] = False
     return baseline.replace(**values, sites=sites)
 
 
@@ -209,9 +210,9 @@ def pool_estimate(
     cores = model.cores_for_input
     if model.blocks or cores is None:
         return None
-    if isinstance(space.get(POOL), Fixed) or not _admits(space.get("prefetch"), POOLED_PREFETCH):
+    if isinstance(space.get(POOL), Fixed) or not _admits(space.get(_PREFETCH), POOLED_PREFETCH):
         return None
-    knobs = base.knobs.replace(**{POOL: cores, "prefetch": POOLED_PREFETCH})
+    knobs = base.knobs.replace(**{POOL: cores, _PREFETCH: POOLED_PREFETCH})
     if knobs == base.knobs:
         return None
     cap = model.pool_cap(cores)
@@ -267,7 +268,7 @@ def prefetch_depth(domain: Domain | None, blocks: bool) -> int:
     if isinstance(domain, Choices):
         depths = [v for v in domain.values if isinstance(v, int) and v >= 0]
         return max(depths) if depths else AUTOTUNE
-    return max(_PREFETCH_DEPTHS)
+    return max(PREFETCH_DEPTHS)
 
 
 def sized_threads(
@@ -285,19 +286,20 @@ def sized_threads(
 
 
 def _threads_for(name: str, model: PipelineModel) -> int | None:
-    if is_site_name(name):
-        site = SiteName.parse(name)
-        if site.kind is not SiteKind.PARALLELISM:
-            return None
-        return model.threads.get(site.argument) or _interleave_threads(site.argument, model)
-    if name in _PARALLELISM:
-        return model.threads.get(name) or _interleave_threads(name, model)
-    return None
+    if _kind(name) is not SiteKind.PARALLELISM:
+        return None
+    argument = SiteName.parse(name).argument if is_site_name(name) else name
+    return model.threads.get(argument) or _interleave_threads(argument, model)
+
+
+def _kind(name: str) -> SiteKind | None:
+    """What a knob (`Knob.site_kind`) or a call site's argument controls."""
+    return SiteName.parse(name).kind if is_site_name(name) else KNOBS[name].site_kind
 
 
 def _interleave_threads(argument: str, model: PipelineModel) -> int | None:
     """An interleave's `cycle_length` follows its parallel calls: one open input per call."""
-    if argument != "cycle_length":
+    if argument != KNOBS.cycle_length.name:
         return None
     counts = [s.threads for s in model.stages if s.kind is StageKind.INTERLEAVE and s.argument]
     return max(counts) if counts else None

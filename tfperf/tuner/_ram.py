@@ -7,9 +7,12 @@ a batch is (`batch_size`); the same account, repriced, predicts its peak: the ba
 plus what its buffers would hold more (or less). Over the budget, the trial is pruned with the
 figures, unrun, as a trial over the budget would be killed after loading its buffers.
 
-A buffer is matched to the knob that sizes it by kind and by value: a shuffle holding as many
-elements as the baseline's `shuffle_buffer` (or a shuffle site's value) is the one that knob
-sets. A buffer no knob matches keeps its size; AUTOTUNE values are left to tf.data.
+A buffer is matched to the knob that sizes it by kind and by value: the knob declared as the
+argument of the call that holds it (`Knob.call`), when the buffer holds as many elements as
+the baseline's value of that knob (or of a call site of that argument). A shuffle holding
+`shuffle_buffer` elements is the one that knob sets, unless one pass of its input fills it
+first (`BufferHold.fills_a_pass`). A buffer no knob matches keeps its size; AUTOTUNE values
+are left to tf.data.
 
 A DataLoader's workers are priced the same way: each holds the private pages the baseline's
 workers held at the end of a pass (`LoaderReport.worker_memory`), not at its start, since a
@@ -19,20 +22,12 @@ the pass is where the budget breaks. The trainer keeps its share of the baseline
 
 from __future__ import annotations
 
-from tfperf.knobs import AUTOTUNE, Knobs, SiteName
+from tfperf.knobs import AUTOTUNE, KNOBS, Knobs, SiteKind, SiteName
 from tfperf.results import ProfileResult
-from tfperf.results.stages import BufferHold, BufferKind
+from tfperf.results.stages import BufferHold
 from tfperf.units import format_bytes
 
 __all__ = ["predicted_rss_bytes", "ram_problem"]
-
-#: The knob that sizes each kind of buffer, and the method and argument of a call site that do.
-_KNOB = {
-    BufferKind.SHUFFLE: ("shuffle_buffer", "shuffle", "buffer_size"),
-    BufferKind.PREFETCH: ("prefetch", "prefetch", "buffer_size"),
-    BufferKind.PARALLEL_MAP: ("num_parallel_calls", "map", "num_parallel_calls"),
-    BufferKind.INTERLEAVE: ("cycle_length", "interleave", "cycle_length"),
-}
 
 
 def predicted_rss_bytes(baseline: ProfileResult, before: Knobs, after: Knobs) -> float | None:
@@ -92,7 +87,7 @@ def _workers(after: Knobs, measured: int) -> int:
     if after.num_workers is not None:
         return after.num_workers
     for site, value in after.sites.items():
-        if SiteName.parse(site).argument == "num_workers" and isinstance(value, int):
+        if SiteName.parse(site).kind is SiteKind.WORKERS and isinstance(value, int):
             return value
     return measured
 
@@ -106,14 +101,13 @@ def _bytes_under(hold: BufferHold, before: Knobs, after: Knobs) -> float:
 
 
 def _elements_under(hold: BufferHold, before: Knobs, after: Knobs) -> int:
-    names = _KNOB.get(hold.kind)
-    if names is None or (hold.note and "one pass" in hold.note):
+    knob = next((k for k in KNOBS if k.call and k.call[0] == hold.kind.method), None)
+    if knob is None or hold.fills_a_pass:
         return hold.elements
-    knob, method, argument = names
-    was, now = getattr(before, knob), getattr(after, knob)
+    was, now = getattr(before, knob.name), getattr(after, knob.name)
     for site, value in before.sites.items():
         name = SiteName.parse(site)
-        if name.method == method and name.argument == argument and value == hold.elements:
+        if (name.method, name.argument) == knob.call and value == hold.elements:
             was, now = value, after.sites.get(site, value)
     if was != hold.elements or not isinstance(now, int) or now == AUTOTUNE or now is None:
         return hold.elements

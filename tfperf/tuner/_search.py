@@ -47,7 +47,7 @@ from tfperf.knobs import (
     format_value,
     is_site_name,
 )
-from tfperf.knobs.declare import SearchContext
+from tfperf.knobs.declare import SearchContext, powers_of_two
 
 if TYPE_CHECKING:
     import optuna
@@ -70,13 +70,6 @@ logger = logging.getLogger(__name__)
 
 #: Knobs that take AUTOTUNE, and that the everything-AUTOTUNE reference trial sets to it.
 AUTOTUNE_KNOBS = KNOBS.where(lambda knob: knob.autotune)
-# The prefetch depths the declared domain tries, which depend on no machine (the model caps a
-# blocking pipeline's prefetch at the deepest, `tfperf.tuner._guide`).
-_PREFETCH_DEPTHS: tuple[int, ...] = tuple(
-    depth
-    for depth in KNOBS.prefetch.domain(None, SearchContext(1, has_gpu=False, cpu_bf16=False))
-    if depth != AUTOTUNE
-)
 
 
 def default_space(
@@ -142,33 +135,17 @@ def site_space(sites: Mapping[str, int | None], machine: Machine) -> dict[str, D
 
 
 def _site_values(kind: SiteKind, value: int | None, machine: Machine) -> list[Any]:
-    # A site takes the domain of the knob its argument stands for.
+    # A site takes the domain of the first knob declared as such an argument (`Knob.call`),
+    # less that knob's None ("as the file wrote it"): the written value, which the site's
+    # domain holds anyway.
     if kind is SiteKind.EDIT:  # a structure edit: as written (0) or made (1)
         return [0, 1]
-    # A DataLoader's argument: a switch off or on, else the domain of the knob of the same
-    # meaning. The knob's None ("as the file wrote it") is the written value here, which the
-    # site's domain holds anyway; a switch left out (None) is off already.
-    if kind is SiteKind.FLAG:
+    if kind is SiteKind.FLAG:  # a DataLoader switch; one left out (None) is off already
         return [1] if value is None else [0, 1]
-    if kind in _LOADER_KNOBS:
-        knob = KNOBS[_LOADER_KNOBS[kind]]
-        return [each for each in knob.domain(value, search_context(machine)) if each is not None]
     if kind in (SiteKind.SHUFFLE, SiteKind.BATCH) and (value is None or value <= 0):
         return []
-    like = _SITE_KNOBS[kind]
-    return KNOBS[like].domain(value, search_context(machine))
-
-
-#: The knob whose domain a DataLoader call's argument takes (the PyTorch framework's knobs).
-_LOADER_KNOBS = {SiteKind.WORKERS: "num_workers", SiteKind.FACTOR: "prefetch_factor"}
-
-#: The knob whose domain each kind of call site takes.
-_SITE_KNOBS = {
-    SiteKind.PARALLELISM: KNOBS.num_parallel_calls.name,
-    SiteKind.PREFETCH: KNOBS.prefetch.name,
-    SiteKind.SHUFFLE: KNOBS.shuffle_buffer.name,
-    SiteKind.BATCH: KNOBS.batch_size.name,
-}
+    like = next(knob for knob in KNOBS if knob.site_kind is kind)
+    return [each for each in like.domain(value, search_context(machine)) if each is not None]
 
 
 def build_space(
@@ -375,7 +352,7 @@ def _with_references(name: str, domain: Choices | IntRange, needed: list[Any]) -
         widened = IntRange(low, high, domain.log)
     else:
         numbers = _sorted_numbers(
-            [domain.low, *_powers_of_two(max(domain.low, 1), domain.high), domain.high]
+            [domain.low, *powers_of_two(max(domain.low, 1), domain.high), domain.high]
         )
         widened = Choices(tuple(_with(numbers, needed)))
     logger.info(
@@ -437,15 +414,6 @@ def _has(values: Iterable[Any], value: Any) -> bool:
 
 def _domain(values: list[Any]) -> Domain:
     return Fixed(values[0]) if len(values) == 1 else Choices(tuple(values))
-
-
-def _powers_of_two(low: int, high: int) -> list[int]:
-    powers, power = [], 1
-    while power <= high:
-        if power >= low:
-            powers.append(power)
-        power *= 2
-    return powers
 
 
 def _sorted_numbers(values: Iterable[int]) -> list[int]:

@@ -106,7 +106,7 @@ def _elements(
         inputs = _tf.inputs(stage.dataset)
         epoch = _tf.cardinality(inputs[0]) if len(inputs) == 1 else None
         if epoch is not None and epoch < size:  # a pass shorter than the buffer fills it
-            return BufferKind.SHUFFLE, epoch, f"the {epoch:,} elements of one pass"
+            return BufferKind.SHUFFLE, epoch, BufferHold.pass_note(epoch)
         return BufferKind.SHUFFLE, size, None
     if stage.kind is StageKind.PREFETCH:
         size, note = _autotuned(stage, "buffer_size", autotune, 1)
