@@ -25,6 +25,7 @@ __all__ = [
     "add_device_arguments",
     "check_cpu_replicas",
     "device_options",
+    "gpu_flags",
     "gpu_memory_fixes",
     "note_gpu_flags",
 ]
@@ -90,13 +91,17 @@ def gpu_memory_fixes(args: argparse.Namespace, *, has_gpu: bool = True) -> dict[
     what ran, not what was asked.
     """
     knob = KNOBS.gpu_memory_growth.name
-    limit = getattr(args, "gpu_memory_limit", None)
-    growth = getattr(args, "gpu_memory_growth", None)
+    limit, growth = gpu_flags(args)
     if limit is None and growth is None:
         return {}
     if limit is not None or not has_gpu:
         return {knob: None}
     return {knob: growth}
+
+
+def gpu_flags(args: argparse.Namespace) -> tuple[int | None, bool | None]:
+    """`--gpu-memory-limit` and `--gpu-memory-growth` as parsed; None where a command has none."""
+    return getattr(args, "gpu_memory_limit", None), getattr(args, "gpu_memory_growth", None)
 
 
 def _on_off(text: str) -> bool:
@@ -120,19 +125,13 @@ def device_options(
     implied = replicas is not None and replicas > 1
     if strategy is None and implied and not (pipeline is not None and pipeline.owns_strategy):
         strategy = StrategyKind.MIRRORED
-    layout = DeviceLayout(
-        cpu_replicas=replicas,
-        gpu_memory_limit_mib=getattr(args, "gpu_memory_limit", None),
-        gpu_memory_growth=getattr(args, "gpu_memory_growth", None),
-    )
-    return layout, strategy
+    return DeviceLayout(replicas, *gpu_flags(args)), strategy
 
 
 def note_gpu_flags(args: argparse.Namespace, *, has_gpu: bool | None = None) -> None:
     """Says once on stderr why `--gpu-memory-limit` or `--gpu-memory-growth` does nothing
     when this machine has no GPU (None: look), instead of accepting the flag in silence."""
-    limit = getattr(args, "gpu_memory_limit", None)
-    growth = getattr(args, "gpu_memory_growth", None)
+    limit, growth = gpu_flags(args)
     if (limit is None and growth is None) or _gpu_present(has_gpu):
         return
     if limit is not None:

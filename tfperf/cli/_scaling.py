@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from tfperf.cli._devices import gpu_flags
 from tfperf.cli._stall import stall_limit
 from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.results import ProfileResult, TrialStatus
@@ -236,11 +237,7 @@ def _measure_count(
 
 def _layout(plan: ScalingPlan, count: int, args: argparse.Namespace) -> DeviceLayout:
     """The user's GPU memory flags, with `count` logical CPU devices when replicas are CPUs."""
-    return DeviceLayout(
-        cpu_replicas=count if plan.device is ReplicaDevice.CPU else None,
-        gpu_memory_limit_mib=getattr(args, "gpu_memory_limit", None),
-        gpu_memory_growth=getattr(args, "gpu_memory_growth", None),
-    )
+    return DeviceLayout(count if plan.device is ReplicaDevice.CPU else None, *gpu_flags(args))
 
 
 @contextlib.contextmanager

@@ -463,11 +463,11 @@ def _through_service(args: argparse.Namespace, pipeline: PipelineFile) -> Pipeli
         raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
     baseline = pipeline.baseline.replace(service=args.service)
     service.check(pipeline, baseline, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
-    space = dict(pipeline.search_space)
-    if "service" in space:  # fixed at the code's own (none) where no patch could write it
-        from tfperf.knobs import Fixed
+    from tfperf.knobs import KNOBS, Fixed
 
-        space["service"] = Fixed(args.service)
+    space = dict(pipeline.search_space)
+    if KNOBS.service.name in space:  # fixed at the code's own (none) where no patch writes it
+        space[KNOBS.service.name] = Fixed(args.service)
     return dataclasses.replace(pipeline, baseline=baseline, search_space=space)
 
 
@@ -475,8 +475,9 @@ def _check_baseline_replicas(args: argparse.Namespace, pipeline: PipelineFile) -
     """Refuses `--cpu-replicas` above the baseline's global batch before the first trial,
     which would otherwise wait forever on a replica with no examples."""
     from tfperf.hardware import detect_machine
+    from tfperf.knobs import KNOBS
 
-    batch = dict(args.fixes).get("batch_size", pipeline.baseline.batch_size)
+    batch = dict(args.fixes).get(KNOBS.batch_size.name, pipeline.baseline.batch_size)
     knobs = pipeline.baseline.replace(batch_size=batch)
     check_cpu_replicas(args, pipeline, knobs, detect_machine().cpu_count)
 

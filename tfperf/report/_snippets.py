@@ -30,7 +30,7 @@ def code_snippet(knobs: Mapping[str, Any], framework: str = "tensorflow") -> str
 def dataloader_snippet(knobs: Mapping[str, Any], declared: list[Knob]) -> str:
     """`DataLoader(dataset, ...)` with the batch size and every DataLoader argument set, then
     the trainer's settings (threads, autocast)."""
-    arguments = [f"batch_size={knobs.get('batch_size', KNOBS.batch_size.default)}"]
+    arguments = [f"batch_size={knobs.get(KNOBS.batch_size.name, KNOBS.batch_size.default)}"]
     arguments += [
         f"{knob.option}={knobs[knob.name]!r}"
         for knob in declared
@@ -39,7 +39,7 @@ def dataloader_snippet(knobs: Mapping[str, Any], declared: list[Knob]) -> str:
     lines = [f"loader = DataLoader(dataset, {', '.join(arguments)})"]
     trainer = [k for k in KNOBS.applied_by(Applier.TRAINER) if k.snippet is not None]
     lines += _lines(trainer, knobs)
-    precision = knobs.get("mixed_precision", Precision.FLOAT32.value)
+    precision = knobs.get(KNOBS.mixed_precision.name, Precision.FLOAT32.value)
     if precision != Precision.FLOAT32.value:
         dtype = str(precision).removeprefix("mixed_")
         lines.append(f"with torch.autocast(device, dtype=torch.{dtype}):  # around the step")

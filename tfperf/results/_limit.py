@@ -10,6 +10,7 @@ import dataclasses
 from enum import Enum
 from typing import Any
 
+from tfperf.knobs import KNOBS
 from tfperf.results._json import KnobsField, as_knobs
 from tfperf.results._references import Reference
 
@@ -132,8 +133,9 @@ class TrainingRate:
     steps: int
 
     def setting(self) -> dict[str, Any]:
-        """The knob values this rate was measured under."""
-        return {"batch_size": self.batch_size, "mixed_precision": self.mixed_precision}
+        """The knob values this rate was measured under: its fields named as knobs."""
+        names = KNOBS.names()
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in names}
 
 
 @dataclasses.dataclass
