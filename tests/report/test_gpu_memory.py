@@ -11,7 +11,8 @@ from tests.fakes.gpu_profile import FITS, MIB, measured_on_fake_gpu
 from tests.reports import fake_profile
 from tfperf.report import render_profile_html, render_summary
 from tfperf.report._gpu_memory import HEADING
-from tfperf.results import PeakSource, ProfileResult
+from tfperf.results import ProfileResult
+from tfperf.results._gpu_memory import PeakSource
 
 
 @pytest.fixture(autouse=True)

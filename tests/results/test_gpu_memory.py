@@ -7,8 +7,16 @@ import json
 
 import pytest
 
-from tfperf.results import GpuStats, PeakSource, ProfileResult, gpu_memory_advice
-from tfperf.results._gpu_memory import DEFAULT_CONTEXT_BYTES, MIB, HostCopy, MemoryApi, host_copy
+from tfperf.results import GpuStats, ProfileResult
+from tfperf.results._gpu_memory import (
+    DEFAULT_CONTEXT_BYTES,
+    MIB,
+    HostCopy,
+    MemoryApi,
+    PeakSource,
+    gpu_memory_advice,
+    host_copy,
+)
 from tfperf.results.stages import LoaderReport
 
 GIB = 1 << 30

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfperf.results.stages import GROWTH_NOISE_BYTES, ITERABLE_DOCS, PassCheck, WorkerMemory
+from tfperf.results._loader_checks import GROWTH_NOISE_BYTES, ITERABLE_DOCS
+from tfperf.results.stages import PassCheck, WorkerMemory
 
 MIB = 2**20
 DOUBLED = PassCheck("Lines", 2, 48, True, 24, True, repeat_factor=2.0, sampled=24)

@@ -11,11 +11,7 @@ sites a build found) and `tfperf.results.tune` (a tuning run: `TuneResult`, `Mea
 
 from __future__ import annotations
 
-from tfperf.results._gpu_memory import (
-    GpuMemoryAdvice,
-    PeakSource,
-    gpu_memory_advice,
-)
+from tfperf.results._gpu_memory import GpuMemoryAdvice
 from tfperf.results._json import (
     JsonRecord,
     plain_dict,
@@ -48,14 +44,12 @@ from tfperf.results._trial import (
     TrialStatus,
 )
 from tfperf.results._utilisation import (
-    MLPERF_STORAGE_BAR,
     StepSource,
     Utilisation,
     UtilisationPoint,
 )
 
 __all__ = [
-    "MLPERF_STORAGE_BAR",
     "MODERATELY_INPUT_BOUND_AT",
     "RATE_NOISE",
     "CpuUsage",
@@ -67,7 +61,6 @@ __all__ = [
     "Limit",
     "LimitBound",
     "LimitTerm",
-    "PeakSource",
     "Phase",
     "PhaseResult",
     "ProfileResult",
@@ -82,7 +75,6 @@ __all__ = [
     "UtilisationPoint",
     "Verdict",
     "Warmup",
-    "gpu_memory_advice",
     "plain_dict",
     "validated",
 ]

@@ -14,15 +14,6 @@ from tfperf.errors import KnobError
 from tfperf.knobs import SiteKind, SiteName, format_site_value, site_kind
 from tfperf.results._json import JsonRecord
 
-__all__ = [
-    "ArgumentForm",
-    "CallSite",
-    "Discovery",
-    "SlowStage",
-    "Untunable",
-    "describe_discovery",
-]
-
 
 class ArgumentForm(str, Enum):
     """How the call passed the argument, which decides how a patch rewrites it."""

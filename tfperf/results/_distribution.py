@@ -18,8 +18,6 @@ from enum import Enum
 
 from tfperf.results._json import JsonRecord
 
-__all__ = ["DistributedInput", "Distribution"]
-
 
 class DistributedInput(str, Enum):
     """How the dataset reached the replicas."""

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
     from pydantic_core import CoreSchema
 
-__all__ = ["JsonRecord", "KnobsField", "as_knobs", "plain_dict", "validated"]
-
 R = TypeVar("R", bound="JsonRecord")
 T = TypeVar("T")
 

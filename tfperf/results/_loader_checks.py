@@ -28,15 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = [
-    "GROWTH_NOISE_BYTES",
-    "ITERABLE_DOCS",
-    "REPEAT_FACTOR",
-    "SHM_FREE_FLOOR",
-    "PassCheck",
-    "WorkerMemory",
-]
-
 #: Repeats per example in a sample, beyond the trainer's own, that mean duplicated data: two
 #: workers each yielding the whole stream repeat every example twice (2.0), a sharded stream
 #: none (1.0); halfway tells them apart while a few repeats at a sample's edge do not.

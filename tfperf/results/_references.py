@@ -17,14 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tfperf.results._limit import Estimate
 
-__all__ = [
-    "REFERENCE_WORDS",
-    "Reference",
-    "ReferenceWords",
-    "folded_estimates",
-    "reference_name",
-]
-
 
 class Reference(str, Enum):
     """What a reference trial measures; the value is its stored label."""

@@ -21,8 +21,6 @@ from enum import Enum
 
 from tfperf.results._json import JsonRecord
 
-__all__ = ["BatchScaling", "ReplicaDevice", "ScalingCurve", "ScalingFailure", "ScalingPoint"]
-
 
 class ReplicaDevice(str, Enum):
     """What one replica ran on."""

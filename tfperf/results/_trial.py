@@ -7,8 +7,6 @@ from enum import Enum
 
 from tfperf.results._profile import ProfileResult
 
-__all__ = ["TrialOutcome", "TrialStatus"]
-
 
 class TrialStatus(str, Enum):
     """How a trial ended. Only COMPLETE carries a result.

@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfperf.results._profile import ProfileResult
 
-__all__ = ["MLPERF_STORAGE_BAR", "MODEL_TOLERANCE", "StepSource", "Utilisation", "UtilisationPoint"]
-
 #: MLPerf Storage's pass mark: each emulated accelerator busy at least 90% of the time.
 MLPERF_STORAGE_BAR = 0.9
 #: How far (in wait fraction) the measured wait may lie from the model's at the measured step

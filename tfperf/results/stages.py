@@ -11,12 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from tfperf.results._loader_checks import (
-    GROWTH_NOISE_BYTES,
-    ITERABLE_DOCS,
-    PassCheck,
-    WorkerMemory,
-)
+from tfperf.results._loader_checks import PassCheck, WorkerMemory
 from tfperf.results._memory import (
     BufferHold,
     BufferKind,
@@ -24,15 +19,14 @@ from tfperf.results._memory import (
     SizeSource,
     memory_account,
 )
-from tfperf.results._profile import (
+from tfperf.results._profile import LoaderReport
+from tfperf.results._restarts import EpochSource, RestartCost, RestartEvidence
+from tfperf.results._stages import (
     AutotuneChoice,
     AutotuneReadout,
     BatchShape,
     DatasetOptions,
-    EpochSource,
-    LoaderReport,
-    RestartCost,
-    RestartEvidence,
+    Stage,
     StageKind,
     StageReport,
     StageStat,
@@ -40,8 +34,6 @@ from tfperf.results._profile import (
 )
 
 __all__ = [
-    "GROWTH_NOISE_BYTES",
-    "ITERABLE_DOCS",
     "AutotuneChoice",
     "AutotuneReadout",
     "BatchShape",
@@ -55,6 +47,7 @@ __all__ = [
     "RestartCost",
     "RestartEvidence",
     "SizeSource",
+    "Stage",
     "StageKind",
     "StageReport",
     "StageStat",

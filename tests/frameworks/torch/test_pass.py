@@ -12,7 +12,7 @@ import pytest
 
 from tests.clean_process import in_clean_process
 from tfperf.frameworks.torch._pass import check_pass, fingerprints, repeat_factor
-from tfperf.results.stages import GROWTH_NOISE_BYTES, ITERABLE_DOCS
+from tfperf.results._loader_checks import GROWTH_NOISE_BYTES, ITERABLE_DOCS
 
 torch = pytest.importorskip("torch")
 data = torch.utils.data
