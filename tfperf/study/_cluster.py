@@ -48,34 +48,10 @@ import psutil
 from tfperf.hardware import Machine, hardware_record
 from tfperf.results import TrialStatus
 from tfperf.study._records import LOCK_ROLE, TrialRecord
-from tfperf.study._storage import StorageError
+from tfperf.study._storage_errors import StorageError
 
 if TYPE_CHECKING:
     import optuna
-
-__all__ = [
-    "GRACE_ENV",
-    "GRACE_S",
-    "HEARTBEAT_ENV",
-    "HEARTBEAT_S",
-    "Heartbeats",
-    "Liveness",
-    "LostTrial",
-    "Step",
-    "counted",
-    "duplicate_reference",
-    "enqueue",
-    "finished_count",
-    "in_budget",
-    "next_step",
-    "pid_scope",
-    "recover_lost",
-    "release_lock",
-    "take_lock",
-    "tuner_gone",
-    "worker_record",
-    "write_record",
-]
 
 logger = logging.getLogger(__name__)
 

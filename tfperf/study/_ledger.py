@@ -26,19 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Measurement, Objective
-from tfperf.study._cluster import (
-    Heartbeats,
-    Liveness,
-    LostTrial,
-    Step,
-    duplicate_reference,
-    finished_count,
-    in_budget,
-    next_step,
-    recover_lost,
-    release_lock,
-    take_lock,
-)
+from tfperf.study import _cluster as cluster
 from tfperf.study._records import DUPLICATE_ROLE, LOCK_ROLE, TrialRecord
 from tfperf.study._storage import open_storage
 from tfperf.study._study import (
@@ -55,18 +43,6 @@ from tfperf.study._study_record import StudyRecord, read_study, write_study
 
 if TYPE_CHECKING:
     import optuna
-
-__all__ = [
-    "DONE",
-    "Claim",
-    "Done",
-    "Ledger",
-    "Lock",
-    "Wait",
-    "Waiting",
-    "open_study",
-    "quiet_optuna",
-]
 
 
 class Wait(str, Enum):
@@ -136,7 +112,7 @@ def open_study(
     name: str,
     sampler: optuna.samplers.BaseSampler,
     directions: Sequence[Literal["maximize", "minimize"]],
-    liveness: Liveness,
+    liveness: cluster.Liveness,
 ) -> tuple[optuna.Study, bool]:
     """The study, and whether this call created it (the storage lets exactly one caller).
 
@@ -164,7 +140,7 @@ def open_study(
             return optuna.load_study(study_name=name, storage=storage, sampler=sampler), False
 
 
-def _optuna_heartbeat(liveness: Liveness) -> dict[str, int]:
+def _optuna_heartbeat(liveness: cluster.Liveness) -> dict[str, int]:
     return {"heartbeat_interval": liveness.heartbeat_s, "grace_period": liveness.grace_s}
 
 
@@ -185,12 +161,12 @@ class Ledger:
     def __init__(
         self,
         study: optuna.Study,
-        liveness: Liveness,
+        liveness: cluster.Liveness,
         worker: Mapping[str, Any],
         budget: int | None,
         objective: Objective,
         budgets: tuple[int | None, int | None] = (None, None),
-        on_lost: Callable[[LostTrial], None] | None = None,
+        on_lost: Callable[[cluster.LostTrial], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.study = study
@@ -199,18 +175,18 @@ class Ledger:
         self.objective = objective
         self.budgets = budgets
         self.on_lost = on_lost
-        self.heartbeats = Heartbeats(study, liveness, clock)
+        self.heartbeats = cluster.Heartbeats(study, liveness, clock)
 
     def trials(self) -> list[optuna.trial.FrozenTrial]:
         return self.study.get_trials(deepcopy=False)
 
     def finished(self) -> int:
         """Trials that count toward the budget and have finished."""
-        return finished_count(self.trials())
+        return cluster.finished_count(self.trials())
 
-    def recover(self) -> list[LostTrial]:
+    def recover(self) -> list[cluster.LostTrial]:
         """Fails and retries the trials of dead tuners; tells `on_lost` of each."""
-        lost = recover_lost(self.study, self.heartbeats)
+        lost = cluster.recover_lost(self.study, self.heartbeats)
         for item in lost:
             if self.on_lost is not None:
                 self.on_lost(item)
@@ -223,10 +199,10 @@ class Ledger:
         while True:
             self.recover()
             trials = self.trials()
-            step = next_step(trials, self.budget)
-            if step is Step.DONE:
+            step = cluster.next_step(trials, self.budget)
+            if step is cluster.Step.DONE:
                 return DONE
-            if step is Step.WAIT:
+            if step is cluster.Step.WAIT:
                 return _waiting(Wait.SLOTS, trials)
             with quiet_optuna():
                 trial = self.study.ask()
@@ -248,14 +224,14 @@ class Ledger:
 
         state = optuna.trial.TrialState
         trials = self.trials()
-        first = duplicate_reference(trials, trial.number)
+        first = cluster.duplicate_reference(trials, trial.number)
         if first is not None:
             reason = f"a second copy of the reference measured by trial {first}; not run"
             record = TrialRecord(role=DUPLICATE_ROLE, status=TrialStatus.DUPLICATE, reason=reason)
             write_attrs(trial, record)
             self.study.tell(trial, state=state.FAIL)
             return False
-        if in_budget(trials, trial.number, self.budget):
+        if cluster.in_budget(trials, trial.number, self.budget):
             return True
         self.study._storage.set_trial_state_values(trial._trial_id, state.WAITING)
         return False
@@ -382,7 +358,7 @@ class Ledger:
 
         self.recover()
         trials = self.trials()
-        done = finished_count(trials)
+        done = cluster.finished_count(trials)
         stored = stored_remeasurement(self.study)  # read after the trials: it is written first
         if stored is not None and stored.trials == done:
             return stored
@@ -390,7 +366,7 @@ class Ledger:
         if running:
             locked = any(TrialRecord.from_trial(t).role is LOCK_ROLE for t in running)
             return _waiting(Wait.REMEASURE if locked else Wait.SLOTS, running)
-        lock = take_lock(self.study, self.worker)
+        lock = cluster.take_lock(self.study, self.worker)
         if lock is None:
             return _waiting(Wait.REMEASURE, trials)
         return Lock(lock, self.study._storage.get_trial(lock).number, done)
@@ -402,14 +378,16 @@ class Ledger:
             with self.heartbeats.keep(lock.trial_id):
                 yield
         except BaseException:
-            release_lock(self.study, lock.trial_id, "the re-measurement stopped before it ended")
+            cluster.release_lock(
+                self.study, lock.trial_id, "the re-measurement stopped before it ended"
+            )
             raise
 
     def store(self, lock: Lock, measurements: list[Measurement], rounds: int) -> None:
         """Saves the re-measurement for every tuner of the study, then releases the lock."""
         remeasurement = Remeasurement(measurements, lock.finished, lock.number, self.worker)
         store_remeasurement(self.study, remeasurement)
-        release_lock(
+        cluster.release_lock(
             self.study,
             lock.trial_id,
             f"lock of the final re-measurement ({len(measurements)} configurations, "

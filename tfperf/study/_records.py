@@ -31,8 +31,6 @@ from tfperf.results import ProfileResult, TrialOutcome, TrialStatus
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["DUPLICATE_ROLE", "LOCK_ROLE", "TrialRecord", "TrialRole"]
-
 
 class TrialRole(str, Enum):
     """Why a trial is not part of the search; search trials have no role."""

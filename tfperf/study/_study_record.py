@@ -34,8 +34,6 @@ from tfperf.results.tune import Measurement, Objective
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["RemeasureCover", "StudyRecord", "read_study", "write_study"]
-
 _PIPELINE = "tfperf_pipeline"
 _OBJECTIVE = "tfperf_objective"
 _SOURCE = "tfperf_source"

@@ -4,14 +4,12 @@ and messages that say why one cannot be used.
 
 from __future__ import annotations
 
-from tfperf.study._storage import (
+from tfperf.study._storage import default_storage_url, open_storage, study_name_for
+from tfperf.study._storage_errors import (
     StorageError,
-    default_storage_url,
     explain_storage_failure,
     mask_url,
-    open_storage,
     storage_file,
-    study_name_for,
 )
 
 __all__ = [
