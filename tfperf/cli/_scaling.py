@@ -223,7 +223,7 @@ def _measure_count(
         warmup=args.warmup,
         argv=tuple(getattr(args, "script_args", ())),
         epoch_steps=args.epoch_steps,
-        layout=_layout(plan, count, args),
+        layout=DeviceLayout(count if plan.device is ReplicaDevice.CPU else None, *gpu_flags(args)),
         strategy=strategy,
         step_time_s=getattr(args, "step_time", None),
     )
@@ -233,11 +233,6 @@ def _measure_count(
     if outcome.status is TrialStatus.COMPLETE and outcome.result is not None:
         return outcome.result
     return ScalingFailure(count, f"{outcome.status.value}: {outcome.reason}")
-
-
-def _layout(plan: ScalingPlan, count: int, args: argparse.Namespace) -> DeviceLayout:
-    """The user's GPU memory flags, with `count` logical CPU devices when replicas are CPUs."""
-    return DeviceLayout(count if plan.device is ReplicaDevice.CPU else None, *gpu_flags(args))
 
 
 @contextlib.contextmanager

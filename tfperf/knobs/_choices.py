@@ -5,15 +5,6 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = [
-    "Precision",
-    "ProcessingMode",
-    "ServiceCompression",
-    "ShardPolicy",
-    "StartMethod",
-    "TargetWorkers",
-]
-
 
 class Precision(str, Enum):
     """Keras mixed-precision policies tfperf can apply before `make_model` runs."""

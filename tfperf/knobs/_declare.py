@@ -179,8 +179,8 @@ class Knob:
         frameworks: the frameworks (`tfperf.frameworks` names) whose pipelines it acts in:
             a search of a tf.data pipeline never holds a DataLoader's knobs, nor the reverse.
         call: the call and argument it is in the user's code, `("shuffle", "buffer_size")`:
-            a call site of that argument takes its domain, the buffer that call holds grows
-            with it (the RAM model), and what that argument controls is its `site_kind`.
+            a call site of that argument takes its domain, and the buffer that call holds
+            grows with it (the RAM model).
     """
 
     default: Any
@@ -218,9 +218,7 @@ class Knob:
 
     @property
     def site_kind(self) -> SiteKind | None:
-        """What its argument controls at a call site (`TUNABLE`): `SiteKind.PARALLELISM` for a
-        stage's parallel calls, `SiteKind.PREFETCH` for a prefetch depth; None for a knob that
-        is no call's tuned argument."""
+        """What its `call`'s argument controls (`TUNABLE`), e.g. `SiteKind.PARALLELISM`."""
         entry = TUNABLE.get(self.call) if self.call is not None else None
         return entry[0] if entry is not None else None
 

@@ -24,6 +24,7 @@ from typing import Any, TypeAlias, get_type_hints
 from tfperf.errors import KnobError
 from tfperf.knobs._knobs import KNOBS, Knobs, check_names, check_value
 from tfperf.knobs._sitename import AUTOTUNE
+from tfperf.knobs._values import plain_value
 
 __all__ = [
     "Choices",
@@ -212,18 +213,14 @@ def _integer_knobs() -> frozenset[str]:
 
 
 def _example(name: str) -> Any:
-    return _plain(KNOBS[name].default)
+    return plain_value(KNOBS[name].default)
 
 
 def _list_example(name: str) -> list[Any]:
     hint = get_type_hints(KNOBS.record)[name]
     if isinstance(hint, type) and issubclass(hint, Enum):
-        return [_plain(member) for member in hint][:2]
+        return [plain_value(member) for member in hint][:2]
     return [True, False] if hint == bool | None else [_example(name)]
-
-
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, Enum) else value
 
 
 def _raw_from_jsonable(name: str, entry: Any, source: str) -> Any:
@@ -246,10 +243,10 @@ def _raw_from_jsonable(name: str, entry: Any, source: str) -> Any:
 
 def _domain_to_jsonable(domain: Domain) -> dict[str, Any]:
     if isinstance(domain, Choices):
-        return {"type": "choices", "values": [_plain(v) for v in domain.values]}
+        return {"type": "choices", "values": [plain_value(v) for v in domain.values]}
     if isinstance(domain, IntRange):
         return {"type": "int_range", "low": domain.low, "high": domain.high, "log": domain.log}
-    return {"type": "fixed", "value": _plain(domain.value)}
+    return {"type": "fixed", "value": plain_value(domain.value)}
 
 
 def cycle_conflicts(

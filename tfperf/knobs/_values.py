@@ -1,13 +1,5 @@
-"""A knob's value, checked by its declared `Kind` and written for a person.
-
-`check_kind` is the one check every knob value passes (a `Knobs` field, a `--fix`, a
-`BASELINE` entry): it normalises what it accepts ('AUTOTUNE' -> -1, 'file' -> `ShardPolicy.FILE`)
-and raises `KnobError` with the kind's words otherwise. `format_value` is how a value reads.
-
-Example:
-    >>> check_kind("prefetch", Kind.BUFFER, "autotune"), format_value(AUTOTUNE)
-    (-1, 'AUTOTUNE')
-"""
+"""A knob's value checked by its declared `Kind` (`check_kind`: the one check every value
+passes, normalising 'AUTOTUNE' to -1), and written for a person (`format_value`)."""
 
 from __future__ import annotations
 
@@ -26,8 +18,6 @@ from tfperf.knobs._choices import (
 )
 from tfperf.knobs._declare import Kind
 from tfperf.knobs._sitename import AUTOTUNE, SiteValues, as_int
-
-__all__ = ["bad_value", "check_kind", "format_value", "plain_value"]
 
 #: The kinds whose values are one of an enum's, or None (the runtime's default).
 _CHOICES: dict[Kind, type[Enum]] = {

@@ -86,8 +86,7 @@ class BufferHold:
 
     @property
     def fills_a_pass(self) -> bool:
-        """Whether one pass of its input fills it before its written size (`pass_note`): its
-        count is the pass's, whatever the knob that sets that size."""
+        """Whether one pass of its input fills it before its written size (`pass_note`)."""
         return self.note == self.pass_note(self.elements)
 
 

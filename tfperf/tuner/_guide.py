@@ -47,8 +47,7 @@ __all__ = [
     "widen",
 ]
 
-#: An interleave's two arguments, the knobs of the same names: tf.data refuses more parallel
-#: calls than a fixed cycle.
+#: An interleave's two arguments, the knobs of the same names.
 _CYCLE, _CALLS = KNOBS.cycle_length.name, KNOBS.num_parallel_calls.name
 
 

@@ -49,13 +49,10 @@ __all__ = [
     "unordered",
 ]
 
-#: The knob of the private thread pool the input's stages run on.
 POOL = KNOBS.private_threadpool_size.name
 #: The prefetch depth of `pool_estimate` (batches), and its knob.
 POOLED_PREFETCH = 2
 _PREFETCH = KNOBS.prefetch.name
-#: The knob that lets parallel stages hand out elements as they finish (`unordered`).
-_ORDER = KNOBS.deterministic.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,8 +182,8 @@ def estimate_knobs(
         domain = space.get(name)
         if _kind(name) is SiteKind.PREFETCH and not isinstance(domain, Fixed):
             (sites if is_site_name(name) else values)[name] = prefetch_depth(domain, blocks)
-    if unordered(space.get(_ORDER), threads):
-        values[_ORDER] = False
+    if unordered(space.get(KNOBS.deterministic.name), threads):
+        values[KNOBS.deterministic.name] = False
     return baseline.replace(**values, sites=sites)
 
 

@@ -7,12 +7,10 @@ a batch is (`batch_size`); the same account, repriced, predicts its peak: the ba
 plus what its buffers would hold more (or less). Over the budget, the trial is pruned with the
 figures, unrun, as a trial over the budget would be killed after loading its buffers.
 
-A buffer is matched to the knob that sizes it by kind and by value: the knob declared as the
-argument of the call that holds it (`Knob.call`), when the buffer holds as many elements as
-the baseline's value of that knob (or of a call site of that argument). A shuffle holding
-`shuffle_buffer` elements is the one that knob sets, unless one pass of its input fills it
-first (`BufferHold.fills_a_pass`). A buffer no knob matches keeps its size; AUTOTUNE values
-are left to tf.data.
+A buffer is matched to the knob that sizes it, the one declared as the argument of the call
+that holds it (`Knob.call`), by value: a shuffle holding as many elements as the baseline's
+`shuffle_buffer` (or a shuffle site's value) is the one that knob sets, unless one pass fills
+it first (`BufferHold.fills_a_pass`). Other buffers keep their size; AUTOTUNE is tf.data's.
 
 A DataLoader's workers are priced the same way: each holds the private pages the baseline's
 workers held at the end of a pass (`LoaderReport.worker_memory`), not at its start, since a

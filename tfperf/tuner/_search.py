@@ -351,9 +351,7 @@ def _with_references(name: str, domain: Choices | IntRange, needed: list[Any]) -
         low, high = min(domain.low, *missing), max(domain.high, *missing)
         widened = IntRange(low, high, domain.log)
     else:
-        numbers = _sorted_numbers(
-            [domain.low, *powers_of_two(max(domain.low, 1), domain.high), domain.high]
-        )
+        numbers = sorted({domain.low, *powers_of_two(max(domain.low, 1), domain.high), domain.high})
         widened = Choices(tuple(_with(numbers, needed)))
     logger.info(
         "Search space: %s is %s so that the baseline and AUTOTUNE trials fit.",
@@ -414,10 +412,6 @@ def _has(values: Iterable[Any], value: Any) -> bool:
 
 def _domain(values: list[Any]) -> Domain:
     return Fixed(values[0]) if len(values) == 1 else Choices(tuple(values))
-
-
-def _sorted_numbers(values: Iterable[int]) -> list[int]:
-    return sorted(set(values))
 
 
 def _param(value: Any) -> Any:
