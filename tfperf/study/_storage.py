@@ -163,7 +163,8 @@ def _open_rdb(
     target = _with_installed_driver(parsed)
     connect = url if target is parsed else target.render_as_string(hide_password=False)
     try:
-        return _rdb_storage(connect, target, heartbeat_interval, grace_period, read_only and sqlite)
+        engine = _engine_kwargs(target, read_only and sqlite)
+        return _rdb_storage(connect, engine, heartbeat_interval, grace_period)
     except ImportError as error:
         raise StorageError(missing_driver_message(url, parsed, error)) from None
     except sqlalchemy.exc.NoSuchModuleError:
@@ -177,11 +178,7 @@ def _open_rdb(
 
 
 def _rdb_storage(
-    url: str,
-    parsed: URL,
-    heartbeat_interval: int | None,
-    grace_period: int | None,
-    read_only: bool = False,
+    url: str, engine: dict[str, Any], heartbeat_interval: int | None, grace_period: int | None
 ) -> optuna.storages.RDBStorage:
     """`RDBStorage(url)`, retried while another tuner creates Optuna's tables at that moment."""
     import optuna
@@ -191,7 +188,7 @@ def _rdb_storage(
         try:
             return optuna.storages.RDBStorage(
                 url,
-                engine_kwargs=_engine_kwargs(parsed, read_only),
+                engine_kwargs=engine,
                 heartbeat_interval=heartbeat_interval,
                 grace_period=grace_period,
             )
