@@ -20,12 +20,13 @@ from tfperf.frameworks import (
     Framework,
     Input,
     Pipeline,
+    ProfileRequest,
     StageNode,
     StrategyKind,
     Workers,
 )
 from tfperf.knobs import Knobs
-from tfperf.measure import profile
+from tfperf.measure import Measurement, drive
 from tfperf.pipeline import PipelineFile, load_pipeline
 from tfperf.results import ProfileResult, TrainingRate
 
@@ -85,10 +86,13 @@ class FakePython(Framework):
         return dict(native.options)
 
     def profile(
-        self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
+        self,
+        pipeline: Pipeline,
+        knobs: Knobs | None = None,
+        request: ProfileRequest | None = None,
     ) -> ProfileResult:
-        built = self.build(pipeline, knobs if knobs is not None else pipeline.baseline)
-        return profile(built.native, built.step, sync=built.sync, probes=[], **options)
+        assert isinstance(pipeline, PipelineFile)
+        return drive(Measurement(self, pipeline, knobs, request))  # what `build` made, as it is
 
     def probe_training(
         self, pipeline: Pipeline, knobs: Knobs, settings: Sequence[Mapping[str, Any]]

@@ -20,17 +20,20 @@ import pytest
 
 from tests.frameworks.fake_python import MARKER
 from tfperf import frameworks
+from tfperf.errors import PipelineFileError
 from tfperf.frameworks import (
     CallSites,
     Framework,
     Input,
+    ProfileRequest,
     Service,
     StageNode,
+    StrategyKind,
     Workers,
     _registry,
 )
-from tfperf.knobs import Knobs
-from tfperf.results import ProfileResult
+from tfperf.measure import Progress
+from tfperf.results import Phase, ProfileResult
 from tfperf.results.discovery import Discovery
 from tfperf.results.stages import StageKind
 
@@ -324,13 +327,35 @@ def test_the_import_guard_lets_a_quiet_file_load(
     assert pipeline.path == path
 
 
-def test_profile_measures_the_built_pipeline(
+#: A value other than its default for each request field a framework may leave unhonoured.
+UNHONOURED = {
+    "analyse_stages": True,
+    "stage_seconds": 0.1,
+    "epoch_steps": 7,
+    "strategy": StrategyKind.MIRRORED,
+    "step_time_s": 0.01,
+}
+
+
+def test_the_driver_measures_the_phases_and_refuses_what_is_not_honoured(
     name: str, framework: Framework, tmp_path: Path
 ) -> None:
+    """`profile` runs `tfperf.measure.drive`: the three phases as the request asks, and an
+    option the framework does not honour (`Framework.honours`) refused by name."""
     pipeline = framework.load(_write(tmp_path, ALL_CASES[name].pipeline, "pipeline.py"))
-    knobs: Knobs = pipeline.baseline
-    result = framework.profile(pipeline, knobs, steps=3)
+    heard: list[Progress] = []
+    request = ProfileRequest(steps=3, warmup=1, budget_s=60.0, progress=heard.append)
+    result = framework.profile(pipeline, pipeline.baseline, request)
 
     assert isinstance(result, ProfileResult)
-    assert result.pipeline_only is not None and result.compute_only is not None
-    assert result.end_to_end.steps >= 3
+    assert [phase.phase for phase in result.phases()] == list(Phase)
+    assert all(phase.steps >= 3 for phase in result.phases())
+    assert result.budget_s == 60.0 and {progress.phase for progress in heard} == set(Phase)
+    fields = {field.name for field in dataclasses.fields(ProfileRequest)}
+    assert set(UNHONOURED) | Framework.honours == fields
+    measured = len(heard)
+    for field in set(UNHONOURED) - framework.honours:
+        asked = dataclasses.replace(request, **{field: UNHONOURED[field]})
+        with pytest.raises(PipelineFileError, match=rf"does not honour {field}\b"):
+            framework.profile(pipeline, None, asked)
+    assert len(heard) == measured  # refused before anything ran

@@ -308,9 +308,7 @@ def _profile_here(
     progress: ProgressDisplay,
     found: list[Discovery],
 ) -> ProfileResult:
-    return frameworks.detect(pipeline.path).profile(
-        pipeline,
-        knobs,
+    request = frameworks.ProfileRequest(
         strategy=device_options(args, pipeline)[1],
         steps=args.steps,
         min_seconds=args.min_seconds,
@@ -323,6 +321,7 @@ def _profile_here(
         budget_s=_budget(args),
         step_time_s=args.step_time,
     )
+    return frameworks.detect(pipeline.path).profile(pipeline, knobs, request)
 
 
 def speedup(text: str) -> float:

@@ -31,6 +31,7 @@ from tfperf.frameworks._registry import (
     get,
     names,
 )
+from tfperf.frameworks._request import ProfileRequest
 
 __all__ = [
     "CallSites",
@@ -38,6 +39,7 @@ __all__ = [
     "Framework",
     "Input",
     "Pipeline",
+    "ProfileRequest",
     "Service",
     "StageNode",
     "StrategyKind",

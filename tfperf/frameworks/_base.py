@@ -35,6 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from tfperf.frameworks._request import DRIVEN, ProfileRequest
 from tfperf.results.stages import StageKind, StageUnit
 
 if TYPE_CHECKING:
@@ -180,8 +181,9 @@ class Framework(abc.ABC):
             "optimizer step)",
         ),
     )
-    #: Whether `--step-time` can stand in for its training step (an emulated accelerator).
-    emulates_step: ClassVar[bool] = True
+    #: The fields of a `ProfileRequest` its profile honours; the driver refuses the others by
+    #: name when they are set (`tfperf.measure.drive`). The default: those the driver applies.
+    honours: ClassVar[frozenset[str]] = DRIVEN
     #: Whether its input has stages `stages()` recovers, which tfperf measures each alone.
     stage_graph: ClassVar[bool] = True
     #: The first work its input does per element, where a stuck input usually blocks.
@@ -246,16 +248,20 @@ class Framework(abc.ABC):
     def read_options(self, native: Any) -> dict[str, Any]:
         """The input options `native` carries, by knob name."""
 
+    @property
+    def emulates_step(self) -> bool:
+        """Whether `--step-time` can stand in for its training step (an emulated accelerator)."""
+        return "step_time_s" in self.honours
+
     @abc.abstractmethod
     def profile(
-        self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
+        self,
+        pipeline: Pipeline,
+        knobs: Knobs | None = None,
+        request: ProfileRequest | None = None,
     ) -> ProfileResult:
-        """Measures `pipeline` under `knobs` end to end, the input alone and the step alone.
-
-        The options are `tfperf.measure.profile`'s; with `step_time_s`, the step is emulated
-        (a sleep of that length per batch, `tfperf.measure.EmulatedStep`) and no model is
-        built.
-        """
+        """Measures `pipeline` under `knobs` (None: its baseline) end to end, the input alone
+        and the step alone, as `request` asks (None: its defaults; `tfperf.measure.drive`)."""
 
     @abc.abstractmethod
     def probe_training(

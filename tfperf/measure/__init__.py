@@ -15,6 +15,7 @@ from tfperf.measure._analysis import (
     with_added_costs,
 )
 from tfperf.measure._bottleneck import checked_against
+from tfperf.measure._driver import Measurement, drive
 from tfperf.measure._model import (
     InputCpu,
     PipelineModel,
@@ -51,6 +52,7 @@ __all__ = [
     "Budget",
     "EpochInfo",
     "InputCpu",
+    "Measurement",
     "PipelineModel",
     "Profiler",
     "Progress",
@@ -58,6 +60,7 @@ __all__ = [
     "attribute_restarts",
     "batch_examples",
     "checked_against",
+    "drive",
     "leaves",
     "model_cpu_s_per_example",
     "model_from_profile",

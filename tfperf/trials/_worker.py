@@ -348,7 +348,7 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     # Knobs first: a bad value fails in milliseconds, before TensorFlow is imported.
     knobs = Knobs.from_mapping(request.knobs, source="the trial's knobs")
     from tfperf import frameworks
-    from tfperf.frameworks import StrategyKind
+    from tfperf.frameworks import ProfileRequest, StrategyKind
 
     framework = frameworks.detect(request.pipeline)
     framework.start(trial_layout(request, knobs))  # before anything touches a device
@@ -363,9 +363,7 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     def discovered(discovery: Discovery) -> None:
         send({"type": "discovery", "discovery": discovery.to_dict()})
 
-    result = framework.profile(
-        pipeline,
-        knobs,
+    profiled = ProfileRequest(
         strategy=StrategyKind(request.strategy) if request.strategy is not None else None,
         steps=request.steps,
         min_seconds=request.min_seconds,
@@ -378,6 +376,7 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
         budget_s=request.budget_s,
         step_time_s=request.step_time_s,
     )
+    result = framework.profile(pipeline, knobs, profiled)
     # One device and a real model: the probe's form (an emulated step has no model to probe).
     if request.training and result.distribution is None and not emulated:
         result.training_rates = framework.probe_training(pipeline, knobs, request.training)

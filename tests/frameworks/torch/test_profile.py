@@ -11,6 +11,7 @@ from markupsafe import escape
 
 from tests.frameworks.torch import pipelines
 from tfperf import frameworks
+from tfperf.frameworks import ProfileRequest
 from tfperf.report import render_answer, render_profile_html
 from tfperf.report._loader import loader_statements, loader_view
 from tfperf.report._text import render_summary
@@ -24,7 +25,7 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     framework = frameworks.get("torch")
     pipeline = framework.load(pipelines.write(tmp_path))
     knobs = pipeline.baseline.replace(num_workers=2)
-    result = framework.profile(pipeline, knobs, steps=12, warmup=1)
+    result = framework.profile(pipeline, knobs, ProfileRequest(steps=12, warmup=1))
 
     loader = result.loader
     assert loader is not None and loader.workers == 2 and not loader.persistent_workers
@@ -88,7 +89,9 @@ UNSHARDED = """
 def test_a_stream_every_worker_reads_whole_is_named_in_the_profile(tmp_path: Path):
     framework = frameworks.get("torch")
     pipeline = framework.load(pipelines.write(tmp_path, UNSHARDED))
-    result = framework.profile(pipeline, pipeline.baseline.replace(num_workers=2), steps=6)
+    result = framework.profile(
+        pipeline, pipeline.baseline.replace(num_workers=2), ProfileRequest(steps=6)
+    )
 
     loader = result.loader
     assert loader is not None and loader.pass_check is not None
@@ -113,7 +116,7 @@ def test_a_stream_every_worker_reads_whole_is_named_in_the_profile(tmp_path: Pat
 def test_without_workers_nothing_is_checked_and_old_results_still_load(tmp_path: Path):
     framework = frameworks.get("torch")
     pipeline = framework.load(pipelines.write(tmp_path, UNSHARDED))
-    result = framework.profile(pipeline, steps=6)
+    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
 
     assert result.loader is not None and result.loader.pass_check is None
     assert result.loader.worker_memory is None and loader_statements(result.loader) == ()

@@ -23,6 +23,7 @@ from tfperf.frameworks import (
     Framework,
     Input,
     Pipeline,
+    ProfileRequest,
     Service,
     StageNode,
     StrategyKind,
@@ -33,9 +34,9 @@ from tfperf.frameworks.tensorflow._build import build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._discover import discover_sites
 from tfperf.frameworks.tensorflow._guard import fit_refused
-from tfperf.frameworks.tensorflow._runner import profile_pipeline
+from tfperf.frameworks.tensorflow._runner import PipelineMeasurement
 from tfperf.frameworks.tensorflow._training import probe_training
-from tfperf.measure import synchronise
+from tfperf.measure import drive, synchronise
 from tfperf.pipeline import PipelineFile, load_pipeline
 from tfperf.sites import patch_for
 
@@ -114,6 +115,13 @@ class TensorFlow(Framework):
     name: ClassVar[str] = "tensorflow"
     workers: ClassVar[Workers] = Workers.THREADS
     hook: ClassVar[str] = "keras.Model.fit"
+    honours: ClassVar[frozenset[str]] = Framework.honours | {
+        "analyse_stages",
+        "stage_seconds",
+        "epoch_steps",
+        "strategy",
+        "step_time_s",
+    }
 
     def claims(self, source: str) -> bool:
         try:
@@ -176,9 +184,12 @@ class TensorFlow(Framework):
         return dataclasses.asdict(options) if options is not None else {}
 
     def profile(
-        self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
+        self,
+        pipeline: Pipeline,
+        knobs: Knobs | None = None,
+        request: ProfileRequest | None = None,
     ) -> ProfileResult:
-        return profile_pipeline(_file(pipeline), knobs, **options)
+        return drive(PipelineMeasurement(self, _file(pipeline), knobs, request))
 
     def probe_training(
         self, pipeline: Pipeline, knobs: Knobs, settings: Sequence[Mapping[str, Any]]

@@ -7,21 +7,15 @@ failures inside the user's code are turned into messages that point at the user'
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-import os
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any
 
 from tfperf import findings
-from tfperf.errors import (
-    EmptyDatasetError,
-    InputPipelineError,
-    PipelineRuntimeError,
-    TrainStepError,
-)
-from tfperf.frameworks import StageNode
+from tfperf.errors import InputPipelineError, PipelineRuntimeError, TrainStepError
+from tfperf.frameworks import ProfileRequest, StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
@@ -34,134 +28,98 @@ from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
     Budget,
     EpochInfo,
-    ProgressCallback,
+    Measurement,
     attribute_restarts,
     checked_against,
-    profile,
+    drive,
     profile_limit,
     restart_stage,
     window_steps,
 )
 from tfperf.measure.emulated import EmulatedStep
 from tfperf.pipeline import PipelineFile
-from tfperf.probes import Probe
 from tfperf.results import ProfileResult
 from tfperf.results.discovery import Discovery
 from tfperf.results.stages import EpochSource, MemoryAccount, StageReport, memory_account
 
-if TYPE_CHECKING:
-    from tfperf.frameworks import StrategyKind
-
 logger = logging.getLogger(__name__)
 
-#: Measured seconds per stage in the stage analysis (plus ~0.2 s warm-up and start-up each).
-STAGE_SECONDS = 0.5
 #: The stage analysis's own budget, seconds, when the profile has none or a larger one.
 STAGE_BUDGET_S = 30.0
 
 
 def profile_pipeline(
-    pipeline: PipelineFile,
-    knobs: Knobs | None = None,
-    *,
-    steps: int = 100,
-    min_seconds: float = 0.0,
-    warmup: int | None = None,
-    owns_process: bool = False,
-    probes: Sequence[Probe] | None = None,
-    progress: ProgressCallback | None = None,
-    analyse_stages: bool = False,
-    stage_seconds: float = STAGE_SECONDS,
-    on_discovery: Callable[[Discovery], None] | None = None,
-    epoch_steps: int | None = None,
-    strategy: StrategyKind | None = None,
-    budget_s: float | None = None,
-    step_time_s: float | None = None,
+    pipeline: PipelineFile, knobs: Knobs | None = None, **options: Any
 ) -> ProfileResult:
-    """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
+    """Measures `pipeline` under `knobs` (default: the file's `BASELINE`), as `TensorFlow.profile`
+    does; `options` are the fields of `tfperf.frameworks.ProfileRequest`.
 
     The values AUTOTUNE settled on are read at the end of the end-to-end phase
     (`result.autotune`). With `analyse_stages`, every stage is then measured on its own
-    (`result.stages`, see `_stages`) and the advice names the limiting stage.
-
-    Args:
-        steps: measured steps per phase; raised to ten times the batches the pipeline's
-            prefetch buffers hold (`tfperf.measure._window`), which a shorter window overstates.
-        min_seconds: each phase's measured window lasts at least this long.
-        on_discovery: for a plain file or a script, called with the call sites found while
-            the dataset was built, before measuring starts.
-        owns_process: True when tfperf runs this process (the CLI, a trial child): it may then
-            set process-wide TensorFlow state such as GPU memory growth.
-        analyse_stages: run the stage analysis after the three phases; off for tuning
-            trials, where it would cost each trial seconds for figures nobody reads.
-        stage_seconds: measured window per stage in that analysis.
-        epoch_steps: steps (batches) in one real epoch, by which the cost of the dataset's
-            restarts is weighed; None takes the dataset's cardinality, else one pass.
-        budget_s: the time budget the measurement is sized to (start-up not counted): each
-            phase and the stage analysis end after their share of it
-            (`tfperf.measure._window`); None: no budget.
-        strategy: train under this `tf.distribute` strategy (by name); None takes the file's
-            `make_strategy()`, or a script's own, else none. Under one, `result.distribution`
-            holds the replicas and the per-replica figures.
-        step_time_s: emulate the accelerator: each step sleeps this long instead of
-            training (`tfperf.measure.EmulatedStep`), and a pipeline file's model is not built.
+    (`result.stages`, see `_stages`) and the advice names the limiting stage. Under a
+    `strategy` (None takes the file's `make_strategy()`, or a script's own, else none),
+    `result.distribution` holds the replicas and the per-replica figures.
 
     Raises:
         PipelineFileError: the file's functions break the contract (wrong return types).
         PipelineRuntimeError: the dataset or the train step failed while running.
     """
-    knobs = knobs if knobs is not None else pipeline.baseline
-    if owns_process:
-        _tf.enable_gpu_memory_growth()
-    with _tf.precision_policy(knobs.mixed_precision):
+    from tfperf.frameworks.tensorflow._framework import FRAMEWORK
+
+    return drive(PipelineMeasurement(FRAMEWORK, pipeline, knobs, ProfileRequest(**options)))
+
+
+class PipelineMeasurement(Measurement):
+    """A tf.data profile: the dataset built under its precision policy, its AUTOTUNE choices,
+    buffers, distribution and allocator peaks, and the stage analysis."""
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        if self.request.owns_process:
+            _tf.enable_gpu_memory_growth()
+        with _tf.precision_policy(self.knobs.mixed_precision):
+            yield
+
+    def measure(self) -> ProfileResult:
+        request, knobs = self.request, self.knobs
         # The emulated step is the built train step: `profile` sees it is one and records it.
-        emulated = EmulatedStep(step_time_s) if step_time_s is not None else None
-        built = build(pipeline, knobs, strategy, emulated)
-        dataset, model, train_step = built.dataset, built.model, built.train_step
-        measured: Knobs | dict[str, Any] = knobs
-        if built.discovery is not None:
-            measured = measured_knobs(knobs, built.discovery)
-            if on_discovery is not None:
-                on_discovery(built.discovery)
-        chain = recover_stages(dataset)
-        recorder = IteratorRecorder(built.data, chain)
+        emulated = EmulatedStep(request.step_time_s) if request.step_time_s is not None else None
+        self.built = built = build(self.pipeline, knobs, request.strategy, emulated)
+        request.discovered(built.discovery)
+        self.chain = recover_stages(built.dataset)
+        self.recorder = IteratorRecorder(built.data, self.chain)
         _tf.reset_allocator_peaks()
-        try:
-            result = profile(
-                recorder,
-                train_step,
-                steps=window_steps(steps, chain),
-                min_seconds=min_seconds,
-                warmup=warmup,
-                pipeline=display_path(pipeline.path),
-                knobs=measured,
-                probes=probes,
-                progress=recorder.progress(progress),
-                epoch=epoch_info(dataset, chain, epoch_of(built, epoch_steps)),
-                max_seconds=Budget(budget_s).phase_s,
-            )
-        except InputPipelineError as error:
-            raise _explain_input_error(error, dataset, pipeline) from error.__cause__
-        except TrainStepError as error:
-            raise _explain_step_error(error, dataset, model, pipeline) from error.__cause__
-        except EmptyDatasetError as error:
-            raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
-        result.autotune = recorder.readout
+        return self.phases(
+            self.recorder,
+            built.train_step,
+            knobs=knobs if built.discovery is None else measured_knobs(knobs, built.discovery),
+            epoch=epoch_info(built.dataset, self.chain, epoch_of(built, request.epoch_steps)),
+            steps=window_steps(request.steps, self.chain),
+            progress=self.recorder.progress(request.progress),
+        )
+
+    def explain(self, error: InputPipelineError | TrainStepError) -> PipelineRuntimeError:
+        if isinstance(error, InputPipelineError):
+            return _explain_input_error(error, self.built.dataset, self.pipeline)
+        return _explain_step_error(error, self.built.dataset, self.built.model, self.pipeline)
+
+    def finish(self, result: ProfileResult) -> ProfileResult:
+        built, chain, budget_s = self.built, self.chain, self.request.budget_s
+        result.autotune = self.recorder.readout
         result.discovery = built.discovery
         result.distribution = distribution_of(built, result)
-        result.dataset_options = _tf.dataset_options(dataset)
+        result.dataset_options = _tf.dataset_options(built.dataset)
         result.memory = _memory(chain, result)
-        result.budget_s = budget_s
-        if analyse_stages:
+        if self.request.analyse_stages:
             alone = result.pipeline_only.examples_per_sec if result.pipeline_only else None
-            seconds = stage_window(stage_seconds, Budget(budget_s).stages_s(STAGE_BUDGET_S), chain)
-            report = checked_against(_stage_report(dataset, result, seconds, budget_s), alone)
-            result.stages = report
+            stages_s = Budget(budget_s).stages_s(STAGE_BUDGET_S)
+            seconds = stage_window(self.request.stage_seconds, stages_s, chain)
+            report = _stage_report(built.dataset, result, seconds, budget_s)
+            result.stages = checked_against(report, alone)
             result = attribute_restarts(result)
             result.limit = profile_limit(result)
-        result = findings.conclude(result)
-    _tf.attach_allocator_peaks(result.gpus)
-    return result
+        _tf.attach_allocator_peaks(result.gpus)
+        return findings.conclude(result)
 
 
 def _memory(chain: list[StageNode], result: ProfileResult) -> MemoryAccount:
@@ -190,14 +148,6 @@ def epoch_info(dataset: Any, chain: list[StageNode], epoch_steps: int | None) ->
     if steps is None:
         steps, source = _tf.cardinality(dataset), EpochSource.CARDINALITY
     return EpochInfo(steps=steps, source=source, stage=label, stage_kind=kind)
-
-
-def display_path(path: Path) -> str:
-    """`path` relative to the working directory when it lies below it, else absolute."""
-    try:
-        return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
-    except ValueError:
-        return str(path)
 
 
 #: The shortest window a stage is measured over when the budget is small: below it, a cut's

@@ -26,14 +26,10 @@ from tfperf.frameworks.torch._limit import (
     estimate_workers,
     loader_limit,
 )
-from tfperf.frameworks.torch._runner import (
-    profile_loader,
-)
 
 __all__ = [
     "FRAMEWORK",
     "Torch",
     "estimate_workers",
     "loader_limit",
-    "profile_loader",
 ]

@@ -20,14 +20,16 @@ from tfperf.frameworks import (
     Framework,
     Input,
     Pipeline,
+    ProfileRequest,
     StageNode,
     StrategyKind,
     Workers,
 )
 from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
-from tfperf.frameworks.torch._runner import profile_loader
+from tfperf.frameworks.torch._runner import LoaderMeasurement, ScriptMeasurement
 from tfperf.frameworks.torch._training import probe_training
+from tfperf.measure import drive
 from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
 from tfperf.results.tune import Estimate
 from tfperf.sites import callee
@@ -51,7 +53,13 @@ class Torch(Framework):
     training_functions: ClassVar[tuple[tuple[str, str], ...]] = (
         ("make_train_step", "a callable that tfperf runs on each batch (one optimizer step)"),
     )
-    emulates_step: ClassVar[bool] = False  # `--step-time` is tf.data's alone for now
+    # A DataLoader has no stage graph: the stage analysis finds no stages (its items are
+    # timed instead). `strategy` and an emulated step (`step_time_s`) are tf.data's alone.
+    honours: ClassVar[frozenset[str]] = Framework.honours | {
+        "analyse_stages",
+        "stage_seconds",
+        "epoch_steps",
+    }
     stage_graph: ClassVar[bool] = False  # its items are timed instead (`_items`)
     first_work: ClassVar[str] = "item (`__getitem__`, the worker start or collate_fn)"
 
@@ -121,9 +129,14 @@ class Torch(Framework):
         return _torch.loader_options(native)
 
     def profile(
-        self, pipeline: Pipeline, knobs: Knobs | None = None, **options: Any
+        self,
+        pipeline: Pipeline,
+        knobs: Knobs | None = None,
+        request: ProfileRequest | None = None,
     ) -> ProfileResult:
-        return profile_loader(_file(pipeline), knobs, **options)
+        file = _file(pipeline)
+        kind = ScriptMeasurement if file.kind is PipelineKind.SCRIPT else LoaderMeasurement
+        return drive(kind(self, file, knobs, request))
 
     def probe_training(
         self, pipeline: Pipeline, knobs: Knobs, settings: Sequence[Mapping[str, Any]]

@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tfperf import findings
 from tfperf.errors import (
     EmptyDatasetError,
     InputPipelineError,
-    PipelineFileError,
     PipelineRuntimeError,
     TrainStepError,
 )
@@ -48,14 +46,11 @@ from tfperf.frameworks.torch._pass import PASS_SECONDS, CheckedPass, check_pass
 from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
-from tfperf.measure import Budget, EpochInfo, ProgressCallback, batch_examples, profile
+from tfperf.measure import Budget, EpochInfo, Measurement, batch_examples
 from tfperf.measure.training import time_step
-from tfperf.pipeline import PipelineFile, PipelineKind
-from tfperf.probes import MemoryPeak, MemorySampler, Probe
+from tfperf.probes import MemoryPeak, MemorySampler
 from tfperf.results import PhaseResult, ProfileResult
-from tfperf.results.discovery import Discovery
 from tfperf.results.stages import EpochSource, LoaderReport, StageKind
-from tfperf.tracebacks import exception_headline, exception_user_frames, format_frames
 
 logger = logging.getLogger(__name__)
 
@@ -67,109 +62,85 @@ ITEMS_TIMED, ITEM_SECONDS = 64, 0.3
 ONE_THREAD_SECONDS = 0.3
 
 
-def profile_loader(
-    pipeline: PipelineFile,
-    knobs: Knobs | None = None,
-    *,
-    steps: int = 100,
-    min_seconds: float = 0.0,
-    warmup: int | None = None,
-    probes: Sequence[Probe] | None = None,
-    progress: ProgressCallback | None = None,
-    epoch_steps: int | None = None,
-    on_discovery: Callable[[Discovery], None] | None = None,
-    budget_s: float | None = None,
-    step_time_s: float | None = None,
-    **_ignored: Any,
-) -> ProfileResult:
-    """Measures `pipeline` under `knobs` (default: the file's `BASELINE`).
+class LoaderMeasurement(Measurement):
+    """A pipeline file's `DataLoader` and step, measured by the core's loop.
 
-    `budget_s` bounds each phase of a pipeline file's profile as tf.data's does (a quarter of
-    it each); a script's phases share what its start-up left of it (`script_phase_s`).
-    An emulated step (`step_time_s`, `--step-time`) is tf.data's alone for now: asked for
-    here, it is refused, not ignored.
-
-    A training script is run as it is (`_script.profile_script_pipeline`, its `DataLoader`
-    sites overridden by `knobs.sites`), and `on_discovery` hears of its sites; a pipeline
-    file has none. Options of tf.data's profile with no DataLoader meaning (`strategy`,
-    `analyse_stages`, `owns_process`) are accepted and ignored, so the CLI and the trials
-    call every framework alike.
-
-    Raises:
-        PipelineFileError: the file's functions break the contract.
-        PipelineRuntimeError: the loader or the train step failed while running.
+    Then one more pass of the loader (its workers started once) is checked, and serves the
+    step timed on one thread and the batch copied to the GPU.
     """
-    if step_time_s is not None:
-        raise PipelineFileError(
-            f"{pipeline.path.name}: --step-time emulates the accelerator for tf.data pipelines "
-            "only; a PyTorch pipeline is measured with its own train step. Leave --step-time "
-            "out."
+
+    input_words: ClassVar[str] = "DataLoader"
+
+    def measure(self) -> ProfileResult:
+        _torch.reset_allocator_peaks()
+        built = build(self.pipeline, self.knobs)
+        self.loader, self.step = built.loader, built.step
+        self.options = _torch.loader_options(self.loader)
+        self.epoch = _epoch(self.loader, self.options, self.request.epoch_steps)
+        with MemorySampler() as memory:
+            result = self.phases(
+                _torch.Passes(self.loader),
+                built.step,
+                sync=_torch.synchronise,
+                knobs=_as_run(self.knobs, self.options),
+                epoch=self.epoch,
+            )
+        self.memory = memory.peak
+        return result
+
+    def finish(self, result: ProfileResult) -> ProfileResult:
+        loader = self.loader
+        result.end_to_end = _per_epoch(result, self.epoch.steps, self.options)
+        on_one_thread, copied = self.knobs.torch_threads is None, _torch.uses_cuda()
+        needs_batch = on_one_thread or copied
+        checked = _checked_pass(loader, needs_batch=needs_batch, budget_s=result.budget_s)
+        batch = checked.first_batch if checked is not None else None
+        one_thread = (
+            _one_thread_rate(self.step, batch) if on_one_thread and batch is not None else None
         )
-    knobs = knobs if knobs is not None else pipeline.baseline
-    _torch.reset_allocator_peaks()
-    if pipeline.kind is PipelineKind.SCRIPT:
-        result, found = profile_script_pipeline(
-            pipeline,
-            knobs,
-            steps=steps,
-            min_seconds=min_seconds,
-            warmup=warmup,
-            probes=probes,
-            progress=progress,
-            on_discovery=on_discovery,
-            epoch_for=lambda loader: _epoch(loader, _torch.loader_options(loader), epoch_steps),
-            budget_s=budget_s,
+        result = _finished(result, loader, self.memory, one_thread, checked)
+        if result.loader is not None and copied and batch is not None:
+            _attach_copy(result.loader, batch)
+        return result
+
+
+class ScriptMeasurement(Measurement):
+    """A training script run as it is (`_script.profile_script_pipeline`), its `DataLoader`
+    sites overridden by `knobs.sites`; its phases share what its start-up left of the budget
+    (`script_phase_s`)."""
+
+    def measure(self) -> ProfileResult:
+        _torch.reset_allocator_peaks()
+        request = self.request
+        result, self.found = profile_script_pipeline(
+            self.pipeline,
+            self.knobs,
+            steps=request.steps,
+            min_seconds=request.min_seconds,
+            warmup=request.warmup,
+            probes=request.probes,
+            progress=request.progress,
+            on_discovery=request.on_discovery,
+            epoch_for=lambda loader: _epoch(
+                loader, _torch.loader_options(loader), request.epoch_steps
+            ),
+            budget_s=request.budget_s,
         )
+        return result
+
+    def explain(self, error: InputPipelineError | TrainStepError) -> PipelineRuntimeError:
+        return error  # the script's own failures already name its lines (`_script`)
+
+    def finish(self, result: ProfileResult) -> ProfileResult:
+        found, knobs, epoch_steps = self.found, self.knobs, self.request.epoch_steps
         sites = {
             site.name: knobs.sites.get(site.name, site.value) for site in found.discovery.sites
         }
         result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
         given = epoch_steps if epoch_steps is not None else _torch.epoch_steps(found.loader)
         result.end_to_end = _per_epoch(result, given, _torch.loader_options(found.loader))
-        checked = _checked_pass(found.loader, needs_batch=False, budget_s=budget_s)
+        checked = _checked_pass(found.loader, needs_batch=False, budget_s=result.budget_s)
         return _finished(result, found.loader, found.memory, None, checked)
-    built = build(pipeline, knobs)
-    loader = built.loader
-    options = _torch.loader_options(loader)
-    epoch = _epoch(loader, options, epoch_steps)
-    try:
-        with MemorySampler() as memory:
-            result = profile(
-                _torch.Passes(loader),
-                built.step,
-                steps=steps,
-                min_seconds=min_seconds,
-                warmup=warmup,
-                pipeline=_display_path(pipeline.path),
-                knobs=_as_run(knobs, options),
-                probes=probes,
-                progress=progress,
-                epoch=epoch,
-                sync=_torch.synchronise,
-                max_seconds=Budget(budget_s).phase_s,
-            )
-            result.budget_s = budget_s
-    except InputPipelineError as error:
-        what = f"the DataLoader failed while loading batch {error.step + 1}"
-        raise _explained(error, what, pipeline) from error.__cause__
-    except TrainStepError as error:
-        what = f"the train step failed on step {error.step + 1}"
-        raise _explained(error, what, pipeline) from error.__cause__
-    except EmptyDatasetError as error:
-        raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
-    result.end_to_end = _per_epoch(result, epoch.steps, options)
-    on_one_thread, copied = knobs.torch_threads is None, _torch.uses_cuda()
-    # One more pass (its workers started once) is checked, and serves both the one-thread
-    # step and the copy.
-    checked = _checked_pass(loader, needs_batch=on_one_thread or copied, budget_s=budget_s)
-    batch = checked.first_batch if checked is not None else None
-    one_thread = (
-        _one_thread_rate(built.step, batch) if on_one_thread and batch is not None else None
-    )
-    result = _finished(result, loader, memory.peak, one_thread, checked)
-    if result.loader is not None and copied and batch is not None:
-        _attach_copy(result.loader, batch)
-    return result
 
 
 def _per_epoch(
@@ -354,19 +325,3 @@ def _loader_report(
         rate = max(compute.examples_per_sec, one_thread or 0.0)
         report.workers_estimate = estimate_workers(timing, rate, cores)
     return report
-
-
-def _explained(
-    error: PipelineRuntimeError, what: str, pipeline: PipelineFile
-) -> PipelineRuntimeError:
-    cause = error.__cause__ or error
-    where = format_frames(exception_user_frames(cause, pipeline.user_paths))
-    message = f"{pipeline.path.name}: {what}: {exception_headline(cause)}"
-    return PipelineRuntimeError(message + (f"\n{where}" if where else ""))
-
-
-def _display_path(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path(os.getcwd()).resolve()))
-    except ValueError:
-        return str(path)

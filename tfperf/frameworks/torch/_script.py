@@ -31,7 +31,7 @@ again and its first `next()` waits for them, both counted as that step's wait, a
 
 Interface (the framework calls these):
 
-- `profile_script_pipeline(pipeline, knobs, **profile options) -> (ProfileResult,
+- `profile_script_pipeline(pipeline, knobs, *, steps, ...) -> (ProfileResult,
   ScriptProfile)`: `Framework.profile` of a script, knobs' sites and threads applied;
 - `profile_script(path, argv, overrides, profiler, *, steps, min_seconds=0.0, threads=None,
   on_loader=None) -> ScriptProfile`: the three phases in one run of the script, recorded by
@@ -312,15 +312,12 @@ def profile_script_pipeline(
     epoch_for: Callable[[Any], EpochInfo | None] | None = None,
     budget_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
-    **_ignored: Any,
 ) -> tuple[ProfileResult, ScriptProfile]:
     """Profiles a training script (`PipelineKind.SCRIPT`) under `knobs`, as `profile` does a
     pipeline file: the framework's `profile` calls this for a script.
 
     `knobs.sites` override the `DataLoader` calls (`DataLoader@train.py:40.num_workers`), and
-    `knobs.torch_threads`, where the knobs have it, sets the trainer's threads. Options of
-    tf.data's profile with no meaning here (`strategy`, `analyse_stages`) are accepted and
-    ignored.
+    `knobs.torch_threads`, where the knobs have it, sets the trainer's threads.
 
     Args:
         on_discovery: called with the measured loader's call sites once the run is over.

@@ -1,0 +1,85 @@
+"""What one profile is asked to do: every option of `Framework.profile`, in one closed record.
+
+The CLI, a trial's worker and the library build a `ProfileRequest`; the framework's profile
+(`tfperf.measure.drive`) reads it. A framework declares the fields it honours
+(`Framework.honours`), and a field it does not honour, set to anything but its default, is
+refused by name (`refused`) rather than dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tfperf.frameworks._devices import StrategyKind
+
+if TYPE_CHECKING:
+    from tfperf.results.discovery import Discovery
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileRequest:
+    """How to profile one pipeline under its knobs.
+
+    `probes` and `progress` are typed loosely only because their types live in packages
+    above this interface (`tfperf.probes`, `tfperf.measure`).
+
+    Attributes:
+        steps: measured steps per phase; tf.data raises it to ten times the batches its
+            prefetch buffers hold (`tfperf.measure._window`), which a shorter window overstates.
+        min_seconds: each phase's measured window lasts at least this long.
+        warmup: warm-up steps per phase; None detects the end of warm-up from the step times.
+        owns_process: tfperf runs this process (the CLI, a trial child), so the framework may
+            set process-wide state such as GPU memory growth; a permission, not a demand.
+        probes: the `tfperf.probes.Probe`s sampled; None: host memory and CPU, and NVML GPUs.
+        progress: called with each step's `tfperf.measure.Progress`.
+        analyse_stages: after the three phases, measure every stage of the input alone and
+            name the limiting one; off for tuning trials, where nobody reads those figures.
+            An input with no stage graph (a `DataLoader`) has no stages to measure.
+        stage_seconds: measured window per stage in that analysis.
+        on_discovery: for a plain file or a script, called with the call sites found, before
+            the measurement's figures are made.
+        epoch_steps: steps (batches) in one real epoch, by which the cost of the input's
+            restarts is weighed; None takes the input's own length, else one pass.
+        strategy: train under this `tf.distribute` strategy; None takes the file's own, if any.
+        budget_s: the time budget the measurement is sized to (start-up not counted): each
+            phase and the stage analysis end after their share of it; None: no budget.
+        step_time_s: emulate the accelerator: each step sleeps this long instead of training
+            (`tfperf.measure.emulated.EmulatedStep`), and no model is built.
+    """
+
+    steps: int = 100
+    min_seconds: float = 0.0
+    warmup: int | None = None
+    owns_process: bool = False
+    probes: Sequence[Any] | None = None
+    progress: Callable[[Any], None] | None = None
+    analyse_stages: bool = False
+    stage_seconds: float = 0.5
+    on_discovery: Callable[[Discovery], None] | None = None
+    epoch_steps: int | None = None
+    strategy: StrategyKind | None = None
+    budget_s: float | None = None
+    step_time_s: float | None = None
+
+    def refused(self, honours: frozenset[str]) -> list[str]:
+        """The names of the fields set to other than their default that are not in
+        `honours`."""
+        return [
+            field.name
+            for field in dataclasses.fields(self)
+            if field.name not in honours and getattr(self, field.name) != field.default
+        ]
+
+    def discovered(self, discovery: Discovery | None) -> None:
+        """Hands `discovery` to `on_discovery`, where there are both."""
+        if discovery is not None and self.on_discovery is not None:
+            self.on_discovery(discovery)
+
+
+#: The fields every framework honours: the driver (`tfperf.measure.drive`) applies them.
+DRIVEN = frozenset(
+    {"steps", "min_seconds", "warmup", "owns_process", "probes", "progress", "on_discovery"}
+    | {"budget_s"}
+)
