@@ -69,8 +69,9 @@ class Knobs:
     the tf.data runtime choose. `None` on the tri-state options means "leave tf.data's default".
     The defaults follow the tf.data performance guide; a pipeline file's `BASELINE` overrides them.
 
-    Each field is a knob's one declaration (`knob(...)`, see `tfperf.knobs._declare.Knob`): a
-    new field is searched, applied, reported, snippeted and patched with no other change.
+    Each field is a knob's one declaration (`knob(...)`, `loader_knob(...)` for a DataLoader
+    argument; see `tfperf.knobs._declare.Knob`): a new field is searched, applied, reported,
+    snippeted and patched with no other change.
     """
 
     batch_size: int = knob(
