@@ -25,20 +25,24 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from tfperf.knobs import AUTOTUNE
 
 __all__ = [
     "NOTHING_ADDED",
+    "TENSORFLOW",
     "Additions",
     "Anchor",
     "InsertEdit",
+    "imported",
     "insert_edits",
     "placement_problem",
 ]
 
 _PRIMARY = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+#: The module a user's tf.data code imports, as its import statements name it.
+TENSORFLOW = "tensorflow"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,8 +192,8 @@ def _import_tensorflow(
     module of its own that imports it, say); returns the name it is bound to."""
     line = _import_point(tree)
     assert line is not None  # placement_problem checked it
-    name = names.free("tf", "tensorflow")
-    text = "import tensorflow" + ("" if name == "tensorflow" else f" as {name}")
+    name = names.free("tf", TENSORFLOW)
+    text = f"import {TENSORFLOW}" + ("" if name == TENSORFLOW else f" as {name}")
     edits.append(InsertEdit(line, len(lines[line - 1].rstrip("\r").encode()), f"\n{text}"))
     return name
 
@@ -341,19 +345,29 @@ def _keras_prefix(statements: Sequence[ast.stmt]) -> str | None:
     """How `set_global_policy` is reached under these imports: `keras.mixed_precision`, ..."""
     tf = None
     for node in statements:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "keras":
-                    return f"{alias.asname or 'keras'}.mixed_precision"
-                if alias.name == "tensorflow":
-                    tf = tf or alias.asname or "tensorflow"
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if (node.module, alias.name) == ("tensorflow", "keras"):
-                    return f"{alias.asname or 'keras'}.mixed_precision"
-                if (node.module, alias.name) == ("keras", "mixed_precision"):
-                    return alias.asname or "mixed_precision"
+        keras = imported([node], "keras") or imported([node], TENSORFLOW, "keras")
+        if keras:
+            return f"{keras}.mixed_precision"
+        policy = imported([node], "keras", "mixed_precision")
+        if policy:
+            return policy
+        tf = tf or imported([node], TENSORFLOW)
     return f"{tf}.keras.mixed_precision" if tf else None
+
+
+def imported(statements: Iterable[ast.stmt], module: str, name: str | None = None) -> str | None:
+    """The name the first of `statements` that imports it binds: `import module [as x]`, or
+    with `name`, `from module import name [as x]`; None where none does."""
+    for node in statements:
+        if name is None and isinstance(node, ast.Import):
+            bound = [alias.asname or module for alias in node.names if alias.name == module]
+        elif name is not None and isinstance(node, ast.ImportFrom) and node.module == module:
+            bound = [alias.asname or name for alias in node.names if alias.name == name]
+        else:
+            continue
+        if bound:
+            return bound[0]
+    return None
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -381,12 +395,7 @@ class _Names:
 
     def __init__(self, tree: ast.Module) -> None:
         self.used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-        self.tf: str | None = None
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name == "tensorflow":
-                        self.tf = self.tf or alias.asname or "tensorflow"
+        self.tf = imported(tree.body, TENSORFLOW)
 
     def free(self, *choices: str) -> str:
         return next((name for name in choices if name not in self.used), choices[-1])

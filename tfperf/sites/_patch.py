@@ -33,7 +33,14 @@ from tfperf.knobs.declare import site_check
 from tfperf.results.discovery import ArgumentForm, CallSite
 from tfperf.sites._callee import callee, name_line
 from tfperf.sites._edit_text import TextEdit, carried, describe_edit, structure_edits
-from tfperf.sites._insert import NOTHING_ADDED, Additions, Anchor, insert_edits
+from tfperf.sites._insert import (
+    NOTHING_ADDED,
+    TENSORFLOW,
+    Additions,
+    Anchor,
+    imported,
+    insert_edits,
+)
 
 __all__ = ["Change", "ManualEdit", "Patch", "changes_between", "inserted_prefetch", "make_patch"]
 
@@ -410,21 +417,16 @@ def _autotune_spelling(tree: ast.Module, data: bytes) -> str | None:
 
 
 def _spelling_from_import(node: ast.stmt) -> str | None:
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.name == "tensorflow":
-                return f"{alias.asname or 'tensorflow'}.data.AUTOTUNE"
-    if isinstance(node, ast.ImportFrom) and node.module == "tensorflow":
-        for alias in node.names:
-            if alias.name == "data":
-                return f"{alias.asname or 'data'}.AUTOTUNE"
-    if isinstance(node, ast.ImportFrom) and node.module in (
-        "tensorflow.data",
-        "tensorflow.data.experimental",
-    ):
-        for alias in node.names:
-            if alias.name == "AUTOTUNE":
-                return alias.asname or "AUTOTUNE"
+    tf = imported([node], TENSORFLOW)
+    if tf:
+        return f"{tf}.data.AUTOTUNE"
+    data = imported([node], TENSORFLOW, "data")
+    if data:
+        return f"{data}.AUTOTUNE"
+    for module in (f"{TENSORFLOW}.data", f"{TENSORFLOW}.data.experimental"):
+        spelled = imported([node], module, "AUTOTUNE")
+        if spelled:
+            return spelled
     return None
 
 
