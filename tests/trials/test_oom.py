@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +35,22 @@ def make_train_step(knobs):
         raise tf.errors.ResourceExhaustedError(
             None, None, f"OOM when allocating tensor with shape[4096,4096] (limit {limit} MiB)"
         )
+    return step
+"""
+
+# A PyTorch train step failing as its caching allocator does when a batch does not fit the GPU.
+TORCH_OOM_PIPELINE = """
+import torch
+from torch.utils.data import DataLoader
+
+BASELINE = {"batch_size": 2}
+
+def make_loader(knobs):
+    return DataLoader(list(range(8)), batch_size=knobs.batch_size)
+
+def make_train_step(knobs):
+    def step(batch):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     return step
 """
 
@@ -76,6 +93,48 @@ def test_the_worker_flags_a_resource_exhausted_error_behind_a_reworded_one() -> 
 
     assert (status, message["out_of_memory"]) == (EXIT_FAILED, True)
     assert "out_of_memory" not in error_message(PipelineRuntimeError("the map raised"))[1]
+
+
+def test_a_torch_cuda_oom_in_a_real_child_under_a_gpu_budget_is_over_budget(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "pipeline.py"
+    path.write_text(textwrap.dedent(TORCH_OOM_PIPELINE).lstrip(), encoding="utf-8")
+    request = TrialRequest(path, Knobs(batch_size=2), steps=2, warmup=0)
+
+    outcome = run_trial(request, Budgets(timeout_s=120, gpu_memory_bytes=2 << 30))
+
+    assert outcome.status is TrialStatus.GPU_BUDGET, outcome.reason
+    assert outcome.reason.startswith("ran out of GPU memory inside PyTorch (OutOfMemoryError)")
+    assert "within the 2 GiB budget (--gpu-memory-budget)" in outcome.reason
+    assert "PyTorch said: " in outcome.reason
+    assert outcome.reason.endswith("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+@pytest.mark.parametrize(
+    "make_error",
+    [
+        lambda torch: torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 8 MiB"),
+        lambda torch: RuntimeError("CUDA out of memory. Tried to allocate 8 MiB"),  # torch < 1.13
+    ],
+    ids=["OutOfMemoryError", "RuntimeError"],
+)
+def test_the_worker_flags_a_torch_cuda_oom_as_torch_s(make_error: Any) -> None:
+    import torch
+
+    try:
+        try:
+            raise make_error(torch)
+        except RuntimeError as error:
+            raise PipelineRuntimeError("pipeline.py: the train step failed") from error
+    except PipelineRuntimeError as reworded:
+        status, message = error_message(reworded)
+
+    assert (status, message["out_of_memory"], message["framework"]) == (EXIT_FAILED, True, "torch")
+    outcome = classify_exit(status, message, "", gpu_limits=GpuLimits(None, 2 << 30))
+    assert outcome[0] is TrialStatus.GPU_BUDGET
+    assert "inside PyTorch (OutOfMemoryError)" in outcome[1]
+    assert "out_of_memory" not in error_message(RuntimeError("CUDA error: device-side assert"))[1]
 
 
 def test_an_oom_under_a_budget_alone_names_the_budget_option() -> None:

@@ -25,15 +25,20 @@ from tfperf.frameworks._devices import (
     DeviceLayout,
     StrategyKind,
 )
+from tfperf.frameworks._recorder import SiteRecorder
 from tfperf.frameworks._registry import (
+    DEFAULT,
     detect,
+    detect_result,
     detect_source,
     get,
     names,
 )
 from tfperf.frameworks._request import ProfileRequest
+from tfperf.frameworks._words import Words
 
 __all__ = [
+    "DEFAULT",
     "CallSites",
     "DeviceLayout",
     "Framework",
@@ -41,10 +46,13 @@ __all__ = [
     "Pipeline",
     "ProfileRequest",
     "Service",
+    "SiteRecorder",
     "StageNode",
     "StrategyKind",
+    "Words",
     "Workers",
     "detect",
+    "detect_result",
     "detect_source",
     "get",
     "names",

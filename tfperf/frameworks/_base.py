@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from tfperf.frameworks._request import DRIVEN, ProfileRequest
+from tfperf.frameworks._words import Words
 from tfperf.results.stages import StageKind, StageUnit
 
 if TYPE_CHECKING:
@@ -188,6 +189,8 @@ class Framework(abc.ABC):
     stage_graph: ClassVar[bool] = True
     #: The first work its input does per element, where a stuck input usually blocks.
     first_work: ClassVar[str] = "map or read"
+    #: Its words for reports: its own name, its pipeline's, its out-of-memory error.
+    words: ClassVar[Words]
 
     @abc.abstractmethod
     def claims(self, source: str) -> bool:
@@ -255,10 +258,7 @@ class Framework(abc.ABC):
 
     @abc.abstractmethod
     def profile(
-        self,
-        pipeline: Pipeline,
-        knobs: Knobs | None = None,
-        request: ProfileRequest | None = None,
+        self, pipeline: Pipeline, knobs: Knobs | None = None, request: ProfileRequest | None = None
     ) -> ProfileResult:
         """Measures `pipeline` under `knobs` (None: its baseline) end to end, the input alone
         and the step alone, as `request` asks (None: its defaults; `tfperf.measure.drive`)."""
@@ -288,6 +288,16 @@ class Framework(abc.ABC):
         """The configuration this framework's figures size from the baseline's profile, where
         the pipeline model (which needs a stage graph) makes none; None by default."""
         return None
+
+    def out_of_memory(self, error: BaseException) -> bool:
+        """Whether `error` itself (not its causes) is this framework running out of device
+        memory; False where the framework was never imported. The default is False."""
+        return False
+
+    def measured(self, result: ProfileResult) -> bool:
+        """Whether a stored profile says itself that this framework measured it (a stored
+        study keeps no framework name); False by default."""
+        return False
 
     def announce(self, pipeline: Pipeline) -> str | None:
         """The one line the CLI says on loading `pipeline`, naming the framework it was

@@ -7,11 +7,16 @@ no framework (and no implementation) until one is asked for.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tfperf.errors import PipelineFileError
 from tfperf.frameworks._base import Framework
 from tfperf.frameworks._modules import imported_files
+
+if TYPE_CHECKING:
+    from tfperf.results import ProfileResult
 
 #: Each framework's name and the module that defines `FRAMEWORK`, in detection order.
 #: PyTorch comes first: it claims a file that imports torch and defines `make_loader` or builds
@@ -63,6 +68,13 @@ def detect(path: str | Path) -> Framework:
     modules = [_read(module, missing="") for module in imported_files(Path(path))]
     among = [f for f in map(get, IMPLEMENTATIONS) if any(f.claims(m) for m in modules if m)]
     return among[0] if len(among) == 1 else get(DEFAULT)
+
+
+def detect_result(results: Iterable[ProfileResult | None]) -> Framework:
+    """The framework that measured stored profiles (`Framework.measured`), else the default."""
+    found = [result for result in results if result is not None]
+    claimed = (f for f in map(get, IMPLEMENTATIONS) if any(f.measured(r) for r in found))
+    return next(claimed, get(DEFAULT))
 
 
 def detect_source(source: str) -> Framework:

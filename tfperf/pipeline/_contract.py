@@ -98,24 +98,23 @@ class Contract:
 def check_contract(
     module: types.ModuleType,
     shown: str,
-    input_function: str = "make_dataset",
+    framework: Framework,
     *,
     needs_step: bool = True,
-    framework: str = "tensorflow",
 ) -> Contract:
     """Checks what an executed pipeline module defines; `shown` names the file in messages.
 
-    `input_function` is the function that builds the input in the file's framework
-    (`Framework.input_function`: `make_dataset`, or `make_loader` for a PyTorch DataLoader);
-    the contract holds it as `make_dataset`. `needs_step` False accepts a file with the input
-    function alone: its training step is emulated (`--step-time`), so no model is built.
-    `framework` names the file's framework (`tfperf.frameworks`): `BASELINE` and
-    `SEARCH_SPACE` may hold only the knobs that act in its pipelines.
+    `framework` is the file's framework: the function that builds its input
+    (`Framework.input_function`: `make_dataset`, or `make_loader` for a PyTorch DataLoader) is
+    held as `make_dataset`, and `BASELINE` and `SEARCH_SPACE` may hold only the knobs that act
+    in its pipelines. `needs_step` False accepts a file with the input function alone: its
+    training step is emulated (`--step-time`), so no model is built.
 
     Raises:
         PipelineFileError: a required function is missing, not callable or cannot take the
             knobs, or `BASELINE` / `SEARCH_SPACE` is invalid or holds another framework's knob.
     """
+    input_function = framework.input_function
     plain = _takes_nothing(getattr(module, input_function, None))
     without: set[str] = set()
     make_dataset = _function(module, input_function, shown, required=True, without=without)
@@ -127,7 +126,7 @@ def check_contract(
         raise PipelineFileError(_no_training_message(module, shown, framework))
     baseline, has_baseline = _baseline(module, shown)
     search_space = _search_space(module, shown)
-    _check_settings_framework(module, search_space, shown, framework)
+    _check_settings_framework(module, search_space, shown, framework.name)
     make_strategy = strategy_function(module, shown)
     if plain:
         without = {"make_dataset" if name == input_function else name for name in without}
@@ -470,11 +469,8 @@ def _signature_fix(signature: inspect.Signature, name: str) -> str:
     )
 
 
-def _no_training_message(module: types.ModuleType, shown: str, framework: str) -> str:
+def _no_training_message(module: types.ModuleType, shown: str, this: Framework) -> str:
     """What a file without a training function needs, in its framework's words."""
-    from tfperf import frameworks
-
-    this: Framework = frameworks.get(framework)
     wanted = [name for name, _ in this.training_functions]
     if len(wanted) == 1:
         head = f"{shown} defines no `{wanted[0]}`; tfperf needs it to measure training:\n"

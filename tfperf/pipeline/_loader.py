@@ -105,7 +105,7 @@ class PipelineFile:
     kind: PipelineKind = PipelineKind.KNOBS
     without_knobs: frozenset[str] = frozenset()
     discovery: Discovery | None = None
-    framework: str = "tensorflow"
+    framework: str = frameworks.DEFAULT
 
     @property
     def owns_strategy(self) -> bool:
@@ -182,9 +182,7 @@ def load_pipeline(
     with framework.import_guard(tree, file, shown):  # training reached on import stops it
         module = _execute(_compile(tree, file, shown), file, shown, tuple(argv))
     try:
-        checked = check_contract(
-            module, shown, framework.input_function, needs_step=needs_step, framework=framework.name
-        )
+        checked = check_contract(module, shown, framework, needs_step=needs_step)
     except BaseException:
         sys.modules.pop(module.__name__, None)
         raise

@@ -9,18 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tfperf import frameworks
 from tfperf.knobs import AUTOTUNE, KNOBS, Precision, framework_knobs
 from tfperf.knobs.declare import Applier, Knob
 
 
-def baseline_snippet(knobs: Mapping[str, Any], framework: str = "tensorflow") -> str:
+def baseline_snippet(knobs: Mapping[str, Any], framework: str = frameworks.DEFAULT) -> str:
     """`BASELINE = {...}` with every knob of `framework`, one per line, in declaration order."""
     names = framework_knobs(framework)
     lines = [f"    {name!r}: {_python(knobs[name])}," for name in names if name in knobs]
     return "BASELINE = {\n" + "\n".join(lines) + "\n}"
 
 
-def code_snippet(knobs: Mapping[str, Any], framework: str = "tensorflow") -> str:
+def code_snippet(knobs: Mapping[str, Any], framework: str = frameworks.DEFAULT) -> str:
     """The calls that carry these knobs in `framework`'s code: the DataLoader's arguments
     where the framework has DataLoader knobs, else tf.data's calls (`tf_data_snippet`)."""
     loader = [k for k in KNOBS.applied_by(Applier.DATALOADER) if framework in k.frameworks]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from tfperf import frameworks
+from tfperf.frameworks import Framework, Words
 from tfperf.knobs import KNOBS, Knobs
 from tfperf.knobs.declare import Applier, turned_on_checks
 from tfperf.report._snippets import baseline_snippet, code_snippet
@@ -127,13 +129,13 @@ class Summary:
     tf_data_code: str  # empty for code tuned at its call sites: it gets a patch instead
     baseline_code: str
     remeasured: bool
+    # The tuned pipeline's framework in words: its calls ("tf.data" or "DataLoader"), ...
+    words: Words
     patch: PatchBlock | None = None
     # The recommendation is the baseline: no snippet, no patch, no changes to show.
     keeps_baseline: bool = False
     # The framework's own rule of thumb (PyTorch's `num_workers` = cores), where it was measured.
     vs_rule: Speedup | None = None
-    # What the tuned calls are, in the framework's words: "tf.data" or "DataLoader".
-    code_words: str = "tf.data"
 
 
 def measured_configurations(snapshot: StudySnapshot) -> list[Measurement]:
@@ -156,6 +158,7 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
     changes = training_changes(best, baseline) if baseline and not keep else []
     snippets = not keep and not best.knobs.sites
     framework = _framework(snapshot, tune)
+    knobs = best.knobs.to_dict()
     rule = by_label.get("rule")
     return Summary(
         rows=_rows(measured, choice),
@@ -165,13 +168,13 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
         banner=banner(choice, vs_baseline, changes, snapshot.remeasured),
         changes=() if keep else _changes(best, baseline, changes),
         warnings=_warnings(best, baseline, changes, keep),
-        tf_data_code=code_snippet(best.knobs.to_dict(), framework) if snippets else "",
-        baseline_code=baseline_snippet(best.knobs.to_dict(), framework) if snippets else "",
+        tf_data_code=code_snippet(knobs, framework.name) if snippets else "",
+        baseline_code=baseline_snippet(knobs, framework.name) if snippets else "",
         remeasured=snapshot.remeasured,
+        words=framework.words,
         patch=None if keep else patch_block(snapshot, best, baseline, tune),
         keeps_baseline=keep,
         vs_rule=speedup(best, rule) if rule and rule is not best else None,
-        code_words="DataLoader" if framework == "torch" else "tf.data",
     )
 
 
@@ -186,14 +189,11 @@ def _warnings(
     return (*training_warnings(best, baseline, changes), *checks)
 
 
-def _framework(snapshot: StudySnapshot, tune: TuneResult | None) -> str:
-    """The tuned pipeline's framework: the tune's own word, else a stored profile's loader."""
+def _framework(snapshot: StudySnapshot, tune: TuneResult | None) -> Framework:
+    """The tuned pipeline's framework: the tune's own name, else what its stored profiles say."""
     if tune is not None:
-        return tune.framework
-    profiles = (snapshot.best_result, snapshot.baseline_result)
-    return (
-        "torch" if any(p is not None and p.loader is not None for p in profiles) else "tensorflow"
-    )
+        return frameworks.get(tune.framework)
+    return frameworks.detect_result((snapshot.best_result, snapshot.baseline_result))
 
 
 def _rows(measured: list[Measurement], choice: InputOnlyChoice) -> tuple[SummaryRow, ...]:

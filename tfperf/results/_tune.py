@@ -174,6 +174,11 @@ class HandOver:
         return not self.manual_edits
 
 
+#: The framework of a stored tune result that names none: every result was tf.data's before
+#: results named their framework (`tfperf.frameworks.get` takes the name).
+UNNAMED_FRAMEWORK = "tensorflow"
+
+
 @dataclasses.dataclass
 class TuneResult(JsonRecord):
     """The outcome of `tfperf tune`: the recommendation, measured against both references."""
@@ -222,7 +227,7 @@ class TuneResult(JsonRecord):
     # is that estimate or the study measured none.
     search_gain: SearchGain | None = None
     # The framework of the tuned pipeline (`tfperf.frameworks` name), for the report's words.
-    framework: str = "tensorflow"
+    framework: str = UNNAMED_FRAMEWORK
 
     def estimate_of(self, kind: Reference) -> Estimate | None:
         """The model's proposal of `kind`, if it made one."""

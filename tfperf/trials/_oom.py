@@ -1,8 +1,10 @@
-"""A trial that ran out of GPU memory inside TensorFlow, under a per-process GPU limit or budget.
+"""A trial that ran out of GPU memory inside its framework, under a per-process GPU limit or
+budget.
 
 NVML cannot stop such a trial first: under `--gpu-memory-limit` TensorFlow's allocator refuses
 the allocation itself and the step raises `ResourceExhaustedError` ("OOM when allocating ...")
-before NVML sees more than the limit. When the user asked for a per-process GPU limit or budget,
+before NVML sees more than the limit, as PyTorch's caching allocator raises `OutOfMemoryError`
+(`Framework.out_of_memory` tells each). When the user asked for a per-process GPU limit or budget,
 that failure is the configuration not fitting, so it is recorded as over the GPU budget (an
 infeasible trial the search avoids), not as a failure of the pipeline.
 """
@@ -13,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from tfperf import frameworks
+from tfperf.frameworks import Words
 from tfperf.units import format_bytes
 
 __all__ = ["NO_GPU_LIMITS", "GpuLimits", "gpu_oom_reason", "is_gpu_oom"]
@@ -20,7 +24,7 @@ __all__ = ["NO_GPU_LIMITS", "GpuLimits", "gpu_oom_reason", "is_gpu_oom"]
 #: The options named in the reason, so users know the fix.
 LIMIT_OPTION = "--gpu-memory-limit"
 BUDGET_OPTION = "--gpu-memory-budget"
-#: How much of TensorFlow's own message the reason quotes.
+#: How much of the framework's own message the reason quotes.
 _QUOTED_CHARS = 300
 
 
@@ -41,13 +45,14 @@ NO_GPU_LIMITS = GpuLimits()
 
 
 def is_gpu_oom(error: Mapping[str, Any] | None, limits: GpuLimits) -> bool:
-    """Whether the child's error message reports TensorFlow running out of memory while a GPU
-    limit or budget was set."""
+    """Whether the child's error message reports its framework running out of memory while a
+    GPU limit or budget was set."""
     return limits.any and error is not None and error.get("out_of_memory") is True
 
 
 def gpu_oom_reason(error: Mapping[str, Any], limits: GpuLimits) -> str:
-    """Why the trial counts as over the GPU budget, naming the limit, the fix and TF's words."""
+    """Why the trial counts as over the GPU budget, naming the limit, the fix and the words of
+    the framework that ran out (the message's `framework`; else the default one)."""
     if limits.limit_mib is not None:
         under = (
             f"the {limits.limit_mib:,} MiB logical GPU device it ran on ({LIMIT_OPTION} "
@@ -58,16 +63,17 @@ def gpu_oom_reason(error: Mapping[str, Any], limits: GpuLimits) -> str:
         assert limits.budget_bytes is not None  # `limits.any` holds
         under = f"the {format_bytes(limits.budget_bytes)} budget ({BUDGET_OPTION})"
         fix = f"raise {BUDGET_OPTION}, or search smaller batches"
-    said = _oom_line(str(error.get("message") or ""))
-    quoted = f" TensorFlow said: {said[:_QUOTED_CHARS]}" if said else ""
+    words = frameworks.get(str(error.get("framework") or frameworks.DEFAULT)).words
+    said = _oom_line(str(error.get("message") or ""), words)
+    quoted = f" {words.name} said: {said[:_QUOTED_CHARS]}" if said else ""
     return (
-        f"ran out of GPU memory inside TensorFlow (ResourceExhaustedError) within {under}: "
+        f"ran out of GPU memory inside {words.name} ({words.oom_error}) within {under}: "
         f"this configuration does not fit in one process's share of the GPU; {fix}.{quoted}"
     )
 
 
-def _oom_line(message: str) -> str:
-    """The line of the child's message with TensorFlow's OOM in it, else its first line."""
+def _oom_line(message: str, words: Words) -> str:
+    """The line of the child's message with the framework's OOM in it, else its first line."""
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    found = [line for line in lines if "OOM" in line or "ResourceExhausted" in line]
+    found = [line for line in lines if any(mark in line for mark in words.oom_marks)]
     return (found or lines or [""])[0]

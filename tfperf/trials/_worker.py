@@ -20,8 +20,9 @@ the trial's log instead of the protocol. Messages:
   "target_steps": 100, "examples_per_sec": 1234.5}`: at most ~10 a second, but always the first
   of each phase's warm-up and measurement and the last measured step of each phase.
 - `{"type": "error", "kind": "fatal" | "failed", "error": "PipelineFileError", "message": ...}`:
-  sent once, just before a non-zero exit; with `"out_of_memory": true` added when a TensorFlow
-  `ResourceExhaustedError` lies behind the error (a GPU limit or budget was hit).
+  sent once, just before a non-zero exit; with `"out_of_memory": true` and the framework's
+  name (`"framework": "tensorflow"`) added when the framework's out-of-memory error lies behind
+  the error (a GPU limit or budget was hit; `Framework.out_of_memory`).
 - `{"type": "discovery", "discovery": {...}}`: the call sites of a plain file or a script
   (`Discovery.to_dict()`), once, when the profiled pipeline is built.
 
@@ -260,28 +261,30 @@ def error_message(error: BaseException) -> tuple[int, dict[str, Any]]:
         "error": type(error).__name__,
         "message": text,
     }
-    if out_of_memory(error):
-        message["out_of_memory"] = True
+    ran_out = out_of_memory(error)
+    if ran_out is not None:
+        message.update(out_of_memory=True, framework=ran_out)
     return (EXIT_FATAL if fatal else EXIT_FAILED), message
 
 
-def out_of_memory(error: BaseException) -> bool:
-    """Whether TensorFlow ran out of memory (`ResourceExhaustedError`) somewhere behind `error`.
+def out_of_memory(error: BaseException) -> str | None:
+    """The framework that ran out of device memory somewhere behind `error`
+    (`Framework.out_of_memory`), by name; None where none did.
 
-    tfperf rewords the errors of a train step or a pipeline, keeping TensorFlow's as the cause,
-    so the whole chain of causes is searched.
+    tfperf rewords the errors of a train step or a pipeline, keeping the framework's as the
+    cause, so the whole chain of causes is searched.
     """
-    tf = sys.modules.get("tensorflow")
-    if tf is None:  # TensorFlow never loaded: none of its errors can be behind this one
-        return False
+    from tfperf import frameworks
+
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
-        if isinstance(current, tf.errors.ResourceExhaustedError):
-            return True
+        for name in frameworks.names():
+            if frameworks.get(name).out_of_memory(current):
+                return name
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
+    return None
 
 
 def trial_layout(request: WorkRequest, knobs: Knobs) -> DeviceLayout:

@@ -50,7 +50,7 @@ class RunFacts:
     budgets: Budgets
     trials_this_run: int
     wall_s: float
-    framework: str = "tensorflow"
+    framework: str  # the tuned pipeline's (`tfperf.frameworks` name)
 
 
 def tune_result(

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tfperf import frameworks
 from tfperf.errors import KnobError
 from tfperf.hardware import Machine
 from tfperf.knobs import (
@@ -73,7 +74,11 @@ AUTOTUNE_KNOBS = KNOBS.where(lambda knob: knob.autotune)
 
 
 def default_space(
-    baseline: Knobs, machine: Machine, *, distributed: bool = False, framework: str = "tensorflow"
+    baseline: Knobs,
+    machine: Machine,
+    *,
+    distributed: bool = False,
+    framework: str = frameworks.DEFAULT,
 ) -> dict[str, Domain]:
     """Domains for every knob of `framework`, sized for `machine` and centred on `baseline`.
 
@@ -155,7 +160,7 @@ def build_space(
     fixes: Mapping[str, Any],
     *,
     distributed: bool = False,
-    framework: str = "tensorflow",
+    framework: str = frameworks.DEFAULT,
 ) -> dict[str, Domain]:
     """The space a study searches: defaults, then `SEARCH_SPACE`, then fixes, then references.
 

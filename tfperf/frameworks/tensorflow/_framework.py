@@ -12,6 +12,7 @@ import ast
 import contextlib
 import dataclasses
 import logging
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -27,6 +28,7 @@ from tfperf.frameworks import (
     Service,
     StageNode,
     StrategyKind,
+    Words,
     Workers,
 )
 from tfperf.frameworks.tensorflow import _tf
@@ -55,19 +57,10 @@ _MODULES = frozenset({"tensorflow", "keras", "tf_keras"})
 class TensorFlowSites:
     """The tf.data calls in a user's plain file or script: found by recording, patched by AST."""
 
+    patch = staticmethod(patch_for)
+
     def find(self, pipeline: Any, *, measure_stages: bool = False) -> Discovery:
         return discover_sites(_file(pipeline), measure_stages=measure_stages)
-
-    def patch(
-        self,
-        root: Path,
-        discovery: Discovery,
-        before: Mapping[str, Any],
-        after: Mapping[str, Any],
-        *,
-        script: bool,
-    ) -> Any:
-        return patch_for(root, discovery, before, after, script=script)
 
 
 class TensorFlowService:
@@ -115,13 +108,18 @@ class TensorFlow(Framework):
     name: ClassVar[str] = "tensorflow"
     workers: ClassVar[Workers] = Workers.THREADS
     hook: ClassVar[str] = "keras.Model.fit"
-    honours: ClassVar[frozenset[str]] = Framework.honours | {
-        "analyse_stages",
-        "stage_seconds",
-        "epoch_steps",
-        "strategy",
-        "step_time_s",
-    }
+    honours: ClassVar[frozenset[str]] = frozenset(ProfileRequest.__dataclass_fields__)  # all
+    words: ClassVar[Words] = Words(
+        name="TensorFlow",
+        pipeline="tf.data",
+        sites_found_while="dataset was built",
+        oom_error="ResourceExhaustedError",
+        oom_marks=("OOM", "ResourceExhausted"),
+    )
+
+    def out_of_memory(self, error: BaseException) -> bool:
+        tf = sys.modules.get("tensorflow")  # not loaded: none of its errors can be this one
+        return tf is not None and isinstance(error, tf.errors.ResourceExhaustedError)
 
     def claims(self, source: str) -> bool:
         try:
@@ -184,10 +182,7 @@ class TensorFlow(Framework):
         return dataclasses.asdict(options) if options is not None else {}
 
     def profile(
-        self,
-        pipeline: Pipeline,
-        knobs: Knobs | None = None,
-        request: ProfileRequest | None = None,
+        self, pipeline: Pipeline, knobs: Knobs | None = None, request: ProfileRequest | None = None
     ) -> ProfileResult:
         return drive(PipelineMeasurement(self, _file(pipeline), knobs, request))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -23,13 +24,15 @@ from tfperf.frameworks import (
     ProfileRequest,
     StageNode,
     StrategyKind,
+    Words,
     Workers,
 )
 from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._runner import LoaderMeasurement, ScriptMeasurement
-from tfperf.frameworks.torch._training import probe_training
+from tfperf.frameworks.torch._training import probe_one
 from tfperf.measure import drive
+from tfperf.measure.training import probe_settings
 from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
 from tfperf.results.tune import Estimate
 from tfperf.sites import callee
@@ -55,13 +58,16 @@ class Torch(Framework):
     )
     # A DataLoader has no stage graph: the stage analysis finds no stages (its items are
     # timed instead). `strategy` and an emulated step (`step_time_s`) are tf.data's alone.
-    honours: ClassVar[frozenset[str]] = Framework.honours | {
-        "analyse_stages",
-        "stage_seconds",
-        "epoch_steps",
-    }
+    honours = Framework.honours | {"analyse_stages", "stage_seconds", "epoch_steps"}
     stage_graph: ClassVar[bool] = False  # its items are timed instead (`_items`)
     first_work: ClassVar[str] = "item (`__getitem__`, the worker start or collate_fn)"
+    words: ClassVar[Words] = Words(
+        name="PyTorch",
+        pipeline="DataLoader",
+        sites_found_while="script ran",
+        oom_error="OutOfMemoryError",
+        oom_marks=("out of memory", "OutOfMemoryError"),
+    )
 
     def claims(self, source: str) -> bool:
         """A file that imports torch and defines `make_loader` or calls `DataLoader(...)`, or
@@ -129,10 +135,7 @@ class Torch(Framework):
         return _torch.loader_options(native)
 
     def profile(
-        self,
-        pipeline: Pipeline,
-        knobs: Knobs | None = None,
-        request: ProfileRequest | None = None,
+        self, pipeline: Pipeline, knobs: Knobs | None = None, request: ProfileRequest | None = None
     ) -> ProfileResult:
         file = _file(pipeline)
         kind = ScriptMeasurement if file.kind is PipelineKind.SCRIPT else LoaderMeasurement
@@ -141,12 +144,26 @@ class Torch(Framework):
     def probe_training(
         self, pipeline: Pipeline, knobs: Knobs, settings: Sequence[Mapping[str, Any]]
     ) -> list[TrainingRate]:
-        return probe_training(_file(pipeline), knobs, settings)
+        file = _file(pipeline)  # a setting whose build or step fails is left out, warned of
+        return probe_settings(settings, lambda s: probe_one(file, knobs.replace(**dict(s))))
 
     def sites(self) -> CallSites | None:
         from tfperf.frameworks.torch._sites import TorchSites
 
         return TorchSites()
+
+    def out_of_memory(self, error: BaseException) -> bool:
+        """A CUDA allocation refused: `torch.cuda.OutOfMemoryError`, or the `RuntimeError`
+        older versions raise with "CUDA out of memory" in its message."""
+        torch = sys.modules.get("torch")  # not loaded: none of its errors can be this one
+        if torch is None:
+            return False
+        return isinstance(error, torch.cuda.OutOfMemoryError) or (
+            isinstance(error, RuntimeError) and "CUDA out of memory" in str(error)
+        )
+
+    def measured(self, result: ProfileResult) -> bool:
+        return result.loader is not None  # only a DataLoader profile records a loader
 
     def rule(self, baseline: Knobs, cpu_count: int) -> Knobs | None:
         """PyTorch's own rule: as many workers as cores (it warns above that)."""
