@@ -16,21 +16,22 @@ import pytest
 
 from tfperf.hardware import HARDWARE_FIELDS, Machine
 from tfperf.knobs import Knobs
-from tfperf.study._cluster import counted, pid_scope, tuner_gone
-from tfperf.study.cluster import (
+from tfperf.study._cluster import (
     Heartbeats,
-    Liveness,
     Step,
+    counted,
     duplicate_reference,
     finished_count,
     in_budget,
     next_step,
+    pid_scope,
     recover_lost,
     release_lock,
     take_lock,
-    worker_record,
+    tuner_gone,
 )
-from tfperf.study.records import LOCK_ROLE
+from tfperf.study._records import LOCK_ROLE
+from tfperf.study.cluster import Liveness, worker_record
 from tfperf.study.storage import StorageError, open_storage
 
 State = optuna.trial.TrialState

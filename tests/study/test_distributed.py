@@ -34,9 +34,9 @@ from tests.pipelines import TUNER_SOURCE as SOURCE
 from tests.postgres_server import PostgresServer, free_port
 from tfperf.pipeline import load_pipeline
 from tfperf.study import StudyMismatchError, search_trials
-from tfperf.study._cluster import counted
-from tfperf.study.cluster import Liveness, LostTrial, finished_count
-from tfperf.study.records import LOCK_ROLE
+from tfperf.study._cluster import counted, finished_count
+from tfperf.study._records import LOCK_ROLE
+from tfperf.study.cluster import Liveness, LostTrial
 from tfperf.study.storage import StorageError, open_storage
 from tfperf.tuner import TuneListener, TuneOptions, Tuner
 
@@ -343,7 +343,8 @@ FOREIGN_TRIAL = textwrap.dedent(
     import sys, threading, warnings
     warnings.simplefilter("ignore")  # Optuna's notes on its experimental heartbeat
     import optuna
-    from tfperf.study.cluster import Heartbeats, Liveness
+    from tfperf.study._cluster import Heartbeats
+    from tfperf.study.cluster import Liveness
     from tfperf.study.storage import open_storage
 
     study = optuna.load_study(study_name="shared", storage=open_storage(

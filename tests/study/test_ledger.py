@@ -15,10 +15,12 @@ from tfperf.hardware import Machine
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Measurement, Objective
-from tfperf.study import Remeasurement, enqueue_references
+from tfperf.study import enqueue_references
+from tfperf.study._records import TrialRole
+from tfperf.study._study import Remeasurement
 from tfperf.study.cluster import Liveness, worker_record
 from tfperf.study.ledger import DONE, Claim, Ledger, Lock, Wait, Waiting, open_study, quiet_optuna
-from tfperf.study.records import TrialRecord, TrialRole
+from tfperf.study.records import TrialRecord
 
 State = optuna.trial.TrialState
 WORKER = worker_record(Machine(1, 2**30, 2**30, (), False))  # this process: a live tuner

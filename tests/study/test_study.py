@@ -10,18 +10,20 @@ import pytest
 from tfperf.knobs import Knobs
 from tfperf.results.tune import Measurement
 from tfperf.study import (
-    Remeasurement,
     await_references,
     hardware_groups,
     reference_trial,
-    running_twin,
-    same_knobs,
     search_trials,
     status_counts,
+)
+from tfperf.study._study import (
+    Remeasurement,
+    running_twin,
+    same_knobs,
     store_remeasurement,
     stored_remeasurement,
+    trials_frame,
 )
-from tfperf.study._study import trials_frame
 from tfperf.study.records import StudyRecord, read_study, write_study
 
 ALIKE = {"cpu_model": "AMD EPYC 7B13", "cpu_count": 16, "gpu_model": None, "tf_version": "2.16.1"}

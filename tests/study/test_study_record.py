@@ -13,10 +13,11 @@ from tfperf.hardware import Machine
 from tfperf.knobs import Knobs
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
 from tfperf.results.tune import Measurement, Objective, Reference
-from tfperf.study import stored_remeasurement
+from tfperf.study._study import stored_remeasurement
+from tfperf.study._study_record import RemeasureCover
 from tfperf.study.cluster import Liveness
 from tfperf.study.ledger import Ledger
-from tfperf.study.records import RemeasureCover, StudyRecord, TrialRecord, read_study, write_study
+from tfperf.study.records import StudyRecord, TrialRecord, read_study, write_study
 
 STORED = Path(__file__).parent.parent / "stored"
 MEASURED = Measurement("baseline", 0, {"batch_size": 8}, [10.0, 11.0], 100, None)

@@ -8,12 +8,10 @@ the tuner reads and writes a study through a `Ledger`, every trial attribute is 
 from __future__ import annotations
 
 from tfperf.study._study import (
-    Remeasurement,
     SourceChangedError,
     StudyMismatchError,
     await_references,
     claim_study,
-    copy_constraints,
     directions,
     enqueue_references,
     feasible_complete,
@@ -21,25 +19,17 @@ from tfperf.study._study import (
     load_trials_frame,
     pareto,
     pareto_front,
-    record_outcome,
     reference_trial,
-    running_twin,
-    same_knobs,
     search_trials,
     status_counts,
-    store_remeasurement,
-    stored_remeasurement,
     stored_result,
-    trials_frame,
 )
 
 __all__ = [
-    "Remeasurement",
     "SourceChangedError",
     "StudyMismatchError",
     "await_references",
     "claim_study",
-    "copy_constraints",
     "directions",
     "enqueue_references",
     "feasible_complete",
@@ -47,14 +37,8 @@ __all__ = [
     "load_trials_frame",
     "pareto",
     "pareto_front",
-    "record_outcome",
     "reference_trial",
-    "running_twin",
-    "same_knobs",
     "search_trials",
     "status_counts",
-    "store_remeasurement",
-    "stored_remeasurement",
     "stored_result",
-    "trials_frame",
 ]

@@ -4,30 +4,12 @@
 
 from __future__ import annotations
 
-from tfperf.study._records import (
-    DUPLICATE_ROLE,
-    LOCK_ROLE,
-    TrialRecord,
-    TrialRole,
-)
-from tfperf.study._study import (
-    source_changed,
-)
+from tfperf.study._records import TrialRecord
+from tfperf.study._study import source_changed
 from tfperf.study._study_record import (
-    RemeasureCover,
     StudyRecord,
     read_study,
     write_study,
 )
 
-__all__ = [
-    "DUPLICATE_ROLE",
-    "LOCK_ROLE",
-    "RemeasureCover",
-    "StudyRecord",
-    "TrialRecord",
-    "TrialRole",
-    "read_study",
-    "source_changed",
-    "write_study",
-]
+__all__ = ["StudyRecord", "TrialRecord", "read_study", "source_changed", "write_study"]
