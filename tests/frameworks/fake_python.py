@@ -86,10 +86,7 @@ class FakePython(Framework):
         return dict(native.options)
 
     def profile(
-        self,
-        pipeline: Pipeline,
-        knobs: Knobs | None = None,
-        request: ProfileRequest | None = None,
+        self, pipeline: Pipeline, knobs: Knobs | None = None, request: ProfileRequest | None = None
     ) -> ProfileResult:
         assert isinstance(pipeline, PipelineFile)
         return drive(Measurement(self, pipeline, knobs, request))  # what `build` made, as it is

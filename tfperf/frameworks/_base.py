@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from tfperf.frameworks._request import DRIVEN, ProfileRequest
 from tfperf.frameworks._words import Words
-from tfperf.results.stages import StageKind, StageUnit
+from tfperf.results.stages import Stage
 
 if TYPE_CHECKING:
     from tfperf.frameworks._devices import DeviceLayout, StrategyKind
@@ -66,19 +66,13 @@ class Pipeline(Protocol):
 
 
 @dataclasses.dataclass
-class StageNode:
+class StageNode(Stage):
     """One stage found in an input: what it is, and the input that ends with it.
 
     `dataset` is the input cut right after this stage (the framework's own object);
     `calls_python`, whether its function runs Python per element.
     """
 
-    index: int
-    kind: StageKind
-    label: str
-    location: str | None
-    parameters: dict[str, int | bool]
-    unit: StageUnit
     class_name: str
     dataset: Any
     calls_python: bool = False

@@ -31,14 +31,13 @@ import contextlib
 import functools
 import inspect
 import logging
-import os
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tfperf.errors import KnobError
+from tfperf.frameworks import SiteRecorder
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._callers import (
     Caller,
@@ -74,15 +73,15 @@ __all__ = ["Recorder", "recording"]
 logger = logging.getLogger(__name__)
 
 
-class Recorder:
+class Recorder(SiteRecorder):
     """Collects the call sites of one build and applies `overrides` (site name -> value)."""
 
+    during = "the dataset is built"
+
     def __init__(self, root: Path, overrides: Mapping[str, int | None]) -> None:
-        self.root = root.resolve()
-        self.overrides = dict(overrides)
+        super().__init__(root, overrides)
         self._seen: dict[tuple[Place, str, str], Seen] = {}
         self._untunable: dict[tuple[str, str], tuple[Untunable, list[Run]]] = {}
-        self._used: set[str] = set()
         self._running: list[Run] = []
         self._end: Place | None = None  # where the dataset is handed over
         self._inserted: CallSite | None = None  # the prefetch tfperf may add there
@@ -142,8 +141,7 @@ class Recorder:
             return dataset
         name = place.name("prefetch", "buffer_size")
         self._inserted = inserted_site(name, place)
-        if name in self.overrides:
-            self._used.add(name)
+        if self.takes(name):
             value = self.overrides[name]
             if value is not None and (value > 0 or value == AUTOTUNE):
                 return dataset.prefetch(value)
@@ -156,18 +154,6 @@ class Recorder:
             for seen in sorted(self._seen.values(), key=seen_order)
             if any(any(result is dataset for result in run.results) for run in seen.runs)
         )
-
-    def check_overrides(self, shown: str) -> None:
-        """Raises `KnobError` for an override that matched no call, listing the sites found."""
-        unused = sorted(set(self.overrides) - self._used)
-        if unused:
-            found = ", ".join(site.name for site in self.discovery().sites) or "none"
-            raise KnobError(
-                f"{shown}: no call matches {', '.join(repr(name) for name in unused)} while "
-                f"the dataset is built, so that value cannot be applied. Sites found: {found}. "
-                "Line numbers change when the file is edited: run `tfperf profile` for the "
-                "current names."
-            )
 
     def on_call(
         self,
@@ -207,9 +193,8 @@ class Recorder:
         if candidate is None:
             return result
         candidate.outputs.append(result)
-        if candidate.name not in self.overrides:
+        if not self.takes(candidate.name):
             return result
-        self._used.add(candidate.name)
         added = added_prefetch(result, self.overrides[candidate.name])
         if added is None:
             return result
@@ -273,8 +258,7 @@ class Recorder:
         self, place: Place, method: str, argument: str, bound: inspect.BoundArguments
     ) -> None:
         name = place.name(method, argument)
-        if name in self.overrides:
-            self._used.add(name)
+        if self.takes(name):
             value = self.overrides[name]
             if value is not None or argument in bound.arguments:
                 bound.arguments[argument] = value
@@ -295,9 +279,6 @@ class Recorder:
             where = f"{self._relative(reached[0])}:{reached[1]}"
             self._library_call(call(), filename, caller.f_lineno, where, run)
         return None
-
-    def _relative(self, filename: str) -> str:
-        return Path(os.path.realpath(filename)).relative_to(self.root).as_posix()
 
     def _autograph_place(self, call: Callable[[], str], run: Run) -> Place | None:
         """The user's line of a call made inside a function AutoGraph converted (no columns)."""

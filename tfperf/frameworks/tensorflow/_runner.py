@@ -31,7 +31,6 @@ from tfperf.measure import (
     Measurement,
     attribute_restarts,
     checked_against,
-    drive,
     profile_limit,
     restart_stage,
     window_steps,
@@ -66,7 +65,7 @@ def profile_pipeline(
     """
     from tfperf.frameworks.tensorflow._framework import FRAMEWORK
 
-    return drive(PipelineMeasurement(FRAMEWORK, pipeline, knobs, ProfileRequest(**options)))
+    return FRAMEWORK.profile(pipeline, knobs, ProfileRequest(**options))
 
 
 class PipelineMeasurement(Measurement):

@@ -48,7 +48,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tfperf.errors import KnobError
+from tfperf.frameworks import SiteRecorder
 from tfperf.frameworks.torch._arguments import (
     Option,
     Options,
@@ -118,12 +118,14 @@ class _Seen:
     calls: int = 1
 
 
-class LoaderRecorder:
+class LoaderRecorder(SiteRecorder):
     """Collects the `DataLoader` calls of one run and applies `overrides` (site -> value)."""
 
+    calls = f"{CALL} call"
+    during = "the script runs"
+
     def __init__(self, root: Path, overrides: Mapping[str, int | None]) -> None:
-        self.root = Path(os.path.realpath(root))
-        self.overrides = dict(overrides)
+        super().__init__(root, overrides)
         self._seen: dict[tuple[Place, str], _Seen] = {}
         self._places: dict[int, Place] = {}  # id of a loader made in the user's files -> place
         # id of a loader a library made -> the user's line that reached it
@@ -132,7 +134,6 @@ class LoaderRecorder:
         self._traced: dict[int, frozenset[Place]] = {}
         self._untunable: dict[tuple[str, str], Untunable] = {}
         self.options = Options(self.root)  # the user's argparse options, as they are added
-        self._used: set[str] = set()
         self._loaders: list[Any] = []  # keeps each loader alive, so its id stays its own
 
     def place_of(self, loader: Any) -> Place | None:
@@ -178,18 +179,6 @@ class LoaderRecorder:
         if place is not None:
             return traced | {place}, str(place)
         return traced, self._reached.get(id(measured))
-
-    def check_overrides(self, shown: str) -> None:
-        """Raises `KnobError` for an override that matched no call, listing the sites found."""
-        unused = sorted(set(self.overrides) - self._used)
-        if unused:
-            found = ", ".join(site.name for site in self.discovery().sites) or "none"
-            raise KnobError(
-                f"{shown}: no DataLoader call matches {', '.join(map(repr, unused))} while the "
-                f"script runs, so that value cannot be applied. Sites found: {found}. Line "
-                "numbers change when the file is edited: run `tfperf profile` for the current "
-                "names."
-            )
 
     def on_init(
         self,
@@ -277,9 +266,8 @@ class LoaderRecorder:
         self, place: Place, argument: str, kind: SiteKind, bound: inspect.BoundArguments
     ) -> bool:
         name = place.name(argument)
-        if name not in self.overrides:
+        if not self.takes(name):
             return False
-        self._used.add(name)
         value = self.overrides[name]
         if value is None and kind is not SiteKind.FACTOR:
             bound.arguments.pop(argument, None)  # None: the DataLoader's default
@@ -374,9 +362,6 @@ class LoaderRecorder:
         if overridden:
             _keep_consistent(bound)
         return traced
-
-    def _relative(self, filename: str) -> str:
-        return Path(os.path.realpath(filename)).relative_to(self.root).as_posix()
 
 
 @contextlib.contextmanager
