@@ -22,6 +22,8 @@ Invariants every implementation keeps (the contract test checks each):
 6. `sites()` is None where the framework cannot find and patch call sites in user code.
 7. Inside `import_guard(...)`, importing a file that trains on import raises
    `PipelineFileError`; a file that does not train imports as it would without it.
+8. `profile` runs `tfperf.measure.drive`: the three phases measured as the `ProfileRequest` asks,
+   and a field outside `honours` set to other than its default refused by name, before any run.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ class ScriptMeasurement(Measurement):
         return result
 
     def explain(self, error: InputPipelineError | TrainStepError) -> PipelineRuntimeError:
-        return error  # the script's own failures already name its lines (`_script`)
+        return error  # as `_script` raises it: a script's profile words its own failures
 
     def finish(self, result: ProfileResult) -> ProfileResult:
         found, knobs, epoch_steps = self.found, self.knobs, self.request.epoch_steps
