@@ -116,7 +116,7 @@ class TrainingRate:
 
     Measured in the baseline trial on one cached batch built with the setting (the
     compute-only phase's method), so the limit can be stated for each training setting the
-    search may choose (`tfperf.measure.training_limit`).
+    search may choose (`tfperf.tuner._training.training_estimate`).
 
     Attributes:
         batch_size: the `batch_size` knob the batch was built with.

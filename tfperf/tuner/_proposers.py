@@ -196,7 +196,7 @@ def pool_estimate(
     when the input's CPU is unknown, when the private pool is fixed or the search may not
     choose that prefetch, or when `base` already runs so.
 
-    The model sizes a computing stage's pool at the calls the cores hold (`CALLS_PER_CORE`
+    The model sizes a computing stage's pool at the cores' calls (`ModelPolicy.calls_per_core`
     per core) and does not price what those threads take from the model's step when the two
     share the host; this proposal measures the other side of that trade.
     Its prediction is `base`'s, held to what the pool lets the input spend

@@ -5,7 +5,7 @@ precision). A search that may change them needs the limit under each: a larger b
 the step's fixed cost over more examples, and bf16 on a CPU with AMX or on a GPU computes
 faster. The tuner's baseline trial therefore times the model alone, as the compute-only phase
 does, on one cached batch built under each setting it may choose (`probe_training`); the model
-then restates the limit per setting (`tfperf.measure._model.training_limit`).
+then restates the limit per setting (`tfperf.tuner._training.training_estimate`).
 
 Each setting costs one build (dataset and model) and `PROBE_WINDOWS` windows of about
 `seconds` of steps, of which the faster counts: whatever else runs on the host (the trial's
