@@ -59,7 +59,7 @@ def stall_message(
     """Why a profile with no progress for `stall_s` was stopped, naming where it waited.
 
     `input_words` name the call that builds the input and its first work per element, in
-    the framework's words (`Framework.input_function`, `Framework.first_work`).
+    the framework's words (`Framework.input_function`, `Framework.words`).
     """
     call, first = input_words
     if last is None:

@@ -416,7 +416,7 @@ def _input_words(args: argparse.Namespace) -> tuple[str, str]:
     framework's words: `make_dataset()` and a map for tf.data, `make_loader()` and an item
     for a DataLoader."""
     framework = frameworks.detect(args.pipeline)
-    return f"{framework.input_function}()", framework.first_work
+    return f"{framework.input_function}()", framework.words.first_work
 
 
 def _timeout_message(args: argparse.Namespace, last: Progress | None) -> str:

@@ -46,12 +46,12 @@ def finding_sites(pipeline: PipelineFile) -> str:
     """What the search for call sites runs, in the words of the file's framework."""
     framework = frameworks.get(pipeline.framework)
     if pipeline.kind is PipelineKind.SCRIPT:
-        what = f"script up to {framework.script_stop}"
+        what = f"script up to {framework.words.script_stop}"
     else:
         what = f"{framework.input_function}()"
     stages = ", then measures each stage alone" if framework.stage_graph else ""
     return (
-        f"Finding the {framework.label} call sites of {pipeline.path.name} (runs its "
+        f"Finding the {framework.words.label} call sites of {pipeline.path.name} (runs its "
         f"{what}{stages})..."
     )
 

@@ -160,14 +160,6 @@ class Framework(abc.ABC):
     hook: ClassVar[str]
     #: The function a pipeline file defines to build its input, called with the knobs.
     input_function: ClassVar[str] = "make_dataset"
-    # The framework's words, which every sentence tfperf says about its pipelines takes from
-    # here (never from a test of the framework's name in the core). The defaults are tf.data's,
-    # the default framework's.
-    #: Its input in a person's words: "a tf.data knob", "a PyTorch DataLoader pipeline".
-    label: ClassVar[str] = "tf.data"
-    #: Where a zero-change run of a training script stops to measure ("runs its script up to
-    #: model.fit").
-    script_stop: ClassVar[str] = "model.fit"
     #: The functions a pipeline file may define to train, with what each returns, in the
     #: order tfperf prefers them.
     training_functions: ClassVar[tuple[tuple[str, str], ...]] = (
@@ -183,9 +175,8 @@ class Framework(abc.ABC):
     honours: ClassVar[frozenset[str]] = DRIVEN
     #: Whether its input has stages `stages()` recovers, which tfperf measures each alone.
     stage_graph: ClassVar[bool] = True
-    #: The first work its input does per element, where a stuck input usually blocks.
-    first_work: ClassVar[str] = "map or read"
-    #: Its words for reports: its own name, its pipeline's, its out-of-memory error.
+    #: Its words, which every sentence tfperf says about its pipelines takes (never a test of
+    #: the framework's name in the core): its name, its pipeline's, its out-of-memory error.
     words: ClassVar[Words]
 
     @abc.abstractmethod

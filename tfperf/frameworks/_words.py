@@ -22,6 +22,11 @@ class Words:
         oom_error: the exception the framework raises when device memory runs out
             ("ResourceExhaustedError").
         oom_marks: text that marks the line of an error message saying so ("OOM").
+        label: its input, for "a {label} pipeline": "tf.data", "PyTorch DataLoader".
+        script_stop: where a zero-change run of a training script stops to measure ("runs its
+            script up to model.fit").
+        first_work: the first work its input does per element, where a stuck input usually
+            blocks ("map or read").
     """
 
     name: str
@@ -29,3 +34,6 @@ class Words:
     sites_found_while: str
     oom_error: str
     oom_marks: tuple[str, ...]
+    label: str
+    script_stop: str
+    first_work: str

@@ -170,9 +170,9 @@ def check_framework_knobs(names: Iterable[str], framework: str, *, shown: str, s
     foreign = [name for name in names if name in declared and name not in takes]
     if not foreign:
         return
-    this = frameworks.get(framework)
+    this = frameworks.get(framework).words
     owners = sorted({owner for name in foreign for owner in KNOBS[name].frameworks})
-    theirs = " or ".join(frameworks.get(owner).label for owner in owners)
+    theirs = " or ".join(frameworks.get(owner).words.label for owner in owners)
     plural = len(foreign) > 1
     them = "them" if plural else "it"
     raise KnobError(

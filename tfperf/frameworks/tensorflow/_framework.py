@@ -115,6 +115,9 @@ class TensorFlow(Framework):
         sites_found_while="dataset was built",
         oom_error="ResourceExhaustedError",
         oom_marks=("OOM", "ResourceExhausted"),
+        label="tf.data",
+        script_stop="model.fit",
+        first_work="map or read",
     )
 
     def out_of_memory(self, error: BaseException) -> bool:

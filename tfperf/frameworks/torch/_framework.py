@@ -51,8 +51,6 @@ class Torch(Framework):
     workers: ClassVar[Workers] = Workers.PROCESSES
     hook: ClassVar[str] = "DataLoader.__iter__"
     input_function: ClassVar[str] = "make_loader"
-    label: ClassVar[str] = "PyTorch DataLoader"
-    script_stop: ClassVar[str] = "its first DataLoader pass"
     training_functions: ClassVar[tuple[tuple[str, str], ...]] = (
         ("make_train_step", "a callable that tfperf runs on each batch (one optimizer step)"),
     )
@@ -60,13 +58,15 @@ class Torch(Framework):
     # timed instead). `strategy` and an emulated step (`step_time_s`) are tf.data's alone.
     honours = Framework.honours | {"analyse_stages", "stage_seconds", "epoch_steps"}
     stage_graph: ClassVar[bool] = False  # its items are timed instead (`_items`)
-    first_work: ClassVar[str] = "item (`__getitem__`, the worker start or collate_fn)"
     words: ClassVar[Words] = Words(
         name="PyTorch",
         pipeline="DataLoader",
         sites_found_while="script ran",
         oom_error="OutOfMemoryError",
         oom_marks=("out of memory", "OutOfMemoryError"),
+        label="PyTorch DataLoader",
+        script_stop="its first DataLoader pass",
+        first_work="item (`__getitem__`, the worker start or collate_fn)",
     )
 
     def claims(self, source: str) -> bool:
