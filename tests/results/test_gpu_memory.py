@@ -128,12 +128,15 @@ def test_an_exact_share_is_not_rounded_past_itself() -> None:
     assert advice.memory_fraction == 0.3
 
 
-def test_a_torch_result_gets_torch_words_and_a_tensorflow_one_keeps_its_own() -> None:
+def test_a_result_torch_measured_gets_torch_words_and_a_tensorflow_one_keeps_its_own() -> None:
     from tests.reports import fake_gpu, fake_profile
 
     tensorflow = dataclasses.replace(fake_profile(), gpus=[fake_gpu()])
-    loader = LoaderReport(workers=2, persistent_workers=False)
-    torch = dataclasses.replace(tensorflow, loader=loader)
+    peak = fake_gpu().tf_allocator_peak_bytes
+    gpu = dataclasses.replace(
+        fake_gpu(), tf_allocator_peak_bytes=None, torch_allocator_peak_bytes=peak
+    )
+    torch = dataclasses.replace(tensorflow, gpus=[gpu])
 
     [tf_advice] = tensorflow.gpu_memory_advice()
     [torch_advice] = torch.gpu_memory_advice()

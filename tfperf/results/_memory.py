@@ -42,6 +42,10 @@ class SizeSource(str, Enum):
     MEASURED = "measured"  # the mean over the first elements (shapes vary, or strings)
 
 
+#: Buffers whose size an argument sets, which AUTOTUNE may choose.
+_AUTOTUNABLE = frozenset({BufferKind.PREFETCH, BufferKind.PARALLEL_MAP, BufferKind.INTERLEAVE})
+
+
 @dataclasses.dataclass
 class BufferHold:
     """What one buffering stage holds at most.
@@ -83,6 +87,11 @@ class BufferHold:
     def pass_note(elements: int) -> str:
         """The `note` of a buffer that one pass of its input fills before its written size."""
         return f"the {elements:,} elements of one pass"
+
+    @property
+    def autotuned(self) -> bool:
+        """Whether AUTOTUNE sized it: only AUTOTUNE notes a prefetch, map or interleave."""
+        return self.note is not None and self.kind in _AUTOTUNABLE
 
     @property
     def fills_a_pass(self) -> bool:
@@ -169,7 +178,7 @@ def _advise(hold: BufferHold, budget: int | None) -> list[str]:
             f"{held}, more than the RAM budget ({format_bytes(budget)}): cache {where} only "
             "when what it holds there fits, or cache to a file (cache(filename))."
         )
-    elif hold.kind is BufferKind.PREFETCH and hold.note is None:
+    elif hold.kind is BufferKind.PREFETCH and not hold.autotuned:
         found.append(
             f"{held}: a prefetch needs only the batches that hide one step's wait; "
             "prefetch(tf.data.AUTOTUNE) sizes it, and `options.autotune.ram_budget` caps it."
@@ -185,7 +194,7 @@ def _advise(hold: BufferHold, budget: int | None) -> list[str]:
 
 def _budget_advice(holds: Sequence[BufferHold], budget: int | None) -> list[str]:
     """`ram_budget` advice when AUTOTUNE sizes buffers that matter, or all of them exceed it."""
-    autotuned = [h for h in holds if h.note and "AUTOTUNE" in h.note]
+    autotuned = [h for h in holds if h.autotuned]
     total = sum(h.bytes for h in holds)
     over = budget is not None and total > budget
     if not over and sum(h.bytes for h in autotuned) < ADVICE_FLOOR_BYTES:

@@ -357,8 +357,9 @@ class ProfileResult(JsonRecord):
         """
         from tfperf.results._gpu_memory import MemoryApi, gpu_memory_advice
 
-        # The one rule for the advice's words: only a DataLoader profile records a loader.
-        api = MemoryApi.TORCH if self.loader is not None else MemoryApi.TENSORFLOW
+        # Worded for the allocator whose peak was read: PyTorch's records its own.
+        torch = any(gpu.torch_allocator_peak_bytes is not None for gpu in self.gpus)
+        api = MemoryApi.TORCH if torch else MemoryApi.TENSORFLOW
         found = (gpu_memory_advice(gpu, api=api) for gpu in self.gpus)
         return [advice for advice in found if advice is not None]
 
