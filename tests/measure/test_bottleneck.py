@@ -1,9 +1,13 @@
-"""Which stage limits a pipeline, and the advice for it: pure functions, exact figures."""
+"""Which stage limits a pipeline: pure functions, exact figures; its advice is a finding."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from tests.reports import fake_profile
+from tfperf.findings import conclude
 from tfperf.measure import _bottleneck as bottleneck
 from tfperf.results.stages import StageKind, StageStat, StageUnit
 
@@ -80,45 +84,37 @@ def _report(map_parameters, consumption=13_500.0):
     )
 
 
-def test_stage_advice_for_a_sequential_map():
+def _said(report):
+    """The limiting-stage finding's sentence, as the profile's findings say it."""
+    result = dataclasses.replace(fake_profile(), stages=report)
+    (said,) = [f.sentence for f in conclude(result).findings if f.topic == "limiting-stage"]
+    return said
+
+
+def test_the_stage_report_leaves_its_advice_to_the_findings():
     report = _report({"num_parallel_calls": 1})
     assert (report.bottleneck_index, report.falls_short_index) == (3, 3)
-    assert report.advice == (
-        "The limiting stage is map(parse): it adds 0.475 ms per example (40,000 examples/s "
-        "before it, 2,000 examples/s after it). Run it in parallel with "
-        "`num_parallel_calls=tf.data.AUTOTUNE` (it makes one call at a time now); if it still "
-        "limits, make each call cheaper: vectorise it (batch first, then map over whole "
-        "batches), or cache() right after its expensive deterministic part (decoding, resizing) "
-        "so only random augmentation runs every epoch, or do that work once offline and store "
-        "the result."
+    assert report.advice == ""
+    assert _said(report) == (
+        "The limiting stage is map(parse): it adds 0.475 ms per example (2,000 examples/s "
+        "after it). Run it in parallel with `num_parallel_calls=tf.data.AUTOTUNE` (it makes one "
+        "call at a time now); if it still limits, make each call cheaper: vectorise it (batch "
+        "first, then map over whole batches), or cache() right after its expensive "
+        "deterministic part (decoding, resizing) so only random augmentation runs every epoch, "
+        "or do that work once offline and store the result."
     )
 
 
-def test_stage_advice_for_a_map_already_on_autotune():
-    advice = _report({"num_parallel_calls": -1}).advice
-    assert advice.endswith(
-        "after it). It already runs in parallel (AUTOTUNE), so make each call cheaper: "
-        "vectorise it (batch first, then map over whole batches), or cache() right after its "
-        "expensive deterministic part (decoding, resizing) so only random augmentation runs "
-        "every epoch, or do that work once offline and store the result."
+def test_a_map_already_on_autotune_is_told_to_make_each_call_cheaper():
+    assert "It already runs in parallel (AUTOTUNE), so make each call cheaper" in _said(
+        _report({"num_parallel_calls": -1})
     )
 
 
-def test_stage_advice_when_every_stage_keeps_up_names_no_limiting_stage():
+def test_when_every_stage_keeps_up_no_stage_is_named_limiting():
     report = _report({}, consumption=800.0)
     assert report.limiting is None and report.bottleneck is not None
-    assert report.advice == (
-        "Run alone, the pipeline delivers what the model consumes (1,000 vs 800 examples/s), "
-        "so no single stage limits it; any wait for input end to end comes from running beside "
-        "the model (the two share the cores) or from restarts. The costliest stage, map(parse), "
+    assert _said(report) == (
+        "Run alone, the pipeline keeps up with the model; its costliest stage, map(parse), "
         "adds 0.475 ms per example."
     )
-    assert "keeps up" not in report.advice and "limiting stage" not in report.advice
-
-
-def test_a_last_cut_far_below_the_pipeline_only_phase_is_called_disturbed():
-    report = _report({}, consumption=5_000.0)  # the last cut delivers 1,000 examples/s
-    assert bottleneck.checked_against(report, 1_200.0) is report  # within the share
-    checked = bottleneck.checked_against(report, 2_000.0)
-    assert checked.note is not None and "cannot tell which stage limits" in checked.note
-    assert checked.advice.startswith("The stage figures were disturbed (the last cut ran 1,000")

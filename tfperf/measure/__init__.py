@@ -14,7 +14,6 @@ from tfperf.measure._analysis import (
     stage_report,
     with_added_costs,
 )
-from tfperf.measure._bottleneck import checked_against
 from tfperf.measure._driver import Measurement, drive
 from tfperf.measure._model import (
     InputCpu,
@@ -59,7 +58,6 @@ __all__ = [
     "ProgressCallback",
     "attribute_restarts",
     "batch_examples",
-    "checked_against",
     "drive",
     "leaves",
     "model_cpu_s_per_example",
