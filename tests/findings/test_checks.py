@@ -7,8 +7,9 @@ import dataclasses
 
 from tests.fakes.stages import first_element_stat
 from tests.reports import fake_profile
-from tfperf.findings import PipelineFacts, conclude
+from tfperf.findings import conclude
 from tfperf.findings._checks import cannot_tell_alone, shares_at_most_whole, threads_agree
+from tfperf.findings._facts import PipelineFacts
 from tfperf.measure import with_added_costs
 from tfperf.report import render_answer, render_profile_html
 from tfperf.results import Limit, LimitBound, ProfileResult, Verdict

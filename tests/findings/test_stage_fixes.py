@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from tests.fakes.stages import first_element_stat
-from tfperf.findings import PipelineFacts, stage_fix
+from tfperf.findings._facts import PipelineFacts
+from tfperf.findings._stage_fixes import stage_fix
 from tfperf.results.stages import AutotuneChoice, AutotuneReadout, StageKind, StageStat, StageUnit
 
 #: No stage analysis around the stage and no AUTOTUNE read-out: the arguments alone.

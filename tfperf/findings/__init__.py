@@ -1,7 +1,7 @@
 """What tfperf says about a profile: findings made by named rules, checked before printing.
 
 `conclude(result)` runs the figure checks (`_checks.FIGURE_CHECKS`), then every rule of
-`RULES` over the result and its pipeline's facts, then the sentence checks, and returns the
+`_rules.RULES` over the result and its pipeline's facts, then the sentence checks, and returns the
 result with its `findings` (heaviest first), its `conflicts`, and `advice` (the findings as
 one paragraph, for readers of older JSON). It is pure and idempotent: a saved result can be
 concluded again on any machine, without TensorFlow. A framework passes findings in its own
@@ -17,27 +17,15 @@ Example:
 from __future__ import annotations
 
 from tfperf.findings._conclude import answer, conclude, named_limiting
-from tfperf.findings._facts import PipelineFacts
-from tfperf.findings._rules import (
-    CONTENTION_AT,
-    DISTURBED_BELOW,
-    INPUT_RATES,
-    RULES,
-    STAGES_DISTURBED_SHARE,
-    Rule,
-)
-from tfperf.findings._stage_fixes import stage_fix
+from tfperf.findings._facts import PARALLEL_ARGUMENT
+from tfperf.findings._rules import CONTENTION_AT, DISTURBED_BELOW, INPUT_RATES
 
 __all__ = [
     "CONTENTION_AT",
     "DISTURBED_BELOW",
     "INPUT_RATES",
-    "RULES",
-    "STAGES_DISTURBED_SHARE",
-    "PipelineFacts",
-    "Rule",
+    "PARALLEL_ARGUMENT",
     "answer",
     "conclude",
     "named_limiting",
-    "stage_fix",
 ]

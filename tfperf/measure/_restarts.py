@@ -38,6 +38,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from tfperf.findings import PARALLEL_ARGUMENT
 from tfperf.frameworks import StageNode
 from tfperf.results import PhaseResult, StepRecord
 from tfperf.results.stages import (
@@ -86,13 +87,6 @@ _REPEATED_BY_CONSTRUCTION = frozenset({StageKind.WORKERS})
 
 #: Kinds that pass elements on without making them: never the stage a restart waits for.
 _PASSES_ON = frozenset({StageKind.PREFETCH, StageKind.REPEAT, StageKind.TAKE, StageKind.SKIP})
-
-#: Kinds whose work a parallelism argument spreads over threads, and that argument's name.
-_PARALLEL_ARGUMENT = {
-    StageKind.MAP: "num_parallel_calls",
-    StageKind.INTERLEAVE: "num_parallel_calls",
-    StageKind.READ: "num_parallel_reads",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -380,8 +374,8 @@ def _gathered_s(stage: StageStat, below: StageStat | None) -> float:
 
 def _sequential(stage: StageStat) -> bool:
     """A map or read written without parallelism (absent or 1), so one thread runs it."""
-    argument = _PARALLEL_ARGUMENT.get(stage.kind)
-    if argument is None:
+    argument = PARALLEL_ARGUMENT.get(stage.kind)
+    if argument is None or stage.kind is StageKind.BATCH:
         return False
     value = stage.parameters.get(argument)
     return value is None or value in (0, 1)
