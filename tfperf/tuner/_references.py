@@ -276,11 +276,6 @@ class References:
             knobs.to_dict(), self.baseline, self.guide.limit, self.guide.setting_limits
         )
 
-    def over_limit(self, rate: float, knobs: Knobs) -> float | None:
-        """`rate` as a fraction of the limit under `knobs`' training setting, when known."""
-        limit = self.limit_for(knobs)
-        return rate / limit.examples_per_sec if limit and limit.examples_per_sec > 0 else None
-
 
 def _reference_profiles(ledger: Ledger) -> dict[str, ProfileResult]:
     """Reference label -> the profile its completed trial stored (the first, if repeated)."""

@@ -99,11 +99,6 @@ class Finalist:
     knobs: Knobs
 
 
-def interleaved_order(count: int, rounds: int) -> list[int]:
-    """Indices in the order they run: each round is the previous one rotated by one."""
-    return [(start + offset) % count for start in range(rounds) for offset in range(count)]
-
-
 def remeasure(
     finalists: Sequence[Finalist],
     rounds: int,
