@@ -54,28 +54,17 @@ def importances(snapshot: StudySnapshot) -> Importances:
 
 
 def importance_figure(data: Importances) -> go.Figure:
-    import plotly.graph_objects as go
-
-    figure = go.Figure(
-        go.Bar(
-            x=list(data.values),
-            y=list(data.names),
-            orientation="h",
-            marker_color=theme.COMPUTE,
-            text=[f"{value:.0%}" for value in data.values],
-            textposition="auto",
-            name="importance",
-            hovertemplate="%{y}: explains %{x:.0%} of the variation<extra></extra>",
-        )
-    )
-    return theme.apply_layout(
-        figure,
+    return theme.bar_figure(
+        data.names,
+        data.values,
         "Which knobs matter: share of throughput variation explained",
         "importance (share, PED-ANOVA)",
-        "",
-        showlegend=False,
-        yaxis={"autorange": "reversed"},
-        height=max(220, 40 + 34 * len(data.names)),
+        {"height": max(220, 40 + 34 * len(data.names))},
+        marker_color=theme.COMPUTE,
+        text=[f"{value:.0%}" for value in data.values],
+        textposition="auto",
+        name="importance",
+        hovertemplate="%{y}: explains %{x:.0%} of the variation<extra></extra>",
     )
 
 

@@ -150,20 +150,8 @@ def offload_figure(data: OffloadChart) -> go.Figure:
 
     figure = go.Figure()
     x = list(range(1, len(data.fitted) + 1))
-    figure.add_scatter(
-        x=x,
-        y=list(data.predicted),
-        mode="lines",
-        name="predicted (pinned cores)",
-        line={"color": theme.PIPELINE, "dash": "dot"},
-    )
-    figure.add_scatter(
-        x=x,
-        y=list(data.fitted),
-        mode="lines",
-        name="fitted (per worker x η)",
-        line={"color": theme.COMPUTE, "dash": "dash"},
-    )
+    theme.add_line(figure, "predicted (pinned cores)", x, data.predicted, theme.PIPELINE, "dot")
+    theme.add_line(figure, "fitted (per worker x η)", x, data.fitted, theme.COMPUTE, "dash")
     figure.add_scatter(
         x=list(data.workers),
         y=list(data.measured),
@@ -175,13 +163,7 @@ def offload_figure(data: OffloadChart) -> go.Figure:
     if data.trainer_ceiling is not None:
         lines.append(("trainer ceiling", data.trainer_ceiling, theme.HIGHLIGHT))
     for name, value, colour in lines:
-        figure.add_scatter(
-            x=[x[0], x[-1]],
-            y=[value, value],
-            mode="lines",
-            name=name,
-            line={"color": colour, "dash": "dashdot"},
-        )
+        theme.add_line(figure, name, [x[0], x[-1]], [value, value], colour, "dashdot")
     return theme.apply_layout(
         figure, "Examples/s the service delivers, by workers", "workers", "examples/s"
     )

@@ -87,30 +87,19 @@ def throughputs(result: ProfileResult) -> Throughputs:
 
 
 def throughput_figure(data: Throughputs) -> go.Figure:
-    import plotly.graph_objects as go
-
-    figure = go.Figure(
-        go.Bar(
-            y=list(data.labels),
-            x=list(data.examples_per_sec),
-            orientation="h",
-            marker_color=list(data.colours),
-            text=[f"{value:,.0f} examples/s" for value in data.examples_per_sec],
-            textposition=list(label_positions(data.examples_per_sec)),
-            insidetextanchor="end",
-            cliponaxis=False,
-            name="throughput",
-            hovertemplate="%{y}: %{x:,.0f} examples/s<extra></extra>",
-        )
-    )
-    return theme.apply_layout(
-        figure,
+    return theme.bar_figure(
+        data.labels,
+        data.examples_per_sec,
         "Throughput: training end to end, the pipeline alone, the model alone",
         "examples per second",
-        "",
-        showlegend=False,
-        yaxis={"autorange": "reversed"},
-        height=260,
+        {"height": 260},
+        marker_color=list(data.colours),
+        text=[f"{value:,.0f} examples/s" for value in data.examples_per_sec],
+        textposition=list(label_positions(data.examples_per_sec)),
+        insidetextanchor="end",
+        cliponaxis=False,
+        name="throughput",
+        hovertemplate="%{y}: %{x:,.0f} examples/s<extra></extra>",
     )
 
 
@@ -161,53 +150,50 @@ def waterfall_figure(data: StageWaterfall) -> go.Figure:
     floor), ticks only at 1-2-5 values, the model's rate as a labelled dashed line."""
     import math
 
-    import plotly.graph_objects as go
-
     limiting = [index == data.bottleneck_index for index in data.stage_indices]
-    figure = go.Figure(
-        go.Bar(
-            y=list(data.labels),
-            x=list(data.examples_per_sec),
-            orientation="h",
-            marker_color=[theme.WAIT if flag else theme.PIPELINE for flag in limiting],
-            text=[
-                f"{rate:,.0f}" + (" (limiting)" if flag else "")
-                for rate, flag in zip(data.examples_per_sec, limiting, strict=True)
-            ],
-            textposition="auto",
-            name="pipeline cut after this stage",
-            hovertemplate="%{y}: %{x:,.0f} examples/s<extra></extra>",
-        )
-    )
     rates = [r for r in (*data.examples_per_sec, data.consumption_examples_per_sec or 0) if r > 0]
     low = math.floor(math.log10(min(rates))) if rates else 0
     high = math.ceil(math.log10(max(rates) * 1.3)) if rates else 1
     ticks = [m * 10**e for e in range(low, high + 1) for m in (1, 2, 5)]
     rate = data.consumption_examples_per_sec
-    if rate:
-        figure.add_scatter(
-            x=[rate, rate],
-            y=[data.labels[0], data.labels[-1]],
-            mode="lines",
-            line={"dash": "dash", "color": theme.CEILING, "width": 3},
-            name=f"the model consumes {rate:,.0f}/s",
-            hovertemplate=f"the model consumes {rate:,.0f} examples/s<extra></extra>",
-        )
-    return theme.apply_layout(
-        figure,
-        "Stage by stage: examples/s of the pipeline cut after each stage",
-        "examples/s (log scale)",
-        "",
-        xaxis={
+    layout = {
+        "xaxis": {
             "type": "log",
             "range": [low, math.log10(max(rates) * 1.3) if rates else 1],
             "tickvals": ticks,
             "ticktext": [f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks],
         },
-        yaxis={"autorange": "reversed", "automargin": True},
-        showlegend=bool(rate),
-        height=max(260, 90 + 36 * len(data.labels)),
+        "yaxis": {"autorange": "reversed", "automargin": True},
+        "showlegend": bool(rate),
+        "height": max(260, 90 + 36 * len(data.labels)),
+    }
+    figure = theme.bar_figure(
+        data.labels,
+        data.examples_per_sec,
+        "Stage by stage: examples/s of the pipeline cut after each stage",
+        "examples/s (log scale)",
+        layout,
+        marker_color=[theme.WAIT if flag else theme.PIPELINE for flag in limiting],
+        text=[
+            f"{rate:,.0f}" + (" (limiting)" if flag else "")
+            for rate, flag in zip(data.examples_per_sec, limiting, strict=True)
+        ],
+        textposition="auto",
+        name="pipeline cut after this stage",
+        hovertemplate="%{y}: %{x:,.0f} examples/s<extra></extra>",
     )
+    if rate:
+        theme.add_line(
+            figure,
+            f"the model consumes {rate:,.0f}/s",
+            [rate, rate],
+            [data.labels[0], data.labels[-1]],
+            theme.CEILING,
+            "dash",
+            line_width=3,
+            hovertemplate=f"the model consumes {rate:,.0f} examples/s<extra></extra>",
+        )
+    return figure
 
 
 def autotuned(result: ProfileResult) -> bool:

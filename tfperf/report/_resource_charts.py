@@ -76,12 +76,12 @@ def memory_figure(data: MemoryChart) -> go.Figure:
 
     figure = go.Figure()
     for index, line in enumerate(data.series):
-        figure.add_scatter(
-            x=line.t_s,
-            y=line.values,
-            mode="lines",
-            name=line.name,
-            line_color=theme.series_colour(index),
+        theme.add_line(
+            figure,
+            line.name,
+            line.t_s,
+            line.values,
+            theme.series_colour(index),
             hovertemplate=f"{line.name} · %{{x:.1f}} s · %{{y:,.0f}} MiB<extra></extra>",
         )
     _shade_phases(figure, data.spans)
@@ -109,12 +109,12 @@ def cpu_figure(data: CpuChart) -> go.Figure:
 
     figure = go.Figure()
     if data.series is not None:
-        figure.add_scatter(
-            x=data.series.t_s,
-            y=data.series.values,
-            mode="lines",
-            name=data.series.name,
-            line_color=theme.COMPUTE,
+        theme.add_line(
+            figure,
+            data.series.name,
+            data.series.t_s,
+            data.series.values,
+            theme.COMPUTE,
             hovertemplate="%{x:.1f} s · CPU %{y:.0f}%<extra></extra>",
         )
     figure.add_hline(

@@ -215,13 +215,7 @@ def distribution_figure(data: StepDistribution) -> go.Figure:
     ):
         figure.add_vline(x=value, line_dash=dash, line_color=theme.NEUTRAL)
         # Percentiles are often close together: name them in the legend, not on the lines.
-        figure.add_scatter(
-            x=[None],
-            y=[None],
-            mode="lines",
-            name=f"{label} {value:.3g} ms",
-            line={"dash": dash, "color": theme.NEUTRAL},
-        )
+        theme.add_line(figure, f"{label} {value:.3g} ms", [None], [None], theme.NEUTRAL, dash)
     return theme.apply_layout(
         figure, "Step time distribution (measured steps)", "step time (ms)", "steps"
     )

@@ -141,13 +141,14 @@ _KIND_STYLE = {
 
 def history_figure(data: History) -> go.Figure:
     figure = _point_traces(data.points, [float(point.number) for point in data.points])
-    figure.add_scatter(
-        x=data.best_numbers,
-        y=data.best_so_far,
-        mode="lines",
+    theme.add_line(
+        figure,
+        "best so far",
+        data.best_numbers,
+        data.best_so_far,
+        theme.BEST,
         line_shape="hv",
-        name="best so far",
-        line={"color": theme.BEST, "width": 3},
+        line_width=3,
         hovertemplate="best so far after trial %{x}: %{y:,.0f} examples/s<extra></extra>",
     )
     top = max(data.points, key=lambda point: point.examples_per_sec, default=None)
@@ -253,13 +254,15 @@ FLAT_SPREAD = 0.05
 
 def ram_figure(data: RamTradeoff) -> go.Figure:
     figure = _point_traces(data.points, list(data.peak_rss_mib))
-    figure.add_scatter(
-        x=data.front_peak_rss_mib,
-        y=data.front_examples_per_sec,
+    theme.add_line(
+        figure,
+        "Pareto front",
+        data.front_peak_rss_mib,
+        data.front_examples_per_sec,
+        theme.BEST,
         mode="lines+markers",
         line_shape="hv",
-        name="Pareto front",
-        line={"color": theme.BEST, "width": 2},
+        line_width=2,
         marker={"size": 11, "symbol": "circle-open", "color": theme.BEST},
         hovertemplate=(
             "Pareto front: %{y:,.0f} examples/s at %{x:,.0f} MiB<br>"

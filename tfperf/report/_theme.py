@@ -7,6 +7,7 @@ meaning rests on colour alone. Continuous scales use viridis for the same reason
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -50,3 +51,35 @@ def apply_layout(
     figure.update_xaxes(title_text=x_title)
     figure.update_yaxes(title_text=y_title)
     return figure
+
+
+def add_line(
+    figure: go.Figure,
+    name: str,
+    x: Sequence[Any],
+    y: Sequence[Any],
+    colour: str,
+    dash: str | None = None,
+    mode: str = "lines",
+    **extra: Any,
+) -> None:
+    """Adds a line named `name` in `colour`, dashed as `dash`; `extra` goes to `add_scatter`."""
+    line = {"color": colour, "dash": dash}
+    figure.add_scatter(x=list(x), y=list(y), mode=mode, name=name, line=line, **extra)
+
+
+def bar_figure(
+    labels: Sequence[str],
+    values: Sequence[float],
+    title: str,
+    x_title: str,
+    layout: dict[str, Any],
+    **bar: Any,
+) -> go.Figure:
+    """Horizontal bars, the first label on top, no legend; `layout` goes to `apply_layout` and
+    `bar` to `go.Bar`."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure(go.Bar(y=list(labels), x=list(values), orientation="h", **bar))
+    shown = {"showlegend": False, "yaxis": {"autorange": "reversed"}, **layout}
+    return apply_layout(figure, title, x_title, "", **shown)
