@@ -181,6 +181,8 @@ class Knob:
         call: the call and argument it is in the user's code, `("shuffle", "buffer_size")`:
             a call site of that argument takes its domain, and the buffer that call holds
             grows with it (the RAM model).
+        needs_workers: a `DataLoader` argument that acts only with worker processes: with
+            none, torch refuses any value but its default, so tfperf puts that back.
     """
 
     default: Any
@@ -199,6 +201,7 @@ class Knob:
     edit: str | None = None
     frameworks: frozenset[str] = TENSORFLOW
     call: tuple[str, str] | None = None
+    needs_workers: bool = False
 
     def __post_init__(self) -> None:
         if self.applied_by is Applier.TF_DATA and self.option is None:

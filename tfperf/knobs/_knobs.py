@@ -303,6 +303,7 @@ class Knobs:
         "batches each worker loads ahead; acts only with workers. None keeps what "
         "`make_loader` wrote (PyTorch's default: 2).",
         choices(None, 1, 2, 4, 8),
+        needs_workers=True,
     )
     persistent_workers: bool | None = loader_knob(
         Kind.OPTIONAL_BOOL,
@@ -310,6 +311,7 @@ class Knobs:
         "keep the workers alive between epochs instead of starting them at each; acts only "
         "with workers. None keeps what `make_loader` wrote.",
         choices(None, True),
+        needs_workers=True,
         # Not input-only in every pipeline: kept workers keep their dataset copies, and an
         # epoch's `iter(loader)` no longer draws the workers' base seed from the global RNG.
         check_note="persistent_workers keeps each worker's copy of the dataset and its random "

@@ -69,7 +69,7 @@ from tfperf.frameworks.torch._script_iter import (
     measuring,
     script_phase_s,
 )
-from tfperf.frameworks.torch._sites import THREADS_KNOB, LoaderRecorder, recording
+from tfperf.frameworks.torch._sites import ARGUMENTS, THREADS_KNOB, LoaderRecorder, recording
 from tfperf.probes import MemoryPeak
 from tfperf.results import JsonRecord
 from tfperf.results.discovery import Discovery
@@ -93,7 +93,7 @@ __all__ = [
 ]
 
 #: The measured loader's arguments read back into `ScriptRun.options`.
-_OPTIONS = ("num_workers", "batch_size", "pin_memory", "persistent_workers", "prefetch_factor")
+_OPTIONS = tuple(argument for argument, _, _ in ARGUMENTS)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -57,7 +57,9 @@ from tfperf.frameworks.torch._arguments import (
     trace_own,
 )
 from tfperf.frameworks.torch._places import CALL, Place, calls_in, span
-from tfperf.knobs import TUNABLE, SiteKind
+from tfperf.frameworks.torch._torch import WORKER_ONLY
+from tfperf.knobs import KNOBS, TUNABLE, SiteKind
+from tfperf.knobs.declare import Applier
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
 from tfperf.sites import (
     Additions,
@@ -85,18 +87,11 @@ __all__ = [
 THREADS_KNOB = "torch_threads"
 #: The arguments tuned at a call: `(argument, kind, tuned when the call leaves it out)`.
 ARGUMENTS = tuple((a, kind, absent) for (m, a), (kind, absent) in TUNABLE.items() if m == CALL)
-#: The framework's knobs that rebuild a loader `make_loader` made (fixed for a script).
-LOADER_KNOBS = (
-    "num_workers",
-    "batch_size",
-    "prefetch_factor",
-    "persistent_workers",
-    "pin_memory",
-    "in_order",
-    "worker_start_method",
+#: The framework's knobs that `make_loader` reads or its loader is rebuilt with (a script's
+#: loader takes its values at its call instead).
+LOADER_KNOBS = KNOBS.where(
+    lambda k: "torch" in k.frameworks and k.applied_by in (Applier.CODE, Applier.DATALOADER)
 )
-#: Arguments that need workers: with none, torch refuses any value but their default.
-_NEED_WORKERS = {"persistent_workers": False, "prefetch_factor": None}
 #: The DataLoader's own defaults of the arguments tuned.
 _DEFAULTS = {
     "num_workers": 0,
@@ -470,9 +465,8 @@ def _threads_statements(file: Path, threads: int) -> tuple[str, ...]:
 def _keep_consistent(bound: inspect.BoundArguments) -> None:
     """With no workers, the arguments that need them go back to their defaults."""
     if not bound.arguments.get("num_workers"):
-        for argument, default in _NEED_WORKERS.items():
-            if argument in bound.arguments:
-                bound.arguments[argument] = default
+        for argument in WORKER_ONLY & set(bound.arguments):
+            bound.arguments[argument] = _DEFAULTS[argument]
 
 
 def _plain(value: Any, argument: str, kind: SiteKind) -> tuple[int | None, str | None]:

@@ -27,7 +27,7 @@ ARGUMENTS: dict[str, str] = {
     knob.name: knob.option for knob in KNOBS.applied_by(Applier.DATALOADER) if knob.option
 }
 #: Arguments a DataLoader accepts only with worker processes (it raises with `num_workers=0`).
-_WORKER_ONLY = frozenset({"prefetch_factor", "persistent_workers"})
+WORKER_ONLY = frozenset(ARGUMENTS[name] for name in KNOBS.where(lambda k: k.needs_workers))
 #: Autocast dtypes by precision knob (float32: no autocast).
 _AUTOCAST = {Precision.MIXED_BFLOAT16: "bfloat16", Precision.MIXED_FLOAT16: "float16"}
 
@@ -96,7 +96,7 @@ def rebuild(loader: Any, knobs: Knobs) -> Any:
     arguments = _arguments(loader, DataLoader, IterableDataset)
     arguments.update(wanted)
     if arguments["num_workers"] == 0:
-        for name in _WORKER_ONLY:
+        for name in WORKER_ONLY:
             arguments.pop(name, None)
     return DataLoader(**arguments)
 
