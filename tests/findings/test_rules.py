@@ -83,8 +83,12 @@ def test_the_answer_is_short_and_the_html_carries_every_finding():
 
 def test_the_answer_keeps_to_its_lines_with_every_section_asked_for():
     from tests.report.test_scaling import FEEDS_TWO, curve
-    from tfperf.results import StepSource, Utilisation, UtilisationPoint
-    from tfperf.results._utilisation import MLPERF_STORAGE_BAR
+    from tfperf.results._utilisation import (
+        MLPERF_STORAGE_BAR,
+        StepSource,
+        Utilisation,
+        UtilisationPoint,
+    )
 
     point = UtilisationPoint(0.002, StepSource.EMULATED, 0.2, 0.2)
     utilisation = Utilisation(MLPERF_STORAGE_BAR, 0.0025, 0.00225, [point], True)

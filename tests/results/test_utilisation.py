@@ -9,8 +9,8 @@ import pytest
 from tests.fakes.clock import FakeClock, PrefetchedData
 from tfperf.measure._profiler import profile
 from tfperf.measure.emulated import EmulatedStep
-from tfperf.results import ProfileResult, StepSource, Utilisation
-from tfperf.results._utilisation import MLPERF_STORAGE_BAR, wait_at
+from tfperf.results import ProfileResult, Utilisation
+from tfperf.results._utilisation import MLPERF_STORAGE_BAR, StepSource, wait_at
 
 
 def emulated_profile(clock: FakeClock, interval_s: float, step_s: float) -> ProfileResult:

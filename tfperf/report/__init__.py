@@ -12,12 +12,11 @@ from tfperf.report._html import (
     write_html,
 )
 from tfperf.report._offload import render_offload_html, render_offload_text
-from tfperf.report._study_data import StudySnapshot, load_snapshot
+from tfperf.report._study_data import load_snapshot
 from tfperf.report._text import render_summary
 from tfperf.report._tune_text import render_tune_summary
 
 __all__ = [
-    "StudySnapshot",
     "default_profile_path",
     "default_study_path",
     "gpu_memory_text",

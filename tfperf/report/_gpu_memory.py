@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tfperf.results import GpuMemoryAdvice, ProfileResult
+    from tfperf.results import ProfileResult
 
 __all__ = ["gpu_memory_text"]
 
@@ -25,15 +25,9 @@ def gpu_memory_text(result: ProfileResult) -> str:
         GPU memory per process (to share one GPU between processes or models):
           GPU 0: TensorFlow's allocator peak was 2 GiB; a memory_limit of 2560 MiB ...
     """
-    advice = result.gpu_memory_advice()
-    if not advice:
-        return ""
-    return "\n".join([HEADING, *(line for gpu in advice for line in _lines(gpu))])
-
-
-def _lines(advice: GpuMemoryAdvice) -> list[str]:
-    return [
-        f"  {advice.describe()}",
-        f"  {advice.code_intro()}",
-        *(f"    {line}" for line in advice.code().splitlines()),
+    lines = [
+        line
+        for gpu in result.gpu_memory_advice()
+        for line in (gpu.describe(), gpu.code_intro(), *(f"  {c}" for c in gpu.code().splitlines()))
     ]
+    return "\n".join([HEADING, *(f"  {line}" for line in lines)]) if lines else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfperf.results import ProfileResult, StepSource, UtilisationPoint
+from tfperf.results import ProfileResult
 from tfperf.units import format_seconds
 
 __all__ = ["UtilisationWords", "emulated_note", "utilisation_text", "utilisation_words"]
@@ -48,7 +48,7 @@ def utilisation_words(result: ProfileResult) -> UtilisationWords | None:
         )
     return UtilisationWords(
         title=f"Accelerator utilisation (1 - wait), against MLPerf Storage's {bar} bar",
-        points=[_point(point, found.bar) for point in found.points],
+        points=[point.describe(found.bar) for point in found.points],
         verdict=(
             f"The input alone delivers a batch every {format_seconds(found.input_interval_s)}, "
             f"so it keeps a step of {format_seconds(found.min_step_s)} or longer at least "
@@ -78,27 +78,6 @@ def emulated_note(result: ProfileResult) -> str:
         f"Compute emulated (--step-time): each step slept {format_seconds(result.emulated_step_s)} "
         "in place of the model, so the accelerator cost the host no CPU; no model ran."
     )
-
-
-def _point(point: UtilisationPoint, bar: float) -> str:
-    step = format_seconds(point.step_s)
-    if point.source is StepSource.PREDICTED:
-        which = f"Predicted for a step {point.speedup or 1:g}x faster ({step})"
-    elif point.source is StepSource.EMULATED:
-        which = f"Emulated step of {step}"
-    else:
-        which = f"The model's step of {step} (compute only)"
-    meets = "meets" if point.meets(bar) else "below"
-    sentence = (
-        f"{which}: waits {_percent(point.wait_fraction)} of each step, utilisation "
-        f"{_percent(point.utilisation)} ({meets} the {_percent(bar)} bar)."
-    )
-    if point.source is StepSource.PREDICTED:
-        sentence += (
-            " A prediction, not a measurement: with enough prefetch, each step waits "
-            "max(0, input batch interval - step)."
-        )
-    return sentence
 
 
 def _percent(fraction: float) -> str:

@@ -11,7 +11,6 @@ sites a build found) and `tfperf.results.tune` (a tuning run: `TuneResult`, `Mea
 
 from __future__ import annotations
 
-from tfperf.results._gpu_memory import GpuMemoryAdvice
 from tfperf.results._json import (
     JsonRecord,
     plain_dict,
@@ -43,18 +42,13 @@ from tfperf.results._trial import (
     TrialOutcome,
     TrialStatus,
 )
-from tfperf.results._utilisation import (
-    StepSource,
-    Utilisation,
-    UtilisationPoint,
-)
+from tfperf.results._utilisation import Utilisation
 
 __all__ = [
     "MODERATELY_INPUT_BOUND_AT",
     "RATE_NOISE",
     "CpuUsage",
     "Environment",
-    "GpuMemoryAdvice",
     "GpuStats",
     "HostMemory",
     "JsonRecord",
@@ -65,14 +59,12 @@ __all__ = [
     "PhaseResult",
     "ProfileResult",
     "StepRecord",
-    "StepSource",
     "StepTimeStats",
     "TimedValue",
     "TrainingRate",
     "TrialOutcome",
     "TrialStatus",
     "Utilisation",
-    "UtilisationPoint",
     "Verdict",
     "Warmup",
     "plain_dict",

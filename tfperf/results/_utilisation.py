@@ -23,6 +23,8 @@ import dataclasses
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from tfperf.units import format_seconds
+
 if TYPE_CHECKING:
     from tfperf.results._profile import ProfileResult
 
@@ -70,6 +72,27 @@ class UtilisationPoint:
 
     def meets(self, bar: float) -> bool:
         return self.utilisation >= bar
+
+    def describe(self, bar: float) -> str:
+        """One sentence: where the step came from, its wait and utilisation against `bar`."""
+        step = format_seconds(self.step_s)
+        if self.source is StepSource.PREDICTED:
+            which = f"Predicted for a step {self.speedup or 1:g}x faster ({step})"
+        elif self.source is StepSource.EMULATED:
+            which = f"Emulated step of {step}"
+        else:
+            which = f"The model's step of {step} (compute only)"
+        meets = "meets" if self.meets(bar) else "below"
+        sentence = (
+            f"{which}: waits {_percent(self.wait_fraction)} of each step, utilisation "
+            f"{_percent(self.utilisation)} ({meets} the {_percent(bar)} bar)."
+        )
+        if self.source is StepSource.PREDICTED:
+            sentence += (
+                " A prediction, not a measurement: with enough prefetch, each step waits "
+                "max(0, input batch interval - step)."
+            )
+        return sentence
 
 
 @dataclasses.dataclass
@@ -181,3 +204,7 @@ def _measured_step(result: ProfileResult) -> float | None:
     if compute is None or compute.steps == 0:
         return None
     return compute.compute_s / compute.steps
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.0f}%"
