@@ -163,7 +163,8 @@ def test_other_failures_under_a_gpu_limit_stay_failures() -> None:
 
 
 def _work(**layout: object) -> WorkRequest:
-    return WorkRequest(pipeline="p.py", knobs={}, steps=1, result_path="r.json", **layout)  # type: ignore[arg-type]
+    chosen = DeviceLayout(**layout)  # type: ignore[arg-type]
+    return WorkRequest(pipeline="p.py", knobs={}, result_path="r.json", layout=chosen)
 
 
 @pytest.mark.parametrize(

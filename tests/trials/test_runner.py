@@ -598,14 +598,14 @@ def test_worker_reports_an_unreadable_request_as_fatal(tmp_path):
 
 
 def test_work_request_round_trips_and_checks_types():
-    request = WorkRequest("p.py", {"batch_size": 8}, 5, "/r.json", warmup=None, argv=("--x",))
+    request = WorkRequest("p.py", {"batch_size": 8}, "/r.json", steps=5, warmup=None, argv=("--x",))
     assert WorkRequest.from_dict(json.loads(json.dumps(request.to_dict()))) == request
     # Strict JSON types: a request is written by tfperf, so "5" or true is a bug, not a 5 or 1.
     with pytest.raises(worker.RequestError) as raised:
-        WorkRequest.from_dict({**request.to_dict(), "steps": "5", "stages": 1})
+        WorkRequest.from_dict({**request.to_dict(), "steps": "5", "analyse_stages": 1})
     assert str(raised.value) == (
         "the request does not match the WorkRequest schema: steps: Input should be a valid "
-        "integer (got '5'); stages: Input should be a valid boolean (got 1)"
+        "integer (got '5'); analyse_stages: Input should be a valid boolean (got 1)"
     )
 
 
@@ -627,7 +627,7 @@ def test_work_request_round_trips_and_checks_types():
     ],
 )
 def test_work_request_names_the_field_at_fault(change, message):
-    data = {**WorkRequest("p.py", {}, 5, "/r.json").to_dict(), **change}
+    data = {**WorkRequest("p.py", {}, "/r.json", steps=5).to_dict(), **change}
     with pytest.raises(worker.RequestError) as raised:
         WorkRequest.from_dict(data)
     assert str(raised.value) == message

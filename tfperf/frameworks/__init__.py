@@ -34,7 +34,7 @@ from tfperf.frameworks._registry import (
     get,
     names,
 )
-from tfperf.frameworks._request import ProfileRequest
+from tfperf.frameworks._request import ProfileOptions, ProfileRequest
 from tfperf.frameworks._words import Words
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "Framework",
     "Input",
     "Pipeline",
+    "ProfileOptions",
     "ProfileRequest",
     "Service",
     "SiteRecorder",

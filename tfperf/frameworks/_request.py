@@ -1,9 +1,11 @@
 """What one profile is asked to do: every option of `Framework.profile`, in one closed record.
 
 The CLI, a trial's worker and the library build a `ProfileRequest`; the framework's profile
-(`tfperf.measure.drive`) reads it. A framework declares the fields it honours
-(`Framework.honours`), and a field it does not honour, set to anything but its default, is
-refused by name (`refused`) rather than dropped.
+(`tfperf.measure.drive`) reads it. Its plain values, `ProfileOptions`, are what crosses a
+process boundary: a trial's request (`tfperf.trials.TrialRequest`) extends them, and the trial's
+child adds the callbacks. A framework declares the fields it honours (`Framework.honours`), and
+a field it does not honour, set to anything but its default, is refused by name (`refused`)
+rather than dropped.
 """
 
 from __future__ import annotations
@@ -18,28 +20,19 @@ if TYPE_CHECKING:
     from tfperf.results.discovery import Discovery
 
 
-@dataclasses.dataclass(frozen=True)
-class ProfileRequest:
-    """How to profile one pipeline under its knobs.
-
-    `probes` and `progress` are typed loosely only because their types live in packages
-    above this interface (`tfperf.probes`, `tfperf.measure`).
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ProfileOptions:
+    """How long and how to measure: the plain values of a `ProfileRequest`, JSON-able.
 
     Attributes:
         steps: measured steps per phase; tf.data raises it to ten times the batches its
             prefetch buffers hold (`tfperf.measure._window`), which a shorter window overstates.
         min_seconds: each phase's measured window lasts at least this long.
         warmup: warm-up steps per phase; None detects the end of warm-up from the step times.
-        owns_process: tfperf runs this process (the CLI, a trial child), so the framework may
-            set process-wide state such as GPU memory growth; a permission, not a demand.
-        probes: the `tfperf.probes.Probe`s sampled; None: host memory and CPU, and NVML GPUs.
-        progress: called with each step's `tfperf.measure.Progress`.
         analyse_stages: after the three phases, measure every stage of the input alone and
             name the limiting one; off for tuning trials, where nobody reads those figures.
             An input with no stage graph (a `DataLoader`) has no stages to measure.
         stage_seconds: measured window per stage in that analysis.
-        on_discovery: for a plain file or a script, called with the call sites found, before
-            the measurement's figures are made.
         epoch_steps: steps (batches) in one real epoch, by which the cost of the input's
             restarts is weighed; None takes the input's own length, else one pass.
         strategy: train under this `tf.distribute` strategy; None takes the file's own, if any.
@@ -52,16 +45,41 @@ class ProfileRequest:
     steps: int = 100
     min_seconds: float = 0.0
     warmup: int | None = None
-    owns_process: bool = False
-    probes: Sequence[Any] | None = None
-    progress: Callable[[Any], None] | None = None
     analyse_stages: bool = False
     stage_seconds: float = 0.5
-    on_discovery: Callable[[Discovery], None] | None = None
     epoch_steps: int | None = None
     strategy: StrategyKind | None = None
     budget_s: float | None = None
     step_time_s: float | None = None
+
+    def options(self) -> dict[str, Any]:
+        """These values by name, without the fields a subclass adds (a trial's pipeline)."""
+        return {
+            field.name: getattr(self, field.name) for field in dataclasses.fields(ProfileOptions)
+        }
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ProfileRequest(ProfileOptions):
+    """How to profile one pipeline under its knobs: its `ProfileOptions` and the callbacks and
+    permissions of the process that runs it.
+
+    `probes` and `progress` are typed loosely only because their types live in packages
+    above this interface (`tfperf.probes`, `tfperf.measure`).
+
+    Attributes:
+        owns_process: tfperf runs this process (the CLI, a trial child), so the framework may
+            set process-wide state such as GPU memory growth; a permission, not a demand.
+        probes: the `tfperf.probes.Probe`s sampled; None: host memory and CPU, and NVML GPUs.
+        progress: called with each step's `tfperf.measure.Progress`.
+        on_discovery: for a plain file or a script, called with the call sites found, before
+            the measurement's figures are made.
+    """
+
+    owns_process: bool = False
+    probes: Sequence[Any] | None = None
+    progress: Callable[[Any], None] | None = None
+    on_discovery: Callable[[Discovery], None] | None = None
 
     def refused(self, honours: frozenset[str]) -> list[str]:
         """The names of the fields set to other than their default that are not in

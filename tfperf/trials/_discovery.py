@@ -32,8 +32,6 @@ from tfperf.results.discovery import Discovery
 from tfperf.trials._runner import classify_exit
 from tfperf.trials._worker import DISCOVER, WorkRequest, decode_message
 
-__all__ = ["DISCOVERY_TIMEOUT_S", "discover_in_child", "with_sites"]
-
 #: Seconds the child may take: TensorFlow's import, the user's code up to `fit`.
 DISCOVERY_TIMEOUT_S = 600.0
 _LOG_TAIL_LINES = 10
@@ -72,11 +70,11 @@ def discover_in_child(
         request = WorkRequest(
             pipeline=str(pipeline.path),
             knobs=pipeline.baseline.replace(sites={}).to_dict(),
-            steps=1,
             result_path=str(result_path),
             argv=pipeline.argv,
             mode=DISCOVER,
-            stages=stages,
+            steps=1,
+            analyse_stages=stages,
         )
         request_path.write_text(json.dumps(request.to_dict()), encoding="utf-8")
         with log_path.open("wb") as log:

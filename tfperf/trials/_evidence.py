@@ -15,8 +15,6 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["FOLDER_PREFIX", "oom_kill_count", "oom_since", "reap_stale_folders"]
-
 logger = logging.getLogger(__name__)
 
 #: Trial folders are named tfperf-trial-<pid of the tuner>-<random>, so stale ones can be found.

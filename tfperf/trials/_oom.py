@@ -19,8 +19,6 @@ from tfperf import frameworks
 from tfperf.frameworks import Words
 from tfperf.units import format_bytes
 
-__all__ = ["NO_GPU_LIMITS", "GpuLimits", "gpu_oom_reason", "is_gpu_oom"]
-
 #: The options named in the reason, so users know the fix.
 LIMIT_OPTION = "--gpu-memory-limit"
 BUDGET_OPTION = "--gpu-memory-budget"

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tfperf.errors import ResultFileError
-from tfperf.frameworks import DeviceLayout, StrategyKind
+from tfperf.frameworks import DeviceLayout, ProfileOptions
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.probes import NvmlProbe, UniqueMemoryReader
@@ -65,14 +65,6 @@ from tfperf.trials._worker import (
 )
 from tfperf.units import format_bytes
 
-__all__ = [
-    "Budgets",
-    "TrialRequest",
-    "gpu_budget_problem",
-    "run_trial",
-    "stall_reason",
-]
-
 logger = logging.getLogger(__name__)
 
 #: The options of `tfperf tune` that set each budget, named in reasons so users know the fix.
@@ -88,35 +80,19 @@ ProgressHook = Callable[[Progress], bool | None]
 
 
 @dataclasses.dataclass(frozen=True)
-class TrialRequest:
-    """One configuration to measure.
+class TrialRequest(ProfileOptions):
+    """One configuration to measure, and how (its `ProfileOptions`).
 
-    `steps` are measured steps per phase; `warmup` None detects the warm-up from step times;
-    `argv` is what the pipeline file sees in `sys.argv[1:]`.
+    `argv` is what the pipeline file sees in `sys.argv[1:]`; `layout` the child's logical
+    devices (CPU replicas, a GPU memory limit or growth); `training` the training settings whose
+    model-alone rate the child also measures (issue 12's probe).
     """
 
     pipeline: Path
     knobs: Knobs
-    steps: int
-    warmup: int | None = None
-    #: Each phase's measured window lasts at least this long (more steps are taken).
-    min_seconds: float = 0.0
     argv: tuple[str, ...] = ()
-    #: Also run the stage analysis after the three phases (`tfperf profile`; off for trials).
-    analyse_stages: bool = False
-    #: Steps in a real epoch, to weigh the dataset's restarts by; None: its cardinality.
-    epoch_steps: int | None = None
-    #: The child's logical devices: CPU replicas, a GPU memory limit or growth.
     layout: DeviceLayout = dataclasses.field(default_factory=DeviceLayout)
-    #: A strategy built by name; None: the pipeline file's own `make_strategy()`, else none.
-    strategy: StrategyKind | None = None
-    #: Training settings whose model-alone rate the child also measures (issue 12's probe).
     training: tuple[Mapping[str, Any], ...] = ()
-    #: The time budget the measurement is sized to (`tfperf profile --budget`); None: none.
-    budget_s: float | None = None
-    #: Emulate the accelerator: each step sleeps this many seconds, no model is built
-    #: (`--step-time`); None: the pipeline's own step.
-    step_time_s: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,20 +156,11 @@ def run_trial(
         work = WorkRequest(
             pipeline=str(request.pipeline),
             knobs=request.knobs.to_dict(),
-            steps=request.steps,
-            min_seconds=float(request.min_seconds),
-            warmup=request.warmup,
-            argv=request.argv,
             result_path=str(files.result),
-            stages=request.analyse_stages,
-            epoch_steps=request.epoch_steps,
-            cpu_replicas=request.layout.cpu_replicas,
-            gpu_memory_limit_mib=request.layout.gpu_memory_limit_mib,
-            gpu_memory_growth=request.layout.gpu_memory_growth,
-            strategy=request.strategy.value if request.strategy is not None else None,
+            argv=request.argv,
+            layout=request.layout,
             training=[dict(setting) for setting in request.training],
-            budget_s=request.budget_s,
-            step_time_s=request.step_time_s,
+            **request.options(),
         )
         files.request.write_text(json.dumps(work.to_dict()), encoding="utf-8")
         started = time.monotonic()

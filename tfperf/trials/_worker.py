@@ -48,33 +48,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from tfperf.errors import ConfigurationRefused, KnobError, PipelineFileError, TfperfError
+from tfperf.frameworks import DeviceLayout, ProfileOptions
 
 if TYPE_CHECKING:
-    from tfperf.frameworks import DeviceLayout
     from tfperf.knobs import Knobs
     from tfperf.measure import Progress
     from tfperf.results import ProfileResult
     from tfperf.results.discovery import Discovery
-
-__all__ = [
-    "DISCOVER",
-    "EXIT_FAILED",
-    "EXIT_FATAL",
-    "EXIT_OK",
-    "PROFILE",
-    "PROTOCOL_PREFIX",
-    "REFUSED_KIND",
-    "ProgressThrottle",
-    "WorkRequest",
-    "decode_message",
-    "encode_message",
-    "error_message",
-    "out_of_memory",
-    "progress_from_message",
-    "progress_message",
-    "run",
-    "trial_layout",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -103,45 +83,25 @@ class RequestError(TfperfError):
 
 
 @dataclasses.dataclass(frozen=True)
-class WorkRequest:
-    """What one worker measures; the JSON the parent writes and the worker reads.
+class WorkRequest(ProfileOptions):
+    """What one worker measures, and how (its `ProfileOptions`); the JSON the parent writes and
+    the worker reads.
 
-    `knobs` holds plain knob values (`Knobs.to_dict()`); `warmup` None detects the warm-up.
-    `mode` is "profile" (measure) or "discover" (find the call sites). With `stages`, each
-    stage is also measured alone to name the limiting one: after the three phases of a profile
-    (the stage analysis of `tfperf profile`), or after finding the sites.
+    `knobs` holds plain knob values (`Knobs.to_dict()`). `mode` is "profile" (measure) or
+    "discover" (find the call sites). With `analyse_stages`, each stage is also measured alone
+    to name the limiting one: after the three phases of a profile (the stage analysis of
+    `tfperf profile`), or after finding the sites. `layout` is set before the framework starts;
+    `training` holds the training settings (`batch_size`, `mixed_precision` overrides) whose
+    model-alone rate the profile also measures (`ProfileResult.training_rates`).
     """
 
     pipeline: str
     knobs: dict[str, Any]
-    steps: int
     result_path: str
-    min_seconds: float = 0.0
-    warmup: int | None = None
     argv: tuple[str, ...] = ()
     mode: Literal["profile", "discover"] = PROFILE
-    stages: bool = False
-    epoch_steps: int | None = None
-    #: The child's logical devices (`tfperf.frameworks.DeviceLayout`), set before TensorFlow starts.
-    cpu_replicas: int | None = None
-    gpu_memory_limit_mib: int | None = None
-    gpu_memory_growth: bool | None = None
-    #: A `tfperf.frameworks.StrategyKind` value, or None for the pipeline file's own (or none).
-    strategy: str | None = None
-    #: Training settings (`batch_size`, `mixed_precision` overrides) whose model-alone rate the
-    #: profile also measures (`ProfileResult.training_rates`); empty: none.
+    layout: DeviceLayout = dataclasses.field(default_factory=DeviceLayout)
     training: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: The time budget the measurement is sized to, seconds; None: none.
-    budget_s: float | None = None
-    #: Seconds each emulated step sleeps instead of training (`--step-time`); None: the
-    #: pipeline's own step.
-    step_time_s: float | None = None
-
-    def layout(self) -> DeviceLayout:
-        """The device layout this request asks for."""
-        from tfperf.frameworks import DeviceLayout
-
-        return DeviceLayout(self.cpu_replicas, self.gpu_memory_limit_mib, self.gpu_memory_growth)
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "argv": list(self.argv)}
@@ -290,7 +250,7 @@ def out_of_memory(error: BaseException) -> str | None:
 def trial_layout(request: WorkRequest, knobs: Knobs) -> DeviceLayout:
     """The request's device layout, with the `gpu_memory_growth` knob where the layout (the
     command line) sets neither a GPU memory limit nor growth itself."""
-    layout = request.layout()
+    layout = request.layout
     chosen = knobs.gpu_memory_growth
     if chosen is None or layout.gpu_memory_limit_mib is not None:
         return layout
@@ -351,7 +311,6 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     # Knobs first: a bad value fails in milliseconds, before TensorFlow is imported.
     knobs = Knobs.from_mapping(request.knobs, source="the trial's knobs")
     from tfperf import frameworks
-    from tfperf.frameworks import ProfileRequest, StrategyKind
 
     framework = frameworks.detect(request.pipeline)
     framework.start(trial_layout(request, knobs))  # before anything touches a device
@@ -366,18 +325,8 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     def discovered(discovery: Discovery) -> None:
         send({"type": "discovery", "discovery": discovery.to_dict()})
 
-    profiled = ProfileRequest(
-        strategy=StrategyKind(request.strategy) if request.strategy is not None else None,
-        steps=request.steps,
-        min_seconds=request.min_seconds,
-        warmup=request.warmup,
-        owns_process=True,
-        progress=report,
-        analyse_stages=request.stages,
-        on_discovery=discovered,
-        epoch_steps=request.epoch_steps,
-        budget_s=request.budget_s,
-        step_time_s=request.step_time_s,
+    profiled = frameworks.ProfileRequest(
+        **request.options(), owns_process=True, progress=report, on_discovery=discovered
     )
     result = framework.profile(pipeline, knobs, profiled)
     # One device and a real model: the probe's form (an emulated step has no model to probe).
@@ -400,7 +349,7 @@ def _discover(request: WorkRequest) -> Discovery:
             f"{Path(request.pipeline).name}: tfperf cannot find the input calls of a "
             f"{framework.name} file; write a pipeline file that reads its knobs instead."
         )
-    return sites.find(pipeline, measure_stages=request.stages)
+    return sites.find(pipeline, measure_stages=request.analyse_stages)
 
 
 def _write_atomically(path: Path, text: str) -> None:
