@@ -176,21 +176,16 @@ def scaling_figure(data: ScalingChart) -> go.Figure:
     if any(value is not None for value in data.ceiling_examples_per_sec):
         rates.append(("compute-only ceiling", data.ceiling_examples_per_sec, theme.CEILING, "dash"))
     for name, values, colour, dash in rates:
-        figure.add_scatter(
-            x=x,
-            y=list(values),
-            mode="lines+markers",
-            name=name,
-            line={"color": colour, "dash": dash},
-            hovertemplate=f"%{{x}} replicas · {name}: %{{y:,.0f}}<extra></extra>",
-        )
-    figure.add_scatter(
-        x=x,
-        y=list(data.wait_percent),
-        yaxis="y2",
+        hover = f"%{{x}} replicas · {name}: %{{y:,.0f}}<extra></extra>"
+        theme.add_line(figure, name, x, values, colour, dash, "lines+markers", hovertemplate=hover)
+    theme.add_line(
+        figure,
+        "input wait, % of each step (right axis)",
+        x,
+        data.wait_percent,
+        theme.WAIT,
         mode="lines+markers",
-        name="input wait, % of each step (right axis)",
-        line={"color": theme.WAIT},
+        yaxis="y2",
         marker={"symbol": "diamond", "size": 9},
         hovertext=[f"{value:.0f}% of each step waiting for input" for value in data.wait_percent],
         hovertemplate="%{x} replicas · %{hovertext}<extra></extra>",
