@@ -107,6 +107,16 @@ class PipelineFile:
     discovery: Discovery | None = None
     framework: str = frameworks.DEFAULT
 
+    @classmethod
+    def of(cls, pipeline: object, framework: str) -> PipelineFile:
+        """`pipeline` as `framework`'s `load` returned it: a `TypeError` for anything else."""
+        if not isinstance(pipeline, cls):
+            raise TypeError(
+                f"the {framework} framework measures a PipelineFile (from its `load`), but got "
+                f"{type(pipeline).__name__}"
+            )
+        return pipeline
+
     @property
     def owns_strategy(self) -> bool:
         """Whether it brings its own `tf.distribute` strategy: a script builds any it uses

@@ -202,12 +202,7 @@ class TensorFlow(Framework):
 
 
 def _file(pipeline: Pipeline) -> PipelineFile:
-    if not isinstance(pipeline, PipelineFile):
-        raise TypeError(
-            f"the tensorflow framework measures a PipelineFile (from its `load`), but got "
-            f"{type(pipeline).__name__}"
-        )
-    return pipeline
+    return PipelineFile.of(pipeline, "tensorflow")
 
 
 FRAMEWORK = TensorFlow()

@@ -247,12 +247,7 @@ def _element(loader: Any) -> str:
 
 
 def _file(pipeline: Pipeline) -> PipelineFile:
-    if not isinstance(pipeline, PipelineFile):
-        raise TypeError(
-            f"the torch framework measures a PipelineFile (from its `load`), but got "
-            f"{type(pipeline).__name__}"
-        )
-    return pipeline
+    return PipelineFile.of(pipeline, "torch")
 
 
 FRAMEWORK = Torch()
