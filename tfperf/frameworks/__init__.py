@@ -25,7 +25,7 @@ from tfperf.frameworks._devices import (
     DeviceLayout,
     StrategyKind,
 )
-from tfperf.frameworks._recorder import SiteRecorder
+from tfperf.frameworks._recorder import SiteRecorder, call_span, site_at
 from tfperf.frameworks._registry import (
     DEFAULT,
     detect,
@@ -52,9 +52,11 @@ __all__ = [
     "StrategyKind",
     "Words",
     "Workers",
+    "call_span",
     "detect",
     "detect_result",
     "detect_source",
     "get",
     "names",
+    "site_at",
 ]

@@ -4,18 +4,70 @@ A framework's recorder (tf.data's `Recorder`, the DataLoader's `LoaderRecorder`)
 calls while the user's code builds the input. Each keeps the user's folder, the values to pass
 instead of the written ones (by site name) and which of them a call took, and refuses an
 override that matched no call: `SiteRecorder` is that part, the interception is the framework's.
+`call_span` reads where a frame's call is written, and `site_at` makes the `CallSite` there.
 """
 
 from __future__ import annotations
 
 import abc
+import itertools
 import os
+import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from tfperf.errors import KnobError
-from tfperf.results.discovery import Discovery
+from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
+
+
+class Span(Protocol):
+    """Where a call is written: its file below the root, the line of its name, its span."""
+
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def col(self) -> int | None: ...
+    @property
+    def end_line(self) -> int | None: ...
+    @property
+    def end_col(self) -> int | None: ...
+
+
+def call_span(frame: types.FrameType) -> tuple[int, int | None, int | None, int | None]:
+    """(line, end_line, col, end_col) of the call the frame is making; the line alone < 3.11.
+
+    Columns are 0-based UTF-8 byte offsets, as in `ast`. For a method call spread over lines,
+    Python 3.11 starts the span at the method's name, so `line` is the line a person reads as
+    the call's.
+    """
+    code_positions = getattr(frame.f_code, "co_positions", None)
+    if code_positions is None:
+        return frame.f_lineno, None, None, None
+    position = next(itertools.islice(code_positions(), frame.f_lasti // 2, None), None)
+    if position is None or position[0] is None:
+        return frame.f_lineno, None, None, None
+    line, end_line, col, end_col = position
+    return line, end_line, col, end_col
+
+
+def site_at(
+    span: Span,
+    name: str,
+    method: str,
+    argument: str,
+    *,
+    form: ArgumentForm = ArgumentForm.ABSENT,
+    index: int | None = None,
+    value: int | None = 0,
+    calls: int = 0,
+) -> CallSite:
+    """The site `name` of `method(argument)` written at `span`; by default one with no call
+    of its own (`calls` 0, value 0), which tfperf would add: an edit or an inserted call."""
+    where = (span.file, span.line, span.col, span.end_line, span.end_col)
+    return CallSite(name, *where, method, argument, form, index, value, calls)  # its field order
 
 
 class SiteRecorder(abc.ABC):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import itertools
 import logging
 import os
 import types
@@ -33,7 +32,6 @@ __all__ = [
     "argument_form",
     "autograph_origin",
     "call_ordinal",
-    "call_span",
     "call_text",
     "calls_on_line",
     "classify",
@@ -67,23 +65,6 @@ def classify(filename: str, root: Path) -> Caller:
     if _under(filename, _tf_dir("data")) or _under(filename, _TFPERF_DIR):
         return Caller.TF_DATA
     return Caller.LIBRARY
-
-
-def call_span(frame: types.FrameType) -> tuple[int, int | None, int | None, int | None]:
-    """(line, end_line, col, end_col) of the call the frame is making; the line alone < 3.11.
-
-    Columns are 0-based UTF-8 byte offsets, as in `ast`. For a method call spread over lines,
-    Python 3.11 starts the span at the method's name, so `line` is the line a person reads as
-    the call's.
-    """
-    code_positions = getattr(frame.f_code, "co_positions", None)
-    if code_positions is None:
-        return frame.f_lineno, None, None, None
-    position = next(itertools.islice(code_positions(), frame.f_lasti // 2, None), None)
-    if position is None or position[0] is None:
-        return frame.f_lineno, None, None, None
-    line, end_line, col, end_col = position
-    return line, end_line, col, end_col
 
 
 def call_ordinal(

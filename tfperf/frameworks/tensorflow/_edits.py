@@ -29,10 +29,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tfperf.frameworks import site_at
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._edit_checks import batched_problem, cache_problem, decode_problem
 from tfperf.frameworks.tensorflow._seen import Place, Run
-from tfperf.results.discovery import ArgumentForm, CallSite
+from tfperf.results.discovery import CallSite
 
 __all__ = ["EDIT_ARGUMENTS", "EditRecorder", "UserCall"]
 
@@ -168,17 +169,4 @@ def edit_site(name: str, place: Place) -> CallSite:
     from tfperf.knobs import SiteName
 
     parsed = SiteName.parse(name)
-    return CallSite(
-        name=name,
-        file=place.file,
-        line=place.line,
-        col=place.col,
-        end_line=place.end_line,
-        end_col=place.end_col,
-        method=parsed.method,
-        argument=parsed.argument,
-        form=ArgumentForm.ABSENT,
-        index=None,
-        value=0,
-        calls=0,
-    )
+    return site_at(place, name, parsed.method, parsed.argument)

@@ -37,14 +37,13 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tfperf.frameworks import SiteRecorder
+from tfperf.frameworks import SiteRecorder, call_span
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._callers import (
     Caller,
     argument_form,
     autograph_origin,
     call_ordinal,
-    call_span,
     call_text,
     calls_on_line,
     classify,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tfperf.frameworks import site_at
 from tfperf.knobs import SiteName, format_site_value
 from tfperf.results.discovery import ArgumentForm, CallSite
 
@@ -75,38 +76,13 @@ class Seen:
 
 
 def site_of(name: str, seen: Seen) -> CallSite:
-    place = seen.place
-    return CallSite(
-        name=name,
-        file=place.file,
-        line=place.line,
-        col=place.col,
-        end_line=place.end_line,
-        end_col=place.end_col,
-        method=seen.method,
-        argument=seen.argument,
-        form=seen.form,
-        index=seen.index,
-        value=seen.values[0],
-        calls=len(seen.runs),
-    )
+    form, index, value, calls = seen.form, seen.index, seen.values[0], len(seen.runs)
+    where = (name, seen.method, seen.argument)
+    return site_at(seen.place, *where, form=form, index=index, value=value, calls=calls)
 
 
 def inserted_site(name: str, place: Place) -> CallSite:
-    return CallSite(
-        name=name,
-        file=place.file,
-        line=place.line,
-        col=None,
-        end_line=None,
-        end_col=None,
-        method="prefetch",
-        argument="buffer_size",
-        form=ArgumentForm.ABSENT,
-        index=None,
-        value=0,
-        calls=0,
-    )
+    return site_at(Place(place.file, place.line), name, "prefetch", "buffer_size")
 
 
 def varies(values: list[int | None]) -> str | None:

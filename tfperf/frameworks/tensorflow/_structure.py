@@ -17,9 +17,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tfperf.frameworks import site_at
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.knobs import AUTOTUNE, SiteName
-from tfperf.results.discovery import ArgumentForm, CallSite
+from tfperf.results.discovery import CallSite
 
 __all__ = ["AfterInterleave", "added_prefetch", "feeds_a_map"]
 
@@ -42,20 +43,7 @@ class AfterInterleave:
         return str(SiteName("prefetch", self.file, self.line, self.nth, "buffer_size"))
 
     def site(self) -> CallSite:
-        return CallSite(
-            name=self.name,
-            file=self.file,
-            line=self.line,
-            col=self.col,
-            end_line=self.end_line,
-            end_col=self.end_col,
-            method="prefetch",
-            argument="buffer_size",
-            form=ArgumentForm.ABSENT,
-            index=None,
-            value=0,
-            calls=0,
-        )
+        return site_at(self, self.name, "prefetch", "buffer_size")
 
 
 def added_prefetch(output: Any, value: int | None) -> Any | None:

@@ -42,7 +42,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf.frameworks.torch._places import Place, call_of, span
+from tfperf.frameworks import call_span
+from tfperf.frameworks.torch._places import Place, call_of
 from tfperf.results.discovery import ArgumentForm
 from tfperf.sites import callee, name_line
 from tfperf.tracebacks import is_user_file
@@ -80,7 +81,7 @@ class Options:
         call = call_of(caller)
         if call is None or callee(call) != ADD_ARGUMENT:
             return  # not written `add_argument(...)`, or Python gives no columns
-        _, end_line, _, end_col = span(caller)
+        _, end_line, _, end_col = call_span(caller)
         relative = Path(os.path.realpath(filename)).relative_to(self.root).as_posix()
         place = Place(
             relative,

@@ -11,14 +11,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import itertools
 import os
 import types
 from pathlib import Path
 
+from tfperf.frameworks import call_span
 from tfperf.knobs import SiteName
 
-__all__ = ["CALL", "Place", "call_of", "calls_in", "span"]
+__all__ = ["CALL", "Place", "call_of", "calls_in"]
 
 #: The call recorded, as site names spell it.
 CALL = "DataLoader"
@@ -48,21 +48,9 @@ class Place:
         return f"{self.file}:{self.line}"
 
 
-def span(frame: types.FrameType) -> tuple[int, int | None, int | None, int | None]:
-    """(line, end_line, col, end_col) of the call `frame` is making (Python 3.11 positions)."""
-    positions = getattr(frame.f_code, "co_positions", None)
-    if positions is None:
-        return frame.f_lineno, None, None, None
-    position = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
-    if position is None or position[0] is None:
-        return frame.f_lineno, None, None, None
-    line, end_line, col, end_col = position
-    return line, end_line, col, end_col
-
-
 def call_of(frame: types.FrameType) -> ast.Call | None:
     """The call `frame` is making, from its file's syntax; None where it cannot be told."""
-    _, end_line, _, end_col = span(frame)
+    _, end_line, _, end_col = call_span(frame)
     if end_line is None:
         return None
     found = [

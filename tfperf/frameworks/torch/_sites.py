@@ -48,7 +48,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tfperf.frameworks import SiteRecorder
+from tfperf.frameworks import SiteRecorder, call_span, site_at
 from tfperf.frameworks.torch._arguments import (
     Option,
     Options,
@@ -56,7 +56,7 @@ from tfperf.frameworks.torch._arguments import (
     trace,
     trace_own,
 )
-from tfperf.frameworks.torch._places import CALL, Place, calls_in, span
+from tfperf.frameworks.torch._places import CALL, Place, calls_in
 from tfperf.frameworks.torch._torch import WORKER_ONLY
 from tfperf.knobs import KNOBS, TUNABLE, SiteKind
 from tfperf.knobs.declare import Applier
@@ -272,7 +272,7 @@ class LoaderRecorder(SiteRecorder):
 
     def _locate(self, filename: str, caller: types.FrameType) -> Place | str:
         """The call's place, or why it is no site (not written `DataLoader(...)`)."""
-        _, end_line, _, end_col = span(caller)
+        _, end_line, _, end_col = call_span(caller)
         if end_line is None or end_col is None:
             return f"Python {sys.version_info[0]}.{sys.version_info[1]} gives no call columns"
         calls = calls_in(filename)
@@ -491,20 +491,9 @@ def _varies(values: list[int | None]) -> str | None:
 
 def _site(seen: _Seen) -> CallSite:
     place = seen.place
-    return CallSite(
-        name=place.name(seen.argument),
-        file=place.file,
-        line=place.line,
-        col=place.col,
-        end_line=place.end_line,
-        end_col=place.end_col,
-        method=place.call,
-        argument=place.written or seen.argument,
-        form=seen.form,
-        index=seen.index,
-        value=seen.values[0],
-        calls=seen.calls,
-    )
+    where = (place.name(seen.argument), place.call, place.written or seen.argument)
+    form, index, value, calls = seen.form, seen.index, seen.values[0], seen.calls
+    return site_at(place, *where, form=form, index=index, value=value, calls=calls)
 
 
 def _call_text(seen: _Seen) -> str:
