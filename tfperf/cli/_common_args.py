@@ -1,4 +1,6 @@
-"""The arguments `tfperf profile` and `tfperf tune` share, declared once with one help text.
+"""The arguments `tfperf profile` and `tfperf tune` share, declared once with one help text,
+and read back once: into the trial a profile measures (`trial_request`), and into the check of
+`--service` (`check_service`).
 
 Each command passes only what differs: where the flags go (a group or the parser), the defaults
 (`profile` measures one configuration longer than a trial does), and what a report is named
@@ -9,20 +11,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tfperf.cli.base import non_negative_int, non_negative_seconds, positive_int
+from tfperf import frameworks
+from tfperf.cli._devices import device_options
+from tfperf.cli.base import knob_assignment, non_negative_int, non_negative_seconds, positive_int
+from tfperf.errors import PipelineFileError
 from tfperf.units import parse_duration
 
-__all__ = [
-    "SERVICE_CHECK_S",
-    "add_measurement_arguments",
-    "add_output_arguments",
-    "add_pipeline_argument",
-    "add_service_argument",
-    "add_step_time_argument",
-    "duration",
-    "service_address",
-]
+if TYPE_CHECKING:
+    from tfperf.knobs import Knobs
+    from tfperf.pipeline import PipelineFile
+    from tfperf.trials import TrialRequest
 
 _Target = argparse.ArgumentParser | argparse._ArgumentGroup
 #: The longest `--service`'s dispatcher may take to accept a connection, in seconds.
@@ -76,6 +76,20 @@ def add_measurement_arguments(target: _Target, *, steps: int, min_seconds: float
         metavar="N",
         help="warm-up steps excluded at the start of each phase (default: detected "
         "automatically, once step times settle)",
+    )
+
+
+def add_assignments(target: _Target, flag: str, dest: str, words: str) -> None:
+    """A repeatable `FLAG NAME=VALUE` (`--set`, `--fix`): a knob or a call site and its value,
+    each pair appended to `dest`; `words` is the help, less "(repeatable)"."""
+    target.add_argument(
+        flag,
+        dest=dest,
+        type=knob_assignment,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"{words} (repeatable)",
     )
 
 
@@ -148,4 +162,43 @@ def add_service_argument(target: _Target) -> None:
         "address: tfperf inserts distribute() after the pipeline's last stage before prefetch "
         "and keeps a local prefetch after it (see docs/offload.md). The stage analysis is off: "
         "the stages run on the workers",
+    )
+
+
+def check_service(args: argparse.Namespace, pipeline: PipelineFile, knobs: Knobs) -> None:
+    """Refuses `--service` where the file's framework has no tf.data service, or where its
+    dispatcher does not accept `knobs`' pipeline within `SERVICE_CHECK_S` (`ServiceError`)."""
+    framework = frameworks.detect(pipeline.path)
+    service = framework.service()
+    if service is None:
+        raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
+    service.check(pipeline, knobs, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
+
+
+def budget_s(args: argparse.Namespace) -> float | None:
+    """`--budget` in seconds; None where it is 0 or the command has none."""
+    return getattr(args, "budget", None) or None
+
+
+def trial_request(
+    args: argparse.Namespace, knobs: Knobs, pipeline: PipelineFile | None = None
+) -> TrialRequest:
+    """The measurement of `knobs` that the flags of `tfperf profile` ask for, as one record:
+    the child's (`tfperf.trials.run_trial`), or this process's under `--debug`."""
+    from tfperf.trials import TrialRequest
+
+    layout, strategy = device_options(args, pipeline)
+    return TrialRequest(
+        pipeline=args.pipeline,
+        knobs=knobs,
+        argv=tuple(getattr(args, "script_args", ())),
+        layout=layout,
+        steps=args.steps,
+        min_seconds=args.min_seconds,
+        warmup=args.warmup,
+        analyse_stages=not getattr(args, "no_stages", False),
+        epoch_steps=args.epoch_steps,
+        strategy=strategy,
+        budget_s=budget_s(args),
+        step_time_s=getattr(args, "step_time", None),
     )

@@ -21,15 +21,6 @@ if TYPE_CHECKING:
     from tfperf.knobs import Knobs
     from tfperf.pipeline import PipelineFile
 
-__all__ = [
-    "add_device_arguments",
-    "check_cpu_replicas",
-    "device_options",
-    "gpu_flags",
-    "gpu_memory_fixes",
-    "note_gpu_flags",
-]
-
 
 def add_device_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds `--strategy`, `--cpu-replicas` and the GPU memory flags (a group of their own)."""
@@ -126,6 +117,17 @@ def device_options(
     if strategy is None and implied and not (pipeline is not None and pipeline.owns_strategy):
         strategy = StrategyKind.MIRRORED
     return DeviceLayout(replicas, *gpu_flags(args)), strategy
+
+
+def check_device_flags(args: argparse.Namespace, pipeline: PipelineFile, knobs: Knobs) -> bool:
+    """Says which GPU flags this machine ignores, then refuses replicas that `knobs`' batch
+    cannot feed (`check_cpu_replicas`); returns whether the machine has a GPU."""
+    from tfperf.hardware import detect_machine
+
+    machine = detect_machine()
+    note_gpu_flags(args, has_gpu=machine.has_gpu)
+    check_cpu_replicas(args, pipeline, knobs, machine.cpu_count)
+    return machine.has_gpu
 
 
 def note_gpu_flags(args: argparse.Namespace, *, has_gpu: bool | None = None) -> None:

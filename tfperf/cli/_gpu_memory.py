@@ -9,8 +9,6 @@ if TYPE_CHECKING:
 
     from tfperf.results.tune import TuneResult
 
-__all__ = ["recommended_gpu_memory"]
-
 
 def recommended_gpu_memory(study: optuna.Study, result: TuneResult) -> str:
     """The advice for the recommended configuration's own trial; "" when it measured no GPU."""

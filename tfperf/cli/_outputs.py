@@ -16,8 +16,6 @@ from pathlib import Path
 from tfperf.outputs import check_output_path, check_separate, safe_stem, same_file
 from tfperf.pipeline import PipelineFile, user_sources
 
-__all__ = ["Outputs", "check_loaded", "check_outputs", "profile_stem"]
-
 #: (option or words, path) of each output a run writes.
 Outputs = Sequence[tuple[str, Path]]
 

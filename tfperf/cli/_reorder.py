@@ -16,8 +16,6 @@ import sys
 from tfperf.knobs import Choices
 from tfperf.pipeline import PipelineFile, PipelineKind
 
-__all__ = ["reorder_when_asked"]
-
 
 def reorder_when_asked(pipeline: PipelineFile, *, asked: bool) -> PipelineFile:
     """`pipeline` with each map-after-batch edit searched (0 or 1) when `asked`; else as it

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from tfperf.cli._common_args import trial_request
 from tfperf.cli._devices import gpu_flags
 from tfperf.cli._stall import stall_limit
 from tfperf.frameworks import DeviceLayout, StrategyKind
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from tfperf.knobs import Knobs
     from tfperf.measure import ProgressCallback
     from tfperf.pipeline import PipelineFile
-
-__all__ = ["ScalingPlan", "add_scaling_argument", "scaling_plan", "with_scaling"]
 
 #: `--scaling` with no count: as many replicas as GPUs, else as CPUs.
 AUTO = 0
@@ -213,19 +212,15 @@ def _measure_count(
     progress: ProgressCallback | None,
     strategy: StrategyKind | None = STRATEGY,
 ) -> ProfileResult | ScalingFailure:
-    from tfperf.trials import Budgets, TrialRequest, run_trial
+    from tfperf.trials import Budgets, run_trial
 
-    request = TrialRequest(
-        pipeline=args.pipeline,
-        knobs=knobs,
-        steps=args.steps,
-        min_seconds=args.min_seconds,
-        warmup=args.warmup,
-        argv=tuple(getattr(args, "script_args", ())),
-        epoch_steps=args.epoch_steps,
+    # A count runs on devices and a strategy of its own, without the profile's budget or stages.
+    request = dataclasses.replace(
+        trial_request(args, knobs),
         layout=DeviceLayout(count if plan.device is ReplicaDevice.CPU else None, *gpu_flags(args)),
         strategy=strategy,
-        step_time_s=getattr(args, "step_time", None),
+        analyse_stages=False,
+        budget_s=None,
     )
     with _gpus_visible(plan.gpus[:count] if plan.device is ReplicaDevice.GPU else None):
         budgets = Budgets(timeout_s=args.timeout, stall_s=stall_limit(args))

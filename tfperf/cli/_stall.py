@@ -22,8 +22,6 @@ TF_DATA_INPUT = ("make_dataset()", "map or read")
 if TYPE_CHECKING:
     from tfperf.measure import Progress
 
-__all__ = ["DEFAULT_STALL_S", "add_stall_argument", "stall_limit", "stall_message"]
-
 #: Seconds without a progress report before a profile is stopped as stuck.
 DEFAULT_STALL_S = 900.0
 

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from tfperf.study.cluster import LostTrial
     from tfperf.tuner import Finalist, Wait
 
-__all__ = ["NothingCompleted", "TuneProgress", "check_something_completed"]
-
 
 class NothingCompleted(TfperfError):
     """No trial of the study completed, so there is nothing to re-measure or recommend."""

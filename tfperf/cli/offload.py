@@ -14,14 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tfperf import frameworks
-from tfperf.cli._common_args import add_output_arguments, add_pipeline_argument
+from tfperf.cli._common_args import add_assignments, add_output_arguments, add_pipeline_argument
 from tfperf.cli._outputs import check_outputs, profile_stem
 from tfperf.cli.base import (
     Command,
     check_assignments,
     examples_per_second,
     gigabits_per_second,
-    knob_assignment,
     port_number,
     positive_float,
     positive_int,
@@ -48,15 +47,7 @@ class OffloadCommand(Command):
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_pipeline_argument(parser)
-        parser.add_argument(
-            "--set",
-            dest="overrides",
-            type=knob_assignment,
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="override a knob of the file's BASELINE (repeatable)",
-        )
+        add_assignments(parser, "--set", "overrides", "override a knob of the file's BASELINE")
         add_output_arguments(
             parser,
             json_default="reports/<pipeline>-offload.json",

@@ -16,19 +16,21 @@ from typing import TYPE_CHECKING
 
 from tfperf import frameworks
 from tfperf.cli._common_args import (
-    SERVICE_CHECK_S,
+    add_assignments,
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
     add_service_argument,
     add_step_time_argument,
+    budget_s,
+    check_service,
+    trial_request,
 )
 from tfperf.cli._devices import (
     add_device_arguments,
-    check_cpu_replicas,
+    check_device_flags,
     device_options,
     gpu_memory_fixes,
-    note_gpu_flags,
 )
 from tfperf.cli._outputs import Outputs, check_loaded, check_outputs, profile_stem
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
@@ -36,7 +38,6 @@ from tfperf.cli._stall import DEFAULT_STALL_S, add_stall_argument, stall_limit, 
 from tfperf.cli.base import (
     Command,
     check_assignments,
-    knob_assignment,
     non_negative_seconds,
     positive_float,
 )
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from tfperf.measure import Progress
     from tfperf.pipeline import PipelineFile
     from tfperf.results import ProfileResult
+    from tfperf.trials import TrialRequest
 
 EXIT_FAILED = 1
 
@@ -76,16 +78,13 @@ class ProfileCommand(Command):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_pipeline_argument(parser)
         add_measurement_arguments(parser, steps=100, min_seconds=1.0)
-        parser.add_argument(
+        add_assignments(
+            parser,
             "--set",
-            dest="overrides",
-            type=knob_assignment,
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="override a knob of the file's BASELINE, e.g. --set batch_size=128 or "
+            "overrides",
+            "override a knob of the file's BASELINE, e.g. --set batch_size=128 or "
             "--set num_parallel_calls=AUTOTUNE, or a call site of a plain file or script, "
-            "e.g. --set map@train.py:23.num_parallel_calls=8 (repeatable)",
+            "e.g. --set map@train.py:23.num_parallel_calls=8",
         )
         add_output_arguments(
             parser,
@@ -163,13 +162,14 @@ class ProfileCommand(Command):
         )
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
-        knobs = _through_service(args, framework, pipeline, knobs)
+        knobs = _through_service(args, pipeline, knobs)
         _status(f"Profiling {args.pipeline} ({_window_words(args)})...", args)
         found: list[Discovery] = []
         waiting = Path(args.pipeline).name
         with ProgressDisplay(enabled=not args.quiet, waiting=waiting) as progress:
             if args.debug:  # in this process, so that a failure shows its whole traceback
-                result = _profile_here(pipeline, knobs, args, progress, found)
+                request = trial_request(args, knobs, pipeline)
+                result = _profile_here(pipeline, request, progress, found)
             else:
                 result = _measured(args, knobs, progress, found, pipeline)
         result = with_utilisation(result, args)
@@ -197,13 +197,13 @@ def _check_step_budget(args: argparse.Namespace) -> None:
     Raises:
         FlagError: naming both flags, the time the steps take and the fixes.
     """
-    phase_s = Budget(_budget(args)).phase_s
+    phase_s = Budget(budget_s(args)).phase_s
     if args.step_time is None or phase_s is None:
         return
     needed = MIN_PHASE_STEPS * args.step_time
     if needed <= phase_s:
         return
-    budget = _budget(args) or 0.0
+    budget = budget_s(args) or 0.0
     raise FlagError(
         f"--step-time {_seconds(args.step_time)} does not fit --budget {budget:g}s: each "
         f"of the three phases runs at least {MIN_PHASE_STEPS} steps ({MIN_PHASE_STEPS} x "
@@ -241,28 +241,19 @@ def _check_outputs(args: argparse.Namespace) -> Outputs:
 def _check_devices(args: argparse.Namespace, pipeline: PipelineFile, knobs: Knobs) -> Knobs:
     """`knobs` as the device flags set them, after refusing replicas the batch cannot feed and
     saying which flags this machine ignores."""
-    from tfperf.hardware import detect_machine
-
-    machine = detect_machine()
-    note_gpu_flags(args, has_gpu=machine.has_gpu)
-    check_cpu_replicas(args, pipeline, knobs, machine.cpu_count)
-    return knobs.replace(**gpu_memory_fixes(args, has_gpu=machine.has_gpu))
+    has_gpu = check_device_flags(args, pipeline, knobs)
+    return knobs.replace(**gpu_memory_fixes(args, has_gpu=has_gpu))
 
 
-def _through_service(
-    args: argparse.Namespace, framework: frameworks.Framework, pipeline: PipelineFile, knobs: Knobs
-) -> Knobs:
+def _through_service(args: argparse.Namespace, pipeline: PipelineFile, knobs: Knobs) -> Knobs:
     """With `--service`: the knobs that read through it, once its dispatcher answers and every
     stage can run on a worker (else one message, before anything is measured)."""
     if args.service is None:
         return knobs
-    service = framework.service()
-    if service is None:
-        raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
     # The JSON's knobs then name both where and how the input was read.
     mode = knobs.service_processing_mode or "parallel_epochs"
     knobs = knobs.replace(service=args.service, service_processing_mode=mode)
-    service.check(pipeline, knobs, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
+    check_service(args, pipeline, knobs)
     args.no_stages = True  # the stages run on the workers, out of this host's sight
     if getattr(args, "stall_timeout", None) == DEFAULT_STALL_S:
         # A read from a cluster that stopped answering blocks inside TensorFlow: stop it
@@ -287,41 +278,26 @@ def _measured(
             raise
         from tfperf.errors import ServiceError
 
-        framework = frameworks.detect(pipeline.path)
-        service = framework.service()
-        address = args.service.removeprefix("grpc://")
         try:
-            assert service is not None
-            service.check(pipeline, knobs, address, SERVICE_CHECK_S)
+            check_service(args, pipeline, knobs)
         except ServiceError as gone:
             raise ServiceError(
-                f"the tf.data service dispatcher at {address} went away during the "
-                f"measurement: {gone}"
+                f"the tf.data service dispatcher at {args.service.removeprefix('grpc://')} went "
+                f"away during the measurement: {gone}"
             ) from error
         raise
 
 
 def _profile_here(
     pipeline: PipelineFile,
-    knobs: Knobs,
-    args: argparse.Namespace,
+    request: TrialRequest,
     progress: ProgressDisplay,
     found: list[Discovery],
 ) -> ProfileResult:
-    request = frameworks.ProfileRequest(
-        strategy=device_options(args, pipeline)[1],
-        steps=args.steps,
-        min_seconds=args.min_seconds,
-        warmup=args.warmup,
-        owns_process=True,
-        progress=progress,
-        analyse_stages=not args.no_stages,
-        on_discovery=found.append,
-        epoch_steps=args.epoch_steps,
-        budget_s=_budget(args),
-        step_time_s=args.step_time,
+    asked = frameworks.ProfileRequest(
+        **request.options(), owns_process=True, progress=progress, on_discovery=found.append
     )
-    return frameworks.detect(pipeline.path).profile(pipeline, knobs, request)
+    return frameworks.detect(pipeline.path).profile(pipeline, request.knobs, asked)
 
 
 def speedup(text: str) -> float:
@@ -362,7 +338,7 @@ def profile_in_child(
         PipelineRuntimeError: the pipeline failed, crashed, ran past `--timeout` or made no
             progress for `--stall-timeout`.
     """
-    from tfperf.trials import Budgets, TrialRequest, run_trial, stall_reason
+    from tfperf.trials import Budgets, run_trial, stall_reason
 
     last: list[Progress] = []
 
@@ -370,21 +346,7 @@ def profile_in_child(
         last[:] = [report]
         progress(report)
 
-    layout, strategy = device_options(args, pipeline)
-    request = TrialRequest(
-        pipeline=args.pipeline,
-        knobs=knobs,
-        steps=args.steps,
-        min_seconds=args.min_seconds,
-        warmup=args.warmup,
-        argv=tuple(getattr(args, "script_args", ())),
-        analyse_stages=not args.no_stages,
-        epoch_steps=args.epoch_steps,
-        layout=layout,
-        strategy=strategy,
-        budget_s=_budget(args),
-        step_time_s=args.step_time,
-    )
+    request = trial_request(args, knobs, pipeline)
     stall_s = stall_limit(args)
     outcome = run_trial(
         request,
@@ -516,7 +478,7 @@ def _window_words(args: argparse.Namespace) -> str:
     steps = f"{args.steps} measured steps"
     if args.min_seconds > 0:
         steps = f"{steps}, at least {args.min_seconds:g} s,"
-    budget = _budget(args)
+    budget = budget_s(args)
     if budget:
         steps = f"{steps} per phase, within a budget of {budget:g} s (--budget)"
     return steps
@@ -526,10 +488,6 @@ def budget_seconds(text: str) -> float:
     """argparse type for `--budget`: seconds, with an optional `s` or `m` unit; 0 is none."""
     factor = 60.0 if text.endswith("m") else 1.0
     return factor * non_negative_seconds(text.rstrip("sm") or text)
-
-
-def _budget(args: argparse.Namespace) -> float | None:
-    return getattr(args, "budget", None) or None
 
 
 def _status(message: str, args: argparse.Namespace) -> None:

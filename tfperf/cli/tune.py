@@ -12,19 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from tfperf import frameworks
 from tfperf.cli._common_args import (
-    SERVICE_CHECK_S,
+    add_assignments,
     add_measurement_arguments,
     add_output_arguments,
     add_pipeline_argument,
     add_service_argument,
     add_step_time_argument,
+    check_service,
 )
 from tfperf.cli._devices import (
     add_device_arguments,
-    check_cpu_replicas,
+    check_device_flags,
     device_options,
     gpu_memory_fixes,
-    note_gpu_flags,
 )
 from tfperf.cli._outputs import check_loaded, check_outputs
 from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
@@ -32,12 +32,11 @@ from tfperf.cli.base import (
     Command,
     byte_size,
     check_assignments,
-    knob_assignment,
     positive_float,
     positive_int,
 )
 from tfperf.cli.lifecycle import interrupted_status
-from tfperf.errors import OutputPathError, PipelineFileError, TfperfError
+from tfperf.errors import OutputPathError, TfperfError
 from tfperf.outputs import safe_stem
 from tfperf.results.tune import Objective
 from tfperf.tuner import TuneOptions
@@ -90,15 +89,12 @@ class TuneCommand(Command):
             metavar="S",
             help="stop starting trials after S seconds (re-measurement still runs)",
         )
-        search.add_argument(
+        add_assignments(
+            search,
             "--fix",
-            dest="fixes",
-            type=knob_assignment,
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help="hold a knob at a value, e.g. --fix batch_size=256, or a call site of a plain "
-            "file or script, e.g. --fix batch@train.py:30.batch_size=64 (repeatable)",
+            "fixes",
+            "hold a knob at a value, e.g. --fix batch_size=256, or a call site of a plain "
+            "file or script, e.g. --fix batch@train.py:30.batch_size=64",
         )
         search.add_argument(
             "--input-only",
@@ -256,8 +252,7 @@ class TuneCommand(Command):
         pipeline = find_sites(pipeline, quiet=args.quiet)
         check_loaded(outputs.named(args), pipeline)
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
-        note_gpu_flags(args)
-        _check_baseline_replicas(args, pipeline)
+        _check_devices(args, pipeline)
         pipeline = _through_service(args, pipeline)
         options = self._options(args, pipeline)
         with TuneProgress(options.trials, enabled=not args.quiet) as listener:
@@ -457,12 +452,8 @@ def _through_service(args: argparse.Namespace, pipeline: PipelineFile) -> Pipeli
     on a worker."""
     if args.service is None:
         return pipeline
-    framework = frameworks.detect(pipeline.path)
-    service = framework.service()
-    if service is None:
-        raise PipelineFileError(f"--service: the {framework.name} framework has no tf.data service")
     baseline = pipeline.baseline.replace(service=args.service)
-    service.check(pipeline, baseline, args.service.removeprefix("grpc://"), SERVICE_CHECK_S)
+    check_service(args, pipeline, baseline)
     from tfperf.knobs import KNOBS, Fixed
 
     space = dict(pipeline.search_space)
@@ -471,15 +462,14 @@ def _through_service(args: argparse.Namespace, pipeline: PipelineFile) -> Pipeli
     return dataclasses.replace(pipeline, baseline=baseline, search_space=space)
 
 
-def _check_baseline_replicas(args: argparse.Namespace, pipeline: PipelineFile) -> None:
-    """Refuses `--cpu-replicas` above the baseline's global batch before the first trial,
-    which would otherwise wait forever on a replica with no examples."""
-    from tfperf.hardware import detect_machine
+def _check_devices(args: argparse.Namespace, pipeline: PipelineFile) -> None:
+    """Says which GPU flags this machine ignores; refuses `--cpu-replicas` above the baseline's
+    global batch before the first trial, which would wait forever on a replica with no
+    examples."""
     from tfperf.knobs import KNOBS
 
     batch = dict(args.fixes).get(KNOBS.batch_size.name, pipeline.baseline.batch_size)
-    knobs = pipeline.baseline.replace(batch_size=batch)
-    check_cpu_replicas(args, pipeline, knobs, detect_machine().cpu_count)
+    check_device_flags(args, pipeline, pipeline.baseline.replace(batch_size=batch))
 
 
 def warn_other_tuners() -> list[int]:
