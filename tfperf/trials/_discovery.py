@@ -15,26 +15,21 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results import TrialStatus
 from tfperf.results.discovery import Discovery
-from tfperf.trials._runner import classify_exit
+from tfperf.trials._runner import TrialFiles, classify_exit, kill_group, log_tail, start_worker
 from tfperf.trials._worker import DISCOVER, WorkRequest, decode_message
 
 #: Seconds the child may take: TensorFlow's import, the user's code up to `fit`.
 DISCOVERY_TIMEOUT_S = 600.0
-_LOG_TAIL_LINES = 10
 
 
 def with_sites(
@@ -65,38 +60,30 @@ def discover_in_child(
 ) -> Discovery:
     """Runs the framework's call-site discovery on `pipeline` in a fresh interpreter."""
     with tempfile.TemporaryDirectory(prefix="tfperf-discover-") as folder:
-        request_path, result_path = Path(folder, "request.json"), Path(folder, "result.json")
-        log_path = Path(folder, "worker.log")
+        files = TrialFiles(Path(folder))
         request = WorkRequest(
             pipeline=str(pipeline.path),
             knobs=pipeline.baseline.replace(sites={}).to_dict(),
-            result_path=str(result_path),
+            result_path=str(files.result),
             argv=pipeline.argv,
             mode=DISCOVER,
             steps=1,
             analyse_stages=stages,
         )
-        request_path.write_text(json.dumps(request.to_dict()), encoding="utf-8")
-        with log_path.open("wb") as log:
-            returncode, output = _run(python, request_path, log, timeout_s, pipeline.path.name)
+        child = start_worker(python, files, request)
+        returncode, output = _run(child, timeout_s, pipeline.path.name)
         errors = [m for m in map(decode_message, output.splitlines()) if m and m["type"] == "error"]
-        status, reason = classify_exit(returncode, errors[-1] if errors else None, _tail(log_path))
+        status, reason = classify_exit(
+            returncode, errors[-1] if errors else None, log_tail(files.log)
+        )
         if status is TrialStatus.COMPLETE:
-            return Discovery.from_dict(json.loads(result_path.read_text(encoding="utf-8")))
+            return Discovery.from_dict(json.loads(files.result.read_text(encoding="utf-8")))
     raise _error(status, reason, pipeline.path.name)
 
 
-def _run(
-    python: str, request: Path, log: IO[bytes], timeout_s: float, shown: str
-) -> tuple[int, str]:
-    child = subprocess.Popen(
-        [python, "-m", "tfperf.trials._worker", str(request)],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,  # its own group: a timeout kills whatever the script started
-    )
+def _run(child: subprocess.Popen[str], timeout_s: float, shown: str) -> tuple[int, str]:
+    """The child's exit status and protocol output; killed with whatever the script started
+    (its process group) when it runs past `timeout_s` or this process is interrupted."""
     try:
         output, _ = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -113,8 +100,7 @@ def _run(
 
 
 def _kill(child: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(child.pid, signal.SIGKILL)
+    kill_group(child)
     child.communicate()
 
 
@@ -124,11 +110,3 @@ def _error(status: TrialStatus, reason: str, shown: str) -> TfperfError:
     if status is TrialStatus.FAILED:
         return PipelineRuntimeError(reason)
     return PipelineRuntimeError(f"{shown}: finding its call sites failed: {reason}")
-
-
-def _tail(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return "\n".join([line for line in text.splitlines() if line.strip()][-_LOG_TAIL_LINES:])

@@ -152,7 +152,7 @@ def run_trial(
     reap_stale_folders()
     oom_before = oom_kill_count()
     with tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-") as folder:
-        files = _TrialFiles(Path(folder))
+        files = TrialFiles(Path(folder))
         work = WorkRequest(
             pipeline=str(request.pipeline),
             knobs=request.knobs.to_dict(),
@@ -162,15 +162,14 @@ def run_trial(
             training=[dict(setting) for setting in request.training],
             **request.options(),
         )
-        files.request.write_text(json.dumps(work.to_dict()), encoding="utf-8")
         started = time.monotonic()
-        child = _start(python, files)
+        child = start_worker(python, files, work)
         watch: _Watch | None = None
         try:
             watch = _Watch(child, budgets, on_progress, started, on_discovery)
             stop = watch.run(poll_interval_s)
         finally:
-            _kill_group(child)
+            kill_group(child)
             if watch is not None:
                 watch.close()
         wall_s = time.monotonic() - started
@@ -298,7 +297,9 @@ def pruned_reason(progress: Progress) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class _TrialFiles:
+class TrialFiles:
+    """The folder of one worker: its request, its result and its stderr log."""
+
     folder: Path
 
     @property
@@ -314,37 +315,33 @@ class _TrialFiles:
         return self.folder / "worker.log"
 
 
+@dataclasses.dataclass(eq=False)
 class _Watch:
     """Follows one running child: its messages, its tree's memory, the clock."""
 
-    def __init__(
-        self,
-        child: subprocess.Popen[str],
-        budgets: Budgets,
-        on_progress: ProgressHook | None,
-        started: float,
-        on_discovery: Callable[[Discovery], None] | None = None,
-    ) -> None:
-        self.child = child
-        self.on_discovery = on_discovery
-        self.budgets = budgets
-        self.on_progress = on_progress
-        self.started = started
-        self.last_message = started
-        self.peak_rss = 0
-        self.peak_gpu: int | None = None
-        self.error: dict[str, Any] | None = None
+    child: subprocess.Popen[str]
+    budgets: Budgets
+    on_progress: ProgressHook | None
+    started: float
+    on_discovery: Callable[[Discovery], None] | None = None
+    peak_rss: int = dataclasses.field(default=0, init=False)
+    peak_gpu: int | None = dataclasses.field(default=None, init=False)
+    error: dict[str, Any] | None = dataclasses.field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.last_message = self.started
         self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
-        assert child.stdout is not None
+        pid, stdout = self.child.pid, self.child.stdout
+        assert stdout is not None
         self._reader = threading.Thread(
             target=_read_protocol,
-            args=(child.stdout, self._messages),
-            name=f"tfperf-trial-{child.pid}",
+            args=(stdout, self._messages),
+            name=f"tfperf-trial-{pid}",
             daemon=True,
         )
         self._reader.start()
-        self._tree = UniqueMemoryReader(child.pid)
-        self._gpu = _gpu_probe(child.pid) if budgets.gpu_memory_bytes is not None else None
+        self._tree = UniqueMemoryReader(pid)
+        self._gpu = _gpu_probe(pid) if self.budgets.gpu_memory_bytes is not None else None
 
     def run(self, poll_interval_s: float) -> _Stop | None:
         """Watches until the child exits (None) or must be stopped (why)."""
@@ -424,7 +421,10 @@ def _gpu_peak(probe: NvmlProbe, t_s: float) -> int | None:
     return sum(reported) if reported else None
 
 
-def _start(python: str, files: _TrialFiles) -> subprocess.Popen[str]:
+def start_worker(python: str, files: TrialFiles, request: WorkRequest) -> subprocess.Popen[str]:
+    """Writes `request` to `files` and starts `python -m tfperf.trials._worker` on it, in a
+    session of its own, its stderr in the log."""
+    files.request.write_text(json.dumps(request.to_dict()), encoding="utf-8")
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     command = [python, "-m", "tfperf.trials._worker", str(files.request)]
@@ -454,7 +454,7 @@ def _read_protocol(stream: IO[str], messages: queue.Queue[dict[str, Any]]) -> No
             messages.put(message)
 
 
-def _kill_group(child: subprocess.Popen[str]) -> None:
+def kill_group(child: subprocess.Popen[str]) -> None:
     """SIGKILLs the child's process group, then reaps the child.
 
     Also after a normal exit: processes the pipeline started and left running die with it.
@@ -469,7 +469,7 @@ def _outcome(
     stop: _Stop | None,
     returncode: int,
     watch: _Watch,
-    files: _TrialFiles,
+    files: TrialFiles,
     wall_s: float,
     oom_killed: bool | None = None,
     gpu_limits: GpuLimits = NO_GPU_LIMITS,
@@ -478,7 +478,7 @@ def _outcome(
     if stop is not None:
         status, reason = stop.status, stop.reason
     else:
-        tail = _log_tail(files.log)
+        tail = log_tail(files.log)
         status, reason = classify_exit(returncode, watch.error, tail, oom_killed, gpu_limits)
     if status is TrialStatus.COMPLETE:
         try:
@@ -486,7 +486,7 @@ def _outcome(
         except ResultFileError as error:
             status, reason = TrialStatus.CRASHED, f"the trial finished but left no result: {error}"
     if status is not TrialStatus.COMPLETE:
-        logger.debug("trial %s: %s\nits log ends:\n%s", status.value, reason, _log_tail(files.log))
+        logger.debug("trial %s: %s\nits log ends:\n%s", status.value, reason, log_tail(files.log))
     return TrialOutcome(
         status=status,
         result=result,
@@ -497,7 +497,7 @@ def _outcome(
     )
 
 
-def _log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
+def log_tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     """The last non-empty `lines` of the child's stderr log; "" when there is none."""
     try:
         with path.open("rb") as log:
