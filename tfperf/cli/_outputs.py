@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tfperf.outputs import check_output_path, check_separate, safe_stem, same_file
+from tfperf.errors import OutputPathError
+from tfperf.outputs import check_output_path, check_separate, rescue_path, safe_stem, same_file
 from tfperf.pipeline import PipelineFile, user_sources
 
 #: (option or words, path) of each output a run writes.
@@ -38,6 +40,17 @@ def check_loaded(outputs: Outputs, pipeline: PipelineFile) -> None:
         OutputPathError: see `tfperf.outputs.check_separate`.
     """
     check_separate(outputs, user_sources(pipeline))
+
+
+def save_or_rescue(save: Callable[[Path], Path], path: Path, what: str) -> tuple[Path, bool]:
+    """`save(path)`; where `path` fails now, `save` into the temporary folder instead, saying so
+    on stderr ("... `what` was saved to ..."). Returns where it went and whether it was there."""
+    try:
+        return save(path), False
+    except OutputPathError as error:
+        rescued = save(rescue_path(path.name))
+        print(f"tfperf: error: {error} {what} was saved to {rescued}.", file=sys.stderr)
+        return rescued, True
 
 
 def profile_stem(pipeline: Path, reports_dir: Path) -> str:

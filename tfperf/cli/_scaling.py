@@ -19,13 +19,13 @@ import argparse
 import contextlib
 import dataclasses
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from tfperf.cli._common_args import trial_request
 from tfperf.cli._devices import gpu_flags
 from tfperf.cli._stall import stall_limit
+from tfperf.cli.base import say
 from tfperf.frameworks import DeviceLayout, StrategyKind
 from tfperf.results import ProfileResult, TrialStatus
 from tfperf.results.scaling import (
@@ -139,7 +139,7 @@ def with_scaling(
     from tfperf.hardware import detect_machine
 
     plan = scaling_plan(args.scaling, detect_machine())
-    _status(_plan_message(plan), args)
+    say(_plan_message(plan), args)
     return dataclasses.replace(result, scaling=measure_curve(plan, args, pipeline, knobs, progress))
 
 
@@ -156,7 +156,7 @@ def measure_curve(
     points: list[ScalingPoint] = []
     failures: list[ScalingFailure] = []
     for count in plan.counts:
-        _status(f"Scaling: {_replicas(count)}...", args)
+        say(f"Scaling: {_replicas(count)}...", args)
         strategy = _strategy_for(pipeline)
         knobs_of = _scaled(pipeline, knobs, count)
         measured = _measure_count(plan, count, args, knobs_of, progress, strategy)
@@ -271,8 +271,3 @@ def _plan_message(plan: ScalingPlan) -> str:
 
 def _replicas(count: int) -> str:
     return f"{count} replica{'s' * (count != 1)}"
-
-
-def _status(message: str, args: argparse.Namespace) -> None:
-    if not getattr(args, "quiet", False):
-        print(message, file=sys.stderr, flush=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import argparse
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +26,12 @@ class Command(abc.ABC):
     @abc.abstractmethod
     def run(self, args: argparse.Namespace) -> int:
         """Runs the command; returns the process exit status."""
+
+
+def say(message: str, args: argparse.Namespace) -> None:
+    """Prints `message` on stderr at once, unless `--quiet`."""
+    if not getattr(args, "quiet", False):
+        print(message, file=sys.stderr, flush=True)
 
 
 def positive_int(text: str) -> int:

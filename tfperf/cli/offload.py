@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from tfperf import frameworks
@@ -24,6 +23,7 @@ from tfperf.cli.base import (
     port_number,
     positive_float,
     positive_int,
+    say,
 )
 from tfperf.errors import PipelineFileError
 
@@ -146,7 +146,7 @@ class OffloadCommand(Command):
             timeout_s=args.timeout,
             port=args.port,
         )
-        result = service.offload(pipeline, knobs, settings, on_status=_status(args))
+        result = service.offload(pipeline, knobs, settings, on_status=lambda line: say(line, args))
         saved = result.save(json_path)
         written = write_html(render_offload_html(result), html_path)
         print(render_offload_text(result))
@@ -155,11 +155,3 @@ class OffloadCommand(Command):
             print(f"tfperf: error: {result.fault}", file=sys.stderr)
             return EXIT_SERVICE
         return 0
-
-
-def _status(args: argparse.Namespace) -> Callable[[str], None]:
-    def say(message: str) -> None:
-        if not args.quiet:
-            print(message, file=sys.stderr, flush=True)
-
-    return say

@@ -10,7 +10,6 @@ pipeline is doing; `--debug` measures in this process instead, for whole traceba
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,7 @@ from tfperf.cli._devices import (
     device_options,
     gpu_memory_fixes,
 )
-from tfperf.cli._outputs import Outputs, check_loaded, check_outputs, profile_stem
+from tfperf.cli._outputs import Outputs, check_loaded, check_outputs, profile_stem, save_or_rescue
 from tfperf.cli._scaling import add_scaling_argument, with_scaling
 from tfperf.cli._stall import DEFAULT_STALL_S, add_stall_argument, stall_limit, stall_message
 from tfperf.cli.base import (
@@ -40,9 +39,10 @@ from tfperf.cli.base import (
     check_assignments,
     non_negative_seconds,
     positive_float,
+    say,
 )
 from tfperf.cli.progress import ProgressDisplay
-from tfperf.errors import FlagError, OutputPathError, PipelineFileError, PipelineRuntimeError
+from tfperf.errors import FlagError, PipelineFileError, PipelineRuntimeError
 from tfperf.measure import Budget
 from tfperf.results import TrialStatus
 from tfperf.results.discovery import Discovery, describe_discovery
@@ -155,7 +155,7 @@ class ProfileCommand(Command):
             args.pipeline, getattr(args, "script_args", ()), needs_step=args.step_time is None
         )
         if (announced := framework.announce(pipeline)) is not None:
-            _status(announced, args)
+            say(announced, args)
         check_loaded(outputs, pipeline)
         check_assignments(
             args.overrides, pipeline.framework, shown=str(args.pipeline), option="--set"
@@ -163,7 +163,7 @@ class ProfileCommand(Command):
         knobs = pipeline.baseline.replace(**dict(args.overrides))
         knobs = _check_devices(args, pipeline, knobs)
         knobs = _through_service(args, pipeline, knobs)
-        _status(f"Profiling {args.pipeline} ({_window_words(args)})...", args)
+        say(f"Profiling {args.pipeline} ({_window_words(args)})...", args)
         found: list[Discovery] = []
         waiting = Path(args.pipeline).name
         with ProgressDisplay(enabled=not args.quiet, waiting=waiting) as progress:
@@ -415,7 +415,7 @@ def _scaled(
     if args.scaling is None:
         return result, saved
     saved_json, saved_html, failed = saved
-    _status(
+    say(
         f"Profile saved to {saved_json} and {saved_html}; the scaling runs now and is added "
         "to both when it ends.",
         args,
@@ -456,22 +456,14 @@ def _sites_lines(discovery: Discovery, args: argparse.Namespace) -> list[str]:
 
 def _save(result: ProfileResult, json_path: Path, html_path: Path) -> tuple[Path, Path, bool]:
     """Writes the JSON and the report; a path that fails now is replaced by a temporary file."""
-    from tfperf.outputs import rescue_path
     from tfperf.report import render_profile_html, write_html
 
-    failed = False
-    try:
-        saved_json = result.save(json_path)
-    except OutputPathError as error:
-        saved_json, failed = result.save(rescue_path(json_path.name)), True
-        print(f"tfperf: error: {error} The result was saved to {saved_json}.", file=sys.stderr)
+    saved_json, json_failed = save_or_rescue(result.save, json_path, "The result")
     html = render_profile_html(result)
-    try:
-        saved_html = write_html(html, html_path)
-    except OutputPathError as error:
-        saved_html, failed = write_html(html, rescue_path(html_path.name)), True
-        print(f"tfperf: error: {error} The report was saved to {saved_html}.", file=sys.stderr)
-    return saved_json, saved_html, failed
+    saved_html, html_failed = save_or_rescue(
+        lambda to: write_html(html, to), html_path, "The report"
+    )
+    return saved_json, saved_html, json_failed or html_failed
 
 
 def _window_words(args: argparse.Namespace) -> str:
@@ -488,8 +480,3 @@ def budget_seconds(text: str) -> float:
     """argparse type for `--budget`: seconds, with an optional `s` or `m` unit; 0 is none."""
     factor = 60.0 if text.endswith("m") else 1.0
     return factor * non_negative_seconds(text.rstrip("sm") or text)
-
-
-def _status(message: str, args: argparse.Namespace) -> None:
-    if not args.quiet:
-        print(message, file=sys.stderr, flush=True)

@@ -26,7 +26,7 @@ from tfperf.cli._devices import (
     device_options,
     gpu_memory_fixes,
 )
-from tfperf.cli._outputs import check_loaded, check_outputs
+from tfperf.cli._outputs import check_loaded, check_outputs, save_or_rescue
 from tfperf.cli._tune_progress import NothingCompleted, TuneProgress
 from tfperf.cli.base import (
     Command,
@@ -34,6 +34,7 @@ from tfperf.cli.base import (
     check_assignments,
     positive_float,
     positive_int,
+    say,
 )
 from tfperf.cli.lifecycle import interrupted_status
 from tfperf.errors import OutputPathError, TfperfError
@@ -247,8 +248,8 @@ class TuneCommand(Command):
         check_assignments(args.fixes, pipeline.framework, shown=str(args.pipeline), option="--fix")
         _check_patchable(outputs, pipeline)
         announced = frameworks.get(pipeline.framework).announce(pipeline)
-        if announced is not None and not args.quiet:
-            print(announced, file=sys.stderr, flush=True)
+        if announced is not None:
+            say(announced, args)
         pipeline = find_sites(pipeline, quiet=args.quiet)
         check_loaded(outputs.named(args), pipeline)
         pipeline = reorder_when_asked(pipeline, asked=args.reorder)  # issue 15: --reorder
@@ -399,7 +400,7 @@ def _finish(tuner: Tuner, result: TuneResult, pipeline: PipelineFile, outputs: _
     from tfperf.report import render_tune_summary
     from tfperf.units import format_seconds
 
-    json_path, failed = _save_json(result, outputs.json)
+    json_path, failed = save_or_rescue(result.save, outputs.json, "The summary")
     html_path = _report_or_note(tuner, outputs.html, result)
     print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
     if (step_s := tuner.options.step_time_s) is not None:
@@ -414,18 +415,6 @@ def _finish(tuner: Tuner, result: TuneResult, pipeline: PipelineFile, outputs: _
         print(f"\n{patch}")
     print(f"\nSummary JSON: {json_path}\nHTML report: {html_path}")
     return 1 if failed else 0
-
-
-def _save_json(result: TuneResult, path: Path) -> tuple[Path, bool]:
-    """Saves the summary; if its path fails now, saves it in the temporary folder instead."""
-    from tfperf.outputs import rescue_path
-
-    try:
-        return result.save(path), False
-    except OutputPathError as error:
-        rescued = result.save(rescue_path(path.name))
-        print(f"tfperf: error: {error} The summary was saved to {rescued}.", file=sys.stderr)
-        return rescued, True
 
 
 def default(option: str) -> Any:
