@@ -140,6 +140,11 @@ def examples_per_second(text: str) -> float:
     return _positive(text, "a rate in examples/s above 0, e.g. 2000")
 
 
+def speedup_factor(text: str) -> float:
+    """argparse type for `--accelerator-speedup`: how many times faster a step is, > 0."""
+    return _positive(text, "a number above 0 (e.g. 8 for a step eight times faster)")
+
+
 def _positive(text: str, meaning: str) -> float:
     # float() takes "nan" and "inf": neither is a measure of anything, and NaN would pass
     # every comparison below and reach the result JSON.

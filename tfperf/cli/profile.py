@@ -40,6 +40,7 @@ from tfperf.cli.base import (
     non_negative_seconds,
     positive_float,
     say,
+    speedup_factor,
 )
 from tfperf.cli.progress import ProgressDisplay
 from tfperf.errors import FlagError, PipelineFileError, PipelineRuntimeError
@@ -123,7 +124,7 @@ class ProfileCommand(Command):
         add_step_time_argument(accelerator)
         accelerator.add_argument(
             "--accelerator-speedup",
-            type=speedup,
+            type=speedup_factor,
             default=None,
             metavar="K",
             help="predict the input wait and the accelerator's utilisation for a step K times "
@@ -298,19 +299,6 @@ def _profile_here(
         **request.options(), owns_process=True, progress=progress, on_discovery=found.append
     )
     return frameworks.detect(pipeline.path).profile(pipeline, request.knobs, asked)
-
-
-def speedup(text: str) -> float:
-    """`--accelerator-speedup`: how many times faster the accelerator's step is, above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"must be a number above 0 (e.g. 8 for a step eight times faster), but got {text!r}"
-        )
-    return value
 
 
 def with_utilisation(result: ProfileResult, args: argparse.Namespace) -> ProfileResult:

@@ -5,9 +5,10 @@ gets a fresh TensorFlow (its precision policy set before the model exists), peak
 own, and a crash, hang or out-of-memory kill that takes down only itself.
 
 The request is a JSON object, `WorkRequest.to_dict()`: the pipeline file, its argv, the knob
-values, `steps`, `warmup` and where to write the result. The worker loads the pipeline, profiles
-it with `profile_pipeline(..., owns_process=True)` and writes the `ProfileResult` JSON to
-`result_path` through a temporary file and `os.replace`, so a half-written result never exists.
+values, the `ProfileOptions` and where to write the result. The worker loads the pipeline,
+profiles it through its framework (those options, `owns_process=True`) and writes the
+`ProfileResult` JSON to `result_path` through a temporary file and `os.replace`, so a
+half-written result never exists.
 With `mode` "discover" it only builds the pipeline of a plain file or script and writes the
 call sites it found (`Discovery` JSON) instead (see `tfperf.trials._discovery`).
 
