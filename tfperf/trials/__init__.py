@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from tfperf.trials._discovery import (
-    with_sites,
-)
+from tfperf.trials._discovery import with_sites
 from tfperf.trials._runner import (
     Budgets,
     TrialRequest,
