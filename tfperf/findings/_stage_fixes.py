@@ -11,8 +11,6 @@ from __future__ import annotations
 from tfperf.findings._facts import PipelineFacts
 from tfperf.results.stages import StageKind, StageStat
 
-__all__ = ["stage_fix"]
-
 
 def stage_fix(stage: StageStat, facts: PipelineFacts) -> str:
     """What usually speeds up `stage`, given its arguments and the pipeline around it."""

@@ -10,8 +10,6 @@ import ast
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["imported_files"]
-
 #: Folders of installed packages: never the user's own modules.
 _INSTALLED = ("site-packages", "dist-packages")
 #: The most of the user's modules `imported_files` reads: enough for a project's own package,

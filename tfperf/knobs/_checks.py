@@ -20,8 +20,6 @@ from tfperf.knobs._declare import Applier, Knob
 from tfperf.knobs._knobs import KNOBS, Knobs
 from tfperf.knobs._sitename import SiteName, is_site_name
 
-__all__ = ["site_check", "turned_on_checks"]
-
 
 def turned_on_checks(before: Knobs, after: Knobs) -> list[str]:
     """The `check_note` of each knob `after` turns on (true there, not in `before`), by its

@@ -24,24 +24,6 @@ from typing import Any
 from tfperf.knobs._choices import Precision
 from tfperf.knobs._sitename import AUTOTUNE, TUNABLE, SiteKind
 
-__all__ = [
-    "PREFETCH_DEPTHS",
-    "Applier",
-    "Kind",
-    "Knob",
-    "SearchContext",
-    "Snippet",
-    "Step",
-    "knob",
-    "loader_knob",
-    "parallelism_values",
-    "powers_of_two",
-    "precision_values",
-    "scaled_values",
-    "trainer_thread_values",
-    "worker_values",
-]
-
 #: Prefetch depths (batches) a search tries; one or two hide step-to-step jitter, 0 measures
 #: the no-overlap case, deeper buffers only cost RAM.
 PREFETCH_DEPTHS = (0, 1, 2, 4, 8)

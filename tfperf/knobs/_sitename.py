@@ -35,21 +35,6 @@ from typing import Any
 
 from tfperf.errors import KnobError
 
-__all__ = [
-    "AUTOTUNE",
-    "STRUCTURE_EDITS",
-    "TUNABLE",
-    "SiteKind",
-    "SiteName",
-    "SiteValues",
-    "as_int",
-    "check_site_value",
-    "format_site_value",
-    "is_site_name",
-    "site_kind",
-    "training_sites",
-]
-
 #: tf.data.AUTOTUNE, repeated so this module never imports TensorFlow.
 AUTOTUNE = -1
 

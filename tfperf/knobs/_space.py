@@ -26,17 +26,6 @@ from tfperf.knobs._knobs import KNOBS, Knobs, check_names, check_value
 from tfperf.knobs._sitename import AUTOTUNE
 from tfperf.knobs._values import plain_value
 
-__all__ = [
-    "Choices",
-    "Domain",
-    "Fixed",
-    "IntRange",
-    "cycle_conflicts",
-    "from_jsonable",
-    "parse_search_space",
-    "to_jsonable",
-]
-
 _RANGE_KEYS = ("low", "high", "log")
 
 

@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EmulatedStep"]
-
 
 @dataclasses.dataclass(frozen=True)
 class EmulatedStep:

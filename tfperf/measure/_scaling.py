@@ -21,8 +21,6 @@ from tfperf.results.scaling import (
     ScalingPoint,
 )
 
-__all__ = ["replica_counts", "scaling_curve", "scaling_point"]
-
 
 def replica_counts(limit: int) -> tuple[int, ...]:
     """1, 2, 4, ... up to `limit`, and `limit` itself when it is not a power of two.

@@ -21,8 +21,6 @@ from typing import Any, NamedTuple
 from tfperf.knobs import Knobs
 from tfperf.results import TrainingRate
 
-__all__ = ["Window", "fastest_window", "probe_settings", "time_step", "training_rate"]
-
 logger = logging.getLogger(__name__)
 
 #: Untimed steps before timing (the trace and the first run), then at least this many timed

@@ -21,8 +21,6 @@ from collections.abc import Sequence
 
 from tfperf.offload._result import Binding, CoreRate, VerifyPoint
 
-__all__ = ["TIE", "binding", "cores_per_worker", "fit_workers", "network_ceiling", "workers_needed"]
-
 #: Rates per core within this fraction of the best count as a tie (measurement noise).
 TIE = 0.1
 

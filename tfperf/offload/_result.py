@@ -14,14 +14,6 @@ from typing import Any
 
 from tfperf.errors import ResultFileError
 
-__all__ = [
-    "Binding",
-    "CoreRate",
-    "OffloadResult",
-    "ServiceCeiling",
-    "VerifyPoint",
-]
-
 #: Bumped when a key changes meaning; a reader refuses a newer format it cannot read.
 FORMAT = 1
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-__all__ = ["OffloadSettings"]
-
 
 @dataclasses.dataclass(frozen=True)
 class OffloadSettings:

@@ -43,17 +43,6 @@ from tfperf.knobs import (
 if TYPE_CHECKING:
     from tfperf.frameworks import Framework
 
-__all__ = [
-    "CONTRACT_NAMES",
-    "Contract",
-    "check_contract",
-    "check_framework_knobs",
-    "fixed_code_knobs",
-    "function_place",
-    "is_script",
-    "strategy_function",
-    "takes_input_context",
-]
 
 #: Names whose presence makes a file a pipeline file rather than a training script.
 CONTRACT_NAMES = frozenset(

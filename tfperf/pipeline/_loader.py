@@ -54,8 +54,6 @@ from tfperf.tracebacks import (
     missing_module_hint,
 )
 
-__all__ = ["PipelineFile", "PipelineKind", "check_source", "load_pipeline"]
-
 logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfperf.pipeline._loader import PipelineFile
 
-__all__ = ["source_digest", "user_sources"]
 
 _INSTALLED = ("site-packages", "dist-packages")
 

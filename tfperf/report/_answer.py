@@ -13,8 +13,6 @@ from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.results import ProfileResult, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
 
-__all__ = ["HEADLINES", "evidence_words", "finding_lines", "render_answer"]
-
 #: Findings the short answer lists; the rest are one flag away.
 ANSWER_FINDINGS = 3
 #: Non-empty lines the short answer keeps to.

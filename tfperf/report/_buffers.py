@@ -13,8 +13,6 @@ import dataclasses
 from tfperf.results.stages import BufferHold, MemoryAccount
 from tfperf.units import format_bytes
 
-__all__ = ["BufferRow", "buffer_rows", "buffers_summary", "buffers_text"]
-
 
 @dataclasses.dataclass(frozen=True)
 class BufferRow:

@@ -9,8 +9,6 @@ from __future__ import annotations
 from tfperf.results import ProfileResult
 from tfperf.results.scaling import DistributedInput, Distribution
 
-__all__ = ["distribution_rows", "distribution_text"]
-
 _INPUT = {
     DistributedInput.DISTRIBUTE_DATASET: (
         "strategy.experimental_distribute_dataset: global batches split across replicas"

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tfperf.results import ProfileResult
 
-__all__ = ["gpu_memory_text"]
 
 HEADING = "GPU memory per process (to share one GPU between processes or models):"
 

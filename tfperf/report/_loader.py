@@ -18,8 +18,6 @@ import dataclasses
 from tfperf.results.stages import LoaderReport
 from tfperf.units import format_bytes, format_seconds
 
-__all__ = ["LoaderView", "loader_statements", "loader_text", "loader_view"]
-
 
 @dataclasses.dataclass(frozen=True)
 class LoaderView:

@@ -16,15 +16,6 @@ from tfperf.units import format_bytes
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-__all__ = [
-    "OffloadChart",
-    "offload_answer",
-    "offload_chart",
-    "offload_figure",
-    "offload_rows",
-    "render_offload_html",
-    "render_offload_text",
-]
 
 _BINDS = {
     Binding.MODEL: "the model: one worker already delivers more than it consumes",

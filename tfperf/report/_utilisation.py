@@ -11,8 +11,6 @@ import dataclasses
 from tfperf.results import ProfileResult
 from tfperf.units import format_seconds
 
-__all__ = ["UtilisationWords", "emulated_note", "utilisation_text", "utilisation_words"]
-
 
 @dataclasses.dataclass(frozen=True)
 class UtilisationWords:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["callee", "name_line"]
-
 
 def callee(call: ast.Call) -> str | None:
     """The called name: `map` for `ds.map(...)`, `TFRecordDataset` for `TFRecordDataset(...)`."""

@@ -30,8 +30,6 @@ from collections.abc import Sequence
 from tfperf.results.discovery import CallSite
 from tfperf.sites._callee import callee
 
-__all__ = ["TextEdit", "carried", "describe_edit", "structure_edits"]
-
 #: The call that reads the map, for each swap.
 _READER = {("shuffle", "before_map"): "shuffle", ("map", "after_batch"): "batch"}
 REORDER_COMMENT = "# tfperf --reorder: this map now runs on whole batches; check its result"

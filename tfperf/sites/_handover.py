@@ -23,8 +23,6 @@ from tfperf.sites._edit_text import structure_edits
 from tfperf.sites._insert import Additions, Anchor, placement_problem
 from tfperf.sites._patch import Change, Patch, changes_between, inserted_prefetch, make_patch
 
-__all__ = ["additions_between", "edit_sites", "patch_for", "reorder_sites", "unplaceable"]
-
 #: The kind of insertion that writes what each applier put into effect around the code.
 _INSERTIONS = {
     Applier.TF_DATA: "options",

@@ -29,17 +29,6 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from tfperf.knobs import AUTOTUNE
 
-__all__ = [
-    "NOTHING_ADDED",
-    "TENSORFLOW",
-    "Additions",
-    "Anchor",
-    "InsertEdit",
-    "imported",
-    "insert_edits",
-    "placement_problem",
-]
-
 _PRIMARY = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 #: The module a user's tf.data code imports, as its import statements name it.
 TENSORFLOW = "tensorflow"

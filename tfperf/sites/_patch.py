@@ -42,8 +42,6 @@ from tfperf.sites._insert import (
     insert_edits,
 )
 
-__all__ = ["Change", "ManualEdit", "Patch", "changes_between", "inserted_prefetch", "make_patch"]
-
 
 @dataclasses.dataclass(frozen=True)
 class Change:

@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+from tfperf.study.ledger import Wait
 from tfperf.tuner._handover import (
     hand_over,
 )
@@ -18,7 +19,6 @@ from tfperf.tuner._options import (
     TuneInterrupted,
     TuneListener,
     TuneOptions,
-    Wait,
 )
 from tfperf.tuner._remeasure import (
     MIN_ROUNDS,

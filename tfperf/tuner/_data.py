@@ -27,8 +27,6 @@ from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._options import TrialRunner
 
-__all__ = ["BASELINE_WARNING", "data_problem", "refusing_changed_data"]
-
 logger = logging.getLogger("tfperf.tuner")
 
 #: Said once when the file's own BASELINE changes the data (`%s`: the check's sentence).

@@ -17,8 +17,6 @@ from tfperf.results.discovery import Discovery
 from tfperf.results.tune import EditGain
 from tfperf.sites import Patch, describe_edit, edit_sites
 
-__all__ = ["edit_gains"]
-
 
 def edit_gains(
     discovery: Discovery,

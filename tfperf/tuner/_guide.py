@@ -34,18 +34,7 @@ from tfperf.results import Limit, ProfileResult, plain_dict, validated
 from tfperf.results.stages import StageKind, StageStat
 from tfperf.results.tune import TRAINING_KNOBS, Estimate, Reference, folded_estimates
 from tfperf.tuner._proposers import Fit, Proposer, propose, sized_threads
-from tfperf.tuner._search import GUIDED_SUFFIX
 from tfperf.tuner._training import SettingLimit, training_estimate
-
-__all__ = [
-    "GUIDED_SUFFIX",
-    "Guide",
-    "guided_ranges",
-    "input_only_fixes",
-    "make_guide",
-    "thread_range",
-    "widen",
-]
 
 #: An interleave's two arguments, the knobs of the same names.
 _CYCLE, _CALLS = KNOBS.cycle_length.name, KNOBS.num_parallel_calls.name

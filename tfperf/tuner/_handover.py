@@ -16,19 +16,15 @@ import os
 import tempfile
 from pathlib import Path
 
-from tfperf.knobs import Knobs
-from tfperf.pipeline import PipelineFile, PipelineKind
+from tfperf.pipeline import PipelineKind
 from tfperf.results import TrialOutcome
 from tfperf.results.tune import HandOver, Measurement, Speedup, TuneResult, keeps_baseline, speedup
 from tfperf.sites import Patch, patch_for
 from tfperf.study import feasible_complete
 from tfperf.study.records import TrialRecord
-from tfperf.trials import TrialRequest
 from tfperf.tuner._edit_gains import edit_gains
 from tfperf.tuner._remeasure import Finalist, remeasure
 from tfperf.tuner._tuner import Tuner
-
-__all__ = ["hand_over", "patched_copy"]
 
 ORIGINAL, PATCHED = "original", "patched"
 
@@ -103,8 +99,8 @@ def _verify(tuner: Tuner, patch: Patch) -> tuple[Speedup | None, str | None]:
         original = pipeline.baseline  # the sites at their written values
         patched = pipeline.baseline.replace(sites={})  # the patched code, nothing overridden
         requests = {
-            id(original): _request(tuner, pipeline, pipeline.path, original),
-            id(patched): _request(tuner, pipeline, Path(folder) / pipeline.path.name, patched),
+            id(original): tuner.trial_request(original),
+            id(patched): tuner.trial_request(patched, path=Path(folder) / pipeline.path.name),
         }
 
         def on_measured(finalist: Finalist, outcome: TrialOutcome) -> None:
@@ -124,21 +120,6 @@ def _verify(tuner: Tuner, patch: Patch) -> tuple[Speedup | None, str | None]:
         reasons = "; ".join(failures[:2]) or "no run completed"
         return None, f"not verified: the side-by-side runs failed ({reasons})"
     return speedup(by_label[PATCHED], by_label[ORIGINAL]), None
-
-
-def _request(tuner: Tuner, pipeline: PipelineFile, path: Path, knobs: Knobs) -> TrialRequest:
-    return TrialRequest(
-        pipeline=path,
-        knobs=knobs,
-        steps=tuner.options.steps,
-        min_seconds=tuner.options.min_seconds,
-        warmup=tuner.options.warmup,
-        argv=pipeline.argv,
-        epoch_steps=tuner.options.epoch_steps,
-        layout=tuner.options.layout,
-        strategy=tuner.options.strategy,
-        step_time_s=tuner.options.step_time_s,
-    )
 
 
 def _trial_sites(tuner: Tuner) -> list[tuple[dict[str, int | None], float]]:

@@ -28,16 +28,6 @@ from tfperf.tuner._remeasure import Finalist
 if TYPE_CHECKING:
     import optuna
 
-__all__ = [
-    "TooManyFailures",
-    "TrialRunner",
-    "TuneInterrupted",
-    "TuneListener",
-    "TuneOptions",
-    "Wait",
-    "distributed",
-    "tally",
-]
 
 logger = logging.getLogger("tfperf.tuner")
 

@@ -36,19 +36,6 @@ from tfperf.results.stages import StageKind
 from tfperf.results.tune import Estimate, Reference
 from tfperf.tuner._training import TrainingChoice
 
-__all__ = [
-    "POOL",
-    "PROPOSERS",
-    "Fit",
-    "Proposer",
-    "estimate_knobs",
-    "pool_estimate",
-    "prefetch_depth",
-    "propose",
-    "sized_threads",
-    "unordered",
-]
-
 POOL = KNOBS.private_threadpool_size.name
 #: The prefetch depth of `pool_estimate` (batches), and its knob.
 POOLED_PREFETCH = 2

@@ -25,8 +25,6 @@ from tfperf.results import ProfileResult
 from tfperf.results.stages import BufferHold
 from tfperf.units import format_bytes
 
-__all__ = ["predicted_rss_bytes", "ram_problem"]
-
 
 def predicted_rss_bytes(baseline: ProfileResult, before: Knobs, after: Knobs) -> float | None:
     """The peak RSS `after` would reach: the baseline's, with its buffers repriced, or with its

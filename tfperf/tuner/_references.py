@@ -40,7 +40,6 @@ from tfperf.tuner._training import limit_for, training_settings
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["References"]
 
 logger = logging.getLogger(__name__)
 

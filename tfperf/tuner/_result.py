@@ -36,8 +36,6 @@ from tfperf.units import format_bytes
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["RunFacts", "tune_result"]
-
 
 @dataclasses.dataclass(frozen=True)
 class RunFacts:

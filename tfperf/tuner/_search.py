@@ -53,19 +53,6 @@ from tfperf.knobs.declare import SearchContext, powers_of_two
 if TYPE_CHECKING:
     import optuna
 
-__all__ = [
-    "AUTOTUNE_KNOBS",
-    "GUIDED_SUFFIX",
-    "autotune_knobs",
-    "build_space",
-    "default_space",
-    "describe_space",
-    "reference_params",
-    "sampler_params",
-    "search_context",
-    "site_space",
-    "suggest_knobs",
-]
 
 logger = logging.getLogger(__name__)
 

@@ -34,14 +34,6 @@ from tfperf.measure import InputCpu, PipelineModel, model_from_profile
 from tfperf.results import Limit, ProfileResult, TrainingRate
 from tfperf.results.tune import training_distance
 
-__all__ = [
-    "SettingLimit",
-    "TrainingChoice",
-    "limit_for",
-    "training_estimate",
-    "training_settings",
-]
-
 #: The predicted gain a training setting needs over the input-only estimate to be proposed.
 BEYOND_NOISE = 1.10
 #: Training settings predicted this near the fastest are one setting within the model's error:

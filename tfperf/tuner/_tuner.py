@@ -21,6 +21,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfperf import frameworks
@@ -42,20 +43,17 @@ from tfperf.study import (
     stored_result,
 )
 from tfperf.study.cluster import worker_record
-from tfperf.study.ledger import Claim, Done, Ledger, Lock, Waiting, open_study, quiet_optuna
+from tfperf.study.ledger import Claim, Done, Ledger, Lock, Wait, Waiting, open_study, quiet_optuna
 from tfperf.study.records import StudyRecord, TrialRecord, source_changed, write_study
 from tfperf.study.storage import default_storage_url, mask_url
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._data import refusing_changed_data
 from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (
-    OverBudget,
-    TooManyFailures,
     TrialRunner,
     TuneInterrupted,
     TuneListener,
     TuneOptions,
-    Wait,
     check_some_fit,
     distributed,
     tally,
@@ -65,18 +63,6 @@ from tfperf.tuner._references import References
 from tfperf.tuner._remeasure import best_estimate, confirm, pick_finalists, remeasure
 from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
-
-__all__ = [
-    "OverBudget",
-    "TooManyFailures",
-    "TrialRunner",
-    "TuneInterrupted",
-    "TuneListener",
-    "TuneOptions",
-    "Tuner",
-    "Wait",
-    "tune",
-]
 
 if TYPE_CHECKING:
     import optuna
@@ -352,7 +338,7 @@ class Tuner:
         self.listener.trial_started(claim.number, label, knobs)
         try:
             outcome = self.runner(
-                self._request(knobs, stages=label == Reference.BASELINE),
+                self.trial_request(knobs, stages=label == Reference.BASELINE),
                 self.budgets,
                 on_progress=self._pruner(claim),
             )
@@ -412,9 +398,12 @@ class Tuner:
                 self._baseline = stored_result(self.ledger.study.trials[number])
         return ram_problem(self._baseline, self.pipeline.baseline, knobs, self.budgets.ram_bytes)
 
-    def _request(self, knobs: Knobs, stages: bool = False) -> TrialRequest:
+    def trial_request(
+        self, knobs: Knobs, stages: bool = False, path: Path | None = None
+    ) -> TrialRequest:
+        """A trial of `knobs` on the pipeline (or its copy at `path`), as the options say."""
         return TrialRequest(
-            pipeline=self.pipeline.path,
+            pipeline=path or self.pipeline.path,
             knobs=knobs,
             steps=self.options.steps,
             min_seconds=self.options.min_seconds,
@@ -478,7 +467,7 @@ class Tuner:
         measurements = remeasure(
             finalists,
             self.options.rounds,
-            self._request,
+            self.trial_request,
             self.budgets,
             lambda request, budgets: self.runner(request, budgets),
             self.listener.remeasured,
@@ -502,7 +491,7 @@ class Tuner:
             measurements,
             chosen,
             self.options.rounds,
-            self._request,
+            self.trial_request,
             self.budgets,
             lambda request, budgets: self.runner(request, budgets),
             self.listener.remeasured,

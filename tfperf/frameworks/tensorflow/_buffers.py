@@ -25,8 +25,6 @@ from tfperf.results.stages import (
     StageUnit,
 )
 
-__all__ = ["buffer_holds"]
-
 logger = logging.getLogger(__name__)
 
 #: A map whose elements are at least this many times the bytes of its input's enlarges them

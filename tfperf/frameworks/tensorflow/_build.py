@@ -43,17 +43,6 @@ if TYPE_CHECKING:
     from tfperf.frameworks.tensorflow._recording import Recorder
     from tfperf.frameworks.tensorflow._tf import DistributedInput
 
-__all__ = [
-    "Built",
-    "build",
-    "build_dataset",
-    "build_parts",
-    "found_sites",
-    "raw_dataset",
-    "refuse_service",
-    "through_service",
-]
-
 
 @dataclasses.dataclass(frozen=True)
 class Built:

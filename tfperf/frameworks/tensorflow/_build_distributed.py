@@ -28,8 +28,6 @@ from tfperf.frameworks.tensorflow._build import (
 from tfperf.knobs import Knobs
 from tfperf.pipeline import PipelineFile, PipelineKind, takes_input_context
 
-__all__ = ["build_distributed"]
-
 
 def build_distributed(
     pipeline: PipelineFile,

@@ -27,20 +27,6 @@ from tfperf.results.discovery import ArgumentForm
 from tfperf.sites import callee, name_line
 from tfperf.tracebacks import is_user_file
 
-__all__ = [
-    "Caller",
-    "argument_form",
-    "autograph_origin",
-    "call_ordinal",
-    "call_text",
-    "calls_on_line",
-    "classify",
-    "library_path",
-    "plain_value",
-    "single_file",
-    "user_line",
-]
-
 logger = logging.getLogger(__name__)
 
 #: The tfperf package: its own frames (the wrappers, `_tf`) are never the caller.

@@ -17,8 +17,6 @@ from tfperf.frameworks.tensorflow._tf import apply_options
 from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results.discovery import Discovery, SlowStage
 
-__all__ = ["discover_sites"]
-
 
 def discover_sites(pipeline: PipelineFile, *, measure_stages: bool = False) -> Discovery:
     """The call sites of a plain file or script, as its code is written.

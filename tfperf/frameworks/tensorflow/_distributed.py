@@ -10,8 +10,6 @@ from tfperf.frameworks.tensorflow._build import Built
 from tfperf.results import ProfileResult
 from tfperf.results.scaling import DistributedInput, Distribution
 
-__all__ = ["distribution_of", "epoch_of"]
-
 
 def distribution_of(built: Built, result: ProfileResult) -> Distribution | None:
     """The strategy's replicas and the per-replica figures of `result`; None without one."""

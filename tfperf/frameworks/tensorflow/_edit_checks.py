@@ -26,7 +26,6 @@ from tfperf.hardware import default_ram_budget, detect_machine
 if TYPE_CHECKING:
     from tfperf.frameworks.tensorflow._edits import UserCall
 
-__all__ = ["batched_problem", "cache_problem", "decode_problem", "ram_budget"]
 
 MIB = 2**20
 

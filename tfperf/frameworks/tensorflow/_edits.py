@@ -35,8 +35,6 @@ from tfperf.frameworks.tensorflow._edit_checks import batched_problem, cache_pro
 from tfperf.frameworks.tensorflow._seen import Place, Run
 from tfperf.results.discovery import CallSite
 
-__all__ = ["EDIT_ARGUMENTS", "EditRecorder", "UserCall"]
-
 logger = logging.getLogger(__name__)
 
 #: The edit each consumer of a map makes: its site's (method, argument).

@@ -24,8 +24,6 @@ from tfperf.errors import PipelineFileError
 from tfperf.frameworks.tensorflow._tf import patched
 from tfperf.tracebacks import is_user_file
 
-__all__ = ["fit_refused", "may_train"]
-
 #: Top-level packages through which a file can reach `keras.Model.fit`.
 _TRAINING_PACKAGES = frozenset({"tensorflow", "keras", "tf_keras"})
 

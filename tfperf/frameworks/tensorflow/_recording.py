@@ -67,8 +67,6 @@ from tfperf.frameworks.tensorflow._structure import AfterInterleave, added_prefe
 from tfperf.knobs import AUTOTUNE, TUNABLE
 from tfperf.results.discovery import CallSite, Discovery, Untunable
 
-__all__ = ["Recorder", "recording"]
-
 logger = logging.getLogger(__name__)
 
 

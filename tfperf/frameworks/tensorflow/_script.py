@@ -38,8 +38,6 @@ from tfperf.frameworks.tensorflow._tf import patched
 from tfperf.pipeline import PipelineFile
 from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
 
-__all__ = ["FitCall", "fit_dataset", "run_until_fit"]
-
 #: Batch size Keras uses when `fit` gets arrays and no `batch_size`.
 KERAS_DEFAULT_BATCH = 32
 

@@ -13,17 +13,6 @@ from tfperf.frameworks import site_at
 from tfperf.knobs import SiteName, format_site_value
 from tfperf.results.discovery import ArgumentForm, CallSite
 
-__all__ = [
-    "Place",
-    "Run",
-    "Seen",
-    "inserted_site",
-    "seen_order",
-    "seen_text",
-    "site_of",
-    "varies",
-]
-
 
 @dataclasses.dataclass(frozen=True)
 class Place:

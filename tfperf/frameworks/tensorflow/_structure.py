@@ -22,8 +22,6 @@ from tfperf.frameworks.tensorflow import _tf
 from tfperf.knobs import AUTOTUNE, SiteName
 from tfperf.results.discovery import CallSite
 
-__all__ = ["AfterInterleave", "added_prefetch", "feeds_a_map"]
-
 
 @dataclasses.dataclass
 class AfterInterleave:

@@ -27,8 +27,6 @@ from tfperf.measure.training import probe_settings, time_step, training_rate
 from tfperf.pipeline import PipelineFile
 from tfperf.results import TrainingRate
 
-__all__ = ["PROBE_SECONDS", "probe_training"]
-
 #: Timed seconds per window, after the untimed steps (the trace and the first run).
 PROBE_SECONDS = 0.4
 #: Timed windows per setting; the faster counts (`tfperf.measure.training.fastest_window`).

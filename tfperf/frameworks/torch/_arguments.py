@@ -48,8 +48,6 @@ from tfperf.results.discovery import ArgumentForm
 from tfperf.sites import callee, name_line
 from tfperf.tracebacks import is_user_file
 
-__all__ = ["ADD_ARGUMENT", "Option", "Options", "recording_options", "trace", "trace_own"]
-
 #: The call an option is written with, as a patch finds it again.
 ADD_ARGUMENT = "add_argument"
 

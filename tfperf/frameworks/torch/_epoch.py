@@ -28,8 +28,6 @@ import dataclasses
 from tfperf.results import PhaseResult
 from tfperf.results.stages import RestartCost
 
-__all__ = ["starts_each_epoch", "with_start_up"]
-
 
 def starts_each_epoch(num_workers: int, persistent_workers: bool) -> bool:
     """Whether every `iter(loader)` starts the loader's worker processes again."""

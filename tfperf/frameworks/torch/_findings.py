@@ -27,8 +27,6 @@ from tfperf.knobs import KNOBS
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import LoaderReport
 
-__all__ = ["CHANGED_DATA_WEIGHT", "MEMORY_WEIGHT", "loader_findings", "with_check_notes"]
-
 #: Duplicated or dropped examples make every rate of the profile wrong: above any share of
 #: step time a finding can speak to.
 CHANGED_DATA_WEIGHT = 1.0

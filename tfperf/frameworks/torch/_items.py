@@ -41,8 +41,6 @@ from typing import Any
 
 from tfperf.results import JsonRecord
 
-__all__ = ["BLOCKING_RATIO", "MAX_WORKERS", "ItemTiming", "time_items", "workers_for"]
-
 #: An item blocks when its wall time is at least this many times its CPU time: half the
 #: time or more spent waiting, not computing.
 BLOCKING_RATIO = 2.0

@@ -36,8 +36,6 @@ from tfperf.measure import batch_examples, leaves
 from tfperf.probes import unique_memory
 from tfperf.results.stages import PassCheck, WorkerMemory
 
-__all__ = ["PASS_SECONDS", "CheckedPass", "check_pass"]
-
 logger = logging.getLogger(__name__)
 
 #: The most wall seconds the checked pass takes, the trainer's read included.

@@ -18,8 +18,6 @@ from pathlib import Path
 from tfperf.frameworks import call_span
 from tfperf.knobs import SiteName
 
-__all__ = ["CALL", "Place", "call_of", "calls_in"]
-
 #: The call recorded, as site names spell it.
 CALL = "DataLoader"
 

@@ -82,15 +82,6 @@ if TYPE_CHECKING:
     from tfperf.probes import Probe
     from tfperf.results import ProfileResult
 
-__all__ = [
-    "ScriptMode",
-    "ScriptProfile",
-    "ScriptRun",
-    "profile_script",
-    "profile_script_pipeline",
-    "run_script",
-    "script_phase_s",
-]
 
 #: The measured loader's arguments read back into `ScriptRun.options`.
 _OPTIONS = tuple(argument for argument, _, _ in ARGUMENTS)

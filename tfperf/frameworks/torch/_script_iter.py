@@ -32,17 +32,6 @@ from tfperf.results import Phase
 if TYPE_CHECKING:
     from tfperf.measure import Profiler
 
-__all__ = [
-    "Profiled",
-    "ScriptMode",
-    "Stop",
-    "Timer",
-    "cuda_sync",
-    "iterate_alone",
-    "measuring",
-    "script_phase_s",
-]
-
 
 class ScriptMode(str, Enum):
     """What a run of the script measures."""

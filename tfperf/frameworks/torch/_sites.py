@@ -73,15 +73,6 @@ from tfperf.sites import (
 )
 from tfperf.tracebacks import is_user_file
 
-__all__ = [
-    "CALL",
-    "LOADER_KNOBS",
-    "THREADS_KNOB",
-    "LoaderRecorder",
-    "TorchSites",
-    "recording",
-]
-
 #: The knob of the trainer's intra-op threads (`torch.set_num_threads`), as `Knobs.to_dict`
 #: writes it; the patch adds the call where a measured configuration sets it.
 THREADS_KNOB = "torch_threads"
@@ -391,7 +382,8 @@ class TorchSites:
 
         `measure_stages` is accepted for the interface: a `DataLoader` has no stages.
         """
-        from tfperf.frameworks.torch._script import ScriptMode, run_script
+        from tfperf.frameworks.torch._script import run_script
+        from tfperf.frameworks.torch._script_iter import ScriptMode
 
         argv = tuple(getattr(pipeline, "argv", ()))
         run = run_script(pipeline.path, argv, {}, steps=0, mode=ScriptMode.DISCOVER)

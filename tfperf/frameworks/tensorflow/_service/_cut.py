@@ -25,8 +25,6 @@ from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._chain import recover_chain
 from tfperf.results.stages import StageKind
 
-__all__ = ["Cut", "check_runs_on_service", "cut_dataset"]
-
 
 @dataclasses.dataclass(frozen=True)
 class Cut:

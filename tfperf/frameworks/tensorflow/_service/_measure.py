@@ -17,16 +17,6 @@ from tfperf.knobs import Knobs
 from tfperf.offload import CoreRate, OffloadSettings, ServiceCeiling
 from tfperf.pipeline import PipelineFile
 
-__all__ = [
-    "batch_bytes",
-    "distribute",
-    "pinned_rate",
-    "served",
-    "service_ceiling",
-    "spawn_rate",
-    "through_service",
-]
-
 
 def spawn_rate(cores: Sequence[int]) -> Child:
     """A child pinned to `cores` that imports TensorFlow and waits for `pinned_rate`."""

@@ -52,8 +52,6 @@ from tfperf.offload import (
 )
 from tfperf.pipeline import PipelineFile
 
-__all__ = ["offload"]
-
 logger = logging.getLogger(__name__)
 
 Status = Callable[[str], None]

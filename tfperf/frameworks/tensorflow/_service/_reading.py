@@ -18,8 +18,6 @@ from typing import Any
 from tfperf.errors import PipelineRuntimeError, ServiceError
 from tfperf.measure import batch_examples
 
-__all__ = ["Rate", "read_rate", "read_watched"]
-
 Clock = Callable[[], float]
 #: How often the watching thread checks for a fault.
 POLL_S = 0.05

@@ -30,8 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ANSWER_PREFIX", "HEARTBEAT_MS", "main"]
-
 ANSWER_PREFIX = "tfperf-service: "
 #: How often a worker reports to the dispatcher: short, so a new worker is used within ~0.2 s.
 HEARTBEAT_MS = 200

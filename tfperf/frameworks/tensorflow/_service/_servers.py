@@ -30,20 +30,6 @@ from typing import IO, Any
 from tfperf.errors import ServiceAddressError, ServiceError
 from tfperf.frameworks.tensorflow._service._serve import ANSWER_PREFIX, HEARTBEAT_MS
 
-__all__ = [
-    "Child",
-    "Dispatcher",
-    "LocalCluster",
-    "check_port_free",
-    "check_reachable",
-    "host_cores",
-    "spawn_workers",
-    "split_address",
-    "start_dispatcher",
-    "stop_all",
-    "stop_children",
-]
-
 logger = logging.getLogger(__name__)
 
 _MODULE = "tfperf.frameworks.tensorflow._service._serve"

@@ -13,8 +13,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-__all__ = ["AutotuneNode", "AutotuneParameter", "autotune_nodes"]
-
 
 @dataclasses.dataclass(frozen=True)
 class AutotuneParameter:

@@ -20,34 +20,6 @@ from tfperf.knobs import KNOBS
 from tfperf.knobs.declare import Applier
 from tfperf.results.stages import DatasetOptions
 
-__all__ = [
-    "FUNCTION_ATTRIBUTES",
-    "PARAMETER_ATTRIBUTES",
-    "V1_ADAPTER",
-    "added_by_tf_data",
-    "cache_file",
-    "calls_python",
-    "cardinality",
-    "casts_to_float",
-    "dataset_options",
-    "generator_function",
-    "get_option",
-    "inner_datasets",
-    "inputs",
-    "is_tf_data_function",
-    "key_function",
-    "method_of",
-    "parameters",
-    "process_resources",
-    "reader_in",
-    "set_option",
-    "tensorflow_dir",
-    "traced_graphs",
-    "unwrap_v1",
-    "user_function",
-    "walk_inputs",
-]
-
 #: Private attributes holding the traced function of a dataset (map, filter, scan, the reduce
 #: and the key of group_by_window), the user's own function first.
 FUNCTION_ATTRIBUTES = ("_map_func", "_predicate", "_scan_func", "_reduce_func", "_key_func")

@@ -19,22 +19,6 @@ from typing import Any
 from tfperf.errors import PipelineFileError
 from tfperf.knobs import Knobs, ShardPolicy
 
-__all__ = [
-    "DistributedBatch",
-    "DistributedInput",
-    "check_strategy",
-    "default_input_context",
-    "distribute_dataset",
-    "distribute_from_function",
-    "in_scope",
-    "input_options",
-    "is_default",
-    "keras_distributed_step",
-    "replica_devices",
-    "shard_dataset",
-    "strategy_step",
-]
-
 
 @dataclasses.dataclass(frozen=True)
 class DistributedBatch:

@@ -14,8 +14,6 @@ from typing import Any
 
 from tfperf.frameworks.tensorflow._tf._datasets import FUNCTION_ATTRIBUTES, _graph, _op_types
 
-__all__ = ["element_bytes", "random_ops", "same_structure", "spec_bytes"]
-
 #: Op types that draw random numbers (stateful or seeded per call): a stage holding one gives
 #: other elements on every pass, so caching after it would freeze one draw.
 _RANDOM = re.compile(

@@ -17,16 +17,6 @@ from typing import Any
 
 from tfperf.frameworks.tensorflow._tf._methods import METHODS, Method
 
-__all__ = [
-    "intercept",
-    "intercept_v1",
-    "intercepted",
-    "patch_target",
-    "patch_target_v1",
-    "patched",
-    "traced_stack",
-]
-
 #: Builds the stand-in for one call from its record and the original function.
 Wrap = Callable[[Method, Callable[..., Any]], Callable[..., Any]]
 

@@ -21,19 +21,6 @@ import re
 from tfperf.knobs import TUNABLE, SiteKind
 from tfperf.results.stages import StageKind
 
-__all__ = [
-    "METHODS",
-    "NOT_STAGES",
-    "RESOLVED_AT_START",
-    "Method",
-    "autotune_argument",
-    "fused_map_and_batch",
-    "method_named",
-    "method_of_class",
-    "node_kinds",
-    "resolved_arguments",
-]
-
 
 @dataclasses.dataclass(frozen=True)
 class Method:
