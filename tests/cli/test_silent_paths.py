@@ -347,6 +347,26 @@ def test_remeasurement_shows_its_phase_and_each_run_when_not_a_terminal(capsys):
     assert f"  1/2 trial 3: {rate}\n" in err
 
 
+def test_the_time_left_is_a_line_after_the_first_trial_and_when_it_moves(capsys):
+    from tfperf.cli._tune_progress import TuneProgress
+    from tfperf.tuner import Expected
+
+    with TuneProgress(trials=8) as listener:  # capsys: stderr is not a terminal
+        listener.expected(Expected(trials_left=6, search_s=360.0, runs_after=15, run_s=60.0))
+        listener.expected(Expected(trials_left=5, search_s=300.0, runs_after=15, run_s=60.0))
+        listener.expected(Expected(trials_left=0, search_s=0.0, runs_after=15, run_s=40.0))
+        listener.expected(Expected(None, search_s=120.0, runs_after=9, run_s=10.0))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "Expected: about 21 min more: 6 more trials, then about 15 re-measurement runs, at "
+        "about 60 s a trial as this run's took.",
+        "Expected: about 10 min more: no more trials, then about 15 re-measurement runs, at "
+        "about 40 s a trial as this run's took.",
+        "Expected: about 3.5 min more: the search until --timeout (2 min), then about 9 "
+        "re-measurement runs, at about 10 s a trial as this run's took.",
+    ]
+
+
 # Item 11: Optuna's warnings, the wrappers of a tuner, the exit.
 
 

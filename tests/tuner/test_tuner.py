@@ -425,3 +425,29 @@ def test_with_a_step_time_every_trial_emulates_it_and_probes_no_model(write_pipe
         tuner(pipeline, tmp_path, FakeRunner(), trials=4).run()  # the model's own step now
     with pytest.raises(StudyMismatchError, match="Resume it with --step-time 5ms"):
         tuner(pipeline, tmp_path, FakeRunner(), trials=4, step_time_s=0.02).run()
+
+
+class Expecting(TuneListener):
+    def __init__(self) -> None:
+        self.heard: list = []
+
+    def expected(self, left) -> None:
+        self.heard.append(left)
+
+
+def test_after_each_trial_the_time_left_is_said_from_the_trials_so_far(pipeline, tmp_path):
+    """The estimate counts down the trial budget, and after it the re-measurement's least
+    runs: MIN_ROUNDS of each finalist and reference, then of the chosen configuration."""
+    from tfperf.tuner import MIN_ROUNDS
+
+    listener = Expecting()
+    run = tuner(pipeline, tmp_path, FakeRunner(), trials=6, rounds=3, finalists=2)
+    run.listener = listener
+    run.run()
+    lefts = [left.trials_left for left in listener.heard]
+    assert lefts == sorted(lefts, reverse=True) and lefts[-1] == 0 and len(lefts) >= 5
+    last = listener.heard[-1]
+    references = len(run.references.knobs)
+    assert last.runs_after == (2 + references + 1) * MIN_ROUNDS
+    assert last.search_s == 0.0 and last.seconds == last.runs_after * last.run_s
+    assert all(left.search_s == left.trials_left * left.run_s for left in listener.heard)

@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from tfperf.measure import Progress
     from tfperf.results import TrialOutcome
     from tfperf.study.cluster import LostTrial
-    from tfperf.tuner import Finalist, Wait
+    from tfperf.tuner import Expected, Finalist, Wait
+
+
+#: A new line says the time left once it moved by over this share of what was last said.
+EXPECTED_MOVES = 0.25
 
 
 class NothingCompleted(TfperfError):
@@ -65,6 +69,8 @@ class TuneProgress(TuneListener):
         self._study: optuna.Study | None = None
         self._done = 0  # runs finished in the current re-measurement phase, of `_total`
         self._total = 0
+        self._said_s: float | None = None  # the time left last said in a line
+        self._postfix: dict[str, str] = {}  # the trial bar's: best so far, time left
 
     def __enter__(self) -> TuneProgress:
         return self
@@ -182,13 +188,33 @@ class TuneProgress(TuneListener):
                 figure = _figure(outcome) if outcome is not None else "repeats an earlier trial"
                 self._say(f"  trial {number}: {figure}")
             return
-        postfix = {}
+        postfix = self._postfix
         if best is not None:
             postfix["best"] = f"{best:,.0f} ex/s"
             if baseline:
                 postfix["vs baseline"] = f"{best / baseline:.2f}x (1 run each)"
         self._bar.set_postfix(postfix)
         self._bar.update(1)
+
+    def expected(self, left: Expected) -> None:
+        """The time left: a line after the first trial, and again where it moved by over a
+        quarter; on a drawn bar, its postfix after every trial."""
+        if self._drawn():
+            self._postfix["left"] = f"~{_duration(left.seconds)}"
+            self._bar.set_postfix(self._postfix)
+        said = self._said_s
+        if said is not None and abs(left.seconds - said) <= EXPECTED_MOVES * said:
+            return
+        self._said_s = left.seconds
+        if left.trials_left is None:
+            search = f"the search until --timeout ({_duration(left.search_s)})"
+        else:
+            search = f"{left.trials_left or 'no'} more trial{'s' * (left.trials_left != 1)}"
+        self._say(
+            f"Expected: about {_duration(left.seconds)} more: {search}, then about "
+            f"{left.runs_after} re-measurement runs, at about {_duration(left.run_s)} a trial "
+            "as this run's took."
+        )
 
     def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
         """Starts the re-measurement's bar; stops the tuner when no trial ever completed.

@@ -13,6 +13,7 @@ from tfperf.tuner._handover import (
     hand_over,
 )
 from tfperf.tuner._options import (
+    Expected,
     OverBudget,
     TooManyFailures,
     TrialRunner,
@@ -35,6 +36,7 @@ from tfperf.tuner._tuner import (
 
 __all__ = [
     "MIN_ROUNDS",
+    "Expected",
     "Finalist",
     "OverBudget",
     "TooManyFailures",

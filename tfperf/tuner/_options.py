@@ -129,6 +129,31 @@ def distributed(pipeline: PipelineFile, options: TuneOptions) -> bool:
     return strategy_function(pipeline.module, pipeline.path.name) is not None
 
 
+@dataclasses.dataclass(frozen=True)
+class Expected:
+    """What is left of a run, as its trials so far took: said before it is spent.
+
+    Attributes:
+        trials_left: trials of the budget not yet finished (by every tuner on the study);
+            None when only `timeout_s` ends the search.
+        search_s: seconds until the search ends: the trials left at `run_s` each, or what is
+            left of `timeout_s`.
+        runs_after: the least runs of the re-measurement and the confirmation after it
+            (`MIN_ROUNDS` of each finalist and reference, then of the chosen configuration).
+        run_s: one trial's seconds, start-up included: the median of this run's trials.
+    """
+
+    trials_left: int | None
+    search_s: float
+    runs_after: int
+    run_s: float
+
+    @property
+    def seconds(self) -> float:
+        """Seconds until the recommendation: the search, then the re-measurement."""
+        return self.search_s + self.runs_after * self.run_s
+
+
 class TuneListener:
     """Callbacks for a front end; the library itself never prints. Every method is optional."""
 
@@ -155,6 +180,9 @@ class TuneListener:
         `best` is the best feasible examples/s in the study so far, `baseline` the baseline
         trial's (None until it has completed).
         """
+
+    def expected(self, left: Expected) -> None:
+        """After each trial this tuner ran: what is left of the run, as its trials took."""
 
     def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
         """Re-measurement of the finalists begins."""

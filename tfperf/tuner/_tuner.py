@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -50,6 +51,7 @@ from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner._data import refusing_changed_data
 from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (
+    Expected,
     TrialRunner,
     TuneInterrupted,
     TuneListener,
@@ -60,7 +62,14 @@ from tfperf.tuner._options import (
 )
 from tfperf.tuner._ram import ram_problem
 from tfperf.tuner._references import References
-from tfperf.tuner._remeasure import best_estimate, confirm, pick_finalists, remeasure
+from tfperf.tuner._remeasure import (
+    MIN_ROUNDS,
+    best_estimate,
+    confirm,
+    finalist_count,
+    pick_finalists,
+    remeasure,
+)
 from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
 
@@ -130,6 +139,8 @@ class Tuner:
         self._baseline: ProfileResult | None = None  # its memory account prices the budget
         self._hardware_seen: set[str] = set()
         self._last_wait: tuple[Wait, tuple[int, ...]] | None = None
+        self._trial_s: list[float] = []  # each trial this tuner ran, start to outcome
+        self._deadline: float | None = None  # when `timeout_s` stops the search
 
     @property
     def storage_shown(self) -> str:
@@ -256,7 +267,7 @@ class Tuner:
 
     def _search(self) -> None:
         timeout = self.options.timeout_s
-        deadline = None if timeout is None else time.monotonic() + timeout
+        self._deadline = deadline = None if timeout is None else time.monotonic() + timeout
         failures: list[str] = []
         while deadline is None or time.monotonic() < deadline:
             self._check_source("between two trials")
@@ -336,6 +347,7 @@ class Tuner:
                 self.listener.trial_finished(claim.number, None, *self._standing())
                 return None
         self.listener.trial_started(claim.number, label, knobs)
+        started = time.monotonic()
         try:
             outcome = self.runner(
                 self.trial_request(knobs, stages=label == Reference.BASELINE),
@@ -360,9 +372,24 @@ class Tuner:
         elif label == Reference.ESTIMATE:
             self.references.refit(self.ledger)
         self._ran += 1
+        self._trial_s.append(time.monotonic() - started)
         self.listener.trial_finished(claim.number, outcome, *self._standing())
+        self.listener.expected(self._expected())
         self._check_hardware()
         return outcome
+
+    def _expected(self) -> Expected:
+        """What is left of this run, as its trials so far took (`Expected`)."""
+        run_s = statistics.median(self._trial_s)
+        budget = self.options.trials
+        left = None if budget is None else max(0, budget - self.ledger.finished())
+        search = [left * run_s] if left is not None else []
+        if self._deadline is not None:
+            search.append(max(0.0, self._deadline - time.monotonic()))
+        completed = len(feasible_complete(self.ledger.study)) + (left or 0)
+        finalists = finalist_count(self.options.finalists, completed) + len(self.references.knobs)
+        rounds = min(self.options.rounds, MIN_ROUNDS)
+        return Expected(left, min(search), (finalists + 1) * rounds, run_s)
 
     def _final(self) -> list[Measurement]:
         """The finalists' re-measurement: made here under the lock, or read once stored.
