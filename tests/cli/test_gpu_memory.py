@@ -50,7 +50,7 @@ def test_tune_gives_every_trial_the_limit_and_pins_the_growth_knob(write_pipelin
     assert options.layout == DeviceLayout(gpu_memory_limit_mib=1536)
     assert options.fixes == {"gpu_memory_growth": None}  # growth does not apply under a limit
     pipeline = tfperf.load_pipeline(write_pipeline(pipelines.INPUT_BOUND))
-    request = Tuner(pipeline, options)._request(pipeline.baseline)
+    request = Tuner(pipeline, options).trial_request(pipeline.baseline)
     assert request.layout.gpu_memory_limit_mib == 1536
 
 

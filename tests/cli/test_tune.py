@@ -214,4 +214,4 @@ def test_epoch_steps_reach_the_options_and_each_trial_request(write_pipeline):
         TuneOptions(epoch_steps=0)
     pipeline = tfperf.load_pipeline(write_pipeline(pipelines.INPUT_BOUND))
     tuner = Tuner(pipeline, options)
-    assert tuner._request(pipeline.baseline).epoch_steps == 500
+    assert tuner.trial_request(pipeline.baseline).epoch_steps == 500
