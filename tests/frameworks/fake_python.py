@@ -23,6 +23,7 @@ from tfperf.frameworks import (
     ProfileRequest,
     StageNode,
     StrategyKind,
+    Words,
     Workers,
 )
 from tfperf.knobs import Knobs
@@ -47,6 +48,16 @@ class Batches:
 
 class FakePython(Framework):
     name: ClassVar[str] = "fake-python"
+    words: ClassVar[Words] = Words(
+        name="fake",
+        pipeline="Python",
+        sites_found_while="file loaded",
+        oom_error="MemoryError",
+        oom_marks=("MemoryError",),
+        label="fake Python",
+        script_stop="its first pass",
+        first_work="element",
+    )
     workers: ClassVar[Workers] = Workers.PROCESSES
     hook: ClassVar[str] = "Batches.__iter__"
 

@@ -356,6 +356,6 @@ def test_the_driver_measures_the_phases_and_refuses_what_is_not_honoured(
     measured = len(heard)
     for field in set(UNHONOURED) - framework.honours:
         asked = dataclasses.replace(request, **{field: UNHONOURED[field]})
-        with pytest.raises(PipelineFileError, match=rf"does not honour {field}\b"):
+        with pytest.raises(PipelineFileError, match=rf"pipeline does not honour {field}\b"):
             framework.profile(pipeline, None, asked)
     assert len(heard) == measured  # refused before anything ran

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from tfperf.results.discovery import Discovery
 
 
+#: The key of a field's metadata that holds its `tfperf profile` flag.
+FLAG = "flag"
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ProfileOptions:
     """How long and how to measure: the plain values of a `ProfileRequest`, JSON-able.
@@ -42,15 +46,15 @@ class ProfileOptions:
             (`tfperf.measure.emulated.EmulatedStep`), and no model is built.
     """
 
-    steps: int = 100
-    min_seconds: float = 0.0
-    warmup: int | None = None
-    analyse_stages: bool = False
+    steps: int = dataclasses.field(default=100, metadata={FLAG: "--steps"})
+    min_seconds: float = dataclasses.field(default=0.0, metadata={FLAG: "--min-seconds"})
+    warmup: int | None = dataclasses.field(default=None, metadata={FLAG: "--warmup"})
+    analyse_stages: bool = dataclasses.field(default=False, metadata={FLAG: "--no-stages"})
     stage_seconds: float = 0.5
-    epoch_steps: int | None = None
-    strategy: StrategyKind | None = None
-    budget_s: float | None = None
-    step_time_s: float | None = None
+    epoch_steps: int | None = dataclasses.field(default=None, metadata={FLAG: "--epoch-steps"})
+    strategy: StrategyKind | None = dataclasses.field(default=None, metadata={FLAG: "--strategy"})
+    budget_s: float | None = dataclasses.field(default=None, metadata={FLAG: "--budget"})
+    step_time_s: float | None = dataclasses.field(default=None, metadata={FLAG: "--step-time"})
 
     def options(self) -> dict[str, Any]:
         """These values by name, without the fields a subclass adds (a trial's pipeline)."""
@@ -82,10 +86,10 @@ class ProfileRequest(ProfileOptions):
     on_discovery: Callable[[Discovery], None] | None = None
 
     def refused(self, honours: frozenset[str]) -> list[str]:
-        """The names of the fields set to other than their default that are not in
-        `honours`."""
+        """The fields set to other than their default that are not in `honours`, each named
+        with its `tfperf profile` flag ("strategy (--strategy)") where it has one."""
         return [
-            field.name
+            f"{field.name} ({field.metadata[FLAG]})" if FLAG in field.metadata else field.name
             for field in dataclasses.fields(self)
             if field.name not in honours and getattr(self, field.name) != field.default
         ]

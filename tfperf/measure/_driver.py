@@ -123,8 +123,8 @@ def drive(measurement: Measurement) -> ProfileResult:
     refused = measurement.request.refused(framework.honours)
     if refused:
         raise PipelineFileError(
-            f"{pipeline.path.name}: the {framework.name} framework does not honour "
-            f"{' or '.join(refused)}, so it cannot profile this pipeline as asked; leave "
+            f"{pipeline.path.name}: a {framework.words.label} pipeline does not honour "
+            f"{' or '.join(refused)}, so it cannot be profiled as asked; leave "
             f"{'them' if len(refused) > 1 else 'it'} out."
         )
     with measurement.running():
