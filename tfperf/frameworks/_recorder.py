@@ -66,8 +66,20 @@ def site_at(
 ) -> CallSite:
     """The site `name` of `method(argument)` written at `span`; by default one with no call
     of its own (`calls` 0, value 0), which tfperf would add: an edit or an inserted call."""
-    where = (span.file, span.line, span.col, span.end_line, span.end_col)
-    return CallSite(name, *where, method, argument, form, index, value, calls)  # its field order
+    return CallSite(
+        name=name,
+        file=span.file,
+        line=span.line,
+        col=span.col,
+        end_line=span.end_line,
+        end_col=span.end_col,
+        method=method,
+        argument=argument,
+        form=form,
+        index=index,
+        value=value,
+        calls=calls,
+    )
 
 
 class SiteRecorder(abc.ABC):
