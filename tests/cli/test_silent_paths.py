@@ -359,11 +359,11 @@ def test_the_time_left_is_a_line_after_the_first_trial_and_when_it_moves(capsys)
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
         "Expected: about 21 min more: 6 more trials, then about 15 re-measurement runs, at "
-        "about 60 s a trial as this run's took.",
+        "about 60 s a trial as the study's took.",
         "Expected: about 10 min more: no more trials, then about 15 re-measurement runs, at "
-        "about 40 s a trial as this run's took.",
+        "about 40 s a trial as the study's took.",
         "Expected: about 3.5 min more: the search until --timeout (2 min), then about 9 "
-        "re-measurement runs, at about 10 s a trial as this run's took.",
+        "re-measurement runs, at about 10 s a trial as the study's took.",
     ]
 
 

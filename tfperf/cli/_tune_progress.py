@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import TfperfError
+from tfperf.study import trial_seconds, typical_trial_seconds
 from tfperf.tuner import MIN_ROUNDS, TuneListener
 from tfperf.units import format_seconds
 
@@ -213,7 +214,7 @@ class TuneProgress(TuneListener):
         self._say(
             f"Expected: about {_duration(left.seconds)} more: {search}, then about "
             f"{left.runs_after} re-measurement runs, at about {_duration(left.run_s)} a trial "
-            "as this run's took."
+            "as the study's took."
         )
 
     def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
@@ -255,7 +256,7 @@ class TuneProgress(TuneListener):
         least = len(labels) * min(rounds, MIN_ROUNDS)
         total = least if len(labels) < 2 else len(labels) * rounds
         cost = _runs(total) if least == total else f"{least} to {total} runs"
-        typical = typical_run_seconds(self._study) if self._study is not None else None
+        typical = typical_trial_seconds(self._study) if self._study is not None else None
         if typical is not None:
             span = _duration(typical * total)
             if least != total:
@@ -290,33 +291,14 @@ def run_seconds(study: optuna.Study, finalists: Sequence[Finalist]) -> list[floa
     """How long one run of each finalist should take: its own trial's duration, else the
     median of the study's completed trials; None when no completed trial has a duration.
     A re-measurement repeats those trials' measurement, start-up included."""
-    took = _trial_seconds(study)
-    typical = typical_run_seconds(study)
+    took = trial_seconds(study)
+    typical = typical_trial_seconds(study)
     if typical is None:
         return None
     return [
         took.get(f.trial_number, typical) if f.trial_number is not None else typical
         for f in finalists
     ]
-
-
-def typical_run_seconds(study: optuna.Study) -> float | None:
-    """The median duration of the study's completed trials; None without one."""
-    import statistics
-
-    took = _trial_seconds(study)
-    return statistics.median(took.values()) if took else None
-
-
-def _trial_seconds(study: optuna.Study) -> dict[int, float]:
-    """Each completed trial's duration, start-up included, by trial number."""
-    import optuna
-
-    return {
-        trial.number: (trial.datetime_complete - trial.datetime_start).total_seconds()
-        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        if trial.datetime_start is not None and trial.datetime_complete is not None
-    }
 
 
 def _duration(seconds: float) -> str:

@@ -23,6 +23,8 @@ from tfperf.study._study import (
     search_trials,
     status_counts,
     stored_result,
+    trial_seconds,
+    typical_trial_seconds,
 )
 
 __all__ = [
@@ -41,4 +43,6 @@ __all__ = [
     "search_trials",
     "status_counts",
     "stored_result",
+    "trial_seconds",
+    "typical_trial_seconds",
 ]

@@ -140,7 +140,8 @@ class Expected:
             left of `timeout_s`.
         runs_after: the least runs of the re-measurement and the confirmation after it
             (`MIN_ROUNDS` of each finalist and reference, then of the chosen configuration).
-        run_s: one trial's seconds, start-up included: the median of this run's trials.
+        run_s: one trial's seconds, start-up included: the median of the study's completed
+            trials, the figure the re-measurement's own estimate takes.
     """
 
     trials_left: int | None
@@ -182,7 +183,8 @@ class TuneListener:
         """
 
     def expected(self, left: Expected) -> None:
-        """After each trial this tuner ran: what is left of the run, as its trials took."""
+        """After each trial this tuner ran, once a trial has completed: what is left of the
+        run, as the study's trials took."""
 
     def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
         """Re-measurement of the finalists begins."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import random
-import statistics
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -42,6 +41,7 @@ from tfperf.study import (
     hardware_groups,
     reference_trial,
     stored_result,
+    typical_trial_seconds,
 )
 from tfperf.study.cluster import worker_record
 from tfperf.study.ledger import Claim, Done, Ledger, Lock, Wait, Waiting, open_study, quiet_optuna
@@ -139,7 +139,6 @@ class Tuner:
         self._baseline: ProfileResult | None = None  # its memory account prices the budget
         self._hardware_seen: set[str] = set()
         self._last_wait: tuple[Wait, tuple[int, ...]] | None = None
-        self._trial_s: list[float] = []  # each trial this tuner ran, start to outcome
         self._deadline: float | None = None  # when `timeout_s` stops the search
 
     @property
@@ -347,7 +346,6 @@ class Tuner:
                 self.listener.trial_finished(claim.number, None, *self._standing())
                 return None
         self.listener.trial_started(claim.number, label, knobs)
-        started = time.monotonic()
         try:
             outcome = self.runner(
                 self.trial_request(knobs, stages=label == Reference.BASELINE),
@@ -372,15 +370,18 @@ class Tuner:
         elif label == Reference.ESTIMATE:
             self.references.refit(self.ledger)
         self._ran += 1
-        self._trial_s.append(time.monotonic() - started)
         self.listener.trial_finished(claim.number, outcome, *self._standing())
-        self.listener.expected(self._expected())
+        if (left := self._expected()) is not None:
+            self.listener.expected(left)
         self._check_hardware()
         return outcome
 
-    def _expected(self) -> Expected:
-        """What is left of this run, as its trials so far took (`Expected`)."""
-        run_s = statistics.median(self._trial_s)
+    def _expected(self) -> Expected | None:
+        """What is left of this run, as the study's completed trials took (`Expected`); None
+        before one has completed."""
+        run_s = typical_trial_seconds(self.ledger.study)
+        if run_s is None:
+            return None
         budget = self.options.trials
         left = None if budget is None else max(0, budget - self.ledger.finished())
         search = [left * run_s] if left is not None else []
