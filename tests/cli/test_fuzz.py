@@ -9,9 +9,6 @@ stuck RUNNING. Cases are chosen to fail early: most fail before TensorFlow is im
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import optuna
@@ -19,9 +16,8 @@ import psutil
 import pytest
 
 from tests import pipelines
-from tests.deadlines import HANG_S
+from tests.cli.console import run_tfperf
 
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 DOCUMENTED = {0, 1, 2, 130, 143}
 GOOD = pipelines.TRAIN_STEP
 
@@ -132,15 +128,7 @@ def test_a_broken_input_ends_with_a_clear_message(case: Case, tmp_path: Path):
         path.write_bytes(case.source)
     elif case.source is not None:
         path.write_text(case.source, encoding="utf-8")
-    completed = subprocess.run(
-        [TFPERF, case.command, case.name, "--quiet", *case.args],
-        cwd=tmp_path,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-        check=False,
-    )
+    completed = run_tfperf(tmp_path, case.command, case.name, "--quiet", *case.args)
     err = completed.stderr
     assert completed.returncode in DOCUMENTED
     assert completed.returncode == case.status, err

@@ -21,10 +21,9 @@ import psutil
 import pytest
 
 from tests import pipelines
+from tests.cli.console import TFPERF, start_tfperf, wait_for_file
 from tests.deadlines import HANG_S
 from tfperf.cli.main import EXIT_FAILED, EXIT_USAGE, main
-
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 # The first element never arrives: a numpy_function that sleeps for an hour.
 HANGS = """
@@ -62,38 +61,6 @@ HELPER = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600) 
 """
     + pipelines.TRAIN_STEP
 )
-
-
-def _as_a_terminal_runs_it() -> None:
-    """SIGINT back to its default in the child, as in a terminal's foreground job.
-
-    A shell starts a background job (`make test &`, a CI runner's script) with SIGINT ignored,
-    the child inherits that, and Python then installs no KeyboardInterrupt handler: a Ctrl-C
-    test would test the shell, not tfperf.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.Popen(
-        [TFPERF, *argv],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_as_a_terminal_runs_it,
-    )
-
-
-def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float = HANG_S) -> None:
-    """Waits until `process`'s pipeline has written `path` (it reached the user's code)."""
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.1)
 
 
 def _wait_for_worker(process: subprocess.Popen[str], timeout_s: float = HANG_S) -> None:
@@ -195,10 +162,10 @@ def test_a_study_of_a_file_named_with_parentheses_and_unicode_is_found(tmp_path)
 @pytest.mark.tf
 def test_one_ctrl_c_ends_profile_while_the_pipeline_blocks(write_pipeline, tmp_path):
     path = write_pipeline(HANGS)
-    process = _start("profile", str(path), "--quiet", cwd=tmp_path)
+    process = start_tfperf(tmp_path, "profile", str(path), "--quiet")
     try:
         _wait_for_worker(process)
-        _wait_for_file(process, path.with_name("blocking"))  # a cold start takes longer
+        wait_for_file(process, path.with_name("blocking"))  # a cold start takes longer
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=HANG_S)
     except BaseException:
@@ -225,7 +192,7 @@ def test_profile_timeout_says_no_batch_arrived(capsys, write_pipeline):
 @pytest.mark.tf
 def test_sigterm_records_the_trial_as_interrupted_and_says_how_to_resume(write_pipeline, tmp_path):
     path = write_pipeline(HANGS)
-    process = _start("tune", str(path), "--trials", "2", "--quiet", cwd=tmp_path)
+    process = start_tfperf(tmp_path, "tune", str(path), "--trials", "2", "--quiet")
     try:
         _wait_for_worker(process)
         process.send_signal(signal.SIGTERM)
@@ -320,7 +287,7 @@ def test_os_exit_while_imported_is_reported(write_pipeline, tmp_path):
 def test_profile_ends_despite_a_thread_and_stops_a_detached_process(write_pipeline, tmp_path):
     marker = f"left-by-{tmp_path.name}"
     path = write_pipeline(LEAVES_THINGS_RUNNING.replace("MARKER", marker))
-    process = _start("profile", str(path), "--steps", "2", "--no-stages", "--quiet", cwd=tmp_path)
+    process = start_tfperf(tmp_path, "profile", str(path), "--steps", "2", "--no-stages", "--quiet")
     try:
         out, err = process.communicate(timeout=HANG_S)
     except BaseException:

@@ -7,19 +7,17 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
+from tests.cli.console import TFPERF
 from tfperf.cli.main import EXIT_USAGE, main
 from tfperf.cli.offload import EXIT_SERVICE
 
 pytestmark = pytest.mark.tf
 
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 # A few milliseconds of real TensorFlow work per batch; the step does nothing.
 SMALL = """

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,10 +19,9 @@ import psutil
 import pytest
 
 from tests import pipelines
+from tests.cli.console import start_tfperf, wait_for_file
 from tests.deadlines import HANG_S
 from tfperf.cli.main import EXIT_FAILED, EXIT_USAGE, main
-
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 # Batches of 8 come; at 16 (the batch of two replicas under --scaling) the first never does.
 BLOCKS_AT_TWO_REPLICAS = """
@@ -94,32 +90,6 @@ _TORN = _Torn()
 """
     + pipelines.TRAIN_STEP
 )
-
-
-def _as_a_terminal_runs_it() -> None:
-    """SIGINT back to its default in the child, as in a terminal's foreground job."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _start(*argv: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [TFPERF, *argv],
-        cwd=cwd,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_as_a_terminal_runs_it,
-    )
-
-
-def _wait_for_file(process: subprocess.Popen[str], path: Path, timeout_s: float = HANG_S) -> None:
-    """Waits until `process`'s pipeline has written `path`; a hang guard, not a limit."""
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.2)
 
 
 def _kill(process: subprocess.Popen[str]) -> None:
@@ -236,9 +206,9 @@ def test_the_default_stall_guard_is_on_and_generous():
 @pytest.mark.tf
 def test_ctrl_c_during_scaling_keeps_and_prints_the_profile(write_pipeline, tmp_path):
     path = write_pipeline(BLOCKS_AT_TWO_REPLICAS)
-    process = _start(*_quick(path, tmp_path), "--scaling", "2", cwd=tmp_path)
+    process = start_tfperf(tmp_path, *_quick(path, tmp_path), "--scaling", "2")
     try:
-        _wait_for_file(process, path.with_name("blocking"))  # the two-replica run blocks
+        wait_for_file(process, path.with_name("blocking"))  # the two-replica run blocks
         # Saved before the scaling runs started.
         assert json.loads((tmp_path / "out.json").read_text())["scaling"] is None
         process.send_signal(signal.SIGINT)
@@ -419,7 +389,7 @@ def test_tfperf_ends_at_its_last_line_without_tearing_the_interpreter_down(
     write_pipeline, tmp_path
 ):
     path = write_pipeline(MARKS_ITS_EXIT)
-    process = _start(*_quick(path, tmp_path), cwd=tmp_path)
+    process = start_tfperf(tmp_path, *_quick(path, tmp_path))
     try:
         out, err = process.communicate(timeout=600)  # a hang guard, not a limit
     except BaseException:

@@ -7,7 +7,6 @@ import os
 import signal
 import statistics
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -17,11 +16,10 @@ import pytest
 import sqlalchemy.exc
 
 from tests import pipelines
+from tests.cli.console import TFPERF
 from tests.deadlines import HANG_S
 
 pytestmark = pytest.mark.tf
-
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 
 
 def tune(path: Path, *args: str, cwd: Path) -> subprocess.Popen[str]:

@@ -28,6 +28,7 @@ import psutil
 import pytest
 
 from tests import pipelines
+from tests.cli.console import TFPERF
 from tests.deadlines import HANG_S
 from tests.fakes.trials import FakeRunner
 from tests.pipelines import TUNER_SOURCE as SOURCE
@@ -41,7 +42,6 @@ from tfperf.study.storage import StorageError, open_storage
 from tfperf.tuner import TuneListener, TuneOptions, Tuner
 
 REPO = Path(__file__).resolve().parents[2]
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 # Short heartbeats so that a silent tuner is noticed within seconds, not minutes.
 LIVENESS_ENV = {"TFPERF_HEARTBEAT_S": "1", "TFPERF_GRACE_S": "3"}
 BACKENDS = ["postgresql", "journal"]

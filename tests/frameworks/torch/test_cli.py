@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.console import TFPERF
 from tests.frameworks.torch import pipelines
 
 pytest.importorskip("torch")
 
-TFPERF = str(Path(sys.executable).with_name("tfperf"))
 SMALL = ("--steps", "6", "--warmup", "1", "--min-seconds", "0", "--quiet")
 
 
