@@ -153,7 +153,11 @@ def test_stage_analysis_names_the_slow_map_and_autotune_choices_are_read(write_p
     assert result.stages.stages[2].location == f"pipeline.py:{slow_line}"
     assert result.compute_only is not None
     assert result.stages.consumption_examples_per_sec == result.compute_only.examples_per_sec
-    named = next(f for f in result.findings if f.rule == "limiting-stage")
+    named = next((f for f in result.findings if f.rule == "limiting-stage"), None)
+    # On a failure, what the profile said instead and the rates it read (CI once failed here
+    # without showing either).
+    rates = [stage.examples_per_sec for stage in result.stages.stages]
+    assert named is not None, ([f.sentence for f in result.findings], rates)
     assert result.stages.advice == named.sentence and named.sentence in result.advice
     assert "The limiting stage is map(lambda)" in result.advice
     assert result.autotune is not None and result.autotune.unavailable_reason is None
