@@ -27,7 +27,7 @@ import dataclasses
 import importlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -147,36 +147,26 @@ class NvmlProbe(Probe):
             return
         self._tree = None
         for gpu in self._gpus:
-            self._sample_memory(nvml, gpu, t_s)
-            self._sample_utilization(nvml, gpu)
-            self._sample_process_memory(nvml, gpu)
+            memory = self._read(nvml, gpu, "memory", nvml.nvmlDeviceGetMemoryInfo)
+            if memory is not None:
+                gpu.memory_used.add(int(memory.used))
+                gpu.memory_series.add(t_s, int(memory.used))
+            rates = self._read(nvml, gpu, "utilisation", nvml.nvmlDeviceGetUtilizationRates)
+            if rates is not None:
+                gpu.utilization.add(float(rates.gpu))
+            processes = nvml.nvmlDeviceGetComputeRunningProcesses
+            entries = self._read(nvml, gpu, "per-process memory", processes)
+            ours = None if entries is None else self._our_memory(entries)
+            if ours is not None:
+                gpu.process_memory.add(ours)
 
-    def _sample_memory(self, nvml: ModuleType, gpu: _Gpu, t_s: float) -> None:
+    def _read(self, nvml: ModuleType, gpu: _Gpu, what: str, query: Callable[[Any], Any]) -> Any:
+        """`query(gpu.handle)`; None when NVML fails it, which is said once per GPU and `what`."""
         try:
-            used = int(nvml.nvmlDeviceGetMemoryInfo(gpu.handle).used)
+            return query(gpu.handle)
         except nvml.NVMLError as error:
-            self._warn_once(gpu, "memory", error)
-            return
-        gpu.memory_used.add(used)
-        gpu.memory_series.add(t_s, used)
-
-    def _sample_utilization(self, nvml: ModuleType, gpu: _Gpu) -> None:
-        try:
-            percent = float(nvml.nvmlDeviceGetUtilizationRates(gpu.handle).gpu)
-        except nvml.NVMLError as error:
-            self._warn_once(gpu, "utilisation", error)
-            return
-        gpu.utilization.add(percent)
-
-    def _sample_process_memory(self, nvml: ModuleType, gpu: _Gpu) -> None:
-        try:
-            entries = nvml.nvmlDeviceGetComputeRunningProcesses(gpu.handle)
-        except nvml.NVMLError as error:
-            self._warn_once(gpu, "per-process memory", error)
-            return
-        used = self._our_memory(entries)
-        if used is not None:
-            gpu.process_memory.add(used)
+            self._warn_once(gpu, what, error)
+            return None
 
     def _our_memory(self, entries: Sequence[Any]) -> int | None:
         """Memory NVML attributes to our process tree; None when no entry of ours reports it."""
