@@ -42,10 +42,8 @@ DISCOVERY = Discovery(sites=(edit(CACHE, 10), edit(REORDER, 12)))
 
 def plain_file(folder: Path) -> PipelineFile:
     return PipelineFile(
-        path=folder / "pipeline.py", name="pipeline", module=None, baseline=Knobs(),
-        has_baseline=False, search_space={}, make_dataset=None, make_model=None,
-        make_train_step=None, kind=PipelineKind.PLAIN, discovery=DISCOVERY,
-    )  # fmt: skip
+        path=folder / "pipeline.py", name="pipeline", kind=PipelineKind.PLAIN, discovery=DISCOVERY
+    )
 
 
 def test_an_edit_site_is_searched_as_written_or_made_and_a_reorder_only_when_asked(

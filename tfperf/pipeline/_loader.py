@@ -92,13 +92,13 @@ class PipelineFile:
 
     path: Path
     name: str
-    module: types.ModuleType | None
-    baseline: Knobs
-    has_baseline: bool
-    search_space: dict[str, Domain]
-    make_dataset: Callable[[Knobs], Any] | None
-    make_model: Callable[[Knobs], Any] | None
-    make_train_step: Callable[[Knobs], Any] | None
+    module: types.ModuleType | None = None
+    baseline: Knobs = dataclasses.field(default_factory=Knobs)
+    has_baseline: bool = False
+    search_space: dict[str, Domain] = dataclasses.field(default_factory=dict)
+    make_dataset: Callable[[Knobs], Any] | None = None
+    make_model: Callable[[Knobs], Any] | None = None
+    make_train_step: Callable[[Knobs], Any] | None = None
     argv: tuple[str, ...] = ()
     kind: PipelineKind = PipelineKind.KNOBS
     without_knobs: frozenset[str] = frozenset()
@@ -216,13 +216,7 @@ def _script(file: Path, argv: tuple[str, ...], framework: str) -> PipelineFile:
     return PipelineFile(
         path=file,
         name=file.stem,
-        module=None,
-        baseline=Knobs(),
-        has_baseline=False,
         search_space=fixed_code_knobs(),
-        make_dataset=None,
-        make_model=None,
-        make_train_step=None,
         argv=argv,
         kind=PipelineKind.SCRIPT,
         framework=framework,
