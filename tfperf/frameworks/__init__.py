@@ -25,7 +25,7 @@ from tfperf.frameworks._devices import (
     DeviceLayout,
     StrategyKind,
 )
-from tfperf.frameworks._recorder import SiteRecorder, call_span, site_at
+from tfperf.frameworks._recorder import Place, SiteRecorder, call_span, site_at
 from tfperf.frameworks._registry import (
     DEFAULT,
     detect,
@@ -44,6 +44,7 @@ __all__ = [
     "Framework",
     "Input",
     "Pipeline",
+    "Place",
     "ProfileOptions",
     "ProfileRequest",
     "Service",

@@ -4,36 +4,45 @@ A framework's recorder (tf.data's `Recorder`, the DataLoader's `LoaderRecorder`)
 calls while the user's code builds the input. Each keeps the user's folder, the values to pass
 instead of the written ones (by site name) and which of them a call took, and refuses an
 override that matched no call: `SiteRecorder` is that part, the interception is the framework's.
-`call_span` reads where a frame's call is written, and `site_at` makes the `CallSite` there.
+`call_span` reads where a frame's call is written, `Place` holds it, and `site_at` makes the
+`CallSite` there.
 """
 
 from __future__ import annotations
 
 import abc
+import dataclasses
 import itertools
 import os
 import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
 from tfperf.errors import KnobError
+from tfperf.knobs import SiteName
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery
 
 
-class Span(Protocol):
-    """Where a call is written: its file below the root, the line of its name, its span."""
+@dataclasses.dataclass(frozen=True)
+class Place:
+    """Where in the user's files a call was made: its file below the root, the line of its
+    name, its span (columns None when only the line is known).
 
-    @property
-    def file(self) -> str: ...
-    @property
-    def line(self) -> int: ...
-    @property
-    def col(self) -> int | None: ...
-    @property
-    def end_line(self) -> int | None: ...
-    @property
-    def end_col(self) -> int | None: ...
+    `nth` tells apart calls of one method on one line (1, 2, ... in the order they end),
+    None when the line holds one.
+    """
+
+    file: str
+    line: int
+    col: int | None = None
+    end_line: int | None = None
+    end_col: int | None = None
+    nth: int | None = None
+
+    def name(self, method: str, argument: str) -> str:
+        """The name of the site of `method(argument)` written here."""
+        return str(SiteName(method, self.file, self.line, self.nth, argument))
 
 
 def call_span(frame: types.FrameType) -> tuple[int, int | None, int | None, int | None]:
@@ -54,7 +63,7 @@ def call_span(frame: types.FrameType) -> tuple[int, int | None, int | None, int 
 
 
 def site_at(
-    span: Span,
+    place: Place,
     name: str,
     method: str,
     argument: str,
@@ -64,15 +73,15 @@ def site_at(
     value: int | None = 0,
     calls: int = 0,
 ) -> CallSite:
-    """The site `name` of `method(argument)` written at `span`; by default one with no call
+    """The site `name` of `method(argument)` written at `place`; by default one with no call
     of its own (`calls` 0, value 0), which tfperf would add: an edit or an inserted call."""
     return CallSite(
         name=name,
-        file=span.file,
-        line=span.line,
-        col=span.col,
-        end_line=span.end_line,
-        end_col=span.end_col,
+        file=place.file,
+        line=place.line,
+        col=place.col,
+        end_line=place.end_line,
+        end_col=place.end_col,
         method=method,
         argument=argument,
         form=form,

@@ -29,10 +29,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tfperf.frameworks import site_at
+from tfperf.frameworks import Place, site_at
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._edit_checks import batched_problem, cache_problem, decode_problem
-from tfperf.frameworks.tensorflow._seen import Place, Run
+from tfperf.frameworks.tensorflow._seen import Run
 from tfperf.results.discovery import CallSite
 
 logger = logging.getLogger(__name__)

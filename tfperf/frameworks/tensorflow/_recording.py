@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tfperf.frameworks import SiteRecorder, call_span
+from tfperf.frameworks import Place, SiteRecorder, call_span
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._callers import (
     Caller,
@@ -54,7 +54,6 @@ from tfperf.frameworks.tensorflow._callers import (
 )
 from tfperf.frameworks.tensorflow._edits import EditRecorder
 from tfperf.frameworks.tensorflow._seen import (
-    Place,
     Run,
     Seen,
     inserted_site,
@@ -206,9 +205,7 @@ class Recorder(SiteRecorder):
             return  # the line's own prefetch has the name a candidate would take
         candidate = self._interleaves.get(place)
         if candidate is None:
-            candidate = AfterInterleave(
-                place.file, place.line, place.col, place.end_line, place.end_col, place.nth
-            )
+            candidate = AfterInterleave(place)
             self._interleaves[place] = candidate
         self._pending[id(run)] = candidate
 

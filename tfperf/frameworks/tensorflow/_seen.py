@@ -1,7 +1,7 @@
 """What the recorder keeps of each call: where it was made, its runs, its argument's values.
 
-`Place` names a call by file, line and span; `Run` is one run of it and the recorded calls it
-ran inside; `Seen` is one argument over every run. `site_of` turns one into a `CallSite`.
+A call is where it was made (`tfperf.frameworks.Place`); `Run` is one run of it and the recorded
+calls it ran inside; `Seen` is one argument over every run. `site_of` turns one into a `CallSite`.
 """
 
 from __future__ import annotations
@@ -9,28 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfperf.frameworks import site_at
-from tfperf.knobs import SiteName, format_site_value
+from tfperf.frameworks import Place, site_at
+from tfperf.knobs import format_site_value
 from tfperf.results.discovery import ArgumentForm, CallSite
-
-
-@dataclasses.dataclass(frozen=True)
-class Place:
-    """Where in the user's files a call was made; columns None when only the line is known.
-
-    `nth` tells apart calls of one method on one line (1, 2, ... in the order they end),
-    None when the line holds one.
-    """
-
-    file: str
-    line: int
-    col: int | None = None
-    end_line: int | None = None
-    end_col: int | None = None
-    nth: int | None = None
-
-    def name(self, method: str, argument: str) -> str:
-        return str(SiteName(method, self.file, self.line, self.nth, argument))
 
 
 @dataclasses.dataclass(eq=False)

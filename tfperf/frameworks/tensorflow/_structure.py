@@ -17,31 +17,27 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfperf.frameworks import site_at
+from tfperf.frameworks import Place, site_at
 from tfperf.frameworks.tensorflow import _tf
-from tfperf.knobs import AUTOTUNE, SiteName
+from tfperf.knobs import AUTOTUNE
 from tfperf.results.discovery import CallSite
 
 
 @dataclasses.dataclass
 class AfterInterleave:
-    """One interleave call of the user's (with its span) and what its runs returned."""
+    """One interleave call of the user's (written at `place`, with its span) and what its
+    runs returned."""
 
-    file: str
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-    nth: int | None
+    place: Place
     outputs: list[Any] = dataclasses.field(default_factory=list)
     added: list[Any] = dataclasses.field(default_factory=list)  # the prefetches applied
 
     @property
     def name(self) -> str:
-        return str(SiteName("prefetch", self.file, self.line, self.nth, "buffer_size"))
+        return self.place.name("prefetch", "buffer_size")
 
     def site(self) -> CallSite:
-        return site_at(self, self.name, "prefetch", "buffer_size")
+        return site_at(self.place, self.name, "prefetch", "buffer_size")
 
 
 def added_prefetch(output: Any, value: int | None) -> Any | None:

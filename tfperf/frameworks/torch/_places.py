@@ -15,32 +15,22 @@ import os
 import types
 from pathlib import Path
 
+from tfperf import frameworks
 from tfperf.frameworks import call_span
-from tfperf.knobs import SiteName
 
 #: The call recorded, as site names spell it.
 CALL = "DataLoader"
 
 
 @dataclasses.dataclass(frozen=True)
-class Place:
-    """Where a value is written: the call's file relative to the root, the line of its name,
-    its span; `nth` where its line holds two calls alike. A site's knobs are named by it,
+class Place(frameworks.Place):
+    """Where a value is written, and in which call. A site's knobs are named by the place,
     always as the `DataLoader` argument they tune (`DataLoader@FILE:LINE.ARG`)."""
 
-    file: str
-    line: int
-    col: int | None
-    end_line: int | None
-    end_col: int | None
-    nth: int | None = None
     #: The call the value is written in, and its argument there (None: the one tuned):
     #: `add_argument` and `default` for a value a library gets from an argparse option.
     call: str = CALL
     written: str | None = None
-
-    def name(self, argument: str) -> str:
-        return str(SiteName(CALL, self.file, self.line, self.nth, argument))
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"

@@ -251,7 +251,7 @@ class LoaderRecorder(SiteRecorder):
     def _apply(
         self, place: Place, argument: str, kind: SiteKind, bound: inspect.BoundArguments
     ) -> bool:
-        name = place.name(argument)
+        name = place.name(CALL, argument)
         if not self.takes(name):
             return False
         value = self.overrides[name]
@@ -483,7 +483,7 @@ def _varies(values: list[int | None]) -> str | None:
 
 def _site(seen: _Seen) -> CallSite:
     place = seen.place
-    where = (place.name(seen.argument), place.call, place.written or seen.argument)
+    where = (place.name(CALL, seen.argument), place.call, place.written or seen.argument)
     form, index, value, calls = seen.form, seen.index, seen.values[0], seen.calls
     return site_at(place, *where, form=form, index=index, value=value, calls=calls)
 
