@@ -25,7 +25,7 @@ from tfperf.frameworks._devices import (
     DeviceLayout,
     StrategyKind,
 )
-from tfperf.frameworks._recorder import Place, SiteRecorder, call_span, site_at
+from tfperf.frameworks._recorder import Place, Seen, SiteRecorder, call_span, site_at
 from tfperf.frameworks._registry import (
     DEFAULT,
     detect,
@@ -47,6 +47,7 @@ __all__ = [
     "Place",
     "ProfileOptions",
     "ProfileRequest",
+    "Seen",
     "Service",
     "SiteRecorder",
     "StageNode",

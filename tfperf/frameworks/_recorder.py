@@ -91,6 +91,39 @@ def site_at(
     )
 
 
+@dataclasses.dataclass
+class Seen:
+    """One argument of one call site, over every time the call ran: how it is passed, its
+    values in the order they came, and the first reason it cannot be tuned."""
+
+    place: Place
+    argument: str
+    form: ArgumentForm
+    index: int | None
+    values: list[int | None]
+    problem: str | None
+
+    def again(self, value: int | None, problem: str | None) -> None:
+        """One more run of the call, passing `value`."""
+        if value not in self.values:
+            self.values.append(value)
+        self.problem = self.problem or problem
+
+    def site(self, name: str, method: str, argument: str, calls: int) -> CallSite:
+        """The site `name`, written as `method(argument)` and run `calls` times, with the
+        first value passed."""
+        return site_at(
+            self.place,
+            name,
+            method,
+            argument,
+            form=self.form,
+            index=self.index,
+            value=self.values[0],
+            calls=calls,
+        )
+
+
 class SiteRecorder(abc.ABC):
     """The call sites found under `root`, and `overrides` (site name -> value) applied."""
 

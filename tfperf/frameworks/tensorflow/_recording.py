@@ -241,12 +241,10 @@ class Recorder(SiteRecorder):
         key = (place, method, argument)
         seen = self._seen.get(key)
         if seen is None:
-            self._seen[key] = Seen(place, method, argument, form, index, [value], problem, [run])
-            return
-        seen.runs.append(run)
-        if value not in seen.values:
-            seen.values.append(value)
-        seen.problem = seen.problem or problem
+            self._seen[key] = Seen(place, argument, form, index, [value], problem, method, [run])
+        else:
+            seen.runs.append(run)
+            seen.again(value, problem)
 
     def _apply(
         self, place: Place, method: str, argument: str, bound: inspect.BoundArguments

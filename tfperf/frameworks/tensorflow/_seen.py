@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tfperf import frameworks
 from tfperf.frameworks import Place, site_at
 from tfperf.knobs import format_site_value
-from tfperf.results.discovery import ArgumentForm, CallSite
+from tfperf.results.discovery import CallSite
 
 
 @dataclasses.dataclass(eq=False)
@@ -32,23 +33,15 @@ class Run:
 
 
 @dataclasses.dataclass
-class Seen:
-    """One argument of one call site, over every time the call ran."""
+class Seen(frameworks.Seen):
+    """One argument of one tf.data call (`method`), over its `runs`."""
 
-    place: Place
     method: str
-    argument: str
-    form: ArgumentForm
-    index: int | None
-    values: list[int | None]
-    problem: str | None
     runs: list[Run]
 
 
 def site_of(name: str, seen: Seen) -> CallSite:
-    form, index, value, calls = seen.form, seen.index, seen.values[0], len(seen.runs)
-    where = (name, seen.method, seen.argument)
-    return site_at(seen.place, *where, form=form, index=index, value=value, calls=calls)
+    return seen.site(name, seen.method, seen.argument, len(seen.runs))
 
 
 def inserted_site(name: str, place: Place) -> CallSite:

@@ -48,7 +48,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tfperf.frameworks import SiteRecorder, call_span, site_at
+from tfperf.frameworks import Seen, SiteRecorder, call_span
 from tfperf.frameworks.torch._arguments import (
     Option,
     Options,
@@ -94,13 +94,8 @@ _DEFAULTS = {
 
 
 @dataclasses.dataclass
-class _Seen:
-    place: Place
-    argument: str
-    form: ArgumentForm
-    index: int | None
-    values: list[int | None]
-    problem: str | None
+class _Seen(Seen):
+    place: Place  # with the call the value is written in
     calls: int = 1
 
 
@@ -242,11 +237,9 @@ class LoaderRecorder(SiteRecorder):
         seen = self._seen.get((place, argument))
         if seen is None:
             self._seen[(place, argument)] = _Seen(place, argument, form, index, [value], problem)
-            return
-        seen.calls += 1
-        if value not in seen.values:
-            seen.values.append(value)
-        seen.problem = seen.problem or problem
+        else:
+            seen.calls += 1
+            seen.again(value, problem)
 
     def _apply(
         self, place: Place, argument: str, kind: SiteKind, bound: inspect.BoundArguments
@@ -483,9 +476,8 @@ def _varies(values: list[int | None]) -> str | None:
 
 def _site(seen: _Seen) -> CallSite:
     place = seen.place
-    where = (place.name(CALL, seen.argument), place.call, place.written or seen.argument)
-    form, index, value, calls = seen.form, seen.index, seen.values[0], seen.calls
-    return site_at(place, *where, form=form, index=index, value=value, calls=calls)
+    name = place.name(CALL, seen.argument)
+    return seen.site(name, place.call, place.written or seen.argument, seen.calls)
 
 
 def _call_text(seen: _Seen) -> str:
