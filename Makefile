@@ -29,17 +29,18 @@ unit: $(VENV)/.installed-dev
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
-# Benchmarks (benchmarks/, see its RESULTS.md). `make bench` tunes and measures nine pipelines,
-# about an hour on 2 cores, and rewrites benchmarks/RESULTS.md: run it on a quiet machine.
-# `make bench-smoke` checks the runner end to end on one pipeline in about 40 seconds.
-# `make bench` then profiles the generated family with known truth (tests/generated.py).
-# Its RESULTS.md includes `tfperf offload`'s predicted per-worker rate against a real local
-# tf.data service of 1 and 2 workers (benchmarks/offload.py, also runnable on its own).
+# Benchmarks (benchmarks/, see its RESULTS.md). `make bench` rewrites benchmarks/RESULTS.md
+# and RESULTS.json, with the date and the commit, from one run: it tunes and measures nine
+# pipelines (tf.data and DataLoader), the zero-change file and PyTorch script, the profiler's
+# overhead, the emulated accelerator step, `tfperf offload` against a real local tf.data
+# service of 1 and 2 workers, the known-truth family (tests/generated.py), and the time to an
+# answer (a default profile of the quickstart against an 8-trial tune of it). About two hours
+# on 2 cores: run it on a quiet machine. `make bench-smoke` checks the runner end to end on
+# one pipeline in about a minute, skipping the sections that take minutes each.
 .PHONY: bench bench-smoke
 
 bench: $(VENV)/.installed $(VENV)/.installed-torch
 	$(BIN)/python -m benchmarks
-	$(BIN)/python -m benchmarks.generated
 
 bench-smoke: $(VENV)/.installed
 	$(BIN)/python -m benchmarks --smoke

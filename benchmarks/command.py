@@ -2,12 +2,15 @@
 
 For each pipeline: prepare its data (untimed), `tfperf tune` it on a fresh study with a fixed
 trial budget, then measure its baseline, AUTOTUNE and tuned configurations side by side.
-Then the repeatability of one configuration, the profiler's overhead, the emulated
-accelerator step against its known answer, and `tfperf offload`'s predicted per-worker rate
-against the real local tf.data service (k = 1 and 2 workers). The figures are saved as a JSON
-record, and RESULTS.md is rendered from that record alone.
+Each study's time split is read back from it (`benchmarks.answer`). Then the repeatability
+of one configuration, the plain-file twin's and the PyTorch script's zero-change hand-over,
+the profiler's overhead, the emulated accelerator step against its known answer, `tfperf
+offload`'s predicted per-worker rate against the real local tf.data service (k = 1 and 2
+workers), the known-truth family's checks, and one default `tfperf profile` of the quickstart
+against `tfperf tune --trials 8` of it. The figures are saved as a JSON record with the date
+and the commit, and RESULTS.md is rendered from that record alone.
 
-    python -m benchmarks                      # the full run (35-45 minutes on 2 cores)
+    python -m benchmarks                      # the full run (about 2 hours on 2 cores)
     python -m benchmarks --only remote_storage --trials 8
     python -m benchmarks --smoke              # one pipeline, tiny budget: the runner works
     python -m benchmarks --render benchmarks/RESULTS.json   # re-render a saved run
@@ -20,6 +23,7 @@ import dataclasses
 import datetime
 import os
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -27,10 +31,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmarks import measure
+from benchmarks.answer import profile_against_tune
+from benchmarks.answer_record import ProfileAgainstTune
 from benchmarks.emulated_step_record import EmulatedStepRow, run_emulated_step
+from benchmarks.generated_record import KnownTruthCheck, run_known_truth
 from benchmarks.offload import measure_offload
 from benchmarks.offload_record import OffloadResult
-from benchmarks.record import BenchRecord, Failure, Machine, PipelineRecord, Repeatability
+from benchmarks.record import (
+    DIRTY,
+    BenchRecord,
+    Failure,
+    Machine,
+    PipelineRecord,
+    Repeatability,
+)
 from benchmarks.render import render
 from benchmarks.suite import (
     BENCHMARKS_DIR,
@@ -42,6 +56,7 @@ from benchmarks.suite import (
     SuiteError,
     select,
 )
+from benchmarks.torch_script_record import TorchScript, run_torch_script
 from benchmarks.zero_change import run_zero_change
 from tfperf.errors import ResultFileError, TfperfError
 from tfperf.trials import Budgets
@@ -104,6 +119,7 @@ def run(
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # tfperf reports what matters
     import_tensorflow_quietly()  # each pipeline file imports it; its start-up lines say nothing
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    commit = _commit()  # before measuring: the code measured, not the code at the end
     clock = time.monotonic()
     pipelines: list[PipelineRecord] = []
     failures: list[Failure] = []
@@ -144,6 +160,7 @@ def run(
     except RuntimeError as error:
         log(f"offload: FAILED: {error}")
         failures.append(Failure("offload", str(error)))
+    heavy = _heavy_sections(settings, studies, log, failures)
     return BenchRecord(
         command=command,
         started_at=started,
@@ -158,7 +175,62 @@ def run(
         zero_change=zero_change,
         emulated_step=emulated_step,
         offload=offload,
+        torch_script=heavy.torch_script,
+        known_truth=heavy.known_truth,
+        profile_against_tune=heavy.profile_against_tune,
+        commit=commit,
     )
+
+
+@dataclasses.dataclass
+class _Heavy:
+    """The sections a smoke run skips (each minutes long, each in its own processes)."""
+
+    torch_script: TorchScript | None = None
+    known_truth: list[KnownTruthCheck] = dataclasses.field(default_factory=list)
+    profile_against_tune: ProfileAgainstTune | None = None
+
+
+def _heavy_sections(
+    settings: Settings, studies: Path, log: measure.Log, failures: list[Failure]
+) -> _Heavy:
+    """The PyTorch script, the known-truth family, and the quickstart's profile against its
+    tune, each in children; none in a smoke run. One that fails is added to `failures`."""
+    heavy = _Heavy()
+    if settings.smoke:
+        return heavy
+    try:
+        heavy.torch_script = run_torch_script(settings.trials, studies / "torch_script", log)
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        log(f"PyTorch script: FAILED: {error}")
+        failures.append(Failure("torch_script", str(error)))
+    try:
+        heavy.known_truth = run_known_truth(log)
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        log(f"known-truth family: FAILED: {error}")
+        failures.append(Failure("known_truth", str(error)))
+    try:
+        heavy.profile_against_tune = profile_against_tune(log)
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        log(f"time to an answer: FAILED: {error}")
+        failures.append(Failure("profile_against_tune", str(error)))
+    return heavy
+
+
+def _commit() -> str | None:
+    """`git rev-parse --short HEAD`, with DIRTY when tracked files have uncommitted changes;
+    None where git cannot tell (no git, not a checkout)."""
+    try:
+        head = _git("rev-parse", "--short", "HEAD")
+        changed = _git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + (DIRTY if changed else "")
+
+
+def _git(*arguments: str) -> str:
+    done = subprocess.run(["git", *arguments], cwd=REPO, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 def _bench_one(

@@ -15,6 +15,7 @@ are checked against what its set costs make true:
 
 It prints one line per member and check, and exits 1 when a check failed. Run it on a quiet
 machine: the suite checks the rules that need no clock (tests/test_generated.py).
+`python -m benchmarks` (`make bench`) runs it too and writes its section of RESULTS.md.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from benchmarks.generated_record import KnownTruthCheck as Check
 from tests.generated import Generated, Verdict, by_name, family
 from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.pipeline import load_pipeline
@@ -42,17 +44,6 @@ from tfperf.results.stages import StageStat
 LIMIT_SLACK = 0.95
 #: Memory by buffer must be within this share of the truth.
 MEMORY_TOLERANCE = 0.25
-
-
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """One check of one member: what was expected, what was found, and whether they agree."""
-
-    member: str
-    name: str
-    expected: str
-    found: str
-    passed: bool
 
 
 def check_member(

@@ -1,7 +1,8 @@
 """Measures one benchmark pipeline with tfperf's own machinery, and returns plain records.
 
 For each pipeline: `prepare` runs it once so its data exists before anything is timed; `tune`
-runs `tfperf.tune` on a fresh study and reads the study's trials back; `measure_final` runs
+runs `tfperf.tune` on a fresh study and reads the study's trials back, and where its time
+went (`benchmarks.answer.time_split`); `measure_final` runs
 the baseline, AUTOTUNE and tuned configurations side by side (`tfperf.tuner._remeasure`: interleaved
 rounds, each run a `run_trial` child process), keeping every phase of every run. The limit
 the tuned figure is compared with is tfperf's own, from the study's baseline stage analysis
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.answer import time_split
 from benchmarks.record import (
     Figure,
     ModelFigures,
@@ -90,6 +92,7 @@ def tune(
         rounds=settings.rounds,
     )
     result = tfperf.tune(pipeline, options)
+    split = time_split(storage, spec.name, result.wall_s)
     trials, search_s = study_trials(storage, spec.name)
     trials = with_remeasured(trials, result.candidates)
     tuning = Tuning(
@@ -105,6 +108,7 @@ def tune(
         changes_training=list(result.changes_training),
         model=model_figures(result),
         training=training_choice(result),
+        split=split,
     )
     return result, tuning
 

@@ -16,8 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.answer_record import ProfileAgainstTune, TimeSplit
 from benchmarks.emulated_step_record import EmulatedStepRow
+from benchmarks.generated_record import KnownTruthCheck
 from benchmarks.offload_record import OffloadResult
+from benchmarks.torch_script_record import TorchScript
 from benchmarks.zero_change_record import ZeroChange
 from tfperf.errors import ResultFileError
 from tfperf.results._json import JsonRecord
@@ -25,6 +28,8 @@ from tfperf.results._json import JsonRecord
 BENCH_SCHEMA_VERSION = 1
 #: "Within 5% of the final best": the tolerance of `first_within`.
 CONVERGENCE_TOLERANCE = 0.05
+#: What `BenchRecord.commit` ends with when the working tree had uncommitted changes.
+DIRTY = "+dirty"
 
 
 @dataclasses.dataclass
@@ -177,6 +182,8 @@ class Tuning:
     #: Each phase's minimum measured seconds (`tfperf tune --min-seconds`); 0 in records from
     #: before the floor, whose phases measured exactly `steps`.
     min_seconds: float = 0.0
+    #: Where the tune's wall time went, read from its study; None in records from before it.
+    split: TimeSplit | None = None
 
 
 @dataclasses.dataclass
@@ -278,6 +285,15 @@ class BenchRecord(JsonRecord):
     emulated_step: list[EmulatedStepRow] = dataclasses.field(default_factory=list)
     # tfperf offload's prediction against the real local service, k = 1 and 2 (offload.py).
     offload: OffloadResult | None = None
+    # The PyTorch script tuned with --write-patch, as written against patched (torch_script.py).
+    torch_script: TorchScript | None = None
+    # The known-truth family's checks (generated.py).
+    known_truth: list[KnownTruthCheck] = dataclasses.field(default_factory=list)
+    # One default profile of the quickstart against an 8-trial tune of it (answer.py).
+    profile_against_tune: ProfileAgainstTune | None = None
+    # The commit measured (`git rev-parse --short HEAD`), ending with DIRTY when the tree had
+    # uncommitted changes; None where git could not tell.
+    commit: str | None = None
     schema_version: int = BENCH_SCHEMA_VERSION
 
     @classmethod

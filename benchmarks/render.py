@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from benchmarks.emulated_step_record import emulated_step_section
+from benchmarks.generated_record import KnownTruthCheck, known_truth_section
 from benchmarks.goals import (
     Check,
     check_geomean,
@@ -16,8 +17,9 @@ from benchmarks.goals import (
     describe_changes,
     pipeline_checks,
 )
-from benchmarks.offload_record import offload_section
+from benchmarks.offload_record import BAND, OffloadResult, offload_section
 from benchmarks.record import (
+    DIRTY,
     BenchRecord,
     ModelFigures,
     PipelineRecord,
@@ -31,14 +33,21 @@ from benchmarks.record import (
     ratio,
     spread,
 )
+from benchmarks.render_answer import answer_section, check_profile_against_tune
 from benchmarks.render_model import (
+    duration,
     model_section,
     restart_section,
     share,
     table,
     training_section,
 )
-from benchmarks.render_zero_change import check_zero_change, zero_change_section
+from benchmarks.render_zero_change import (
+    check_torch_script,
+    check_zero_change,
+    torch_script_section,
+    zero_change_section,
+)
 from tfperf.knobs import format_value, framework_knobs
 from tfperf.units import format_bytes
 
@@ -54,7 +63,9 @@ def render(record: BenchRecord) -> str:
         _throughput(record),
         model_section(record),
         zero_change_section(record),
+        torch_script_section(record.torch_script),
         _tuning(record),
+        answer_section(record),
         training_section(record),
         restart_section(record),
         _memory(record),
@@ -62,6 +73,7 @@ def render(record: BenchRecord) -> str:
         _overhead(record),
         emulated_step_section(record.emulated_step),
         offload_section(record.offload),
+        known_truth_section(record.known_truth),
         _repeatability(record),
         _configurations(record),
     ]
@@ -78,8 +90,14 @@ def _header(record: BenchRecord) -> str:
         "`python -m benchmarks --render benchmarks/RESULTS.json`.",
         "",
         f"- Command: `{record.command}`",
-        f"- Date: {record.started_at}; the run took {_duration(record.wall_s)}",
+        f"- Date: {record.started_at}; the run took {duration(record.wall_s)}",
     ]
+    if record.commit is not None:
+        dirty = record.commit.endswith(DIRTY)
+        lines.append(
+            f"- Commit: `{record.commit.removesuffix(DIRTY)}`"
+            + (", with uncommitted changes in the working tree" if dirty else "")
+        )
     settings = record.settings
     lines.append(
         f"- Trial budget: {_count(settings['trials'], 'trial')} per pipeline (seed "
@@ -125,57 +143,71 @@ def _failures(record: BenchRecord) -> str:
 
 
 def _throughput(record: BenchRecord) -> str:
-    rows = []
-    for pipeline in record.pipelines:
-        tuned = pipeline.tuned
-        model = pipeline.tuning.model
-        rows.append(
-            [
-                pipeline.name,
-                _rate(pipeline.baseline.end_to_end),
-                _rate(pipeline.autotune.end_to_end),
-                _rate(tuned.end_to_end) + _same_as(pipeline),
-                _limit(model),
-                model.bound_by if model else "n/a",
-                _ratio(ratio(tuned.end_to_end, pipeline.baseline.end_to_end)),
-                _ratio(ratio(tuned.end_to_end, pipeline.autotune.end_to_end)),
-                share(
-                    median(tuned.end_to_end),
-                    model.limit if model and model.setting_probed else None,
-                ),
-            ]
-        )
+    own = [p for p in record.pipelines if p.reference == "AUTOTUNE"]
+    loaders = [p for p in record.pipelines if p.reference != "AUTOTUNE"]
     found = [ratio(p.tuned.end_to_end, p.autotune.end_to_end) for p in record.pipelines]
     mean = geomean([f.value for f in found if f is not None])
-    text = table(
-        "## Throughput (examples/s)\n\nThe limit is tfperf's own, stated by its pipeline model "
-        "from the study's baseline trial, its CPU roofline restated with the input's CPU per "
-        'example measured at the fastest reference trial (docs/limit.md, "The refit"): '
-        "the smallest of the compute-only "
-        "rate, the CPU roofline and any stage that cannot run in parallel, and `bound by` "
-        "names which. It is stated under the tuned configuration's training setting: where "
-        "the tuned configuration changes the batch size or the precision, the model alone was "
-        "timed under that setting in the baseline trial, and the limit under the baseline's "
-        "own setting follows in brackets. A ratio's ± is the sum of its two figures' relative "
-        "spreads times the ratio; one marked (noise) holds 1 within it. AUTOTUNE stands for "
-        "each pipeline's second reference: PyTorch's rule (num_workers = cores) for a "
-        "DataLoader.",
-        [
-            "pipeline",
-            "baseline",
-            "AUTOTUNE",
-            "tuned",
-            "limit",
-            "bound by",
-            "tuned/baseline",
-            "tuned/AUTOTUNE",
-            "tuned/limit",
-        ],
-        rows,
-    )
-    if mean is None:
-        return text
-    return text + f"\n\nGeometric mean of tuned/AUTOTUNE over the pipelines: {mean:.2f}x."
+    parts = []
+    if own or not loaders:
+        parts.append(table(_THROUGHPUT, _THROUGHPUT_HEADER, [_throughput_row(p) for p in own]))
+    if loaders:
+        title = "## Throughput (examples/s)" if not own else "### DataLoader pipelines"
+        header = [
+            "PyTorch's rule" if name == "AUTOTUNE" else name.replace("AUTOTUNE", "rule")
+            for name in _THROUGHPUT_HEADER
+        ]
+        rows = [_throughput_row(p) for p in loaders]
+        parts.append(table(title + "\n\n" + _LOADERS, header, rows))
+    if mean is not None:
+        parts.append(f"Geometric mean of tuned/AUTOTUNE over the pipelines: {mean:.2f}x.")
+    return "\n\n".join(parts)
+
+
+_THROUGHPUT = (
+    "## Throughput (examples/s)\n\nThe limit is tfperf's own, stated by its pipeline model "
+    "from the study's baseline trial, its CPU roofline restated with the input's CPU per "
+    'example measured at the fastest reference trial (docs/limit.md, "The refit"): '
+    "the smallest of the compute-only "
+    "rate, the CPU roofline and any stage that cannot run in parallel, and `bound by` "
+    "names which. It is stated under the tuned configuration's training setting: where "
+    "the tuned configuration changes the batch size or the precision, the model alone was "
+    "timed under that setting in the baseline trial, and the limit under the baseline's "
+    "own setting follows in brackets. A ratio's ± is the sum of its two figures' relative "
+    "spreads times the ratio; one marked (noise) holds 1 within it. AUTOTUNE stands for "
+    "each pipeline's second reference: PyTorch's rule (num_workers = cores) for a "
+    "DataLoader."
+)
+_LOADERS = (
+    "The PyTorch DataLoader pipelines, in the same columns: the reference beside the "
+    "baseline is PyTorch's rule (num_workers = cores), the limit tfperf's own."
+)
+_THROUGHPUT_HEADER = [
+    "pipeline",
+    "baseline",
+    "AUTOTUNE",
+    "tuned",
+    "limit",
+    "bound by",
+    "tuned/baseline",
+    "tuned/AUTOTUNE",
+    "tuned/limit",
+]
+
+
+def _throughput_row(pipeline: PipelineRecord) -> list[str]:
+    tuned = pipeline.tuned
+    model = pipeline.tuning.model
+    return [
+        pipeline.name,
+        _rate(pipeline.baseline.end_to_end),
+        _rate(pipeline.autotune.end_to_end),
+        _rate(tuned.end_to_end) + _same_as(pipeline),
+        _limit(model),
+        model.bound_by if model else "n/a",
+        _ratio(ratio(tuned.end_to_end, pipeline.baseline.end_to_end)),
+        _ratio(ratio(tuned.end_to_end, pipeline.autotune.end_to_end)),
+        share(median(tuned.end_to_end), model.limit if model and model.setting_probed else None),
+    ]
 
 
 def _window(tuning: Tuning) -> str:
@@ -207,9 +239,9 @@ def _tuning(record: BenchRecord) -> str:
                 pipeline.name,
                 f"{tuning.trials_budget} trials of {_window(tuning)}",
                 f"{index + 1}" if index is not None else "n/a",
-                _duration(reached.elapsed_s) if reached and reached.elapsed_s else "n/a",
-                _duration(tuning.search_s),
-                _duration(tuning.wall_s),
+                duration(reached.elapsed_s) if reached and reached.elapsed_s else "n/a",
+                duration(tuning.search_s),
+                duration(tuning.wall_s),
                 _chosen(tuning.best_label),
                 _outcomes(tuning.trials),
             ]
@@ -283,6 +315,16 @@ def _goals(record: BenchRecord) -> str:
         _add_check(rows, notes, "all", check_geomean(record.pipelines))
     if record.zero_change is not None:
         _add_check(rows, notes, "zero-change", check_zero_change(record.zero_change))
+    if record.torch_script is not None:
+        _add_check(rows, notes, "zero-change", check_torch_script(record.torch_script))
+    if record.profile_against_tune is not None:
+        _add_check(
+            rows, notes, "quickstart", check_profile_against_tune(record.profile_against_tune)
+        )
+    if record.offload is not None:
+        _add_check(rows, notes, "offload", _check_offload(record.offload))
+    if record.known_truth:
+        _add_check(rows, notes, "known truth", _check_known_truth(record.known_truth))
     if record.overhead is not None:
         _add_check(rows, notes, "all", check_overhead(record.overhead))
     if record.repeatability is not None:
@@ -297,6 +339,23 @@ def _goals(record: BenchRecord) -> str:
     if notes:
         text += "\n\n### Why a goal was missed\n\n" + "\n".join(notes)
     return text
+
+
+def _check_offload(result: OffloadResult) -> Check:
+    one = next((row for row in result.rows if row.workers == 1), None)
+    shown = f"needs {result.workers_needed}; 1 worker at " + (
+        f"{one.ratio:.2f}x the prediction" if one is not None else "n/a"
+    )
+    goal = f"workers needed >= 2, 1 worker within {BAND[0]:g}-{BAND[1]:g}x of the prediction"
+    return Check(goal, result.met, shown)
+
+
+def _check_known_truth(checks: Sequence[KnownTruthCheck]) -> Check:
+    passed = sum(check.passed for check in checks)
+    note = "" if passed == len(checks) else "the Known-truth family section lists each miss."
+    return Check(
+        "every known-truth check passes", passed == len(checks), f"{passed} of {len(checks)}", note
+    )
 
 
 def _add_check(rows: list[list[str]], notes: list[str], name: str, check: Check) -> None:
@@ -439,12 +498,6 @@ def _own_knobs(pipeline: PipelineRecord, knobs: dict[str, object]) -> dict[str, 
 
 def _knobs(knobs: dict[str, object]) -> str:
     return ", ".join(f"{name}={format_value(value)}" for name, value in knobs.items())
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _count(number: int, noun: str) -> str:

@@ -10,7 +10,14 @@ from collections.abc import Callable, Sequence
 
 from benchmarks.record import BenchRecord, Figure, ModelFigures, PipelineRecord, TrainingChoice
 
-__all__ = ["model_section", "restart_section", "share", "table", "training_section"]
+__all__ = [
+    "duration",
+    "model_section",
+    "restart_section",
+    "share",
+    "table",
+    "training_section",
+]
 
 
 def model_section(record: BenchRecord) -> str:
@@ -208,6 +215,13 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> s
     lines = [title, "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds below two minutes, else minutes; "n/a" for None."""
+    if seconds is None:
+        return "n/a"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def share(value: float | None, whole: float | None) -> str:

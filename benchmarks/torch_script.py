@@ -18,6 +18,7 @@
     python -m benchmarks.torch_script --sites DataLoader@torch_train.py:37.num_workers=8
 
 It writes under `studies/torch_script/` (the patch, the patched copy, `result.json`).
+`python -m benchmarks` (`make bench`) runs it too and writes its section of RESULTS.md.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"round {round_ + 1}: {label:<8} {rate:,.0f} examples/s", flush=True)
     ratio = median(rates["patched"]) / median(rates["original"])
     result = {
+        "trials": None if args.sites else (4 if args.smoke else args.trials),
+        "rounds": rounds,
         "original": rates["original"],
         "patched": rates["patched"],
         "ratio": ratio,

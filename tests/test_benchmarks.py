@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks.answer_record import ProfileAgainstTune, TimeSplit
 from benchmarks.emulated_step_record import EmulatedStepRow
+from benchmarks.generated_record import KnownTruthCheck
 from benchmarks.goals import (
     check_autotune,
     check_convergence,
@@ -49,6 +52,7 @@ from benchmarks.record import (
 )
 from benchmarks.render import render
 from benchmarks.suite import SUITE, Settings, SuiteError, select
+from benchmarks.torch_script_record import TorchScript
 from tests.deadlines import HANG_S
 from tfperf.results.tune import Measurement
 
@@ -844,7 +848,13 @@ def test_smoke_run_measures_and_renders(tmp_path):
     assert [t.reference for t in pipeline.tuning.trials] == ["baseline", "autotune"]
     assert record.repeatability is not None and len(record.repeatability.end_to_end) == 2
     assert record.overhead is not None and record.overhead.rows
-    assert output.read_text(encoding="utf-8") == render(record)
+    split = pipeline.tuning.split
+    assert split is not None and (split.completed, split.stopped) == (2, 0)
+    assert split.phases_s > 0 and split.startup_s > 0 and split.remeasure_runs > 0
+    assert record.commit is not None
+    text = output.read_text(encoding="utf-8")
+    assert text == render(record)
+    assert "\n## Time to an answer\n" in text and "\n| remote_storage |" in text
 
 
 def test_restart_cost_is_reported_for_pipelines_that_restarted():
@@ -1085,7 +1095,230 @@ def test_the_offload_rows_render_in_the_results_and_round_trip(tmp_path):
     assert "## Offload to tf.data service" in text
     assert "| 1 | 1,000 | 900 | 0.90 |" in text and "| 2 | 2,000 | 1,600 | 0.80 |" in text
     assert "`workers_needed`: 12; binds: workers; bar met: yes." in text
+    assert (
+        "| offload | workers needed >= 2, 1 worker within 0.6-1.5x of the prediction | needs 12; "
+        "1 worker at 0.90x the prediction | yes |"
+    ) in text
     assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
     record.offload.rows[0].measured_examples_per_sec = 400.0  # 0.4x: outside the band
     assert "bar met: **no**." in render(record)
     assert "Offload to tf.data service" not in render(bench_record())
+
+
+# -- the commit, the known-truth family, the PyTorch script --------------------------------
+
+
+def test_the_header_names_the_commit_and_marks_a_dirty_tree():
+    record = bench_record()
+    record.commit = "abc1234"
+    assert "\n- Commit: `abc1234`\n" in render(record)
+    record.commit = "abc1234+dirty"
+    assert "\n- Commit: `abc1234`, with uncommitted changes in the working tree\n" in render(record)
+    assert "Commit:" not in render(bench_record())
+
+
+def test_the_commit_is_read_from_this_checkout():
+    from benchmarks.command import _commit
+
+    commit = _commit()
+    assert commit is not None and re.fullmatch(r"[0-9a-f]{4,}(\+dirty)?", commit)
+
+
+def known_truth_checks():
+    return [
+        KnownTruthCheck("four_files", "verdict", "input-bound", "input-bound", True),
+        KnownTruthCheck("four_files", "limiting stage", "map(decode)", "batch", False),
+        KnownTruthCheck("deep_prefetch", "verdict", "compute-bound", "compute-bound", True),
+    ]
+
+
+def test_the_known_truth_checks_render_per_member_with_every_miss_and_round_trip(tmp_path):
+    record = bench_record()
+    record.known_truth = known_truth_checks()
+    text = render(record)
+    assert "## Known-truth family" in text
+    assert "2 of 3 checks passed on 2 pipelines." in text
+    assert "| four_files | 1 of 2 | limiting stage |" in text
+    assert "| deep_prefetch | 1 of 1 | none |" in text
+    assert "- **four_files**, limiting stage: expected map(decode), found batch" in text
+    assert "| known truth | every known-truth check passes | 2 of 3 | **no** |" in text
+    assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
+    assert "Known-truth family" not in render(bench_record())
+
+
+def _fake_child(monkeypatch, module, writes):
+    """`module`'s subprocess.run writes what its child would (`writes(command)`) and exits 1,
+    as a child whose checks missed does."""
+
+    def run(command, **kwargs):
+        writes(command)
+        return subprocess.CompletedProcess(command, 1, "", "")
+
+    monkeypatch.setattr(module.subprocess, "run", run)
+
+
+def test_a_known_truth_family_with_misses_is_still_read(monkeypatch):
+    import json
+
+    import benchmarks.generated_record as generated_record
+
+    def writes(command):
+        path = Path(command[command.index("--json") + 1])
+        rows = [dataclasses.asdict(check) for check in known_truth_checks()]
+        path.write_text(json.dumps(rows), encoding="utf-8")
+
+    _fake_child(monkeypatch, generated_record, writes)
+    assert generated_record.run_known_truth(lambda _: None) == known_truth_checks()
+
+
+def test_a_known_truth_family_without_checks_fails_with_its_output(monkeypatch):
+    import benchmarks.generated_record as generated_record
+
+    _fake_child(monkeypatch, generated_record, lambda command: None)
+    with pytest.raises(RuntimeError, match="wrote no checks \\(exit status 1\\)"):
+        generated_record.run_known_truth(lambda _: None)
+
+
+def torch_script():
+    return TorchScript(
+        trials=20,
+        rounds=3,
+        original=[70.0, 73.0, 76.0],
+        patched=[450.0, 460.0, 470.0],
+        goal=2.0,
+        diff="--- ./torch_train.py\n+++ ./torch_train.py\n",
+    )
+
+
+def test_the_pytorch_script_renders_as_written_against_patched_and_round_trips(tmp_path):
+    record = bench_record()
+    record.torch_script = torch_script()
+    text = render(record)
+    assert "## Zero-change PyTorch script" in text
+    assert "| original | 3 | 73 |" in text and "| patched | 3 | 460 |" in text
+    assert "Patched / original: 6.30x ± 0.40; the goal: at least 2x; met: yes." in text
+    assert "| zero-change | script patched/original >= 2x | 6.30x ± 6% | yes |" in text
+    assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
+    record.torch_script.patched = [100.0, 110.0, 120.0]
+    assert "met: **no**." in render(record)
+    assert "Zero-change PyTorch script" not in render(bench_record())
+
+
+def test_the_pytorch_script_s_result_is_read_whatever_its_exit_status(monkeypatch, tmp_path):
+    import json
+
+    import benchmarks.torch_script_record as torch_script_record
+
+    def writes(command):
+        out = Path(command[command.index("--out") + 1])
+        data = {**dataclasses.asdict(torch_script()), "ratio": 6.3, "spread": {}}
+        (out / "result.json").write_text(json.dumps(data), encoding="utf-8")
+
+    _fake_child(monkeypatch, torch_script_record, writes)
+    assert torch_script_record.run_torch_script(20, tmp_path, lambda _: None) == torch_script()
+
+
+# -- time to an answer ----------------------------------------------------------------------
+
+
+def _stored(status, wall_s=None, result=None, role=None, seconds=0.0):
+    """A finished trial as a study stores it, `seconds` from its start to its end."""
+    import datetime
+
+    import optuna
+
+    from tfperf.study.records import TrialRecord
+
+    attrs = TrialRecord(status=status, wall_s=wall_s, result=result).to_user_attrs()
+    if role is not None:
+        attrs["role"] = role
+    trial = optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL, user_attrs=attrs)
+    trial.datetime_start = datetime.datetime(2025, 1, 2, 3, 4, 0)
+    trial.datetime_complete = trial.datetime_start + datetime.timedelta(seconds=seconds)
+    return trial
+
+
+def test_a_study_s_time_splits_into_start_up_windows_stopped_trials_and_re_measurement():
+    from benchmarks.answer import split_of
+    from tests.fakes.trials import fake_result
+    from tfperf.knobs import Knobs
+    from tfperf.results import TrialStatus
+
+    phase = fake_result(Knobs(), wait_s=0.02).end_to_end
+    result = fake_result(Knobs(), wait_s=0.02)
+    result = dataclasses.replace(result, pipeline_only=phase, compute_only=None)
+    trials = [
+        _stored(TrialStatus.COMPLETE, 10.0, result.to_json(indent=None), seconds=11.0),
+        _stored(TrialStatus.PRUNED, 3.0, seconds=3.5),
+        # A copy of a measured configuration ran no process: its figures, no wall time.
+        _stored(TrialStatus.COMPLETE, None, result.to_json(indent=None)),
+        _stored(TrialStatus.LOCK, role="remeasure", seconds=40.0),
+    ]
+    split = split_of(trials, remeasure_runs=6, wall_s=60.0)
+    assert (split.completed, split.stopped) == (1, 1)
+    warmup, measured = phase.warmup.duration_s, phase.duration_s
+    assert (warmup, measured) == (pytest.approx(0.06), pytest.approx(0.18))
+    # Two phases (end to end, and the pipeline alone), each with its warm-up and its window.
+    assert split.warmup_s == pytest.approx(2 * warmup)
+    assert split.phases_s == pytest.approx(2 * measured)
+    assert split.stages_s == 0.0
+    assert split.startup_s == pytest.approx(10.0 - 2 * warmup - 2 * measured)
+    assert (split.stopped_s, split.remeasure_s, split.remeasure_runs) == (3.0, 40.0, 6)
+    assert split.rest_s == pytest.approx(60.0 - 10.0 - 3.0 - 40.0)
+
+
+def time_split(wall_s=90.0):
+    return TimeSplit(
+        wall_s=wall_s,
+        completed=5,
+        stopped=1,
+        startup_s=20.0,
+        warmup_s=4.0,
+        phases_s=15.0,
+        stages_s=6.0,
+        stopped_s=3.0,
+        remeasure_s=30.0,
+        remeasure_runs=9,
+    )
+
+
+def test_time_to_an_answer_renders_each_tune_s_split_and_the_side_by_side_figure(tmp_path):
+    record = bench_record()
+    assert "## Time to an answer" not in render(record)
+    record.pipelines[0].tuning.split = time_split()
+    record.profile_against_tune = ProfileAgainstTune(
+        "examples/quickstart/pipeline.py", 8, 60.0, 300.0, time_split(300.0)
+    )
+    text = render(record)
+    assert "## Time to an answer" in text
+    assert "| demo | 90 s | 25 s | 20 (4.0) | 4 | 15 | 6 | 3 (1) | 30 (9) | 12 |" in text
+    assert "| quickstart, 8 trials | 5.0 min | n/a | 20 (4.0) |" in text
+    assert "took 5.0 min: **5.0x** the profile's time" in text
+    assert "The goal: at most 6x; met: yes." in text
+    assert (
+        "| quickstart | tune --trials 8 <= 6x one profile | 5.0x (5.0 min vs 60 s) | yes |" in text
+    )
+    assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
+    record.profile_against_tune.tune_s = 420.0
+    assert "**7.0x** the profile's time" in render(record)
+    assert "met: **no**." in render(record)
+
+
+def test_dataloader_pipelines_have_their_own_table_with_pytorch_s_rule():
+    record = bench_record()
+    loader = pipeline_record(name="loader", reference="PyTorch's rule")
+    record.pipelines = [pipeline_record(), loader]
+    text = render(record)
+    head = text.index("### DataLoader pipelines")
+    assert "| demo | 100 ± 0% |" in text[:head]
+    header = (
+        "| pipeline | baseline | PyTorch's rule | tuned | limit | bound by | tuned/baseline | "
+        "tuned/rule | tuned/limit |"
+    )
+    assert header in text[head:]
+    assert "| loader | 100 ± 0% | 200 ± 5% |" in text[head:]
+    assert "Geometric mean of tuned/AUTOTUNE over the pipelines: 2.00x." in text[head:]
+    record.pipelines = [loader]
+    only = render(record)
+    assert "## Throughput (examples/s)\n\nThe PyTorch DataLoader pipelines" in only
+    assert "### DataLoader pipelines" not in only
