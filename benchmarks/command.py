@@ -11,7 +11,7 @@ against `tfperf tune --trials 8` of it. The figures are saved as a JSON record w
 and the commit, and RESULTS.md is rendered from that record alone.
 
     python -m benchmarks                      # the full run (about 2 hours on 2 cores)
-    python -m benchmarks --only remote_storage --trials 8
+    python -m benchmarks --only remote_storage --trials 8 --no-extras
     python -m benchmarks --smoke              # one pipeline, tiny budget: the runner works
     python -m benchmarks --render benchmarks/RESULTS.json   # re-render a saved run
 """
@@ -149,14 +149,14 @@ def run(
             log(f"profiler overhead: FAILED: {error}")
             failures.append(Failure("overhead", str(error)))
     emulated_step: list[EmulatedStepRow] = []
-    try:  # not in a smoke run: its own TensorFlow would add seconds to the suite's smoke test
-        emulated_step = [] if settings.smoke else run_emulated_step(log)
+    try:  # an extra: its own TensorFlow would add seconds to the suite's smoke test
+        emulated_step = run_emulated_step(log) if settings.extras else []
     except RuntimeError as error:
         log(f"emulated accelerator step: FAILED: {error}")
         failures.append(Failure("emulated_step", str(error)))
     offload: OffloadResult | None = None
-    try:  # not in a smoke run either: it starts a service and worker processes
-        offload = None if settings.smoke else measure_offload(log)
+    try:  # an extra too: it starts a service and worker processes
+        offload = measure_offload(log) if settings.extras else None
     except RuntimeError as error:
         log(f"offload: FAILED: {error}")
         failures.append(Failure("offload", str(error)))
@@ -184,7 +184,7 @@ def run(
 
 @dataclasses.dataclass
 class _Heavy:
-    """The sections a smoke run skips (each minutes long, each in its own processes)."""
+    """The extras measured last (each minutes long, each in its own processes)."""
 
     torch_script: TorchScript | None = None
     known_truth: list[KnownTruthCheck] = dataclasses.field(default_factory=list)
@@ -195,9 +195,10 @@ def _heavy_sections(
     settings: Settings, studies: Path, log: measure.Log, failures: list[Failure]
 ) -> _Heavy:
     """The PyTorch script, the known-truth family, and the quickstart's profile against its
-    tune, each in children; none in a smoke run. One that fails is added to `failures`."""
+    tune, each in children; none without `settings.extras` (a smoke run has none). One that
+    fails is added to `failures`."""
     heavy = _Heavy()
-    if settings.smoke:
+    if not settings.extras:
         return heavy
     try:
         heavy.torch_script = run_torch_script(settings.trials, studies / "torch_script", log)
@@ -314,6 +315,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     }
     if args.no_overhead:
         given["overhead"] = False
+    if args.no_extras:
+        given["extras"] = False
     return dataclasses.replace(base, **given)
 
 
@@ -378,6 +381,12 @@ def _parser() -> argparse.ArgumentParser:
         budget.add_argument(flag, type=int, default=None, metavar=meta, help=text)
     budget.add_argument(
         "--no-overhead", action="store_true", help="skip the profiler-overhead benchmark"
+    )
+    budget.add_argument(
+        "--no-extras",
+        action="store_true",
+        help="skip the benchmarks beyond the pipelines (as --smoke does): the emulated step, "
+        "offload, the PyTorch script, the known-truth family, the profile against the tune",
     )
     files = parser.add_argument_group("files")
     files.add_argument(

@@ -177,6 +177,10 @@ class Settings:
     rounds: int = 3
     cv_repeats: int = 5
     overhead: bool = True
+    #: The benchmarks beyond the suite's pipelines, each minutes long in its own processes: the
+    #: emulated accelerator step, offload, the PyTorch script, the known-truth family and the
+    #: quickstart's profile against its tune.
+    extras: bool = True
     overhead_steps: int = 150
     overhead_repeats: int = 7
     seed: int | None = 0
@@ -206,6 +210,7 @@ SMOKE = Settings(
     cv_repeats=2,
     overhead_steps=20,
     overhead_repeats=1,
+    extras=False,
     smoke=True,
 )
 

@@ -1322,3 +1322,13 @@ def test_dataloader_pipelines_have_their_own_table_with_pytorch_s_rule():
     only = render(record)
     assert "## Throughput (examples/s)\n\nThe PyTorch DataLoader pipelines" in only
     assert "### DataLoader pipelines" not in only
+
+
+def test_the_extras_run_in_a_full_run_only():
+    from benchmarks.command import _parser, _settings
+
+    def extras(*arguments):
+        return _settings(_parser().parse_args(list(arguments))).extras
+
+    assert extras() and extras("--only", "remote_storage")
+    assert not extras("--smoke") and not extras("--no-extras")
