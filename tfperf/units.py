@@ -20,14 +20,15 @@ def format_seconds(seconds: float) -> str:
 
 
 #: Seconds per unit a duration may be written in; a bare number is seconds.
-_DURATION_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
+_DURATION_UNITS = {"": 1.0, "h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[-+]?[0-9]+)?)\s*([a-z]*)\s*")
 
 
 def parse_duration(text: str) -> float:
-    """Seconds in a duration as a person writes it: "5ms", "0.02s", "20 ms", "0.5".
+    """Seconds in a duration as a person writes it: "5ms", "0.02s", "20 ms", "0.5", "5m".
 
-    A bare number is seconds; the units are s, ms and us. The duration must be positive.
+    A bare number is seconds; the units are h, min (or m), s, ms and us. The duration must be
+    positive.
 
     Raises:
         ValueError: the text is no duration, or not a positive one; the message quotes it.
@@ -39,8 +40,8 @@ def parse_duration(text: str) -> float:
     match = _DURATION.fullmatch(text.lower())
     if match is None or match.group(2) not in _DURATION_UNITS:
         raise ValueError(
-            f"{text!r} is not a duration: write a number and a unit, e.g. 5ms, 0.02s or "
-            "'20 ms' (units: s, ms, us; a bare number is seconds)"
+            f"{text!r} is not a duration: write a number and a unit, e.g. 5ms, 0.02s, "
+            "'20 ms' or 5m (units: h, min or m, s, ms, us; a bare number is seconds)"
         )
     seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
     if not 0 < seconds < float("inf"):

@@ -313,7 +313,8 @@ def test_remeasurement_shows_its_phase_and_each_run_when_not_a_terminal(capsys):
     assert "Re-measuring 2 finalists, 2 rounds interleaved (4 runs)" in err
     assert f"  1/4 trial 3: {rate}\n" in err
     assert "  2/4 baseline: timeout: still running after 60 s\n" in err
-    assert "Confirming trial 3 on windows that played no part in choosing (2 runs)" in err
+    # Priced by the re-measurement's own runs (one ran into the 60 s trial timeout).
+    assert "Confirming trial 3 on windows that played no part in choosing (2 runs; about 6" in err
     assert f"  1/2 trial 3: {rate}\n" in err
 
 
@@ -322,18 +323,25 @@ def test_the_time_left_is_a_line_after_the_first_trial_and_when_it_moves(capsys)
     from tfperf.tuner import Expected
 
     with TuneProgress(trials=8) as listener:  # capsys: stderr is not a terminal
-        listener.expected(Expected(trials_left=6, search_s=360.0, runs_after=15, run_s=60.0))
-        listener.expected(Expected(trials_left=5, search_s=300.0, runs_after=15, run_s=60.0))
-        listener.expected(Expected(trials_left=0, search_s=0.0, runs_after=15, run_s=40.0))
-        listener.expected(Expected(None, search_s=120.0, runs_after=9, run_s=10.0))
+        listener.expected(Expected(6, search_s=360.0, runs_after=15, run_s=60.0, rerun_s=60.0))
+        listener.expected(Expected(5, search_s=300.0, runs_after=15, run_s=60.0, rerun_s=60.0))
+        listener.expected(Expected(0, search_s=0.0, runs_after=15, run_s=40.0, rerun_s=40.0))
+        listener.expected(Expected(None, search_s=120.0, runs_after=9, run_s=10.0, rerun_s=6.0))
+        listener.time_limit_reached(7, Expected(None, 0.0, 9, run_s=10.0, rerun_s=6.0), 60.0)
+        listener.time_limit_reached(6, Expected(None, 0.0, 22, run_s=10.0, rerun_s=6.0), -5.0)
     lines = capsys.readouterr().err.splitlines()
     assert lines == [
-        "Expected: about 21 min more: 6 more trials, then about 15 re-measurement runs, at "
-        "about 60 s a trial as the study's took.",
-        "Expected: about 10 min more: no more trials, then about 15 re-measurement runs, at "
-        "about 40 s a trial as the study's took.",
-        "Expected: about 3.5 min more: the search until --timeout (2 min), then about 9 "
-        "re-measurement runs, at about 10 s a trial as the study's took.",
+        "Expected: about 21 min more: 6 more trials at about 60 s each, as the study's took, "
+        "then about 15 re-measurement runs at about 60 s each.",
+        "Expected: about 10 min more: no more trials, then about 15 re-measurement runs at "
+        "about 40 s each.",
+        "Expected: about 2.9 min more: the search for 2 min, at about 10 s a trial as the "
+        "study's took, then about 9 re-measurement runs at about 6 s each.",
+        "Time limit (--time-limit): the search stops after 7 trials of this run; the "
+        "re-measurement of its finalists and the references takes about 54 s.",
+        "Time limit (--time-limit): the search stops after 6 trials of this run; the "
+        "re-measurement of its finalists and the references takes about 2.2 min, about 2.2 min "
+        "past the limit: the references and the least re-measurement take that long here.",
     ]
 
 

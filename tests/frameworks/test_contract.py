@@ -340,8 +340,9 @@ UNHONOURED = {
 def test_the_driver_measures_the_phases_and_refuses_what_is_not_honoured(
     name: str, framework: Framework, tmp_path: Path
 ) -> None:
-    """`profile` runs `tfperf.measure.drive`: the three phases as the request asks, and an
-    option the framework does not honour (`Framework.honours`) refused by name."""
+    """`profile` runs `tfperf.measure.drive`: the three phases as the request asks (the
+    end-to-end one alone when asked), and an option the framework does not honour
+    (`Framework.honours`) refused by name."""
     pipeline = framework.load(_write(tmp_path, ALL_CASES[name].pipeline, "pipeline.py"))
     heard: list[Progress] = []
     request = ProfileRequest(steps=3, warmup=1, budget_s=60.0, progress=heard.append)
@@ -351,6 +352,10 @@ def test_the_driver_measures_the_phases_and_refuses_what_is_not_honoured(
     assert [phase.phase for phase in result.phases()] == list(Phase)
     assert all(phase.steps >= 3 for phase in result.phases())
     assert result.budget_s == 60.0 and {progress.phase for progress in heard} == set(Phase)
+    alone = framework.profile(
+        pipeline, None, dataclasses.replace(request, end_to_end_only=True, progress=None)
+    )
+    assert [phase.phase for phase in alone.phases()] == [Phase.END_TO_END]
     fields = {field.name for field in dataclasses.fields(ProfileRequest)}
     assert set(UNHONOURED) | Framework.honours == fields
     measured = len(heard)

@@ -17,7 +17,7 @@ from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE
 from tfperf.pipeline import load_pipeline
 from tfperf.results import TrialStatus
-from tfperf.results.tune import Objective
+from tfperf.results.tune import Objective, Reference
 from tfperf.study import StudyMismatchError, search_trials
 from tfperf.study._cluster import pid_scope
 from tfperf.study._study import trials_frame
@@ -253,6 +253,11 @@ def test_the_chosen_configuration_is_reported_from_windows_measured_after_the_ch
     assert listener.confirmed == ([result.best.label], 2)
     assert len(result.best.confirmed) == 2 and len(result.best.examples_per_sec) == 2
     assert [r.knobs for r in runner.requests[-2:]] == [result.best.knobs] * 2
+    # The search's trials measure every phase; the re-measurement reads the end-to-end alone.
+    searched = len(runner.requests) - sum(len(m.examples_per_sec) for m in result.candidates) - 2
+    assert [r.end_to_end_only for r in runner.requests] == [False] * searched + [True] * (
+        len(runner.requests) - searched
+    )
     assert all(not m.confirmed for m in result.candidates if m is not result.best)
     stored = next(m for m in result.candidates if m.label == result.best.label)
     assert stored.confirmed == result.best.confirmed
@@ -437,8 +442,9 @@ class Expecting(TuneListener):
 
 def test_after_each_trial_the_time_left_is_said_from_the_trials_so_far(pipeline, tmp_path):
     """The estimate counts down the trial budget, and after it the re-measurement's least
-    runs: MIN_ROUNDS of each finalist and reference, then of the chosen configuration."""
+    runs: MIN_ROUNDS of each finalist and reference, then of the chosen configurations."""
     from tfperf.tuner import MIN_ROUNDS
+    from tfperf.tuner._time_limit import CONFIRMED_AT_MOST
 
     listener = Expecting()
     run = tuner(pipeline, tmp_path, FakeRunner(), trials=6, rounds=3, finalists=2)
@@ -448,6 +454,84 @@ def test_after_each_trial_the_time_left_is_said_from_the_trials_so_far(pipeline,
     assert lefts == sorted(lefts, reverse=True) and lefts[-1] == 0 and len(lefts) >= 5
     last = listener.heard[-1]
     references = len(run.references.knobs)
-    assert last.runs_after == (2 + references + 1) * MIN_ROUNDS
-    assert last.search_s == 0.0 and last.seconds == last.runs_after * last.run_s
+    assert last.runs_after == (2 + references + CONFIRMED_AT_MOST) * MIN_ROUNDS
+    assert last.search_s == 0.0 and last.seconds == last.runs_after * last.rerun_s
     assert all(left.search_s == left.trials_left * left.run_s for left in listener.heard)
+
+
+class Clocked(FakeRunner):
+    """A runner on a fake clock: each run takes `run_s` of it."""
+
+    def __init__(self, clock: list[float], run_s: float) -> None:
+        super().__init__()
+        self.clock, self.run_s = clock, run_s
+
+    def __call__(self, request, budgets, *, on_progress=None):
+        self.clock[0] += self.run_s
+        return super().__call__(request, budgets, on_progress=on_progress)
+
+
+class Limited(TuneListener):
+    def __init__(self) -> None:
+        self.reached: list[int] = []
+        self.finalists: list[str] = []
+
+    def time_limit_reached(self, ran, left, limit_s) -> None:
+        self.reached.append(ran)
+
+    def remeasure_started(self, finalists, rounds) -> None:
+        self.finalists = [finalist.label for finalist in finalists]
+
+
+def test_a_time_limit_stops_the_search_and_still_verifies_the_answer(
+    pipeline, tmp_path, monkeypatch
+):
+    """Past the limit no trial starts; the answer is re-measured beside the references on one
+    searched finalist, MIN_ROUNDS each with no extra rounds, and confirmed."""
+    from tfperf.tuner import MIN_ROUNDS, _time_limit
+
+    clock = [0.0]
+    monkeypatch.setattr(_time_limit, "monotonic", lambda: clock[0])
+    listener, runner = Limited(), Clocked(clock, run_s=10.0)
+    run = tuner(pipeline, tmp_path, runner, trials=None, time_limit_s=55.0, rounds=3)
+    run.listener = listener
+    result = run.run()
+
+    ran = [request for request in runner.requests if not request.end_to_end_only]
+    assert len(ran) == 6  # the sixth ends at 60 s, past the 55 s limit
+    assert listener.reached == [len(search_trials(run.ledger.study))]
+    assert len([label for label in listener.finalists if label.startswith("trial ")]) == 1
+    assert all(len(m.examples_per_sec) == MIN_ROUNDS for m in result.candidates)
+    assert len(result.best.confirmed) == MIN_ROUNDS
+    assert {Reference.BASELINE, Reference.AUTOTUNE} <= {m.label for m in result.candidates}
+
+
+def test_a_time_limit_shorter_than_a_trial_still_runs_the_references(
+    pipeline, tmp_path, monkeypatch
+):
+    from tfperf.tuner import _time_limit
+
+    clock = [0.0]
+    monkeypatch.setattr(_time_limit, "monotonic", lambda: clock[0])
+    listener, runner = Limited(), Clocked(clock, run_s=10.0)
+    run = tuner(pipeline, tmp_path, runner, trials=None, time_limit_s=5.0)
+    run.listener = listener
+    result = run.run()
+    references = len(run.references.knobs)
+    assert references >= 2 and listener.reached == [references]
+    assert [r.knobs for r in runner.requests[:references]] == list(run.references.knobs.values())
+    assert result.best.confirmed
+
+
+def test_without_a_time_limit_the_clock_stops_nothing(pipeline, tmp_path, monkeypatch):
+    from tfperf.tuner import _time_limit
+
+    clock = [0.0]
+    monkeypatch.setattr(_time_limit, "monotonic", lambda: clock[0])
+    result = tuner(pipeline, tmp_path, Clocked(clock, run_s=1e6), trials=5).run()
+    assert len(search_trials(load(tmp_path))) == 5 and result.best is not None
+
+
+def test_a_time_limit_must_be_positive():
+    with pytest.raises(ValueError, match="0 < time_limit_s < inf"):
+        TuneOptions(trials=None, time_limit_s=0.0)

@@ -10,6 +10,7 @@ there is nothing to re-measure, and the error lists each trial's reason.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,7 @@ class TuneProgress(TuneListener):
         self._study: optuna.Study | None = None
         self._done = 0  # runs finished in the current re-measurement phase, of `_total`
         self._total = 0
+        self._rerun_s: list[float] = []  # the re-measurement runs' seconds, to price the rest
         self._said_s: float | None = None  # the time left last said in a line
         self._postfix: dict[str, str] = {}  # the trial bar's: best so far, time left
 
@@ -207,15 +209,38 @@ class TuneProgress(TuneListener):
         if said is not None and abs(left.seconds - said) <= EXPECTED_MOVES * said:
             return
         self._said_s = left.seconds
+        trial = f"about {_duration(left.run_s)}"
         if left.trials_left is None:
-            search = f"the search until --timeout ({_duration(left.search_s)})"
+            search = (
+                f"the search for {_duration(left.search_s)}, at {trial} a trial as the study's took"
+            )
+        elif left.trials_left:
+            search = (
+                f"{_count(left.trials_left, 'more trial')} at {trial} each, as the study's took"
+            )
         else:
-            search = f"{left.trials_left or 'no'} more trial{'s' * (left.trials_left != 1)}"
+            search = "no more trials"
         self._say(
             f"Expected: about {_duration(left.seconds)} more: {search}, then about "
-            f"{left.runs_after} re-measurement runs, at about {_duration(left.run_s)} a trial "
-            "as the study's took."
+            f"{left.runs_after} re-measurement runs at about {_duration(left.rerun_s)} each."
         )
+
+    def time_limit_reached(self, ran: int, left: Expected | None, limit_s: float | None) -> None:
+        stops = (
+            f"Time limit (--time-limit): the search stops after {_count(ran, 'trial')} of this run"
+        )
+        if left is None or limit_s is None:
+            self._say(f"{stops}.")
+            return
+        takes = _duration(left.seconds)
+        after = f"the re-measurement of its finalists and the references takes about {takes}"
+        over = left.seconds - max(limit_s, 0.0)
+        if over > EXPECTED_MOVES * left.seconds:  # beyond the estimate's own error
+            after += (
+                f", about {_duration(over)} past the limit: the references and the least "
+                "re-measurement take that long here"
+            )
+        self._say(f"{stops}; {after}.")
 
     def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
         """Starts the re-measurement's bar; stops the tuner when no trial ever completed.
@@ -240,7 +265,7 @@ class TuneProgress(TuneListener):
         if took is not None:
             low, high = sum(took) * least, sum(took) * rounds
             span = _duration(high) if low == high else f"{_duration(low)} to {_duration(high)}"
-            plan += f"; about {span}, as long as their trials took"
+            plan += f"; at most about {span}: a run measures one phase of a trial's three"
         self._phase(
             f"Re-measuring {len(finalists)} finalists, {plan}), to choose on fresh figures...",
             total,
@@ -256,7 +281,7 @@ class TuneProgress(TuneListener):
         least = len(labels) * min(rounds, MIN_ROUNDS)
         total = least if len(labels) < 2 else len(labels) * rounds
         cost = _runs(total) if least == total else f"{least} to {total} runs"
-        typical = typical_trial_seconds(self._study) if self._study is not None else None
+        typical = statistics.median(self._rerun_s) if self._rerun_s else None
         if typical is not None:
             span = _duration(typical * total)
             if least != total:
@@ -269,6 +294,7 @@ class TuneProgress(TuneListener):
         )
 
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
+        self._rerun_s.append(outcome.wall_s)
         self._done += 1
         if self._drawn():
             self._bar.update(1)
@@ -307,7 +333,11 @@ def _duration(seconds: float) -> str:
 
 
 def _runs(count: int) -> str:
-    return f"{count} run{'s' * (count != 1)}"
+    return _count(count, "run")
+
+
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _figure(outcome: TrialOutcome) -> str:

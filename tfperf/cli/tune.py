@@ -19,6 +19,7 @@ from tfperf.cli._common_args import (
     add_service_argument,
     add_step_time_argument,
     check_service,
+    duration,
 )
 from tfperf.cli._devices import (
     add_device_arguments,
@@ -81,7 +82,7 @@ class TuneCommand(Command):
             default=None,
             metavar="N",
             help="finish when the study holds N finished trials, this run's and earlier runs' "
-            f"(default: {default('trials')} when --timeout is not given)",
+            f"(default: {default('trials')} when neither --timeout nor --time-limit is given)",
         )
         search.add_argument(
             "--timeout",
@@ -89,6 +90,16 @@ class TuneCommand(Command):
             default=None,
             metavar="S",
             help="stop starting trials after S seconds (re-measurement still runs)",
+        )
+        search.add_argument(
+            "--time-limit",
+            type=duration,
+            default=None,
+            metavar="DURATION",
+            help="finish within about this long (e.g. 5m, 300s), re-measurement included: the "
+            "search stops when the next trial and the least re-measurement after it would "
+            "not fit, and the answer is still re-measured beside the references and "
+            "confirmed. Without --trials, the search runs until then",
         )
         add_assignments(
             search,
@@ -270,8 +281,9 @@ class TuneCommand(Command):
     def _options(args: argparse.Namespace, pipeline: PipelineFile | None = None) -> TuneOptions:
         layout, strategy = device_options(args, pipeline)
         return TuneOptions(
-            trials=args.trials if args.trials or args.timeout else default("trials"),
+            trials=args.trials or (None if args.timeout or args.time_limit else default("trials")),
             timeout_s=args.timeout,
+            time_limit_s=args.time_limit,
             trial_timeout_s=args.trial_timeout,
             steps=args.steps,
             min_seconds=args.min_seconds,

@@ -44,6 +44,8 @@ class ProfileOptions:
             phase and the stage analysis end after their share of it; None: no budget.
         step_time_s: emulate the accelerator: each step sleeps this long instead of training
             (`tfperf.measure.emulated.EmulatedStep`), and no model is built.
+        end_to_end_only: measure the end-to-end phase alone, as the tuner's re-measurement
+            does: it ranks configurations by that phase's examples/s and reads no other.
     """
 
     steps: int = dataclasses.field(default=100, metadata={FLAG: "--steps"})
@@ -55,6 +57,7 @@ class ProfileOptions:
     strategy: StrategyKind | None = dataclasses.field(default=None, metadata={FLAG: "--strategy"})
     budget_s: float | None = dataclasses.field(default=None, metadata={FLAG: "--budget"})
     step_time_s: float | None = dataclasses.field(default=None, metadata={FLAG: "--step-time"})
+    end_to_end_only: bool = False
 
     def options(self) -> dict[str, Any]:
         """These values by name, without the fields a subclass adds (a trial's pipeline)."""
@@ -103,5 +106,5 @@ class ProfileRequest(ProfileOptions):
 #: The fields every framework honours: the driver (`tfperf.measure.drive`) applies them.
 DRIVEN = frozenset(
     {"steps", "min_seconds", "warmup", "owns_process", "probes", "progress", "on_discovery"}
-    | {"budget_s"}
+    | {"budget_s", "end_to_end_only"}
 )

@@ -50,6 +50,9 @@ class TuneOptions:
 
     trials: int | None = 20
     timeout_s: float | None = None
+    #: Finish the whole tune, its re-measurement included, within about this many seconds
+    #: (`tfperf.tuner._time_limit`); None: no limit.
+    time_limit_s: float | None = None
     trial_timeout_s: float | None = 600.0
     steps: int = 50
     #: Each phase of a trial measures at least this long: a fast configuration's 50 steps can
@@ -87,8 +90,14 @@ class TuneOptions:
     step_time_s: float | None = None
 
     def __post_init__(self) -> None:
-        if self.trials is None and self.timeout_s is None:
-            raise ValueError("give `trials`, `timeout_s` or both, or the search never ends")
+        if self.trials is None and self.timeout_s is None and self.time_limit_s is None:
+            raise ValueError(
+                "give `trials`, `timeout_s` or `time_limit_s`, or the search never ends"
+            )
+        if self.time_limit_s is not None and not 0 < self.time_limit_s < float("inf"):
+            raise ValueError(
+                f"`0 < time_limit_s < inf` must hold, but got time_limit_s={self.time_limit_s}"
+            )
         for name in (
             "trials",
             "steps",
@@ -137,22 +146,26 @@ class Expected:
         trials_left: trials of the budget not yet finished (by every tuner on the study);
             None when only `timeout_s` ends the search.
         search_s: seconds until the search ends: the trials left at `run_s` each, or what is
-            left of `timeout_s`.
+            left of `timeout_s`, or of `time_limit_s` less the re-measurement.
         runs_after: the least runs of the re-measurement and the confirmation after it
-            (`MIN_ROUNDS` of each finalist and reference, then of the chosen configuration).
+            (`least_runs`: `MIN_ROUNDS` of each finalist and reference, then of the chosen
+            configurations).
         run_s: one trial's seconds, start-up included: the median of the study's completed
-            trials, the figure the re-measurement's own estimate takes.
+            trials.
+        rerun_s: one re-measurement run's seconds: the median of those this run made, else
+            `run_s` (a re-measurement run measures one phase of a trial's three: shorter).
     """
 
     trials_left: int | None
     search_s: float
     runs_after: int
     run_s: float
+    rerun_s: float
 
     @property
     def seconds(self) -> float:
         """Seconds until the recommendation: the search, then the re-measurement."""
-        return self.search_s + self.runs_after * self.run_s
+        return self.search_s + self.runs_after * self.rerun_s
 
 
 class TuneListener:
@@ -185,6 +198,11 @@ class TuneListener:
     def expected(self, left: Expected) -> None:
         """After each trial this tuner ran, once a trial has completed: what is left of the
         run, as the study's trials took."""
+
+    def time_limit_reached(self, ran: int, left: Expected | None, limit_s: float | None) -> None:
+        """The search stops at `time_limit_s` after `ran` trials of this run: the next trial
+        and the least re-measurement after it (`left`) would not fit in the `limit_s` seconds
+        left of it (negative: past it already)."""
 
     def remeasure_started(self, finalists: list[Finalist], rounds: int) -> None:
         """Re-measurement of the finalists begins."""

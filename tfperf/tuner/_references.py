@@ -267,6 +267,11 @@ class References:
             if not (Reference.is_proposal(label) and _never_ran(ledger.study, label))
         }
 
+    def waiting(self, ledger: Ledger) -> int:
+        """How many references' trials are queued and have not run yet."""
+        self.load(ledger)
+        return sum(_never_ran(ledger.study, label) for label in self.knobs)
+
     def limit_for(self, knobs: Knobs) -> Limit | None:
         """The limit under the training setting `knobs` run with (None: not probed)."""
         if self.guide is None:

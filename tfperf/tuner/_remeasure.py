@@ -106,15 +106,17 @@ def remeasure(
     budgets: Budgets,
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
+    more: Callable[[int], bool] | None = None,
 ) -> list[Measurement]:
     """Measures every finalist `MIN_ROUNDS` times (fewer if `rounds` is), interleaved, and
-    up to `rounds` times those still in `contenders`; failed repeats are left out, and those a
-    memory budget stopped are counted (`Measurement.over_budget`).
+    up to `rounds` times those still in `contenders` while `more` (given the runs of the next
+    round) allows; failed repeats are left out, and those a memory budget stopped are counted
+    (`Measurement.over_budget`).
 
     Returns:
         One `Measurement` per finalist that completed at least once, in the given order.
     """
-    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, settle=True)
+    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, more)
     return [
         Measurement(
             label=finalist.label,
@@ -146,15 +148,17 @@ def confirm(
     budgets: Budgets,
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
+    more: Callable[[int], bool] | None = None,
 ) -> list[Measurement]:
     """`measured` with `chosen` measured `MIN_ROUNDS` more times, and up to `rounds` while
-    they still contend with each other (`contenders`), interleaved, as `confirmed`.
+    they still contend with each other (`contenders`) and `more` allows, interleaved, as
+    `confirmed`.
 
     A chosen configuration whose every confirming repeat failed keeps its selection windows as
     its figure; its peaks take the highest of both phases.
     """
     finalists = [_finalist(m) for m in chosen]
-    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, settle=True)
+    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, more)
     windows = dict(zip((id(m) for m in chosen), confirming, strict=True))
     return [_confirmed(m, windows[id(m)]) if id(m) in windows else m for m in measured]
 
@@ -187,20 +191,19 @@ def _interleaved(
     budgets: Budgets,
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None,
-    *,
-    settle: bool = False,
+    more: Callable[[int], bool] | None,
 ) -> list[_Windows]:
     """Each finalist's windows from `rounds` interleaved rounds, in the given order.
 
-    With `settle`, rounds after `MIN_ROUNDS` run only the `contenders`, and stop once the
-    leader is alone in contention.
+    Rounds after `MIN_ROUNDS` run only the `contenders`, and stop once the leader is alone in
+    contention, or when `more` refuses the next round's runs.
     """
     windows = [_Windows() for _ in finalists]
     active = list(range(len(finalists)))
     for start in range(rounds):
-        if settle and start >= MIN_ROUNDS:
+        if start >= MIN_ROUNDS:
             active = [active[i] for i in contenders([windows[i].rates for i in active])]
-            if len(active) < 2:
+            if len(active) < 2 or (more is not None and not more(len(active))):
                 break
         for offset in range(len(active)):  # each round the previous one rotated by one
             index = active[(start + offset) % len(active)]

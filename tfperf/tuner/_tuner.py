@@ -17,6 +17,7 @@ and leave the final re-measurement to one of them (`tfperf.study.Ledger`, docs/d
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -63,7 +64,6 @@ from tfperf.tuner._options import (
 from tfperf.tuner._ram import ram_problem
 from tfperf.tuner._references import References
 from tfperf.tuner._remeasure import (
-    MIN_ROUNDS,
     best_estimate,
     confirm,
     finalist_count,
@@ -72,6 +72,7 @@ from tfperf.tuner._remeasure import (
 )
 from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
+from tfperf.tuner._time_limit import TimeLimit, least_runs
 
 if TYPE_CHECKING:
     import optuna
@@ -140,6 +141,7 @@ class Tuner:
         self._hardware_seen: set[str] = set()
         self._last_wait: tuple[Wait, tuple[int, ...]] | None = None
         self._deadline: float | None = None  # when `timeout_s` stops the search
+        self._limit = TimeLimit(options.time_limit_s)
 
     @property
     def storage_shown(self) -> str:
@@ -147,6 +149,7 @@ class Tuner:
 
     def run(self) -> TuneResult:
         started = time.monotonic()
+        self._limit = TimeLimit(self.options.time_limit_s)
         self.open_study()
         try:
             self._search()
@@ -269,6 +272,9 @@ class Tuner:
         self._deadline = deadline = None if timeout is None else time.monotonic() + timeout
         failures: list[str] = []
         while deadline is None or time.monotonic() < deadline:
+            if not self._time_for_a_trial():
+                self.listener.time_limit_reached(self._ran, self._expected(), self._limit.left())
+                return
             self._check_source("between two trials")
             step = self.ledger.next()
             if isinstance(step, Done):
@@ -384,13 +390,38 @@ class Tuner:
             return None
         budget = self.options.trials
         left = None if budget is None else max(0, budget - self.ledger.finished())
+        completed = len(feasible_complete(self.ledger.study)) + (left or 0)
+        finalists = finalist_count(self.options.finalists, completed) + len(self.references.knobs)
+        runs_after = least_runs(finalists, self.options.rounds)
+        rerun_s = self._limit.run_seconds(run_s)
         search = [left * run_s] if left is not None else []
         if self._deadline is not None:
             search.append(max(0.0, self._deadline - time.monotonic()))
-        completed = len(feasible_complete(self.ledger.study)) + (left or 0)
-        finalists = finalist_count(self.options.finalists, completed) + len(self.references.knobs)
-        rounds = min(self.options.rounds, MIN_ROUNDS)
-        return Expected(left, min(search), (finalists + 1) * rounds, run_s)
+        if (limit_left := self._limit.left()) is not None:
+            waiting = self.references.waiting(self.ledger) * run_s  # they run whatever the limit
+            search.append(max(waiting, limit_left - runs_after * rerun_s))
+        return Expected(left, min(search), runs_after, run_s, rerun_s)
+
+    def _time_for_a_trial(self) -> bool:
+        """Whether another trial, and the least re-measurement after it, fit the time limit
+        (`tfperf.tuner._time_limit`); always without one, and while a reference waits to run:
+        the answer is verified against them."""
+        if self._limit.seconds is None or self.references.waiting(self.ledger):
+            return True
+        left = self._expected()
+        if left is None:
+            return self._limit.fits(0.0)
+        return self._limit.fits(left.run_s + left.runs_after * left.rerun_s)
+
+    def _fits(self, runs: int) -> bool:
+        """Whether `runs` more re-measurement runs fit the time limit."""
+        return self._limit.fits_runs(runs, typical_trial_seconds(self.ledger.study))
+
+    def _rerun(self, request: TrialRequest, budgets: Budgets) -> TrialOutcome:
+        """One re-measurement run, its duration kept to price the rest."""
+        outcome = self.runner(request, budgets)
+        self._limit.verifying_s.append(outcome.wall_s)
+        return outcome
 
     def _final(self) -> list[Measurement]:
         """The finalists' re-measurement: made here under the lock, or read once stored.
@@ -446,6 +477,11 @@ class Tuner:
             step_time_s=self.options.step_time_s,
         )
 
+    def _verifying_request(self, knobs: Knobs) -> TrialRequest:
+        """A re-measurement run of `knobs`: its end-to-end phase alone, the figure the
+        ranking reads."""
+        return dataclasses.replace(self.trial_request(knobs), end_to_end_only=True)
+
     def _training_settings(self) -> tuple[Mapping[str, Any], ...]:
         """The training settings the baseline trial probes; none for an emulated step, which
         has no model to run under them."""
@@ -485,20 +521,21 @@ class Tuner:
         return max(values) if values else None
 
     def _remeasure(self) -> list[Measurement]:
-        finalists = pick_finalists(
-            self.ledger.study,
-            self.options.objective,
-            self.options.finalists,
-            self.references.finalists(self.ledger),
-        )
-        self.listener.remeasure_started(finalists, self.options.rounds)
+        references = self.references.finalists(self.ledger)
+        rounds = self.options.rounds
+        searched = self.options.finalists
+        while searched > 1 and not self._fits(least_runs(searched + len(references), rounds)):
+            searched -= 1  # under the time limit: the answer verified, on fewer finalists
+        finalists = pick_finalists(self.ledger.study, self.options.objective, searched, references)
+        self.listener.remeasure_started(finalists, rounds)
         measurements = remeasure(
             finalists,
-            self.options.rounds,
-            self.trial_request,
+            rounds,
+            self._verifying_request,
             self.budgets,
-            lambda request, budgets: self.runner(request, budgets),
+            self._rerun,
             self.listener.remeasured,
+            more=lambda runs: self._fits(runs + least_runs(0, rounds)),
         )
         return self._confirm(measurements)
 
@@ -519,10 +556,11 @@ class Tuner:
             measurements,
             chosen,
             self.options.rounds,
-            self.trial_request,
+            self._verifying_request,
             self.budgets,
-            lambda request, budgets: self.runner(request, budgets),
+            self._rerun,
             self.listener.remeasured,
+            more=self._fits,
         )
 
 
