@@ -73,7 +73,9 @@ def _wait_for_worker(process: subprocess.Popen[str], timeout_s: float = HANG_S) 
                 command = " ".join(child.cmdline())
             except psutil.Error:
                 continue
-            if "tfperf.trials._worker" in command and "discover" not in command:
+            # A trial is a fresh `_worker`, or a fork of the tuner's zygote (its own children).
+            forked = "tfperf.trials._zygote" in command and child.ppid() != process.pid
+            if forked or ("tfperf.trials._worker" in command and "discover" not in command):
                 time.sleep(2)  # let it reach the user's code
                 return
         time.sleep(0.2)

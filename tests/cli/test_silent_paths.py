@@ -377,6 +377,7 @@ def test_importances_of_a_small_study_print_no_warning():
         (["/v/bin/python3", "-u", "/v/bin/tfperf", "--debug", "tune", "x.py"], True),
         (["python", "-m", "tfperf", "tune", "x.py"], True),
         (["/v/bin/python", "-X", "dev", "-m", "tfperf.trials._worker", "r.json"], True),
+        (["/v/bin/python", "-m", "tfperf.trials._zygote", "5", "tensorflow", "keras"], True),
         (["/v/bin/tfperf", "tune", "x.py"], True),
         (["/v/bin/python3", "/v/bin/tfperf", "profile", "x.py"], False),
         (["/usr/bin/time", "-v", "/v/bin/tfperf", "tune", "x.py"], False),

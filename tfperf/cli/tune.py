@@ -502,7 +502,8 @@ def warn_other_tuners() -> list[int]:
 
 
 def _is_tuner(argv: Sequence[str]) -> bool:
-    """Whether a command line is `tfperf [--debug] tune ...` or a trial of another tuner.
+    """Whether a command line is `tfperf [--debug] tune ...`, or a trial or the zygote of
+    another tuner.
 
     Judged by the command a process runs itself (the program, or the script or module its
     Python runs), never by words further on: `/usr/bin/time tfperf tune`, `timeout 600 tfperf
@@ -510,7 +511,7 @@ def _is_tuner(argv: Sequence[str]) -> bool:
     tuner they start is listed on its own.
     """
     command, rest = _own_command(argv)
-    if command == "tfperf.trials._worker":
+    if command in ("tfperf.trials._worker", "tfperf.trials._zygote"):
         return True
     if command in ("tfperf", "tfperf.cli.main"):
         rest = [item for item in rest if item != "--debug"]

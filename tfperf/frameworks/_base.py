@@ -175,6 +175,9 @@ class Framework(abc.ABC):
     honours: ClassVar[frozenset[str]] = DRIVEN
     #: Whether its input has stages `stages()` recovers, which tfperf measures each alone.
     stage_graph: ClassVar[bool] = True
+    #: The modules every trial imports before its pipeline file, the same in each: a tuner
+    #: imports them once in the process its trials fork from (`tfperf.trials._zygote`).
+    preload: ClassVar[tuple[str, ...]] = ()
     #: Its words, which every sentence tfperf says about its pipelines takes (never a test of
     #: the framework's name in the core): its name, its pipeline's, its out-of-memory error.
     words: ClassVar[Words]

@@ -10,10 +10,12 @@ from tfperf.trials._runner import (
     run_trial,
     stall_reason,
 )
+from tfperf.trials._zygote import forked_trials
 
 __all__ = [
     "Budgets",
     "TrialRequest",
+    "forked_trials",
     "gpu_budget_problem",
     "run_trial",
     "stall_reason",

@@ -1,13 +1,15 @@
 """Runs one tuning trial in a child process, so that whatever goes wrong stays in that trial.
 
-Every trial runs `python -m tfperf.trials._worker` (see `tfperf.trials._worker` for the protocol) in
-a session of its own: a fresh TensorFlow with the trial's precision policy set before its model,
-memory figures that are the trial's alone, and a crash, hang or out-of-memory kill that takes down
-only the child. The parent watches the child's process tree every `poll_interval_s` (its host RAM
-counted with shared pages once: the child's RSS plus its own children's private pages, see
-`tfperf.probes.UniqueMemoryReader`, so a DataLoader's forked workers are not charged again for the
-trainer's pages they share); over a budget, past the timeout, or when `on_progress` asks to prune,
-it kills the whole process group with SIGKILL and records why. A Ctrl-C in the terminal does not
+Every trial runs `python -m tfperf.trials._worker` (see `tfperf.trials._worker` for the protocol)
+in a session of its own, forked from a zygote that imported the framework once while
+`forked_trials` is in force (`tfperf.trials._zygote`): a TensorFlow runtime of its own with the
+trial's precision policy set before its model, memory figures that are the trial's alone, and a
+crash, hang or out-of-memory kill that takes down only the child. The parent watches the child's
+process tree every `poll_interval_s` (its host RAM counted with shared pages once: the child's
+RSS plus its own children's private pages, see `tfperf.probes.UniqueMemoryReader`, so a
+DataLoader's forked workers are not charged again for the trainer's pages they share); over a
+budget, past the timeout, or when `on_progress` asks to prune, it kills the whole process group
+with SIGKILL and records why. A Ctrl-C in the terminal does not
 reach the child (it leads its own session); the parent kills it on the way out instead. POSIX only:
 it relies on process groups.
 
@@ -38,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from tfperf.errors import ResultFileError
 from tfperf.frameworks import DeviceLayout, ProfileOptions
@@ -63,6 +65,7 @@ from tfperf.trials._worker import (
     decode_message,
     progress_from_message,
 )
+from tfperf.trials._zygote import ZygoteLost, active
 from tfperf.units import format_bytes
 
 logger = logging.getLogger(__name__)
@@ -77,6 +80,22 @@ _LOG_TAIL_LINES = 10
 _LOG_TAIL_BYTES = 64 * 1024
 
 ProgressHook = Callable[[Progress], bool | None]
+
+
+class Child(Protocol):
+    """A trial's worker process as the runner follows it: a `subprocess.Popen`, or one the
+    zygote forked (`tfperf.trials._zygote.ForkedChild`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def stdout(self) -> IO[str] | None: ...
+
+    @property
+    def returncode(self) -> int | Any: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,7 +182,7 @@ def run_trial(
             **request.options(),
         )
         started = time.monotonic()
-        child = start_worker(python, files, work)
+        child = _start(python, files, work)
         watch: _Watch | None = None
         try:
             watch = _Watch(child, budgets, on_progress, started, on_discovery)
@@ -319,7 +338,7 @@ class TrialFiles:
 class _Watch:
     """Follows one running child: its messages, its tree's memory, the clock."""
 
-    child: subprocess.Popen[str]
+    child: Child
     budgets: Budgets
     on_progress: ProgressHook | None
     started: float
@@ -421,6 +440,18 @@ def _gpu_peak(probe: NvmlProbe, t_s: float) -> int | None:
     return sum(reported) if reported else None
 
 
+def _start(python: str, files: TrialFiles, request: WorkRequest) -> Child:
+    """The trial's worker: forked by the zygote of the `forked_trials` in force, else (and
+    when that zygote is lost) a fresh interpreter (`start_worker`)."""
+    zygote = active(python)
+    if zygote is not None:
+        try:
+            return zygote.start(files, request)
+        except ZygoteLost as lost:
+            logger.warning("starting this trial afresh: %s", lost)
+    return start_worker(python, files, request)
+
+
 def start_worker(python: str, files: TrialFiles, request: WorkRequest) -> subprocess.Popen[str]:
     """Writes `request` to `files` and starts `python -m tfperf.trials._worker` on it, in a
     session of its own, its stderr in the log."""
@@ -454,7 +485,7 @@ def _read_protocol(stream: IO[str], messages: queue.Queue[dict[str, Any]]) -> No
             messages.put(message)
 
 
-def kill_group(child: subprocess.Popen[str]) -> None:
+def kill_group(child: Child) -> None:
     """SIGKILLs the child's process group, then reaps the child.
 
     Also after a normal exit: processes the pipeline started and left running die with it.
@@ -462,6 +493,9 @@ def kill_group(child: subprocess.Popen[str]) -> None:
     # ProcessLookupError: the group is gone, the child exited and left nothing behind.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
+    # A forked child leads its group only once it has called setsid(): before, only itself.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(child.pid, signal.SIGKILL)
     child.wait()
 
 

@@ -1,8 +1,10 @@
 """The child process of one tuning trial: `python -m tfperf.trials._worker REQUEST.json`.
 
-`tfperf.trials._runner` starts this module in a fresh interpreter for every trial, so each trial
-gets a fresh TensorFlow (its precision policy set before the model exists), peak memory that is its
-own, and a crash, hang or out-of-memory kill that takes down only itself.
+`tfperf.trials._runner` starts this module in a process of its own for every trial (a fresh
+interpreter, or a fork of the tuner's zygote, `tfperf.trials._zygote`, which calls `main`), so
+each trial gets a TensorFlow runtime of its own (its precision policy set before the model
+exists), peak memory that is its own, and a crash, hang or out-of-memory kill that takes down only
+itself.
 
 The request is a JSON object, `WorkRequest.to_dict()`: the pipeline file, its argv, the knob
 values, the `ProfileOptions` and where to write the result. The worker loads the pipeline,

@@ -48,7 +48,7 @@ from tfperf.study.cluster import worker_record
 from tfperf.study.ledger import Claim, Done, Ledger, Lock, Wait, Waiting, open_study, quiet_optuna
 from tfperf.study.records import StudyRecord, TrialRecord, source_changed, write_study
 from tfperf.study.storage import default_storage_url, mask_url
-from tfperf.trials import Budgets, TrialRequest, run_trial
+from tfperf.trials import Budgets, TrialRequest, forked_trials, run_trial
 from tfperf.tuner._data import refusing_changed_data
 from tfperf.tuner._guide import input_only_fixes
 from tfperf.tuner._options import (
@@ -152,8 +152,10 @@ class Tuner:
         self._limit = TimeLimit(self.options.time_limit_s)
         self.open_study()
         try:
-            self._search()
-            measurements = self._final()
+            # Each trial forks from one process that imported the framework once.
+            with forked_trials(frameworks.get(self.pipeline.framework).preload):
+                self._search()
+                measurements = self._final()
         except KeyboardInterrupt:
             raise TuneInterrupted(
                 f"interrupted between trials; {self.ledger.finished()} finished trials are "

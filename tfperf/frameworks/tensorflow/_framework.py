@@ -109,6 +109,7 @@ class TensorFlow(Framework):
     workers: ClassVar[Workers] = Workers.THREADS
     hook: ClassVar[str] = "keras.Model.fit"
     honours: ClassVar[frozenset[str]] = frozenset(ProfileRequest.__dataclass_fields__)  # all
+    preload: ClassVar[tuple[str, ...]] = ("tensorflow", "keras")
     words: ClassVar[Words] = Words(
         name="TensorFlow",
         pipeline="tf.data",

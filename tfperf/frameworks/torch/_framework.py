@@ -58,6 +58,7 @@ class Torch(Framework):
     # timed instead). `strategy` and an emulated step (`step_time_s`) are tf.data's alone.
     honours = Framework.honours | {"analyse_stages", "stage_seconds", "epoch_steps"}
     stage_graph: ClassVar[bool] = False  # its items are timed instead (`_items`)
+    preload: ClassVar[tuple[str, ...]] = ("torch",)
     words: ClassVar[Words] = Words(
         name="PyTorch",
         pipeline="DataLoader",
