@@ -3,10 +3,10 @@
 For each pipeline: `prepare` runs it once so its data exists before anything is timed; `tune`
 runs `tfperf.tune` on a fresh study and reads the study's trials back, and where its time
 went (`benchmarks.answer.time_split`); `measure_final` runs the baseline, AUTOTUNE and tuned
-configurations side by side (every repeat, in interleaved rounds, each run a fresh `run_trial`
-child process), keeping every phase of every run. The limit
-the tuned figure is compared with is tfperf's own, from the study's baseline stage analysis
-(`TuneResult.limit`), not a phase of the tuned configuration.
+configurations side by side (`tfperf.tuner._remeasure`, unsettled: every repeat, in
+interleaved rounds, each run a fresh `run_trial` child process), keeping every phase of every
+run. The limit the tuned figure is compared with is tfperf's own, from the study's baseline
+stage analysis (`TuneResult.limit`), not a phase of the tuned configuration.
 Nothing here prints: progress goes to the `log` callback.
 """
 
@@ -38,6 +38,7 @@ from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Measurement, Reference, speedup
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
+from tfperf.tuner._remeasure import remeasure
 from tfperf.tuner._search import autotune_knobs
 
 if TYPE_CHECKING:
@@ -288,12 +289,8 @@ def measure_final(
         log(f"  {finalist.label:<9} {_describe(outcome)}")
 
     request = _requester(spec, settings)
-    # Every repeat of every configuration, each round the previous one rotated by one: tfperf's
-    # re-measurement would stop the rounds once the ranking settles, and these are the figures.
-    for start in range(settings.repeats):
-        for offset in range(len(finalists)):
-            finalist = finalists[(start + offset) % len(finalists)]
-            measured(finalist, run_trial(request(finalist.knobs), budgets))
+    # Not settled: every repeat of every configuration, since these are the figures reported.
+    remeasure(finalists, settings.repeats, request, budgets, run_trial, measured, settle=False)
     return {
         label: _as_figure(label, knobs, runs[distinct[_key(knobs)]])
         for label, knobs in configurations.items()
@@ -311,10 +308,10 @@ def measure_repeatability(
         log(f"  repeat {len(outcomes)}/{settings.cv_repeats}: {_describe(outcome)}")
 
     finalist = Finalist("repeatability", None, knobs)
-    request = _requester(spec, settings)(knobs)
-    # Every run, in a row: the re-measurement would stop a lone configuration after two.
-    for _ in range(settings.cv_repeats):
-        measured(finalist, run_trial(request, budgets))
+    requester = _requester(spec, settings)
+    remeasure(
+        [finalist], settings.cv_repeats, requester, budgets, run_trial, measured, settle=False
+    )
     figure = _as_figure("repeatability", knobs, outcomes)
     return Repeatability(pipeline=spec.name, knobs=figure.knobs, end_to_end=figure.end_to_end)
 

@@ -172,6 +172,16 @@ def test_rounds_stop_once_the_ranking_is_settled_beyond_the_noise():
     assert [len(m.examples_per_sec) for m in measured] == [2, 2, 2]
 
 
+def test_unsettled_rounds_measure_every_finalist_every_round():
+    """The figures a report shows (the bench's), not a ranking: a lone configuration too."""
+    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
+    finalists = [finalist("a", 1), finalist("b", 2), finalist("c", 4)]
+    measured = remeasure(finalists, 3, request, BUDGETS, runner, settle=False)
+    assert [len(m.examples_per_sec) for m in measured] == [3, 3, 3]
+    alone = remeasure([finalist("a", 1)], 5, request, BUDGETS, runner, settle=False)
+    assert len(alone[0].examples_per_sec) == 5
+
+
 def test_only_the_contenders_run_the_later_rounds():
     # a and b alternate within each other's noise; c is far behind from the first round.
     noise = {1: (0.010, 0.0104), 2: (0.0102, 0.0099), 4: (0.05, 0.05)}

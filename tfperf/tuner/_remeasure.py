@@ -107,16 +107,19 @@ def remeasure(
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
     more: Callable[[int], bool] | None = None,
+    *,
+    settle: bool = True,
 ) -> list[Measurement]:
     """Measures every finalist `MIN_ROUNDS` times (fewer if `rounds` is), interleaved, and
     up to `rounds` times those still in `contenders` while `more` (given the runs of the next
-    round) allows; failed repeats are left out, and those a memory budget stopped are counted
+    round) allows; without `settle`, every finalist all `rounds` (figures to report, not a
+    ranking). Failed repeats are left out, and those a memory budget stopped are counted
     (`Measurement.over_budget`).
 
     Returns:
         One `Measurement` per finalist that completed at least once, in the given order.
     """
-    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, more)
+    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, settle)
     return [
         Measurement(
             label=finalist.label,
@@ -158,7 +161,7 @@ def confirm(
     its figure; its peaks take the highest of both phases.
     """
     finalists = [_finalist(m) for m in chosen]
-    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, more)
+    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, True)
     windows = dict(zip((id(m) for m in chosen), confirming, strict=True))
     return [_confirmed(m, windows[id(m)]) if id(m) in windows else m for m in measured]
 
@@ -192,16 +195,17 @@ def _interleaved(
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None,
     more: Callable[[int], bool] | None,
+    settle: bool,
 ) -> list[_Windows]:
     """Each finalist's windows from `rounds` interleaved rounds, in the given order.
 
-    Rounds after `MIN_ROUNDS` run only the `contenders`, and stop once the leader is alone in
-    contention, or when `more` refuses the next round's runs.
+    With `settle`, rounds after `MIN_ROUNDS` run only the `contenders`, and stop once the
+    leader is alone in contention, or when `more` refuses the next round's runs.
     """
     windows = [_Windows() for _ in finalists]
     active = list(range(len(finalists)))
     for start in range(rounds):
-        if start >= MIN_ROUNDS:
+        if settle and start >= MIN_ROUNDS:
             active = [active[i] for i in contenders([windows[i].rates for i in active])]
             if len(active) < 2 or (more is not None and not more(len(active))):
                 break
