@@ -140,3 +140,16 @@ def test_nothing_to_preload_forks_nothing():
     with forked_trials(("json",)):
         assert active(sys.executable) is not None and active("/other/python") is None
     assert active(sys.executable) is None
+
+
+def test_the_zygote_starts_at_once_and_serves_a_nested_forked_trials_of_its_modules():
+    with forked_trials(("json",)):
+        outer = active(sys.executable)
+        _only_the_zygote_left()  # started before any trial, its imports under way
+        with forked_trials(("json",)):
+            assert active(sys.executable) is outer  # the caller's zygote serves
+        assert active(sys.executable) is outer and outer is not None and not outer.lost
+        _only_the_zygote_left()  # still running: the inner block closed nothing
+        with forked_trials(("csv",)):
+            assert active(sys.executable) is not outer  # other modules: a zygote of its own
+    assert psutil.Process().children(recursive=True) == []

@@ -41,6 +41,7 @@ from tfperf.cli.lifecycle import interrupted_status
 from tfperf.errors import OutputPathError, TfperfError
 from tfperf.outputs import safe_stem
 from tfperf.results.tune import Objective
+from tfperf.trials import forked_trials
 from tfperf.tuner import TuneOptions
 
 if TYPE_CHECKING:
@@ -239,14 +240,24 @@ class TuneCommand(Command):
         add_service_argument(parser)
 
     def run(self, args: argparse.Namespace) -> int:
-        from tfperf.pipeline import check_source, load_pipeline
-        from tfperf.tuner import Tuner
+        from tfperf.pipeline import check_source
 
         outputs = _check_outputs(args)
         warn_other_tuners()
         check_source(args.pipeline)  # a broken file fails before TensorFlow loads
+        framework = frameworks.detect(args.pipeline)
+        # The trials' zygote imports the framework beside this process's own setup.
+        with forked_trials(framework.preload):
+            return self._tune(args, outputs, framework)
+
+    def _tune(
+        self, args: argparse.Namespace, outputs: _Outputs, framework: frameworks.Framework
+    ) -> int:
+        from tfperf.pipeline import load_pipeline
+        from tfperf.tuner import Tuner
+
         if not args.debug:
-            frameworks.detect(args.pipeline).start()  # the framework's import, quietly
+            framework.start()  # the framework's import, quietly
             import optuna
 
             optuna.logging.set_verbosity(optuna.logging.WARNING)

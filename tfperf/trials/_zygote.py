@@ -62,13 +62,20 @@ class ZygoteLost(RuntimeError):
 
 @contextlib.contextmanager
 def forked_trials(modules: Sequence[str], python: str = sys.executable) -> Iterator[None]:
-    """While active, `run_trial` forks each trial from a zygote that imported `modules` once
-    (started at the first trial); on exit the zygote is closed. Nothing to preload: no zygote.
+    """While active, `run_trial` forks each trial from a zygote that imported `modules` once;
+    on exit the zygote is closed. Nothing to preload: no zygote.
+
+    The zygote starts here, so its imports run beside whatever the caller does before its
+    first trial (the tuner's own import of the framework, its study). Inside another
+    `forked_trials` of the same modules, that one's zygote serves.
     """
-    if not modules:
+    current = _ZYGOTE.get()
+    reused = current is not None and (current.python, current.modules) == (python, tuple(modules))
+    if not modules or reused:
         yield
         return
     zygote = Zygote(python, modules)
+    zygote.open()
     token = _ZYGOTE.set(zygote)
     try:
         yield
@@ -86,7 +93,7 @@ def active(python: str) -> Zygote | None:
 
 
 class Zygote:
-    """The tuner's side of one zygote: starts it at the first trial, forks trials through it."""
+    """The tuner's side of one zygote: starts it (`open`), forks trials through it."""
 
     def __init__(self, python: str, modules: Sequence[str]) -> None:
         self.python = python
@@ -97,6 +104,12 @@ class Zygote:
         self._exits: dict[int, int] = {}
         #: Lost once: every later trial starts afresh, without another try.
         self.lost = False
+
+    def open(self) -> None:
+        """Starts the zygote now, its imports in the background; the first fork waits for
+        them. One that cannot start now is tried again at the first trial, which says why."""
+        with contextlib.suppress(ZygoteLost):
+            self._open()
 
     def start(self, files: TrialFiles, request: WorkRequest) -> ForkedChild:
         """Writes `request` to `files` and forks its worker, stderr in the log.
