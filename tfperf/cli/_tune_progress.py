@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tfperf.errors import TfperfError
-from tfperf.study import trial_seconds, typical_trial_seconds
+from tfperf.study import prices
 from tfperf.tuner import MIN_ROUNDS, TuneListener
 from tfperf.units import format_seconds
 
@@ -261,11 +261,12 @@ class TuneProgress(TuneListener):
                 f"{least} rounds interleaved ({_runs(len(finalists) * least)}), up to {rounds} "
                 f"for those still in contention ({total} at most"
             )
-        took = run_seconds(self._study, finalists) if self._study is not None else None
-        if took is not None:
-            low, high = sum(took) * least, sum(took) * rounds
+        priced = prices(self._study) if self._study is not None else None
+        if priced is not None:
+            took = sum(priced.rerun_of(finalist.trial_number) for finalist in finalists)
+            low, high = took * least, took * rounds
             span = _duration(high) if low == high else f"{_duration(low)} to {_duration(high)}"
-            plan += f"; at most about {span}: a run measures one phase of a trial's three"
+            plan += f"; about {span}"
         self._phase(
             f"Re-measuring {len(finalists)} finalists, {plan}), to choose on fresh figures...",
             total,
@@ -311,20 +312,6 @@ class TuneProgress(TuneListener):
     def _drawn(self) -> bool:
         """Whether a bar is on screen (tqdm draws nothing where stderr is not a terminal)."""
         return self._bar is not None and not self._bar.disable
-
-
-def run_seconds(study: optuna.Study, finalists: Sequence[Finalist]) -> list[float] | None:
-    """How long one run of each finalist should take: its own trial's duration, else the
-    median of the study's completed trials; None when no completed trial has a duration.
-    A re-measurement repeats those trials' measurement, start-up included."""
-    took = trial_seconds(study)
-    typical = typical_trial_seconds(study)
-    if typical is None:
-        return None
-    return [
-        took.get(f.trial_number, typical) if f.trial_number is not None else typical
-        for f in finalists
-    ]
 
 
 def _duration(seconds: float) -> str:

@@ -13,6 +13,7 @@ Nothing here imports a framework: each passes its own step and synchronisation.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -80,11 +81,14 @@ def training_rate(knobs: Knobs, examples_per_batch: int, window: Window) -> Trai
 def probe_settings(
     settings: Sequence[Mapping[str, Any]], probe: Callable[[Mapping[str, Any]], TrainingRate]
 ) -> list[TrainingRate]:
-    """`probe` under each of `settings`; one whose build or step fails is left out, warned of."""
+    """`probe` under each of `settings`, each with its duration; one whose build or step
+    fails is left out, warned of."""
     rates: list[TrainingRate] = []
     for setting in settings:
+        start = time.perf_counter()
         try:
-            rates.append(probe(setting))
+            rate = probe(setting)
+            rates.append(dataclasses.replace(rate, duration_s=time.perf_counter() - start))
         except Exception:  # the trial that runs this setting reports the error properly
             logger.warning("could not time the train step under %s", dict(setting), exc_info=True)
     return rates

@@ -124,6 +124,9 @@ class TrainingRate:
         examples_per_sec: the model's rate on that batch.
         model_cpu_s_per_example: CPU seconds the process spent per example meanwhile.
         steps: timed steps (after two untimed ones).
+        duration_s: seconds the probe took, its build and trace included (None: not timed,
+            as in results written before it was), so a tune prices its later trials without
+            it (`tfperf.study.prices`).
     """
 
     batch_size: int
@@ -131,6 +134,7 @@ class TrainingRate:
     examples_per_sec: float
     model_cpu_s_per_example: float | None
     steps: int
+    duration_s: float | None = None
 
     def setting(self) -> dict[str, Any]:
         """The knob values this rate was measured under: its fields named as knobs."""

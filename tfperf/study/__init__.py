@@ -7,6 +7,7 @@ the tuner reads and writes a study through a `Ledger`, every trial attribute is 
 
 from __future__ import annotations
 
+from tfperf.study._prices import Prices, prices
 from tfperf.study._study import (
     SourceChangedError,
     StudyMismatchError,
@@ -23,11 +24,10 @@ from tfperf.study._study import (
     search_trials,
     status_counts,
     stored_result,
-    trial_seconds,
-    typical_trial_seconds,
 )
 
 __all__ = [
+    "Prices",
     "SourceChangedError",
     "StudyMismatchError",
     "await_references",
@@ -39,10 +39,9 @@ __all__ = [
     "load_trials_frame",
     "pareto",
     "pareto_front",
+    "prices",
     "reference_trial",
     "search_trials",
     "status_counts",
     "stored_result",
-    "trial_seconds",
-    "typical_trial_seconds",
 ]

@@ -12,7 +12,6 @@ attributes those of `StudyRecord` (`tfperf.study._study_record`).
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -215,23 +214,6 @@ def write_attrs(trial: optuna.trial.Trial, record: TrialRecord) -> None:
 def copy_constraints(source: optuna.trial.FrozenTrial, target: optuna.trial.Trial) -> None:
     for key, value in source.constraints.items():
         target.set_constraint(key, value)
-
-
-def trial_seconds(study: optuna.Study) -> dict[int, float]:
-    """Each completed trial's duration, start-up included, by trial number."""
-    import optuna
-
-    return {
-        trial.number: (trial.datetime_complete - trial.datetime_start).total_seconds()
-        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        if trial.datetime_start is not None and trial.datetime_complete is not None
-    }
-
-
-def typical_trial_seconds(study: optuna.Study) -> float | None:
-    """The median duration of the study's completed trials; None without one."""
-    took = trial_seconds(study)
-    return statistics.median(took.values()) if took else None
 
 
 def feasible_complete(study: optuna.Study) -> list[optuna.trial.FrozenTrial]:

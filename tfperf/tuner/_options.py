@@ -150,10 +150,10 @@ class Expected:
         runs_after: the least runs of the re-measurement and the confirmation after it
             (`least_runs`: `MIN_ROUNDS` of each finalist and reference, then of the chosen
             configurations).
-        run_s: one trial's seconds, start-up included: the median of the study's completed
-            trials.
+        run_s: one search trial's seconds, start-up included, as the study's completed
+            trials took (`tfperf.study.Prices.trial_s`).
         rerun_s: one re-measurement run's seconds: the median of those this run made, else
-            `run_s` (a re-measurement run measures one phase of a trial's three: shorter).
+            as the study's trials took (`tfperf.study.Prices.rerun_s`: one phase of three).
     """
 
     trials_left: int | None

@@ -35,7 +35,8 @@ class TimeLimit:
     """A tune's wall-clock limit (None: none), and how long its re-measurement runs took.
 
     A re-measurement run measures the end-to-end phase alone, so it is shorter than a search
-    trial: once one has run, its median prices the rest (`run_seconds`).
+    trial: the study's trials price it until one has run, and then their median prices the
+    rest (`run_seconds`).
     """
 
     seconds: float | None
@@ -48,18 +49,19 @@ class TimeLimit:
             return None
         return self.seconds - (monotonic() - self.started)
 
-    def run_seconds(self, trial_s: float) -> float:
-        """One re-measurement run's seconds: the median of those that ran, else `trial_s`."""
-        return statistics.median(self.verifying_s) if self.verifying_s else trial_s
+    def run_seconds(self, priced_s: float) -> float:
+        """One re-measurement run's seconds: the median of those that ran, else `priced_s`
+        (as the study's trials took, `tfperf.study.Prices.rerun_s`)."""
+        return statistics.median(self.verifying_s) if self.verifying_s else priced_s
 
     def fits(self, seconds: float) -> bool:
         """Whether `seconds` more end within the limit; always without one."""
         left = self.left()
         return left is None or seconds <= left
 
-    def fits_runs(self, runs: int, trial_s: float | None) -> bool:
+    def fits_runs(self, runs: int, priced_s: float | None) -> bool:
         """Whether `runs` re-measurement runs end within the limit; while no trial has
-        completed to price them, whether any time is left."""
-        if trial_s is None:
+        completed to price them (`priced_s` None), whether any time is left."""
+        if priced_s is None:
             return self.fits(0.0)
-        return self.fits(runs * self.run_seconds(trial_s))
+        return self.fits(runs * self.run_seconds(priced_s))

@@ -40,9 +40,9 @@ from tfperf.study import (
     enqueue_references,
     feasible_complete,
     hardware_groups,
+    prices,
     reference_trial,
     stored_result,
-    typical_trial_seconds,
 )
 from tfperf.study.cluster import worker_record
 from tfperf.study.ledger import Claim, Done, Ledger, Lock, Wait, Waiting, open_study, quiet_optuna
@@ -385,17 +385,18 @@ class Tuner:
         return outcome
 
     def _expected(self) -> Expected | None:
-        """What is left of this run, as the study's completed trials took (`Expected`); None
-        before one has completed."""
-        run_s = typical_trial_seconds(self.ledger.study)
-        if run_s is None:
+        """What is left of this run, as the study's completed trials took (`Expected`,
+        `tfperf.study.prices`); None before one has completed."""
+        priced = prices(self.ledger.study)
+        if priced is None:
             return None
+        run_s = priced.trial_s
         budget = self.options.trials
         left = None if budget is None else max(0, budget - self.ledger.finished())
         completed = len(feasible_complete(self.ledger.study)) + (left or 0)
         finalists = finalist_count(self.options.finalists, completed) + len(self.references.knobs)
         runs_after = least_runs(finalists, self.options.rounds)
-        rerun_s = self._limit.run_seconds(run_s)
+        rerun_s = self._limit.run_seconds(priced.rerun_s)
         search = [left * run_s] if left is not None else []
         if self._deadline is not None:
             search.append(max(0.0, self._deadline - time.monotonic()))
@@ -417,7 +418,8 @@ class Tuner:
 
     def _fits(self, runs: int) -> bool:
         """Whether `runs` more re-measurement runs fit the time limit."""
-        return self._limit.fits_runs(runs, typical_trial_seconds(self.ledger.study))
+        priced = prices(self.ledger.study)
+        return self._limit.fits_runs(runs, priced.rerun_s if priced is not None else None)
 
     def _rerun(self, request: TrialRequest, budgets: Budgets) -> TrialOutcome:
         """One re-measurement run, its duration kept to price the rest."""
