@@ -153,3 +153,13 @@ def test_the_zygote_starts_at_once_and_serves_a_nested_forked_trials_of_its_modu
         with forked_trials(("csv",)):
             assert active(sys.executable) is not outer  # other modules: a zygote of its own
     assert psutil.Process().children(recursive=True) == []
+
+
+@pytest.mark.tf
+def test_a_zygote_sent_no_trial_is_killed_at_once_not_waited_for():
+    with forked_trials(("tensorflow", "keras")):  # a command that stops before its first trial
+        zygote = active(sys.executable)
+        assert zygote is not None and zygote._process is not None
+        process = zygote._process
+    assert process.returncode == -signal.SIGKILL  # still importing: killed, not waited for
+    assert psutil.Process().children(recursive=True) == []

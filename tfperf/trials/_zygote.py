@@ -102,6 +102,8 @@ class Zygote:
         self._channel: socket.socket | None = None
         self._buffer = b""
         self._exits: dict[int, int] = {}
+        #: Whether a trial was sent: one never used holds nothing and is killed at once.
+        self._used = False
         #: Lost once: every later trial starts afresh, without another try.
         self.lost = False
 
@@ -131,6 +133,7 @@ class Zygote:
         try:
             with files.log.open("wb") as log:
                 socket.send_fds(channel, [f"{files.request}\n".encode()], [write, log.fileno()])
+            self._used = True
         except OSError as error:
             os.close(read)
             raise ZygoteLost(f"the zygote is gone: {error}") from error
@@ -157,13 +160,15 @@ class Zygote:
         return self._exits.pop(pid)
 
     def close(self) -> None:
-        """Closes the socket; the zygote exits (killed when it does not within `_CLOSE_S`)."""
+        """Closes the socket; the zygote exits (killed when it does not within `_CLOSE_S`, and
+        at once when no trial was sent to it: a command that stops before its first trial
+        does not wait for the zygote's imports)."""
         if self._channel is not None:
             self._channel.close()
             self._channel = None
         if self._process is not None:
             try:
-                self._process.wait(_CLOSE_S)
+                self._process.wait(_CLOSE_S if self._used else 0)
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
