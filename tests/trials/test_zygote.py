@@ -138,15 +138,17 @@ def test_nothing_to_preload_forks_nothing():
     with forked_trials(()):
         assert active(sys.executable) is None
     with forked_trials(("json",)):
-        assert active(sys.executable) is not None and active("/other/python") is None
+        zygote = active(sys.executable)
+        assert zygote is not None and active("/other/python") is None
+        assert zygote._process is None  # not started before the first trial asks for it
     assert active(sys.executable) is None
 
 
 def test_the_zygote_starts_at_once_and_serves_a_nested_forked_trials_of_its_modules():
-    with forked_trials(("json",)):
+    with forked_trials(("json",), at_once=True):
         outer = active(sys.executable)
         _only_the_zygote_left()  # started before any trial, its imports under way
-        with forked_trials(("json",)):
+        with forked_trials(("json",), at_once=True):
             assert active(sys.executable) is outer  # the caller's zygote serves
         assert active(sys.executable) is outer and outer is not None and not outer.lost
         _only_the_zygote_left()  # still running: the inner block closed nothing
@@ -157,7 +159,8 @@ def test_the_zygote_starts_at_once_and_serves_a_nested_forked_trials_of_its_modu
 
 @pytest.mark.tf
 def test_a_zygote_sent_no_trial_is_killed_at_once_not_waited_for():
-    with forked_trials(("tensorflow", "keras")):  # a command that stops before its first trial
+    # A command that stops before its first trial.
+    with forked_trials(("tensorflow", "keras"), at_once=True):
         zygote = active(sys.executable)
         assert zygote is not None and zygote._process is not None
         process = zygote._process

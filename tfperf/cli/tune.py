@@ -247,7 +247,7 @@ class TuneCommand(Command):
         check_source(args.pipeline)  # a broken file fails before TensorFlow loads
         framework = frameworks.detect(args.pipeline)
         # The trials' zygote imports the framework beside this process's own setup.
-        with forked_trials(framework.preload):
+        with forked_trials(framework.preload, at_once=True):
             return self._tune(args, outputs, framework)
 
     def _tune(

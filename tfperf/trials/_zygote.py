@@ -61,13 +61,16 @@ class ZygoteLost(RuntimeError):
 
 
 @contextlib.contextmanager
-def forked_trials(modules: Sequence[str], python: str = sys.executable) -> Iterator[None]:
+def forked_trials(
+    modules: Sequence[str], python: str = sys.executable, *, at_once: bool = False
+) -> Iterator[None]:
     """While active, `run_trial` forks each trial from a zygote that imported `modules` once;
     on exit the zygote is closed. Nothing to preload: no zygote.
 
-    The zygote starts here, so its imports run beside whatever the caller does before its
-    first trial (the tuner's own import of the framework, its study). Inside another
-    `forked_trials` of the same modules, that one's zygote serves.
+    The zygote starts at the first trial; `at_once`, here, so its imports run beside what the
+    caller does before that trial (a command's own import of the framework, its study), at
+    the cost of a start for nothing when no trial runs. Inside another `forked_trials` of the
+    same modules, that one's zygote serves.
     """
     current = _ZYGOTE.get()
     reused = current is not None and (current.python, current.modules) == (python, tuple(modules))
@@ -75,7 +78,8 @@ def forked_trials(modules: Sequence[str], python: str = sys.executable) -> Itera
         yield
         return
     zygote = Zygote(python, modules)
-    zygote.open()
+    if at_once:
+        zygote.open()
     token = _ZYGOTE.set(zygote)
     try:
         yield
@@ -93,7 +97,8 @@ def active(python: str) -> Zygote | None:
 
 
 class Zygote:
-    """The tuner's side of one zygote: starts it (`open`), forks trials through it."""
+    """The tuner's side of one zygote: starts it (at the first trial, or `open`), forks
+    trials through it."""
 
     def __init__(self, python: str, modules: Sequence[str]) -> None:
         self.python = python
