@@ -77,3 +77,20 @@ def test_a_trial_without_a_profile_or_whose_parts_outlast_it_is_priced_whole(bas
     search, rerun = priced(0.5, baseline)  # clocks of another host: the parts do not fit
     assert search == 0.5
     assert rerun == (0.5 - unmeasured if unmeasured < 0.5 else 0.5)
+
+
+def test_a_pricing_reads_each_trial_once_and_follows_the_study(baseline, monkeypatch):
+    from tfperf.study import Pricing, _prices
+
+    study = optuna.create_study(direction="maximize")
+    pricing = Pricing()
+    study.add_trial(_trial(20.0, baseline))
+    study.add_trial(_trial(5.0, fake_profile()))
+    assert pricing.of(study) == prices(study)
+    read: list[float] = []
+    monkeypatch.setattr(_prices, "priced", lambda took, profile: read.append(took) or (took, took))
+    study.add_trial(_trial(6.0, None))
+    found = pricing.of(study)
+    assert read == [pytest.approx(6.0)]  # only the new trial: the others were priced before
+    assert found is not None and found.rerun_of(2) == pytest.approx(6.0)
+    assert set(found.rerun_by_trial) == {0, 1, 2}

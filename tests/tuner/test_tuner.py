@@ -18,7 +18,7 @@ from tfperf.knobs import AUTOTUNE
 from tfperf.pipeline import load_pipeline
 from tfperf.results import TrialStatus
 from tfperf.results.tune import Objective, Reference
-from tfperf.study import Prices, StudyMismatchError, search_trials
+from tfperf.study import Prices, Pricing, StudyMismatchError, search_trials
 from tfperf.study._cluster import pid_scope
 from tfperf.study._study import trials_frame
 from tfperf.tuner import TooManyFailures, TuneInterrupted, TuneListener, TuneOptions, Tuner
@@ -494,7 +494,7 @@ def test_a_time_limit_stops_the_search_and_still_verifies_the_answer(
     monkeypatch.setattr(_time_limit, "monotonic", lambda: clock[0])
     # Priced far below the fake clock's 10 s a run, whatever the real trials took: the limit
     # stops the search only once the fake clock has passed it.
-    monkeypatch.setattr("tfperf.tuner._tuner.prices", lambda study: Prices(0.01, 0.01, {}))
+    monkeypatch.setattr(Pricing, "of", lambda self, study: Prices(0.01, 0.01, {}))
     listener, runner = Limited(), Clocked(clock, run_s=10.0)
     run = tuner(pipeline, tmp_path, runner, trials=None, time_limit_s=55.0, rounds=3)
     run.listener = listener

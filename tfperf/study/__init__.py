@@ -7,7 +7,7 @@ the tuner reads and writes a study through a `Ledger`, every trial attribute is 
 
 from __future__ import annotations
 
-from tfperf.study._prices import Prices, prices
+from tfperf.study._prices import Prices, Pricing, prices
 from tfperf.study._study import (
     SourceChangedError,
     StudyMismatchError,
@@ -28,6 +28,7 @@ from tfperf.study._study import (
 
 __all__ = [
     "Prices",
+    "Pricing",
     "SourceChangedError",
     "StudyMismatchError",
     "await_references",

@@ -45,21 +45,34 @@ class Prices:
 
 
 def prices(study: optuna.Study) -> Prices | None:
-    """The study's prices (`Prices`); None before a trial has completed."""
-    import optuna
+    """The study's prices (`Prices`); None before a trial has completed. A caller that asks
+    after every trial keeps a `Pricing`, which reads each trial's profile once."""
+    return Pricing().of(study)
 
-    searched: dict[int, float] = {}
-    rerun: dict[int, float] = {}
-    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-        if trial.datetime_start is None or trial.datetime_complete is None:
-            continue
-        took = (trial.datetime_complete - trial.datetime_start).total_seconds()
-        searched[trial.number], rerun[trial.number] = priced(
-            took, TrialRecord.from_trial(trial).profile()
-        )
-    if not searched:
-        return None
-    return Prices(statistics.median(searched.values()), statistics.median(rerun.values()), rerun)
+
+class Pricing:
+    """The study's `Prices`, each completed trial priced once: what it measured never changes,
+    and its stored profile is the costly part to read."""
+
+    def __init__(self) -> None:
+        self._priced: dict[int, tuple[float, float]] = {}
+
+    def of(self, study: optuna.Study) -> Prices | None:
+        """The study's prices now (`Prices`); None before a trial has completed."""
+        import optuna
+
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+            if trial.number in self._priced:
+                continue
+            if trial.datetime_start is None or trial.datetime_complete is None:
+                continue
+            took = (trial.datetime_complete - trial.datetime_start).total_seconds()
+            self._priced[trial.number] = priced(took, TrialRecord.from_trial(trial).profile())
+        if not self._priced:
+            return None
+        searched = [search for search, _ in self._priced.values()]
+        rerun = {number: rerun for number, (_, rerun) in self._priced.items()}
+        return Prices(statistics.median(searched), statistics.median(rerun.values()), rerun)
 
 
 def priced(took_s: float, profile: ProfileResult | None) -> tuple[float, float]:

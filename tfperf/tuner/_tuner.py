@@ -33,6 +33,7 @@ from tfperf.pipeline import PipelineFile, source_digest, user_sources
 from tfperf.results import Phase, ProfileResult, TrialOutcome
 from tfperf.results.tune import Measurement, Objective, Reference, TuneResult, input_only_choice
 from tfperf.study import (
+    Pricing,
     SourceChangedError,
     await_references,
     claim_study,
@@ -40,7 +41,6 @@ from tfperf.study import (
     enqueue_references,
     feasible_complete,
     hardware_groups,
-    prices,
     reference_trial,
     stored_result,
 )
@@ -142,6 +142,7 @@ class Tuner:
         self._last_wait: tuple[Wait, tuple[int, ...]] | None = None
         self._deadline: float | None = None  # when `timeout_s` stops the search
         self._limit = TimeLimit(options.time_limit_s)
+        self._pricing = Pricing()  # the study's trials priced for the time left, each once
 
     @property
     def storage_shown(self) -> str:
@@ -150,6 +151,7 @@ class Tuner:
     def run(self) -> TuneResult:
         started = time.monotonic()
         self._limit = TimeLimit(self.options.time_limit_s)
+        self._pricing = Pricing()
         self.open_study()
         try:
             # Each trial forks from one process that imported the framework once.
@@ -387,7 +389,7 @@ class Tuner:
     def _expected(self) -> Expected | None:
         """What is left of this run, as the study's completed trials took (`Expected`,
         `tfperf.study.prices`); None before one has completed."""
-        priced = prices(self.ledger.study)
+        priced = self._pricing.of(self.ledger.study)
         if priced is None:
             return None
         run_s = priced.trial_s
@@ -418,7 +420,7 @@ class Tuner:
 
     def _fits(self, runs: int) -> bool:
         """Whether `runs` more re-measurement runs fit the time limit."""
-        priced = prices(self.ledger.study)
+        priced = self._pricing.of(self.ledger.study)
         return self._limit.fits_runs(runs, priced.rerun_s if priced is not None else None)
 
     def _rerun(self, request: TrialRequest, budgets: Budgets) -> TrialOutcome:
