@@ -341,8 +341,8 @@ def test_the_driver_measures_the_phases_and_refuses_what_is_not_honoured(
     name: str, framework: Framework, tmp_path: Path
 ) -> None:
     """`profile` runs `tfperf.measure.drive`: the three phases as the request asks (the
-    end-to-end one alone when asked), and an option the framework does not honour
-    (`Framework.honours`) refused by name."""
+    end-to-end one alone, or without the compute-only one, when asked), and an option the
+    framework does not honour (`Framework.honours`) refused by name."""
     pipeline = framework.load(_write(tmp_path, ALL_CASES[name].pipeline, "pipeline.py"))
     heard: list[Progress] = []
     request = ProfileRequest(steps=3, warmup=1, budget_s=60.0, progress=heard.append)
@@ -356,6 +356,10 @@ def test_the_driver_measures_the_phases_and_refuses_what_is_not_honoured(
         pipeline, None, dataclasses.replace(request, end_to_end_only=True, progress=None)
     )
     assert [phase.phase for phase in alone.phases()] == [Phase.END_TO_END]
+    known = framework.profile(
+        pipeline, None, dataclasses.replace(request, compute_known=True, progress=None)
+    )
+    assert [phase.phase for phase in known.phases()] == [Phase.END_TO_END, Phase.PIPELINE_ONLY]
     fields = {field.name for field in dataclasses.fields(ProfileRequest)}
     assert set(UNHONOURED) | Framework.honours == fields
     measured = len(heard)

@@ -212,3 +212,57 @@ def test_confirmation_stops_once_the_chosen_are_apart_beyond_the_noise():
     confirmed = confirm(first, first, 3, request, BUDGETS, runner)
     assert len(runner.calls) == 4  # two rounds of two; a third would reorder nothing
     assert [len(m.confirmed) for m in confirmed] == [2, 2]
+
+
+def _rate(calls: int) -> float:
+    """The examples/s the steady runner below measures for `calls` map calls."""
+    return fake_result(Knobs(num_parallel_calls=calls), 0.01 * calls).end_to_end.examples_per_sec
+
+
+def test_after_one_round_a_finalist_its_own_trial_puts_behind_runs_no_more():
+    """Issue 56: every finalist ran `MIN_ROUNDS` however far behind its trial and first
+    window put it; the baseline still runs them all, since the answer is stated against it."""
+    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)  # steady figures
+    finalists = [
+        dataclasses.replace(finalist("trial 1", 1), prior=_rate(1)),
+        dataclasses.replace(finalist("estimate", 2), prior=_rate(2)),
+        dataclasses.replace(finalist("baseline", 4), prior=_rate(4), compared=True),
+    ]
+    measured = remeasure(finalists, 3, request, BUDGETS, runner)
+    assert runner.calls == [1, 2, 4, 4, 1]  # then the leader is alone: nothing to reorder
+    assert [len(m.examples_per_sec) for m in measured] == [2, 1, 2]
+
+
+def test_a_trial_within_the_noise_of_the_leader_keeps_its_finalist_in_the_rounds():
+    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
+    lucky = dataclasses.replace(finalist("estimate", 2), prior=_rate(1) * 1.01)
+    measured = remeasure(
+        [dataclasses.replace(finalist("trial 1", 1), prior=_rate(1)), lucky],
+        2,
+        request,
+        BUDGETS,
+        runner,
+    )
+    assert [len(m.examples_per_sec) for m in measured] == [2, 2]
+
+
+def test_the_best_input_only_finalist_stays_beside_a_faster_change_to_training():
+    """The answer weighs the fastest against the best that leaves training as written, so
+    both are ranked on the same rounds; the slower input-only one leaves."""
+    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
+    finalists = [
+        dataclasses.replace(finalist("trial 1", 1), prior=_rate(1), changes_training=True),
+        dataclasses.replace(finalist("estimate", 2), prior=_rate(2)),
+        dataclasses.replace(finalist("trial 4", 4), prior=_rate(4)),
+    ]
+    measured = remeasure(finalists, 2, request, BUDGETS, runner)
+    assert runner.calls == [1, 2, 4, 2, 1]
+    assert [len(m.examples_per_sec) for m in measured] == [2, 2, 1]
+
+
+def test_without_its_trials_figure_a_finalist_runs_the_least_rounds():
+    """Under two objectives (no `prior`) a finalist far behind in examples/s may still be the
+    answer for its RAM: one window is no evidence to drop it on."""
+    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
+    measured = remeasure([finalist("a", 1), finalist("b", 4)], 3, request, BUDGETS, runner)
+    assert [len(m.examples_per_sec) for m in measured] == [2, 2]

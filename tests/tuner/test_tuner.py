@@ -263,6 +263,21 @@ def test_the_chosen_configuration_is_reported_from_windows_measured_after_the_ch
     assert stored.confirmed == result.best.confirmed
 
 
+def test_a_trial_that_trains_as_an_earlier_one_leaves_the_model_alone_out(pipeline, tmp_path):
+    """Issue 56: every trial timed the model on cached batches, which runs alike whatever the
+    input's knobs; now once per training setting (batch size, precision)."""
+    from tfperf.results.tune import same_training
+
+    runner = FakeRunner()
+    options = TuneOptions(trials=8, storage=f"sqlite:///{tmp_path / 'study.db'}", rounds=2)
+    Tuner(pipeline, options, Recorder(), runner=runner, machine=MACHINE).run()
+    searched = [r for r in runner.requests if not r.end_to_end_only]
+    for index, request in enumerate(searched):
+        earlier = [r.knobs for r in searched[:index]]
+        assert request.compute_known == any(same_training(request.knobs, k) for k in earlier)
+    assert not searched[0].compute_known and any(r.compute_known for r in searched)
+
+
 def test_running_again_on_a_finished_study_reuses_its_remeasurement(pipeline, tmp_path):
     first = tuner(pipeline, tmp_path, FakeRunner(), trials=3).run()
     runner, listener = FakeRunner(), Recorder()

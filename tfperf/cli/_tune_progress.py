@@ -252,19 +252,20 @@ class TuneProgress(TuneListener):
         """
         if self._study is not None:
             check_something_completed(self._study)
-        least = min(rounds, MIN_ROUNDS)
+        least = [min(rounds, finalist.least_rounds) for finalist in finalists]
         total = len(finalists) * rounds
-        if least == rounds:
+        if sum(least) == total:
             plan = f"{rounds} round{'s' * (rounds != 1)} interleaved ({_runs(total)}"
         else:
             plan = (
-                f"{least} rounds interleaved ({_runs(len(finalists) * least)}), up to {rounds} "
-                f"for those still in contention ({total} at most"
+                f"one round, then up to {rounds} interleaved for those still in contention "
+                f"({sum(least)} to {total} runs"
             )
         priced = prices(self._study) if self._study is not None else None
         if priced is not None:
-            took = sum(priced.rerun_of(finalist.trial_number) for finalist in finalists)
-            low, high = took * least, took * rounds
+            took = [priced.rerun_of(finalist.trial_number) for finalist in finalists]
+            low = sum(t * n for t, n in zip(took, least, strict=True))
+            high = sum(took) * rounds
             span = _duration(high) if low == high else f"{_duration(low)} to {_duration(high)}"
             plan += f"; about {span}"
         self._phase(

@@ -46,6 +46,9 @@ class ProfileOptions:
             (`tfperf.measure.emulated.EmulatedStep`), and no model is built.
         end_to_end_only: measure the end-to-end phase alone, as the tuner's re-measurement
             does: it ranks configurations by that phase's examples/s and reads no other.
+        compute_known: leave out the compute-only phase, as the tuner does for a trial whose
+            training setting an earlier trial of the study measured the model alone under:
+            the model on cached batches runs alike whatever the input's knobs.
     """
 
     steps: int = dataclasses.field(default=100, metadata={FLAG: "--steps"})
@@ -58,6 +61,17 @@ class ProfileOptions:
     budget_s: float | None = dataclasses.field(default=None, metadata={FLAG: "--budget"})
     step_time_s: float | None = dataclasses.field(default=None, metadata={FLAG: "--step-time"})
     end_to_end_only: bool = False
+    compute_known: bool = False
+
+    @property
+    def measures_pipeline(self) -> bool:
+        """Whether the pipeline-only phase runs."""
+        return not self.end_to_end_only
+
+    @property
+    def measures_compute(self) -> bool:
+        """Whether the compute-only phase runs."""
+        return not (self.end_to_end_only or self.compute_known)
 
     def options(self) -> dict[str, Any]:
         """These values by name, without the fields a subclass adds (a trial's pipeline)."""
@@ -106,5 +120,5 @@ class ProfileRequest(ProfileOptions):
 #: The fields every framework honours: the driver (`tfperf.measure.drive`) applies them.
 DRIVEN = frozenset(
     {"steps", "min_seconds", "warmup", "owns_process", "probes", "progress", "on_discovery"}
-    | {"budget_s", "end_to_end_only"}
+    | {"budget_s", "end_to_end_only", "compute_known"}
 )

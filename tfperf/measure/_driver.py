@@ -90,8 +90,8 @@ class Measurement:
             epoch=epoch,
             sync=sync,
             max_seconds=Budget(request.budget_s).phase_s,
-            measure_pipeline=not request.end_to_end_only,
-            measure_compute=not request.end_to_end_only,
+            measure_pipeline=request.measures_pipeline,
+            measure_compute=request.measures_compute,
         )
 
     def explain(self, error: InputPipelineError | TrainStepError) -> PipelineRuntimeError:

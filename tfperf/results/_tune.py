@@ -283,9 +283,20 @@ def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
         ...                  Measurement("baseline", 0, old, [1.0], 0, None))
         ['batch@train.py:9.batch_size']
     """
-    changed = best.knobs.diff(baseline.knobs)
-    knobs = [name for name in TRAINING_KNOBS if name in changed]
-    return knobs + training_sites(baseline.knobs.sites, best.knobs.sites)
+    return _training_changes(best.knobs, baseline.knobs)
+
+
+def same_training(knobs: Knobs, other: Knobs) -> bool:
+    """Whether `knobs` and `other` train alike: neither changes training from the other
+    (`training_changes`), so the model alone runs the same under both."""
+    return not _training_changes(knobs, other)
+
+
+def _training_changes(knobs: Knobs, baseline: Knobs) -> list[str]:
+    changed = knobs.diff(baseline)
+    return [name for name in TRAINING_KNOBS if name in changed] + training_sites(
+        baseline.sites, knobs.sites
+    )
 
 
 def training_distance(

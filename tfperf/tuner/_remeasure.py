@@ -10,9 +10,11 @@ the choice weighed a change to training against it, are measured once more (`con
 figures reported for them come from windows that played no part in choosing them.
 
 The re-measurement is sized to the study (`SIZING`): a short study has few finalists
-(`finalist_count`), and rounds past `MIN_ROUNDS` run only for the finalists still in
+(`finalist_count`), and rounds after the first run only for the finalists still in
 contention with the leader (`contenders`), so a ranking already settled beyond the noise
-costs no more runs.
+costs no more runs. After the first round, a finalist's own trial counts as a second window
+(`Finalist.prior`), for that decision only; the configurations the answer is stated against
+(`Finalist.compared`) run `MIN_ROUNDS` whatever the ranking, for their spread.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
-from tfperf.results.tune import Measurement, Objective, Reference
+from tfperf.results.tune import Measurement, Objective, Reference, same_training
 from tfperf.study import feasible_complete, pareto_front, reference_trial
 from tfperf.study.records import TrialRecord
 from tfperf.trials import Budgets, TrialRequest
@@ -92,11 +94,31 @@ def contenders(rates: Sequence[Sequence[float]]) -> list[int]:
 
 @dataclasses.dataclass(frozen=True)
 class Finalist:
-    """A configuration to re-measure: a label for people, and the trial it came from."""
+    """A configuration to re-measure: a label for people, and the trial it came from.
+
+    Attributes:
+        prior: the examples/s its own trial measured. Counted beside its fresh windows only to
+            decide whether it still contends after the first round, never in its figures: a
+            searched finalist's is biased high by its selection, which only keeps it longer.
+            None: it contends until `MIN_ROUNDS` have run.
+        compared: the answer is stated against it (the baseline, AUTOTUNE), so it runs
+            `MIN_ROUNDS` however far behind it is, for its spread.
+        changes_training: it does not train as the baseline does (`same_training`), so it
+            does not contend for the best input-only configuration.
+    """
 
     label: str
     trial_number: int | None
     knobs: Knobs
+    prior: float | None = None
+    compared: bool = False
+    changes_training: bool = False
+
+    @property
+    def least_rounds(self) -> int:
+        """The rounds it runs even when it contends for nothing after the first (fewer, if
+        the re-measurement has fewer)."""
+        return 1 if self.prior is not None and not self.compared else MIN_ROUNDS
 
 
 def remeasure(
@@ -110,10 +132,10 @@ def remeasure(
     *,
     settle: bool = True,
 ) -> list[Measurement]:
-    """Measures every finalist `MIN_ROUNDS` times (fewer if `rounds` is), interleaved, and
-    up to `rounds` times those still in `contenders` while `more` (given the runs of the next
-    round) allows; without `settle`, every finalist all `rounds` (figures to report, not a
-    ranking). Failed repeats are left out, and those a memory budget stopped are counted
+    """Measures every finalist once, then up to `rounds` times those still in contention
+    (`_still_running`) while `more` (given the runs of the next round) allows, interleaved;
+    without `settle`, every finalist all `rounds` (figures to report, not a ranking). Failed
+    repeats are left out, and those a memory budget stopped are counted
     (`Measurement.over_budget`).
 
     Returns:
@@ -199,15 +221,17 @@ def _interleaved(
 ) -> list[_Windows]:
     """Each finalist's windows from `rounds` interleaved rounds, in the given order.
 
-    With `settle`, rounds after `MIN_ROUNDS` run only the `contenders`, and stop once the
-    leader is alone in contention, or when `more` refuses the next round's runs.
+    With `settle`, rounds after the first run only those `_still_running`; once none is owed
+    its `Finalist.least_rounds`, they stop when one is left, or when `more` refuses the next
+    round's runs.
     """
     windows = [_Windows() for _ in finalists]
     active = list(range(len(finalists)))
     for start in range(rounds):
-        if settle and start >= MIN_ROUNDS:
-            active = [active[i] for i in contenders([windows[i].rates for i in active])]
-            if len(active) < 2 or (more is not None and not more(len(active))):
+        if settle and start >= 1:
+            active = _still_running(finalists, windows, active, start)
+            owed = any(start < finalists[index].least_rounds for index in active)
+            if not owed and (len(active) < 2 or (more is not None and not more(len(active)))):
                 break
         for offset in range(len(active)):  # each round the previous one rotated by one
             index = active[(start + offset) % len(active)]
@@ -216,6 +240,26 @@ def _interleaved(
                 on_measured(finalists[index], outcome)
             windows[index].add(outcome)
     return windows
+
+
+def _still_running(
+    finalists: Sequence[Finalist], windows: Sequence[_Windows], active: Sequence[int], done: int
+) -> list[int]:
+    """Those of `active` that run round `done + 1`: the ones still short of their
+    `Finalist.least_rounds`, and the `contenders` for first place, of all and of those that
+    leave training as written, on their fresh windows and their `Finalist.prior`."""
+
+    def seen(index: int) -> list[float]:
+        fresh, prior = windows[index].rates, finalists[index].prior
+        return [*fresh, prior] if fresh and prior is not None else fresh
+
+    groups = [list(active), [i for i in active if not finalists[i].changes_training]]
+    contending = {
+        group[i] for group in groups if group for i in contenders([seen(j) for j in group])
+    }
+    return [
+        index for index in active if index in contending or done < finalists[index].least_rounds
+    ]
 
 
 def _finalist(measurement: Measurement) -> Finalist:
@@ -238,22 +282,35 @@ def pick_finalists(
 ) -> list[Finalist]:
     """The best `count` distinct trials (Pareto-optimal ones under two objectives), sized to
     the study (`finalist_count`), then the references, each with the trial it was measured
-    in."""
+    in. Under one objective each has its trial's examples/s as its `Finalist.prior`; under two,
+    none does, since one far behind in examples/s may still be the answer for its RAM."""
     trials = feasible_complete(study)
     count = finalist_count(count, len(trials))
     if objective is Objective.THROUGHPUT_RAM:
         trials = pareto_front(trials)
     ranked = sorted(trials, key=lambda t: -t.values[0])
-    finalists: list[Finalist] = []
+    found: list[tuple[str, int | None, Knobs]] = []
     seen = set(references.values())
     for trial in ranked:
         record = TrialRecord.from_trial(trial)
         if record.knobs is None or record.knobs in seen or record.reference:
             continue
         seen.add(record.knobs)
-        finalists.append(Finalist(f"trial {trial.number}", trial.number, record.knobs))
-        if len(finalists) == count:
+        found.append((f"trial {trial.number}", trial.number, record.knobs))
+        if len(found) == count:
             break
-    return finalists + [
-        Finalist(label, reference_trial(study, label), knobs) for label, knobs in references.items()
+    found += [(label, reference_trial(study, label), knobs) for label, knobs in references.items()]
+    rates = {t.number: t.values[0] for t in feasible_complete(study)}
+    ranks = objective is Objective.THROUGHPUT
+    baseline = references.get(Reference.BASELINE, Knobs())
+    return [
+        Finalist(
+            label,
+            number,
+            knobs,
+            prior=rates.get(number) if ranks and number is not None else None,
+            compared=label in references and not Reference.is_proposal(label),
+            changes_training=not same_training(knobs, baseline),
+        )
+        for label, number, knobs in found
     ]

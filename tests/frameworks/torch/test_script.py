@@ -247,6 +247,30 @@ def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
     assert found.memory is not None and found.memory.most_workers == 2
 
 
+@pytest.mark.parametrize(
+    ("asked", "phases"),
+    [
+        ({"end_to_end_only": True}, ["end_to_end"]),
+        ({"compute_known": True}, ["end_to_end", "pipeline_only"]),
+    ],
+)
+def test_a_script_measures_only_the_phases_its_request_asks_for(
+    script: Path, asked: dict[str, bool], phases: list[str]
+) -> None:
+    """A script honours the request's phases as a pipeline file does: the tuner's
+    re-measurement runs read the end-to-end phase alone, and a trial that trains as an earlier
+    one leaves the model alone out."""
+    from tfperf import frameworks
+    from tfperf.frameworks import ProfileRequest
+    from tfperf.pipeline import load_pipeline
+
+    pipeline = load_pipeline(script, ["1"])
+    request = ProfileRequest(steps=4, warmup=1, probes=[], **asked)
+    result = frameworks.get("torch").profile(pipeline, None, request)
+    assert [phase.phase.value for phase in result.phases()] == phases
+    assert result.end_to_end.steps == 4
+
+
 def test_a_persistent_loader_is_measured_across_the_script_epochs(script: Path) -> None:
     # A persistent loader hands back the same iterator each epoch; the profiler must still
     # see a new pass, not a one-shot iterator that ran out.

@@ -125,6 +125,8 @@ class ScriptMeasurement(Measurement):
                 loader, _torch.loader_options(loader), request.epoch_steps
             ),
             budget_s=request.budget_s,
+            measure_pipeline=request.measures_pipeline,
+            measure_compute=request.measures_compute,
         )
         return result
 

@@ -237,6 +237,8 @@ def profile_script(
     on_loader: Callable[[Any], None] | None = None,
     budget_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    measure_pipeline: bool = True,
+    measure_compute: bool = True,
 ) -> ScriptProfile:
     """Runs the script once and measures its three phases through the core's `profiler`.
 
@@ -255,6 +257,7 @@ def profile_script(
         budget_s: the whole run's time budget, the script's start-up included: the three
             phases share what the start-up left of it (`script_phase_s`); None: none.
         clock: seconds, for the start-up's length; injectable for tests.
+        measure_pipeline, measure_compute: whether those phases run (`ProfileRequest`).
 
     Raises:
         PipelineFileError, PipelineRuntimeError: as `run_script`; the profiler's own errors
@@ -269,6 +272,8 @@ def profile_script(
         min_seconds,
         on_loader or (lambda loader: None),
         lambda: script_phase_s(budget_s, clock() - started),
+        measure_pipeline=measure_pipeline,
+        measure_compute=measure_compute,
     )
     with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
         try:
@@ -303,6 +308,8 @@ def profile_script_pipeline(
     epoch_for: Callable[[Any], EpochInfo | None] | None = None,
     budget_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    measure_pipeline: bool = True,
+    measure_compute: bool = True,
 ) -> tuple[ProfileResult, ScriptProfile]:
     """Profiles a training script (`PipelineKind.SCRIPT`) under `knobs`, as `profile` does a
     pipeline file: the framework's `profile` calls this for a script.
@@ -315,6 +322,7 @@ def profile_script_pipeline(
         epoch_for: the measured loader -> a real epoch's length and what a restart repeats
             (its workers starting), for the profile's restart records.
         budget_s, clock: as `profile_script`'s: the budget bounds the script's start-up too.
+        measure_pipeline, measure_compute: as `profile_script`'s.
 
     Returns:
         The `ProfileResult` of the core's profiler, and what the run found (`ScriptProfile`:
@@ -346,6 +354,8 @@ def profile_script_pipeline(
             on_loader=found_loader,
             budget_s=budget_s,
             clock=clock,
+            measure_pipeline=measure_pipeline,
+            measure_compute=measure_compute,
         )
     if on_discovery is not None:
         on_discovery(found.discovery)

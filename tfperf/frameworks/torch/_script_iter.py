@@ -56,8 +56,13 @@ class Profiled:
         min_seconds: float,
         on_loader: Callable[[Any], None],
         phase_s: Callable[[], float | None],
+        *,
+        measure_pipeline: bool = True,
+        measure_compute: bool = True,
     ) -> None:
         self.profiler = profiler
+        self.measure_pipeline = measure_pipeline
+        self.measure_compute = measure_compute
         self.steps = steps
         self.min_seconds = min_seconds
         self.on_loader = on_loader
@@ -92,6 +97,8 @@ class Profiled:
             last = batch
             yield batch
             cuda_sync()  # the step's queued GPU work belongs to its compute
+        if not self.measure_compute:
+            raise Stop
         for batch in self.profiler.iterate(
             itertools.repeat(last),
             steps=self.steps,
@@ -105,14 +112,15 @@ class Profiled:
 
     def loader_alone(self) -> None:
         assert self._source is not None
-        for _ in self.profiler.iterate(
-            self._source,
-            steps=self.steps,
-            min_seconds=self.min_seconds,
-            phase=Phase.PIPELINE_ONLY,
-            max_seconds=self._max_seconds,
-        ):
-            pass
+        if self.measure_pipeline:
+            for _ in self.profiler.iterate(
+                self._source,
+                steps=self.steps,
+                min_seconds=self.min_seconds,
+                phase=Phase.PIPELINE_ONLY,
+                max_seconds=self._max_seconds,
+            ):
+                pass
         self.completed = True
 
     def close(self) -> None:
