@@ -24,6 +24,7 @@ from benchmarks.torch_script_record import TorchScript
 from benchmarks.zero_change_record import ZeroChange
 from tfperf.errors import ResultFileError
 from tfperf.results._json import JsonRecord
+from tfperf.results.tune import TRAINING_CHANGE_MARGIN
 
 BENCH_SCHEMA_VERSION = 1
 #: "Within 5% of the final best": the tolerance of `first_within`.
@@ -158,6 +159,18 @@ class TrainingChoice:
     significant: bool | None = None
     passed_over: str | None = None
     passed_over_gain: float | None = None
+
+    @property
+    def kept_because(self) -> str:
+        """Why a faster change to training was not recommended, in words: its gain was within
+        the noise, or beyond it but short of the margin (the tuner's default, as the bench
+        runs it)."""
+        if self.significant:
+            return (
+                f"beyond the noise but short of the {TRAINING_CHANGE_MARGIN:g}x a change to "
+                "training must clear"
+            )
+        return "within the noise"
 
 
 @dataclasses.dataclass

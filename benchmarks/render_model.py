@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from benchmarks.record import BenchRecord, Figure, ModelFigures, PipelineRecord, TrainingChoice
+from tfperf.results.tune import TRAINING_CHANGE_MARGIN
 
 __all__ = [
     "duration",
@@ -132,7 +133,8 @@ def training_section(record: BenchRecord) -> str:
         "",
         "The input-only rule: tfperf recommends the best configuration that leaves training as "
         "written (batch size, shuffle buffer, precision) unless one that changes training "
-        "beats it by more than the noise; then both are shown.",
+        f"beats it by at least {TRAINING_CHANGE_MARGIN:g}x, beyond the noise; then both are "
+        "shown.",
     ]
     return _per_pipeline(intro, record, _training_line)
 
@@ -151,11 +153,13 @@ def _training_line(pipeline: PipelineRecord) -> str:
     if changes:
         return (
             f"yes, {changes}: {tuning.best_label} beats the best input-only configuration "
-            f"({choice.input_only}) by {gain}, beyond the noise.{_passed_over(choice)}"
+            f"({choice.input_only}) by {gain}, beyond the noise and the "
+            f"{TRAINING_CHANGE_MARGIN:g}x margin.{_passed_over(choice)}"
         )
     if choice.fastest is not None:
         return (
-            f"no: {choice.fastest} changes training and is faster by {gain}, within the noise, "
+            f"no: {choice.fastest} changes training and is faster by {gain}, "
+            f"{choice.kept_because}, "
             f"so the input-only {choice.input_only} is recommended."
         )
     return "no: the fastest configuration leaves training as written."
