@@ -32,7 +32,7 @@ from tfperf.hardware import Machine
 from tfperf.knobs import KNOBS, Choices, Domain, Fixed, IntRange, Knobs, SiteName, is_site_name
 from tfperf.measure import InputCpu, PipelineModel, model_from_profile
 from tfperf.results import Limit, ProfileResult, TrainingRate
-from tfperf.results.tune import training_distance
+from tfperf.results.tune import same_training, training_distance
 
 #: The predicted gain a training setting needs over the input-only estimate to be proposed.
 BEYOND_NOISE = 1.10
@@ -327,3 +327,25 @@ def _training_sites_changed(knobs: Mapping[str, Any], baseline: Knobs) -> bool:
         SiteName.parse(name).kind.changes_training and value != baseline.sites.get(name)
         for name, value in sites.items()
     )
+
+
+@dataclasses.dataclass
+class ModelTimings:
+    """The training settings the model alone was timed under by this tuner's trials.
+
+    A trial that trains as one of them leaves its compute-only phase out
+    (`ProfileOptions.compute_known`): the model on cached batches runs alike whatever the
+    input's knobs. Trials of another tuner of a shared study are not consulted, so a setting
+    may be timed twice, never skipped untimed.
+    """
+
+    timed: list[Knobs] = dataclasses.field(default_factory=list)
+
+    def known(self, knobs: Knobs) -> bool:
+        """Whether a trial of `knobs` would time the model under a setting already timed."""
+        return any(same_training(knobs, earlier) for earlier in self.timed)
+
+    def add(self, knobs: Knobs, result: ProfileResult | None) -> None:
+        """Records `knobs`' setting when `result` timed the model alone."""
+        if result is not None and result.compute_only is not None:
+            self.timed.append(knobs)

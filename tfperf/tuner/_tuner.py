@@ -31,14 +31,7 @@ from tfperf.knobs import Domain, Knobs
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, source_digest, user_sources
 from tfperf.results import Phase, ProfileResult, TrialOutcome
-from tfperf.results.tune import (
-    Measurement,
-    Objective,
-    Reference,
-    TuneResult,
-    input_only_choice,
-    same_training,
-)
+from tfperf.results.tune import Measurement, Objective, Reference, TuneResult, input_only_choice
 from tfperf.study import (
     Pricing,
     SourceChangedError,
@@ -80,6 +73,7 @@ from tfperf.tuner._remeasure import (
 from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
 from tfperf.tuner._time_limit import TimeLimit, least_runs
+from tfperf.tuner._training import ModelTimings
 
 if TYPE_CHECKING:
     import optuna
@@ -150,7 +144,7 @@ class Tuner:
         self._deadline: float | None = None  # when `timeout_s` stops the search
         self._limit = TimeLimit(options.time_limit_s)
         self._pricing = Pricing()  # the study's trials priced for the time left, each once
-        self._computed: list[Knobs] = []  # trials of this tuner that measured the model alone
+        self._timings = ModelTimings()  # the training settings its trials timed the model in
 
     @property
     def storage_shown(self) -> str:
@@ -366,7 +360,9 @@ class Tuner:
         self.listener.trial_started(claim.number, label, knobs)
         try:
             outcome = self.runner(
-                self._search_request(knobs, label), self.budgets, on_progress=self._pruner(claim)
+                self.trial_request(knobs, stages=label == Reference.BASELINE),
+                self.budgets,
+                on_progress=self._pruner(claim),
             )
         except KeyboardInterrupt as interrupt:
             # A SIGTERM arrives as a KeyboardInterrupt that names itself (tfperf.cli).
@@ -381,8 +377,7 @@ class Tuner:
             self.ledger.interrupt(claim, f"{self.pipeline.path.name} changed while it ran")
             self._check_source(f"while trial {claim.number} ran, now recorded as interrupted")
         self.ledger.finish(claim, outcome)
-        if outcome.result is not None and outcome.result.compute_only is not None:
-            self._computed.append(knobs)
+        self._timings.add(knobs, outcome.result)
         if label == Reference.BASELINE and outcome.result is not None:
             self.references.from_baseline(self.ledger, outcome.result)
         elif label == Reference.ESTIMATE:
@@ -474,7 +469,8 @@ class Tuner:
     def trial_request(
         self, knobs: Knobs, stages: bool = False, path: Path | None = None
     ) -> TrialRequest:
-        """A trial of `knobs` on the pipeline (or its copy at `path`), as the options say."""
+        """A trial of `knobs` on the pipeline (or its copy at `path`), as the options say;
+        without `stages`, it times the model alone only under a new setting (`ModelTimings`)."""
         return TrialRequest(
             pipeline=path or self.pipeline.path,
             knobs=knobs,
@@ -489,15 +485,8 @@ class Tuner:
             strategy=self.options.strategy,
             training=self._training_settings() if stages else (),
             step_time_s=self.options.step_time_s,
+            compute_known=not stages and self._timings.known(knobs),
         )
-
-    def _search_request(self, knobs: Knobs, label: str | None) -> TrialRequest:
-        """The trial of `knobs` (the reference `label`, if one): the baseline analyses its
-        stages; a trial that trains as one that measured the model alone here leaves that
-        phase out, since the model on cached batches runs alike whatever the input's knobs."""
-        request = self.trial_request(knobs, stages=label == Reference.BASELINE)
-        known = any(same_training(knobs, earlier) for earlier in self._computed)
-        return dataclasses.replace(request, compute_known=known and label != Reference.BASELINE)
 
     def _verifying_request(self, knobs: Knobs) -> TrialRequest:
         """A re-measurement run of `knobs`: its end-to-end phase alone, the figure the
