@@ -536,7 +536,7 @@ def check_training(record: PipelineRecord) -> Check:
                 goal,
                 True,
                 "unchanged",
-                f"{choice.fastest} changes training for {choice.gain:.2f}x, {choice.kept_because}",
+                f"{choice.fastest} changes training for {choice.gain_words}, {choice.kept_because}",
             )
         return Check(goal, True, "unchanged")
     measured = f"changes {', '.join(changes)}"

@@ -161,6 +161,16 @@ class TrainingChoice:
     passed_over_gain: float | None = None
 
     @property
+    def gain_words(self) -> str:
+        """The gain as a ratio ("1.18x"): to three decimals where two would round a gain
+        short of the margin up to it ("1.198x", not "1.20x" beside "short of the 1.2x")."""
+        if self.gain is None:
+            return "n/a"
+        short = self.gain < TRAINING_CHANGE_MARGIN
+        places = 3 if short and round(self.gain, 2) >= TRAINING_CHANGE_MARGIN else 2
+        return f"{self.gain:.{places}f}x"
+
+    @property
     def kept_because(self) -> str:
         """Why a faster change to training was not recommended, in words: its gain was within
         the noise, or beyond it but short of the margin (the tuner's default, as the bench

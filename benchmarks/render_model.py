@@ -146,7 +146,7 @@ def _training_line(pipeline: PipelineRecord) -> str:
     if choice is None:
         return f"changes {changes}." if changes else "no."
     gain = (
-        f"{choice.gain:.2f}x ± {choice.gain * (choice.spread or 0):.2f}"
+        f"{choice.gain_words} ± {choice.gain * (choice.spread or 0):.2f}"
         if choice.gain is not None
         else "n/a"
     )

@@ -752,6 +752,19 @@ def test_a_change_to_training_beyond_the_noise_but_short_of_the_margin_says_so()
     ) in render(dataclasses.replace(bench_record(), pipelines=[record]))
 
 
+def test_a_gain_just_short_of_the_margin_is_not_rounded_up_to_it():
+    """A run printed "faster by 1.20x ± 0.06, ... short of the 1.2x": the gain was 1.198."""
+    record = pipeline_record()
+    choice = TrainingChoice("tfperf's estimate", "trial 6", 1.198, 0.05, True)
+    record.tuning = Tuning(**{**record.tuning.__dict__, "training": choice, "changes_training": []})
+    assert check_training(record).note.startswith("trial 6 changes training for 1.198x, beyond")
+    assert "is faster by 1.198x ± 0.06, beyond the noise but short of the 1.2x" in render(
+        dataclasses.replace(bench_record(), pipelines=[record])
+    )
+    assert TrainingChoice("a", "b", 1.18).gain_words == "1.18x"
+    assert TrainingChoice("a", "b", 1.2).gain_words == "1.20x"
+
+
 def test_a_faster_larger_change_to_training_passed_over_is_named_with_its_ratio():
     record = pipeline_record()
     choice = TrainingChoice("tfperf's estimate", "trial 5", 2.1, 0.05, True, "trial 18", 1.04)
