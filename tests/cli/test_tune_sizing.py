@@ -43,7 +43,7 @@ def test_a_six_trial_study_says_what_its_re_measurement_costs_and_runs_fewer(
     err = capsys.readouterr().err
     assert status == 0, err
     said = re.search(
-        r"Re-measuring (\d+) finalists, one round, then up to 3 interleaved for those still in "
+        r"Re-measuring (\d+) finalists, 1 round, then up to 3 interleaved for those still in "
         r"contention \((\d+) to (\d+) runs; about [0-9.]+ s to [0-9.]+ s\)",
         err,
     )
@@ -59,3 +59,22 @@ def test_a_six_trial_study_says_what_its_re_measurement_costs_and_runs_fewer(
     remeasured = len(runner.requests) - 6 - int(confirming.group(1))
     # A ranking settled at once: the finalists behind after one round ran no second.
     assert least <= remeasured < 2 * finalists and most < BEFORE
+
+
+def test_the_plan_names_the_rounds_every_finalist_runs_before_contention_decides(capsys):
+    """Without their trials' figures (two objectives) finalists run two rounds first; the plan
+    said "one round" whenever any finalist could stop early."""
+    import dataclasses
+
+    from tfperf.cli._tune_progress import TuneProgress
+    from tfperf.tuner import Finalist
+
+    plain = [Finalist("trial 3", 3, Knobs()), Finalist("baseline", 0, Knobs(), compared=True)]
+    with TuneProgress(trials=4) as listener:
+        listener.remeasure_started(plain, rounds=3)
+        listener.remeasure_started([dataclasses.replace(plain[0], prior=100.0), plain[1]], 3)
+    err = capsys.readouterr().err
+    assert "Re-measuring 2 finalists, 2 rounds, then up to 3 interleaved" in err
+    assert "(4 to 6 runs)" in err
+    assert "Re-measuring 2 finalists, 1 round, then up to 3 interleaved" in err
+    assert "(3 to 6 runs)" in err

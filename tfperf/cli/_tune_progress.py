@@ -257,9 +257,10 @@ class TuneProgress(TuneListener):
         if sum(least) == total:
             plan = f"{rounds} round{'s' * (rounds != 1)} interleaved ({_runs(total)}"
         else:
+            first = min(least)
             plan = (
-                f"one round, then up to {rounds} interleaved for those still in contention "
-                f"({sum(least)} to {total} runs"
+                f"{first} round{'s' * (first != 1)}, then up to {rounds} interleaved for those "
+                f"still in contention ({sum(least)} to {total} runs"
             )
         priced = prices(self._study) if self._study is not None else None
         if priced is not None:

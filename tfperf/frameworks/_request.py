@@ -47,7 +47,7 @@ class ProfileOptions:
         end_to_end_only: measure the end-to-end phase alone, as the tuner's re-measurement
             does: it ranks configurations by that phase's examples/s and reads no other.
         compute_known: leave out the compute-only phase, as the tuner does for a trial whose
-            training setting an earlier trial of the study measured the model alone under:
+            training setting an earlier trial of the same tuner timed the model alone under:
             the model on cached batches runs alike whatever the input's knobs.
     """
 

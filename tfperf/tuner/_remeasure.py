@@ -286,6 +286,7 @@ def pick_finalists(
     none does, since one far behind in examples/s may still be the answer for its RAM."""
     trials = feasible_complete(study)
     count = finalist_count(count, len(trials))
+    rates = {t.number: t.values[0] for t in trials}
     if objective is Objective.THROUGHPUT_RAM:
         trials = pareto_front(trials)
     ranked = sorted(trials, key=lambda t: -t.values[0])
@@ -300,7 +301,6 @@ def pick_finalists(
         if len(found) == count:
             break
     found += [(label, reference_trial(study, label), knobs) for label, knobs in references.items()]
-    rates = {t.number: t.values[0] for t in feasible_complete(study)}
     ranks = objective is Objective.THROUGHPUT
     baseline = references.get(Reference.BASELINE, Knobs())
     return [
