@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tfperf.measure._analysis import stage_report, with_added_costs
+from tfperf.measure import stage_report, with_added_costs
 from tfperf.measure._costs import stage_costs
 from tfperf.measure._limit import pipeline_limit
 from tfperf.measure._model import (

@@ -13,7 +13,7 @@ from tests.fakes.trials import FakeRunner, fake_result
 from tests.pipelines import TUNER_SOURCE
 from tfperf.hardware import Machine
 from tfperf.knobs import AUTOTUNE, Choices, Fixed, IntRange, Knobs
-from tfperf.measure._analysis import stage_report, with_added_costs
+from tfperf.measure import stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
 from tfperf.results import LimitBound, TrialOutcome, TrialStatus
 from tfperf.results.stages import StageKind, StageStat, StageUnit

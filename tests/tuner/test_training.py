@@ -14,8 +14,7 @@ from tests.deadlines import HANG_S
 from tests.fakes.trials import fake_result
 from tests.tuner.test_guide import MACHINE, ModelRunner, _stat, with_model
 from tfperf.knobs import Choices, Fixed, Knobs
-from tfperf.measure import InputCpu
-from tfperf.measure._analysis import stage_report, with_added_costs
+from tfperf.measure import InputCpu, stage_report, with_added_costs
 from tfperf.pipeline import load_pipeline
 from tfperf.results import CpuUsage, LimitBound, TimedValue, TrainingRate
 from tfperf.results.stages import EpochSource, RestartCost, StageKind

@@ -11,6 +11,9 @@ from __future__ import annotations
 from tfperf.measure._analysis import (
     CONTENTION_AT,
     attribute_restarts,
+)
+from tfperf.measure._bottleneck import (
+    find_bottleneck,
     stage_report,
     with_added_costs,
 )
@@ -59,6 +62,7 @@ __all__ = [
     "attribute_restarts",
     "batch_examples",
     "drive",
+    "find_bottleneck",
     "leaves",
     "model_cpu_s_per_example",
     "model_from_profile",

@@ -17,10 +17,6 @@ from collections.abc import Sequence
 from tfperf import findings
 from tfperf.measure import _restarts as restarts
 
-# The stage figures moved to `_bottleneck`; re-exported for callers that import them from here.
-from tfperf.measure._bottleneck import stage_report as stage_report
-from tfperf.measure._bottleneck import with_added_costs as with_added_costs
-
 # The verdict's scale is the result's (`Verdict.of`); its lower bound serves the scaling runs.
 from tfperf.results import MODERATELY_INPUT_BOUND_AT as MODERATELY_INPUT_BOUND_AT
 from tfperf.results import (
