@@ -10,7 +10,8 @@ first (`cut_order`): the full pipeline, then a bisection over the cut points (cu
 go on into the half that loses the most time per example) down to the stage where the time
 jumps and the cut right before it, then the rest from the output down. A stage the budget left
 unmeasured is listed (`StageReport.unmeasured`) and no conclusion is drawn about it, nor about
-the stage measured next above it, whose difference would hold its cost too.
+the stage measured next above it, whose difference would hold its cost too. The stage about
+to be named the limit runs a second window (`CONFIRMATIONS`), and the faster of the two counts.
 
 How a prefix is driven matters, because Python's `next()` costs ~20-50 µs per element: enough
 to make a fast stage look slow. Stages whose elements are examples are therefore gathered into
