@@ -78,7 +78,9 @@ def test_search_beats_the_baseline_on_the_knob_that_matters(write_pipeline, tmp_
     assert gain["significant"] == (abs(gain["ratio"] - 1) > gain["ratio"] * gain["spread"])
     assert len(baseline["examples_per_sec"]) == 2
     assert out.startswith("Best: ")
-    assert "BASELINE = {" in out
+    # The values are handed over exactly when the winner beat the baseline beyond the noise
+    # (a busy machine once left a 1.5x gain inside a ±29% spread).
+    assert ("BASELINE = {" in out) == gain["significant"]
     stored = trials(tmp_path / "studies" / "pipeline.db")
     assert [t.user_attrs.get("reference") for t in stored[:2]] == ["baseline", "autotune"]
     assert all("result" in t.user_attrs for t in stored if t.user_attrs["status"] == "complete")

@@ -6,6 +6,7 @@ import pytest
 
 from tests import pipelines
 from tfperf.errors import EmptyDatasetError, PipelineFileError, PipelineRuntimeError
+from tfperf.findings._rules import STAGES_DISTURBED_SHARE, supply
 from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.pipeline import load_pipeline
 from tfperf.results import Verdict
@@ -157,12 +158,22 @@ def test_stage_analysis_names_the_slow_map_and_autotune_choices_are_read(write_p
     assert result.compute_only is not None
     assert result.stages.consumption_examples_per_sec == result.compute_only.examples_per_sec
     named = next((f for f in result.findings if f.rule == "limiting-stage"), None)
+    disturbed = next((f for f in result.findings if f.rule == "stages-disturbed"), None)
     # On a failure, what the profile said instead and the rates it read (CI once failed here
     # without showing either).
     rates = [stage.examples_per_sec for stage in result.stages.stages]
-    assert named is not None, ([f.sentence for f in result.findings], rates)
-    assert result.stages.advice == named.sentence and named.sentence in result.advice
-    assert "The limiting stage is map(lambda)" in result.advice
+    said = ([f.sentence for f in result.findings], rates)
+    if disturbed is None:
+        assert named is not None, said
+        assert result.stages.advice == named.sentence and named.sentence in result.advice
+        assert "The limiting stage is map(lambda)" in result.advice
+    else:
+        # A loaded machine once slowed the last cut to 173 examples/s beside a six-step
+        # pipeline-only phase well above 200: the caution then stands in for the named stage,
+        # and only on figures that disagree by its share.
+        alone = supply(result)
+        assert named is None and alone is not None and rates[-1] is not None, said
+        assert rates[-1] < (1 - STAGES_DISTURBED_SHARE) * alone, said
     assert result.autotune is not None and result.autotune.unavailable_reason is None
     chosen = {(c.stage_index, c.argument) for c in result.autotune.choices}
     assert (2, "num_parallel_calls") in chosen
