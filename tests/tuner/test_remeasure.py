@@ -229,8 +229,8 @@ def test_after_one_round_a_finalist_its_own_trial_puts_behind_runs_no_more():
         dataclasses.replace(finalist("baseline", 4), prior=_rate(4), compared=True),
     ]
     measured = remeasure(finalists, 3, request, BUDGETS, runner)
-    assert runner.calls == [1, 2, 4, 4, 1]  # then the leader is alone: nothing to reorder
-    assert [len(m.examples_per_sec) for m in measured] == [2, 1, 2]
+    assert runner.calls == [1, 2, 4, 4]  # the leader alone has nothing to be reordered against
+    assert [len(m.examples_per_sec) for m in measured] == [1, 1, 2]
 
 
 def test_a_trial_within_the_noise_of_the_leader_keeps_its_finalist_in_the_rounds():
@@ -248,12 +248,14 @@ def test_a_trial_within_the_noise_of_the_leader_keeps_its_finalist_in_the_rounds
 
 def test_the_best_input_only_finalist_stays_beside_a_faster_change_to_training():
     """The answer weighs the fastest against the best that leaves training as written, so
-    both are ranked on the same rounds; the slower input-only one leaves."""
-    runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
+    both are ranked on the same rounds while the margin is undecided; the slower input-only
+    one leaves."""
+    # trial 1 swings 1,850-2,130 examples/s, around 1.2x the estimate's 1,600.
+    runner = Runner(_alternating({1: (0.005, 0.0073), 2: (0.010,), 4: (0.04,)}))
     finalists = [
-        dataclasses.replace(finalist("trial 1", 1), prior=_rate(1), changes_training=True),
-        dataclasses.replace(finalist("estimate", 2), prior=_rate(2)),
-        dataclasses.replace(finalist("trial 4", 4), prior=_rate(4)),
+        dataclasses.replace(finalist("trial 1", 1), prior=1850.0, changes_training=True),
+        dataclasses.replace(finalist("estimate", 2), prior=1600.0),
+        dataclasses.replace(finalist("trial 4", 4), prior=640.0),
     ]
     measured = remeasure(finalists, 2, request, BUDGETS, runner)
     assert runner.calls == [1, 2, 4, 2, 1]
@@ -266,3 +268,83 @@ def test_without_its_trials_figure_a_finalist_runs_the_least_rounds():
     runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
     measured = remeasure([finalist("a", 1), finalist("b", 4)], 3, request, BUDGETS, runner)
     assert [len(m.examples_per_sec) for m in measured] == [2, 2]
+
+
+def _alternating(waits: dict[int, tuple[float, ...]]) -> Callable[[Knobs, int], float]:
+    """Each configuration (keyed by its map calls) cycles through its own input waits."""
+    seen: dict[int, int] = {}
+
+    def wait(knobs: Knobs, call: int) -> float:
+        calls = knobs.num_parallel_calls
+        seen[calls] = seen.get(calls, -1) + 1
+        return waits[calls][seen[calls] % len(waits[calls])]
+
+    return wait
+
+
+def test_changes_to_training_short_of_the_margin_leave_the_rounds():
+    """Issue 56: two changes to training within each other's noise kept the later rounds
+    going (and the input-only best beside them), though neither could clear the 1.2x margin
+    over the input-only best: ordering them changed no answer."""
+    # estimate ~1,600 examples/s; trial 1 and trial 5 ~1,700-1,750, each other's noise.
+    runner = Runner(_alternating({2: (0.010,), 1: (0.0085, 0.0090), 5: (0.0088, 0.0083)}))
+    finalists = [
+        finalist("estimate", 2),
+        dataclasses.replace(finalist("trial 1", 1), changes_training=True),
+        dataclasses.replace(finalist("trial 5", 5), changes_training=True),
+    ]
+    measured = remeasure(finalists, 4, request, BUDGETS, runner)
+    assert len(runner.calls) == 6  # the two rounds every window-less finalist runs, no more
+    assert [len(m.examples_per_sec) for m in measured] == [2, 2, 2]
+
+
+def test_a_change_to_training_that_could_clear_the_margin_runs_on_beside_the_input_only_best():
+    # estimate ~1,600 examples/s; trial 1 swings 1,850-2,130: it may clear 1.2x, or not.
+    runner = Runner(_alternating({2: (0.010,), 1: (0.005, 0.0073), 5: (0.05,)}))
+    finalists = [
+        finalist("estimate", 2),
+        dataclasses.replace(finalist("trial 1", 1), changes_training=True),
+        dataclasses.replace(finalist("trial 5", 5), changes_training=True),
+    ]
+    measured = remeasure(finalists, 4, request, BUDGETS, runner)
+    assert runner.calls[6:] == [2, 1, 1, 2]  # trial 5 is far short of it; the others run on
+    assert [len(m.examples_per_sec) for m in measured] == [4, 4, 2]
+
+
+def test_the_answer_decides_the_rounds_of_each_group_by_its_own_rule():
+    from tfperf.tuner._remeasure import deciding
+
+    # Input-only: a leader alone decides nothing; two within each other's noise run on.
+    assert deciding([[100.0, 104.0], [90.0, 92.0]], [False, False]) == []
+    assert deciding([[100.0, 104.0], [101.0, 99.0]], [False, False]) == [0, 1]
+    # A change to training whose best window reaches 1.2x the input-only leader's worst runs
+    # on, and so does that leader; one below it does not, however close to the other.
+    assert deciding([[100.0, 104.0], [121.0, 118.0], [119.0, 117.0]], [False, True, True]) == [
+        0,
+        1,
+    ]
+    assert deciding([[100.0, 104.0], [121.0, 118.0]], [False, True], margin=1.3) == []
+    # One that has cleared it beyond the noise needs no more windows to be recommended.
+    assert deciding([[100.0, 101.0], [130.0, 128.0]], [False, True]) == []
+    # No input-only figure to weigh against: every change to training still could.
+    assert deciding([[], [121.0, 118.0], [119.0, 117.0]], [False, True, True]) == [1, 2]
+
+
+def test_confirmation_stops_once_no_change_to_training_can_clear_the_margin():
+    """Issue 56: the confirmation ran on while the input-only best and a change to training
+    within its noise still contended, though the change could not be recommended."""
+    chosen = [
+        Measurement("estimate", 2, Knobs(num_parallel_calls=2), [1600.0, 1580.0], 0, None),
+        Measurement(
+            "trial 1", 1, Knobs(num_parallel_calls=1, batch_size=64), [1650.0, 1600.0], 0, None
+        ),
+    ]
+    # ~1,570-1,620 against ~1,600-1,650: each within the other's noise, far short of 1.2x.
+    waits = {2: (0.0098, 0.0104), 1: (0.0288, 0.0300)}
+    unweighed = Runner(_alternating(waits))
+    confirm(chosen, chosen, 3, request, BUDGETS, unweighed)
+    assert len(unweighed.calls) == 6  # without a baseline: they contend, so a third round
+    weighed = Runner(_alternating(waits))
+    confirmed = confirm(chosen, chosen, 3, request, BUDGETS, weighed, baseline=Knobs())
+    assert len(weighed.calls) == 4  # the two rounds each figure's spread needs, no more
+    assert [len(m.confirmed) for m in confirmed] == [2, 2]

@@ -251,7 +251,9 @@ def test_the_chosen_configuration_is_reported_from_windows_measured_after_the_ch
         machine=MACHINE,
     ).run()
     assert listener.confirmed == ([result.best.label], 2)
-    assert len(result.best.confirmed) == 2 and len(result.best.examples_per_sec) == 2
+    # Chosen on one or two windows (a leader nothing contends with runs no second); reported
+    # on two more.
+    assert len(result.best.confirmed) == 2 and 1 <= len(result.best.examples_per_sec) <= 2
     assert [r.knobs for r in runner.requests[-2:]] == [result.best.knobs] * 2
     # The search's trials measure every phase; the re-measurement reads the end-to-end alone.
     searched = len(runner.requests) - sum(len(m.examples_per_sec) for m in result.candidates) - 2
@@ -502,7 +504,8 @@ def test_a_time_limit_stops_the_search_and_still_verifies_the_answer(
     pipeline, tmp_path, monkeypatch
 ):
     """Past the limit no trial starts; the answer is re-measured beside the references on one
-    searched finalist, MIN_ROUNDS each with no extra rounds, and confirmed."""
+    searched finalist, at most MIN_ROUNDS each (the references all of them, for their spread),
+    and confirmed."""
     from tfperf.tuner import MIN_ROUNDS, _time_limit
 
     clock = [0.0]
@@ -519,7 +522,9 @@ def test_a_time_limit_stops_the_search_and_still_verifies_the_answer(
     assert len(ran) == 6  # the sixth ends at 60 s, past the 55 s limit
     assert listener.reached == [len(search_trials(run.ledger.study))]
     assert len([label for label in listener.finalists if label.startswith("trial ")]) == 1
-    assert all(len(m.examples_per_sec) == MIN_ROUNDS for m in result.candidates)
+    assert all(len(m.examples_per_sec) <= MIN_ROUNDS for m in result.candidates)
+    compared = [m for m in result.candidates if m.label in (Reference.BASELINE, Reference.AUTOTUNE)]
+    assert all(len(m.examples_per_sec) == MIN_ROUNDS for m in compared)
     assert len(result.best.confirmed) == MIN_ROUNDS
     assert {Reference.BASELINE, Reference.AUTOTUNE} <= {m.label for m in result.candidates}
 

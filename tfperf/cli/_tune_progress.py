@@ -260,7 +260,7 @@ class TuneProgress(TuneListener):
             first = min(least)
             plan = (
                 f"{first} round{'s' * (first != 1)}, then up to {rounds} interleaved for those "
-                f"still in contention ({sum(least)} to {total} runs"
+                f"whose next run could change the answer ({sum(least)} to {total} runs"
             )
         priced = prices(self._study) if self._study is not None else None
         if priced is not None:
@@ -279,8 +279,8 @@ class TuneProgress(TuneListener):
         """Starts the confirmation's bar: the chosen configuration (and what it is weighed
         against) measured once more."""
         named = labels[0] if len(labels) < 2 else f"{', '.join(labels[:-1])} and {labels[-1]}"
-        # Past MIN_ROUNDS only configurations still contending with each other run on: a
-        # single one never does.
+        # Past MIN_ROUNDS only configurations whose next run could change the answer run on:
+        # a single one never does.
         least = len(labels) * min(rounds, MIN_ROUNDS)
         total = least if len(labels) < 2 else len(labels) * rounds
         cost = _runs(total) if least == total else f"{least} to {total} runs"

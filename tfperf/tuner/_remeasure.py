@@ -10,23 +10,32 @@ the choice weighed a change to training against it, are measured once more (`con
 figures reported for them come from windows that played no part in choosing them.
 
 The re-measurement is sized to the study (`SIZING`): a short study has few finalists
-(`finalist_count`), and rounds after the first run only for the finalists still in
-contention with the leader (`contenders`), so a ranking already settled beyond the noise
-costs no more runs. After the first round, a finalist's own trial counts as a second window
-(`Finalist.prior`), for that decision only; the configurations the answer is stated against
-(`Finalist.compared`) run `MIN_ROUNDS` whatever the ranking, for their spread.
+(`finalist_count`), and rounds after the first run only for the finalists whose next window
+could still change the answer (`deciding`): the input-only best while another contends with it
+(`contenders`), and a change to training while it could still clear the margin over that best.
+So a ranking already settled beyond the noise, or one that only orders changes to training
+that cannot be recommended, costs no more runs. After the first round, a finalist's own trial
+counts as a second window (`Finalist.prior`), for that decision only; the configurations the
+answer is stated against (`Finalist.compared`) run `MIN_ROUNDS` whatever the ranking, for
+their spread.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tfperf.knobs import Knobs
 from tfperf.results import TrialOutcome, TrialStatus
-from tfperf.results.tune import Measurement, Objective, Reference, same_training
+from tfperf.results.tune import (
+    TRAINING_CHANGE_MARGIN,
+    Measurement,
+    Objective,
+    Reference,
+    same_training,
+)
 from tfperf.study import feasible_complete, pareto_front, reference_trial
 from tfperf.study.records import TrialRecord
 from tfperf.trials import Budgets, TrialRequest
@@ -84,12 +93,71 @@ def contenders(rates: Sequence[Sequence[float]]) -> list[int]:
         >>> contenders([[100.0, 104.0], [90.0, 92.0], [101.0, 99.0]])
         [0, 2]
     """
-    measured = [index for index, values in enumerate(rates) if values]
-    if not measured:
+    leader = _leader(rates, range(len(rates)))
+    if leader is None:
         return []
-    leader = max(measured, key=lambda index: statistics.median(rates[index]))
     floor = min(rates[leader])
-    return [index for index in measured if index == leader or max(rates[index]) >= floor]
+    return [
+        index
+        for index, values in enumerate(rates)
+        if values and (index == leader or max(values) >= floor)
+    ]
+
+
+def deciding(
+    rates: Sequence[Sequence[float]],
+    changes_training: Sequence[bool],
+    margin: float = TRAINING_CHANGE_MARGIN,
+) -> list[int]:
+    """The indices of the configurations whose next window could still change the answer.
+
+    The answer is the best configuration that leaves training as written, unless a change to
+    training beats it by `margin` beyond the noise (`input_only_choice`). So another window
+    decides something for:
+    - the `contenders` among those that leave training as written, while more than one
+      contends: a leader alone has nothing left to be reordered against;
+    - of the changes to training that could still clear the margin (the best window reaches
+      `margin` times the input-only leader's worst), the `contenders`, while more than one
+      contends; and each that has not yet cleared it beyond the noise (its worst window is
+      below `margin` times the leader's best), with the input-only leader beside it, since
+      the gain is weighed on both.
+
+    A change to training whose best window is short of the margin is short of it beyond the
+    noise measured: which of several such is fastest changes no answer, and the one reported
+    is confirmed on fresh windows anyway.
+
+    Example:
+        >>> deciding([[100.0, 104.0], [90.0, 92.0], [110.0, 113.0]], [False, False, True])
+        []
+        >>> deciding([[100.0, 104.0], [101.0, 99.0], [125.0, 118.0]], [False, False, True])
+        [0, 1, 2]
+    """
+    keeping = [index for index, changes in enumerate(changes_training) if not changes]
+    chosen: set[int] = set()
+    inputs = contenders([rates[index] for index in keeping])
+    if len(inputs) > 1:
+        chosen.update(keeping[index] for index in inputs)
+    leader = _leader(rates, keeping)
+    floor = margin * min(rates[leader]) if leader is not None else 0.0
+    could_clear = [
+        index
+        for index, changes in enumerate(changes_training)
+        if changes and rates[index] and max(rates[index]) >= floor
+    ]
+    ranked = contenders([rates[index] for index in could_clear])
+    if len(ranked) > 1:
+        chosen.update(could_clear[index] for index in ranked)
+    if leader is not None:
+        cleared = margin * max(rates[leader])
+        undecided = [index for index in could_clear if min(rates[index]) < cleared]
+        chosen.update([*undecided, leader] if undecided else [])
+    return sorted(chosen)
+
+
+def _leader(rates: Sequence[Sequence[float]], among: Iterable[int]) -> int | None:
+    """Of `among`, the index with the highest median window; None when none has one."""
+    measured = [index for index in among if rates[index]]
+    return max(measured, key=lambda index: statistics.median(rates[index]), default=None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,17 +199,19 @@ def remeasure(
     more: Callable[[int], bool] | None = None,
     *,
     settle: bool = True,
+    margin: float = TRAINING_CHANGE_MARGIN,
 ) -> list[Measurement]:
-    """Measures every finalist once, then up to `rounds` times those still in contention
-    (`_still_running`) while `more` (given the runs of the next round) allows, interleaved;
-    without `settle`, every finalist all `rounds` (figures to report, not a ranking). Failed
-    repeats are left out, and those a memory budget stopped are counted
-    (`Measurement.over_budget`).
+    """Measures every finalist once, then up to `rounds` times those whose next window could
+    still change the answer (`_still_running`, by the training-change `margin`) while `more`
+    (given the runs of the next round) allows, interleaved; without `settle`, every finalist
+    all `rounds` (figures to report, not a ranking). Failed repeats are left out, and those a
+    memory budget stopped are counted (`Measurement.over_budget`).
 
     Returns:
         One `Measurement` per finalist that completed at least once, in the given order.
     """
-    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, settle)
+    settling = margin if settle else None
+    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, settling)
     return [
         Measurement(
             label=finalist.label,
@@ -174,16 +244,20 @@ def confirm(
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
     more: Callable[[int], bool] | None = None,
+    *,
+    baseline: Knobs | None = None,
+    margin: float = TRAINING_CHANGE_MARGIN,
 ) -> list[Measurement]:
     """`measured` with `chosen` measured `MIN_ROUNDS` more times, and up to `rounds` while
-    they still contend with each other (`contenders`) and `more` allows, interleaved, as
-    `confirmed`.
+    another window could change the answer among them (`deciding`, by whether each trains as
+    `baseline` does; without one, while they contend with each other) and `more` allows,
+    interleaved, as `confirmed`.
 
     A chosen configuration whose every confirming repeat failed keeps its selection windows as
     its figure; its peaks take the highest of both phases.
     """
-    finalists = [_finalist(m) for m in chosen]
-    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, True)
+    finalists = [_finalist(m, baseline) for m in chosen]
+    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, margin)
     windows = dict(zip((id(m) for m in chosen), confirming, strict=True))
     return [_confirmed(m, windows[id(m)]) if id(m) in windows else m for m in measured]
 
@@ -217,19 +291,20 @@ def _interleaved(
     run: RunTrial,
     on_measured: Callable[[Finalist, TrialOutcome], None] | None,
     more: Callable[[int], bool] | None,
-    settle: bool,
+    margin: float | None,
 ) -> list[_Windows]:
     """Each finalist's windows from `rounds` interleaved rounds, in the given order.
 
-    With `settle`, rounds after the first run only those `_still_running`; once none is owed
+    With a training-change `margin` (None: every finalist every round), rounds after the first
+    run only those `_still_running`; once none is owed
     its `Finalist.least_rounds`, they stop when one is left, or when `more` refuses the next
     round's runs.
     """
     windows = [_Windows() for _ in finalists]
     active = list(range(len(finalists)))
     for start in range(rounds):
-        if settle and start >= 1:
-            active = _still_running(finalists, windows, active, start)
+        if margin is not None and start >= 1:
+            active = _still_running(finalists, windows, active, start, margin)
             owed = any(start < finalists[index].least_rounds for index in active)
             if not owed and (len(active) < 2 or (more is not None and not more(len(active)))):
                 break
@@ -243,27 +318,30 @@ def _interleaved(
 
 
 def _still_running(
-    finalists: Sequence[Finalist], windows: Sequence[_Windows], active: Sequence[int], done: int
+    finalists: Sequence[Finalist],
+    windows: Sequence[_Windows],
+    active: Sequence[int],
+    done: int,
+    margin: float,
 ) -> list[int]:
     """Those of `active` that run round `done + 1`: the ones still short of their
-    `Finalist.least_rounds`, and the `contenders` for first place, of all and of those that
-    leave training as written, on their fresh windows and their `Finalist.prior`."""
+    `Finalist.least_rounds`, and those whose next window could change the answer
+    (`deciding`), on their fresh windows and their `Finalist.prior`."""
 
     def seen(index: int) -> list[float]:
         fresh, prior = windows[index].rates, finalists[index].prior
         return [*fresh, prior] if fresh and prior is not None else fresh
 
-    groups = [list(active), [i for i in active if not finalists[i].changes_training]]
-    contending = {
-        group[i] for group in groups if group for i in contenders([seen(j) for j in group])
-    }
-    return [
-        index for index in active if index in contending or done < finalists[index].least_rounds
-    ]
+    changes = [finalists[index].changes_training for index in active]
+    decides = {active[i] for i in deciding([seen(index) for index in active], changes, margin)}
+    return [index for index in active if index in decides or done < finalists[index].least_rounds]
 
 
-def _finalist(measurement: Measurement) -> Finalist:
-    return Finalist(measurement.label, measurement.trial_number, measurement.knobs)
+def _finalist(measurement: Measurement, baseline: Knobs | None) -> Finalist:
+    changes = baseline is not None and not same_training(measurement.knobs, baseline)
+    return Finalist(
+        measurement.label, measurement.trial_number, measurement.knobs, changes_training=changes
+    )
 
 
 def _confirmed(measurement: Measurement, windows: _Windows) -> Measurement:

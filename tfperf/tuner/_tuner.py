@@ -411,9 +411,8 @@ class Tuner:
         return Expected(left, min(search), runs_after, run_s, rerun_s)
 
     def _time_for_a_trial(self) -> bool:
-        """Whether another trial, and the least re-measurement after it, fit the time limit
-        (`tfperf.tuner._time_limit`); always without one, and while a reference waits to run:
-        the answer is verified against them."""
+        """Whether another trial and the least re-measurement after it fit the time limit; always
+        without one, and while a reference waits to run (the answer is verified against them)."""
         if self._limit.seconds is None or self.references.waiting(self.ledger):
             return True
         left = self._expected()
@@ -489,8 +488,7 @@ class Tuner:
         )
 
     def _verifying_request(self, knobs: Knobs) -> TrialRequest:
-        """A re-measurement run of `knobs`: its end-to-end phase alone, the figure the
-        ranking reads."""
+        """A re-measurement run of `knobs`: its end-to-end phase alone, the figure ranked."""
         return dataclasses.replace(self.trial_request(knobs), end_to_end_only=True)
 
     def _training_settings(self) -> tuple[Mapping[str, Any], ...]:
@@ -547,6 +545,7 @@ class Tuner:
             self._rerun,
             self.listener.remeasured,
             more=lambda runs: self._fits(runs + least_runs(0, rounds)),
+            margin=self.options.training_change_margin,
         )
         return self._confirm(measurements)
 
@@ -572,6 +571,8 @@ class Tuner:
             self._rerun,
             self.listener.remeasured,
             more=self._fits,
+            baseline=baseline.knobs,
+            margin=margin,
         )
 
 
