@@ -105,9 +105,16 @@ def test_the_patch_holds_the_thread_pool_and_the_added_prefetch_and_is_verified(
     tuner.machine = MACHINE
     result = tuner.run()
     assert result.best.knobs.private_threadpool_size == 4
-    tuner.runner = run_trial
+    verifying: list[bool] = []
+
+    def measured(request, budgets):  # type: ignore[no-untyped-def]
+        verifying.append(request.end_to_end_only)
+        return run_trial(request, budgets)
+
+    tuner.runner = measured
     handover = hand_over(tuner, result, verify=True)
     assert handover is not None
+    assert verifying and all(verifying)  # the ratio reads end to end: nothing else is run
     assert "+    options.threading.private_threadpool_size = 4\n" in handover.diff
     assert ".prefetch(tf.data.AUTOTUNE).with_options(options)\n" in handover.diff
     assert handover.manual_edits == []

@@ -33,7 +33,8 @@ def hand_over(tuner: Tuner, result: TuneResult, *, verify: bool = True) -> HandO
     """The patch of `result.best` for a plain file or script, verified unless `verify` is
     False; None for a file that reads its knobs (its BASELINE is the answer).
 
-    Verification costs `2 * rounds` runs of `steps` steps, each in a fresh process.
+    Verification costs up to `2 * rounds` runs of the end-to-end phase alone (the figure the
+    ratio reads), each in a fresh process.
     """
     pipeline = tuner.pipeline
     if pipeline.discovery is None:
@@ -99,8 +100,8 @@ def _verify(tuner: Tuner, patch: Patch) -> tuple[Speedup | None, str | None]:
         original = pipeline.baseline  # the sites at their written values
         patched = pipeline.baseline.replace(sites={})  # the patched code, nothing overridden
         requests = {
-            id(original): tuner.trial_request(original),
-            id(patched): tuner.trial_request(patched, path=Path(folder) / pipeline.path.name),
+            id(original): tuner.verifying_request(original),
+            id(patched): tuner.verifying_request(patched, path=Path(folder) / pipeline.path.name),
         }
 
         def on_measured(finalist: Finalist, outcome: TrialOutcome) -> None:

@@ -487,9 +487,9 @@ class Tuner:
             compute_known=not stages and self._timings.known(knobs),
         )
 
-    def _verifying_request(self, knobs: Knobs) -> TrialRequest:
+    def verifying_request(self, knobs: Knobs, path: Path | None = None) -> TrialRequest:
         """A re-measurement run of `knobs`: its end-to-end phase alone, the figure ranked."""
-        return dataclasses.replace(self.trial_request(knobs), end_to_end_only=True)
+        return dataclasses.replace(self.trial_request(knobs, path=path), end_to_end_only=True)
 
     def _training_settings(self) -> tuple[Mapping[str, Any], ...]:
         """The training settings the baseline trial probes; none for an emulated step, which
@@ -540,7 +540,7 @@ class Tuner:
         measurements = remeasure(
             finalists,
             rounds,
-            self._verifying_request,
+            self.verifying_request,
             self.budgets,
             self._rerun,
             self.listener.remeasured,
@@ -566,7 +566,7 @@ class Tuner:
             measurements,
             chosen,
             self.options.rounds,
-            self._verifying_request,
+            self.verifying_request,
             self.budgets,
             self._rerun,
             self.listener.remeasured,
