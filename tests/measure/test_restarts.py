@@ -172,9 +172,16 @@ def test_cardinality_is_the_real_epoch_when_none_is_given(write_pipeline):
     # 8 steps an epoch, two restarts in the window: too few to state what one costs, so the
     # verdict follows the known part, the wait between restarts, and the restart finding says
     # it cannot tell and what would. That wait is a wall-time figure (on a quiet machine the
-    # prefetched batches keep up: compute-bound), so the verdict is checked against it.
-    assert result.verdict is Verdict.of(result.restarts.steady_wait_fraction)
-    assert result.input_wait_fraction == pytest.approx(result.restarts.steady_wait_fraction)
+    # prefetched batches keep up: compute-bound), so the verdict is checked against it,
+    # unless the phases' rates imply more waiting (a busy machine slowed the input alone):
+    # then the verdict says so, and follows the share they imply.
+    steady = result.restarts.steady_wait_fraction
+    moderated = [c for c in result.conflicts if c.invariant == "verdict-follows-rates"]
+    if moderated:
+        assert result.input_wait_fraction > steady
+    else:
+        assert result.input_wait_fraction == pytest.approx(steady)
+    assert result.verdict is Verdict.of(result.input_wait_fraction)
     assert "cannot tell what a restart costs" in result.advice
     assert "refills its buffer" not in result.advice and "add prefetch" not in result.advice
 
