@@ -296,9 +296,8 @@ def _interleaved(
     """Each finalist's windows from `rounds` interleaved rounds, in the given order.
 
     With a training-change `margin` (None: every finalist every round), rounds after the first
-    run only those `_still_running`; once none is owed
-    its `Finalist.least_rounds`, they stop when one is left, or when `more` refuses the next
-    round's runs.
+    run only those `_still_running`; once none is owed its `Finalist.least_rounds`, they stop
+    when one is left, or when `more` refuses the next round's runs.
     """
     windows = [_Windows() for _ in finalists]
     active = list(range(len(finalists)))
