@@ -38,13 +38,13 @@ def test_a_six_trial_study_says_what_its_re_measurement_costs_and_runs_fewer(
     monkeypatch.setattr("tfperf.tuner._tuner.run_trial", slow_runner)
     from tfperf.tuner import _tuner
 
-    before_confirming: list[int] = []
+    confirm = _tuner.confirm
+    before_confirming: list[int] = []  # the runs made when the confirmation started
 
     def counted_confirm(*args, **kwargs):  # type: ignore[no-untyped-def]
         before_confirming.append(len(runner.requests))
         return confirm(*args, **kwargs)
 
-    confirm = _tuner.confirm
     monkeypatch.setattr(_tuner, "confirm", counted_confirm)
     path = write_pipeline(pipelines.TRAIN_STEP)
     outputs = ["--json", str(tmp_path / "t.json"), "--html", str(tmp_path / "t.html")]

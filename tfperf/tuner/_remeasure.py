@@ -150,7 +150,8 @@ def deciding(
     if leader is not None:
         cleared = margin * max(rates[leader])
         undecided = [index for index in could_clear if min(rates[index]) < cleared]
-        chosen.update([*undecided, leader] if undecided else [])
+        if undecided:
+            chosen.update([*undecided, leader])
     return sorted(chosen)
 
 
