@@ -167,11 +167,20 @@ def check_limit(record: PipelineRecord, cpu_count: int) -> Check:
     if restart is not None and restart >= RESTART_REASON_SHARE:
         return Check(goal, True, measured, _restart_note(record, share, restart))
     turns = turns_rate(record)
-    if model.bound_by == "cpu" and turns is not None:
+    if model.bound_by == "cpu" and turns is not None and saturated(record, cpu_count):
         return Check(goal, True, measured, _turns_note(record, cpu_count, share, turns))
     if held_by_python(record, cpu_count):
         return Check(goal, True, measured, _python_note(record, cpu_count, share))
     return Check(goal, False, measured, _limit_note(record, cpu_count, share))
+
+
+def saturated(record: PipelineRecord, cpu_count: int) -> bool:
+    """Whether the tuned runs kept the cores busy: `SATURATED` of their capacity or more.
+
+    Only then can the cores' time per example be what binds; with cores idle, a rate that
+    matches taking turns says input and training did not overlap, not why.
+    """
+    return median(record.tuned.cpu_percent) >= SATURATED * 100 * cpu_count
 
 
 def turns_rate(record: PipelineRecord) -> float | None:
@@ -223,7 +232,7 @@ def held_by_python(record: PipelineRecord, cpu_count: int) -> bool:
     model, tuned = record.tuning.model, record.tuned
     if model is None or model.python_stage is None or not tuned.pipeline_only:
         return False
-    idle = median(tuned.cpu_percent) < SATURATED * 100 * cpu_count
+    idle = not saturated(record, cpu_count)
     return idle and median(tuned.pipeline_only) < LIMIT_GOAL * model.limit
 
 
@@ -318,7 +327,7 @@ def _limit_note(record: PipelineRecord, cpu_count: int, share: float) -> str:
         f"{model.explanation} The tuned configuration reaches {share:.0%} of it, using "
         f"{cpu:.0f}% of {100 * cpu_count}% CPU."
     )
-    if model.bound_by == "cpu" and cpu >= SATURATED * 100 * cpu_count:
+    if model.bound_by == "cpu" and saturated(record, cpu_count):
         return text + (
             " The cores are saturated, so the gap is CPU the model's figures did not count "
             "(the runtime's own threads, contention between input and training), not a "

@@ -538,6 +538,21 @@ def test_a_miss_with_a_python_stage_idle_cores_and_a_short_input_names_the_lock(
     assert "using 130% of 200% CPU: the cores wait on the lock" in check.note
 
 
+def test_idle_cores_at_the_taking_turns_rate_are_not_called_the_cores_binding():
+    # 1 / (1/780 + 1/4000) = 653, the tuned rate, but at 140% of 200% CPU the cores are idle.
+    record = _cpu_bound_miss(650.0, 780.0, 4000.0, cpu_percent=140.0, python_stage="map(fetch)")
+    check = check_limit(record, cpu_count=2)
+
+    assert turns_rate(record) == pytest.approx(653.0, rel=0.01)
+    assert "The cores' time per example binds" not in check.note
+    assert check.met is True and check.note.startswith("The gap is Python's interpreter lock")
+
+    record = _cpu_bound_miss(650.0, 780.0, 4000.0, cpu_percent=140.0)
+    check = check_limit(record, cpu_count=2)
+    assert check.met is False and "The cores' time per example binds" not in check.note
+    assert "the input stops short of the goal even with the cores to itself" in check.note
+
+
 def test_the_lock_explains_no_miss_where_the_cores_are_busy_or_the_input_alone_is_fast():
     python = "map(fetch)"
     saturated = _cpu_bound_miss(600.0, 650.0, 4000.0, cpu_percent=190.0, python_stage=python)
