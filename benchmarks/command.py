@@ -4,7 +4,8 @@ For each pipeline: prepare its data (untimed), `tfperf tune` it on a fresh study
 trial budget, then measure its baseline, AUTOTUNE and tuned configurations side by side.
 Each study's time split is read back from it (`benchmarks.answer`). Then the repeatability
 of one configuration, the plain-file twin's and the PyTorch script's zero-change hand-over,
-the profiler's overhead, the emulated accelerator step against its known answer, `tfperf
+the profiler's overhead, the emulated accelerator step against its known answer, the
+interpreter lock's wait by thread count on remote_storage's reads, `tfperf
 offload`'s predicted per-worker rate against the real local tf.data service (k = 1 and 2
 workers), the known-truth family's checks, and one default `tfperf profile` of the quickstart
 against `tfperf tune --trials 8` of it. The figures are saved as a JSON record with the date
@@ -35,6 +36,7 @@ from benchmarks.answer import profile_against_tune
 from benchmarks.answer_record import ProfileAgainstTune
 from benchmarks.emulated_step_record import EmulatedStepRow, run_emulated_step
 from benchmarks.generated_record import KnownTruthCheck, run_known_truth
+from benchmarks.lock_wait_record import LockWaitRow, run_lock_wait
 from benchmarks.offload import measure_offload
 from benchmarks.offload_record import OffloadResult
 from benchmarks.record import (
@@ -154,6 +156,12 @@ def run(
     except RuntimeError as error:
         log(f"emulated accelerator step: FAILED: {error}")
         failures.append(Failure("emulated_step", str(error)))
+    lock_wait: list[LockWaitRow] = []
+    try:  # an extra: a TensorFlow in a child per thread count
+        lock_wait = run_lock_wait(log) if settings.extras else []
+    except RuntimeError as error:
+        log(f"the interpreter lock: FAILED: {error}")
+        failures.append(Failure("lock_wait", str(error)))
     offload: OffloadResult | None = None
     try:  # an extra too: it starts a service and worker processes
         offload = measure_offload(log) if settings.extras else None
@@ -174,6 +182,7 @@ def run(
         failures=failures,
         zero_change=zero_change,
         emulated_step=emulated_step,
+        lock_wait=lock_wait,
         offload=offload,
         torch_script=heavy.torch_script,
         known_truth=heavy.known_truth,

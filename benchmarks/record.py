@@ -19,6 +19,7 @@ from typing import Any
 from benchmarks.answer_record import ProfileAgainstTune, TimeSplit
 from benchmarks.emulated_step_record import EmulatedStepRow
 from benchmarks.generated_record import KnownTruthCheck
+from benchmarks.lock_wait_record import LockWaitRow
 from benchmarks.offload_record import OffloadResult
 from benchmarks.torch_script_record import TorchScript
 from benchmarks.zero_change_record import ZeroChange
@@ -306,6 +307,8 @@ class BenchRecord(JsonRecord):
     zero_change: ZeroChange | None = None  # the plain-file twin's hand-over (zero_change.py)
     # The emulated accelerator step against its known answer (emulated_accelerator.py).
     emulated_step: list[EmulatedStepRow] = dataclasses.field(default_factory=list)
+    # remote_storage's Python fetch alone by thread count, its lock waits (lock_wait.py).
+    lock_wait: list[LockWaitRow] = dataclasses.field(default_factory=list)
     # tfperf offload's prediction against the real local service, k = 1 and 2 (offload.py).
     offload: OffloadResult | None = None
     # The PyTorch script tuned with --write-patch, as written against patched (torch_script.py).

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from benchmarks.emulated_step_record import emulated_step_section
 from benchmarks.generated_record import KnownTruthCheck, known_truth_section
 from benchmarks.goals import (
+    SATURATED,
     Check,
     check_geomean,
     check_overhead,
@@ -17,6 +18,7 @@ from benchmarks.goals import (
     describe_changes,
     pipeline_checks,
 )
+from benchmarks.lock_wait_record import lock_wait_section
 from benchmarks.offload_record import BAND, OffloadResult, offload_section
 from benchmarks.record import (
     DIRTY,
@@ -72,6 +74,7 @@ def render(record: BenchRecord) -> str:
         _goals(record),
         _overhead(record),
         emulated_step_section(record.emulated_step),
+        _lock_wait(record),
         offload_section(record.offload),
         known_truth_section(record.known_truth),
         _repeatability(record),
@@ -364,6 +367,15 @@ def _add_check(rows: list[list[str]], notes: list[str], name: str, check: Check)
         notes.append(f"- **{name}, {check.goal}** ({check.measured}): {check.note}")
     elif check.note:
         rows[-1][2] += f" ({check.note})"
+
+
+def _lock_wait(record: BenchRecord) -> str:
+    """The lock's section, beside the limit this run stated for remote_storage, whose fetch
+    it measures."""
+    model = next((p.tuning.model for p in record.pipelines if p.name == "remote_storage"), None)
+    cores = record.machine.cpu_count
+    limit = model.limit if model is not None and model.limit > 0 else None
+    return lock_wait_section(record.lock_wait, cores, SATURATED * 100 * cores, limit)
 
 
 def _overhead(record: BenchRecord) -> str:

@@ -24,6 +24,7 @@ from benchmarks.goals import (
     check_training,
     turns_rate,
 )
+from benchmarks.lock_wait_record import LockWaitRow, lock_wait_section, plateau
 from benchmarks.measure import with_remeasured
 from benchmarks.offload_record import OffloadResult, OffloadRow
 from benchmarks.record import (
@@ -1103,6 +1104,49 @@ def test_the_emulated_step_rows_render_side_by_side_and_round_trip(tmp_path):
     assert "| 20 ms | 0.00 | 0.02 | 0.00 | 7.05 ms | 6.34 ms |" in text
     assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
     assert "Emulated accelerator step" not in render(bench_record())
+
+
+LOCK_ROWS = [
+    LockWaitRow(71, 9401.0, 143.0, 2.11, 4.74),
+    LockWaitRow(4, 1243.0, 20.0, 0.08, 0.09),
+    LockWaitRow(32, 9100.0, 125.0, 0.29, 0.64),
+    LockWaitRow(128, 9165.0, 144.0, 5.19, 11.54),
+]
+
+
+def test_the_lock_rows_render_by_thread_count_beside_remote_storages_limit(tmp_path):
+    record = bench_record()
+    record.pipelines = [_with_model(limit=10000.0)]
+    record.pipelines[0].name = "remote_storage"
+    record.lock_wait = LOCK_ROWS
+    text = render(record)
+
+    table = text.split("## The interpreter lock on latency-bound reads")[1]
+    assert table.index("| 4 | 1,243 | 20% | 3.22 ms | 0.08 ms | 0.09 ms |") < table.index(
+        "| 128 | 9,165 | 144% | 13.97 ms | 5.19 ms | 11.54 ms |"
+    )
+    # 9,100 at 32 threads is within 5% of the fastest (9,401), and 71 and 128 came after it.
+    assert (
+        "From 32 threads on, more threads add no rate beyond the noise (5%): 9,100 examples/s "
+        "at 32, 9,165 at 128, 91% of the limit stated for remote_storage in this run (10,000)"
+    ) in table
+    assert "grows from 0.29 ms to 5.19 ms: the threads queue for the lock, not for the cores" in (
+        table
+    )
+    assert BenchRecord.load(record.save(tmp_path / "results.json")) == record
+    assert "The interpreter lock" not in render(bench_record())
+
+
+def test_the_lock_section_says_where_the_rate_stops_rising_only_when_it_was_seen_to():
+    rising = [row for row in LOCK_ROWS if row.threads <= 32]
+    assert plateau(rising) is None  # 32, the fastest, is also the most threads measured
+    assert "more threads add no rate" not in lock_wait_section(rising, 2, 180.0)
+    assert plateau(LOCK_ROWS) == LOCK_ROWS[2]
+    assert plateau([]) is None
+
+    busy = lock_wait_section(LOCK_ROWS, 2, 140.0)  # 144% counts as busy cores here
+    assert "more threads add no rate" in busy and "not for the cores" not in busy
+    assert "of the limit" not in busy  # no limit stated in this run
 
 
 def test_the_offload_table_sets_prediction_against_measurement_and_checks_the_bar():
