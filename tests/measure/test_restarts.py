@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 import pytest
 
@@ -13,6 +14,8 @@ from tfperf.frameworks.tensorflow import profile_pipeline
 from tfperf.measure._analysis import summarise_phase
 from tfperf.measure._profiler import profile
 from tfperf.measure._restarts import (
+    EXPLAINS_SHARE,
+    FIRST_ELEMENT_NOISE_S,
     EpochInfo,
     attribute,
     cached_before,
@@ -281,9 +284,20 @@ def test_a_four_file_epoch_is_attributed_to_its_slow_decode(write_pipeline):
     pipeline = load_pipeline(write_pipeline(FOUR_FILE_EPOCH))
     result = profile_pipeline(pipeline, steps=6, warmup=1, analyse_stages=True, stage_seconds=0.2)
     cost = result.restarts
-    assert cost is not None and cost.measured
-    assert (cost.stage, cost.stage_kind) == ("map(decode)", StageKind.MAP)
-    assert cost.stage_sequential
+    assert cost is not None and result.stages is not None
+    # `attribute` names the stage whose own first-element delay is largest, once that delay
+    # explains a share of the restart's wait. The decode's (two 80 ms sleeps a batch) does,
+    # unless a loaded machine stalled a cut's first element: then no stage may be named.
+    own = own_first_element_s(result.stages.stages)
+    decode = next(s.index for s in result.stages.stages if s.label == "map(decode)")
+    wait = statistics.median(cost.restart_waits_s or [0.0])
+    floor = max(FIRST_ELEMENT_NOISE_S, EXPLAINS_SHARE * wait)
+    if cost.evidence_enough and own.get(decode, 0.0) == max(own.values()) > floor:
+        assert cost.measured
+        assert (cost.stage, cost.stage_kind) == ("map(decode)", StageKind.MAP)
+        assert cost.stage_sequential
+    else:
+        assert cost.stage in (None, "map(decode)")
     assert "shuffle(256) refills" not in result.advice
     rules = {finding.rule: finding for finding in result.findings}
     if "stages-disturbed" not in rules:  # a loaded machine may disturb the stage figures
