@@ -83,13 +83,13 @@ def run_lock_wait(log: Callable[[str], None]) -> list[LockWaitRow]:
         return [LockWaitRow(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
 
 
-def lock_wait_section(
-    rows: Sequence[LockWaitRow], cpu_count: int, busy_percent: float, limit: float | None = None
-) -> str:
+def lock_wait_section(rows: Sequence[LockWaitRow], cpu_count: int, busy_percent: float) -> str:
     """The report's section: the fetch stage's rate, in-flight time and late wake-ups by
-    thread count, and where the rate stops rising, against remote_storage's stated `limit`
-    (examples/s, None where this run stated none) on `cpu_count` cores, saturated from
-    `busy_percent` (100 = one core)."""
+    thread count, and where the rate stops rising, on `cpu_count` cores, saturated from
+    `busy_percent` (100 = one core).
+
+    The input alone is not set against remote_storage's limit: that limit is training's,
+    and alone the input has the cores to itself."""
     if not rows:
         return ""
     lines = [
@@ -109,25 +109,17 @@ def lock_wait_section(
         f"{r.in_flight_ms:.2f} ms | {r.late_mean_ms:.2f} ms | {r.late_p90_ms:.2f} ms |"
         for r in sorted(rows, key=lambda row: row.threads)
     ]
-    reading = _reading(rows, cpu_count, busy_percent, limit)
+    reading = _reading(rows, cpu_count, busy_percent)
     return "\n".join(lines + (["", reading] if reading else []))
 
 
-def _reading(
-    rows: Sequence[LockWaitRow], cpu_count: int, busy_percent: float, limit: float | None
-) -> str:
+def _reading(rows: Sequence[LockWaitRow], cpu_count: int, busy_percent: float) -> str:
     """One sentence on where the rate stops rising, made only when more threads were measured
     past that point; empty otherwise. It names the lock only where the cores had room."""
     first = plateau(rows)
     if first is None:
         return ""
     most = max(rows, key=lambda row: row.threads)
-    against = (
-        f", {first.examples_per_sec / limit:.0%} of the limit stated for remote_storage in this "
-        f"run ({limit:,.0f})"
-        if limit
-        else ""
-    )
     why = (
         ": the threads queue for the lock, not for the cores"
         if most.cpu_percent < busy_percent
@@ -136,7 +128,7 @@ def _reading(
     return (
         f"From {first.threads} threads on, more threads add no rate beyond the noise "
         f"({RATE_NOISE:.0%}): {first.examples_per_sec:,.0f} examples/s at {first.threads}, "
-        f"{most.examples_per_sec:,.0f} at {most.threads}{against}, with the CPU at "
+        f"{most.examples_per_sec:,.0f} at {most.threads}, with the CPU at "
         f"{most.cpu_percent:.0f}% of {100 * cpu_count}%, while a fetch's late return grows "
         f"from {first.late_mean_ms:.2f} ms to {most.late_mean_ms:.2f} ms{why}."
     )

@@ -370,12 +370,8 @@ def _add_check(rows: list[list[str]], notes: list[str], name: str, check: Check)
 
 
 def _lock_wait(record: BenchRecord) -> str:
-    """The lock's section, beside the limit this run stated for remote_storage, whose fetch
-    it measures."""
-    model = next((p.tuning.model for p in record.pipelines if p.name == "remote_storage"), None)
     cores = record.machine.cpu_count
-    limit = model.limit if model is not None and model.limit > 0 else None
-    return lock_wait_section(record.lock_wait, cores, SATURATED * 100 * cores, limit)
+    return lock_wait_section(record.lock_wait, cores, SATURATED * 100 * cores)
 
 
 def _overhead(record: BenchRecord) -> str:
