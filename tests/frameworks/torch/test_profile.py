@@ -3,6 +3,7 @@ words, items named by their line, the limit above every measured rate."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,10 +13,12 @@ from markupsafe import escape
 from tests.frameworks.torch import pipelines
 from tfperf import frameworks
 from tfperf.frameworks import ProfileRequest
+from tfperf.frameworks.torch._limit import loader_limit
+from tfperf.hardware import detect_machine
 from tfperf.report import render_answer, render_profile_html
 from tfperf.report._loader import loader_statements, loader_view
 from tfperf.report._text import render_summary
-from tfperf.results import ProfileResult
+from tfperf.results import LimitBound, ProfileResult
 from tfperf.results.stages import StageKind
 
 pytest.importorskip("torch")
@@ -45,6 +48,19 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     assert result.knobs["num_workers"] == 2 and "num_parallel_calls" not in result.knobs
     assert result.limit is not None
     assert result.limit.examples_per_sec >= result.end_to_end.examples_per_sec
+    # Items that wait: the most workers a search tries, one item each, bound the rate too.
+    workers = [t for t in result.limit.terms if t.bound_by is LimitBound.PARALLEL_STAGE]
+    assert len(workers) == 1 and workers[0].stage_label == "Waits.__getitem__"
+    most = max(32, 4 * detect_machine().cpu_count)
+    assert workers[0].examples_per_sec == pytest.approx(most / loader.wall_s_per_item)
+    assert workers[0].detail.startswith(f"{most} workers ÷ ")
+    smallest = min(t.examples_per_sec for t in result.limit.terms)
+    assert result.limit.examples_per_sec == max(smallest, result.end_to_end.examples_per_sec)
+    slow = loader_limit(result, dataclasses.replace(loader, wall_s_per_item=0.5), 2)
+    assert slow is not None and slow.bound_by is LimitBound.PARALLEL_STAGE
+    assert slow.explanation.startswith(
+        "The workers bind: 32 workers ÷ 500 ms wall per item, the most a search tries here"
+    )
     # The report's DataLoader block: the same rows in the terminal and the HTML.
     page, text = render_profile_html(result), render_summary(result)
     rows = loader_view(loader).rows

@@ -7,7 +7,10 @@ may sit below a rate the machine already ran):
   items beside the step, so enough of them hide the loading entirely;
 - **cpu**: the cores divided by the CPU seconds one example costs: its item's CPU in a worker
   (measured apart in the trainer) and the step's CPU per example. Workers waiting on a read
-  cost no CPU, so a blocking `Dataset` never binds here.
+  cost no CPU, so a blocking `Dataset` never binds here;
+- **workers** (`LimitBound.PARALLEL_STAGE`): the most workers a search tries here (the
+  `num_workers` knob's declared domain), each loading one item at a time, divided by an
+  item's wall time: what binds a `Dataset` whose items wait.
 
 The workers that reach it follow Little's law (`_items.workers_for`): items in flight = rate
 x wall time per item, capped where the cores run out (`cores x wall / cpu` workers already
@@ -20,6 +23,8 @@ import math
 
 from tfperf.findings import INPUT_RATES
 from tfperf.frameworks.torch._items import ItemTiming, workers_for
+from tfperf.knobs import KNOBS
+from tfperf.knobs.declare import SearchContext
 from tfperf.measure import model_cpu_s_per_example
 from tfperf.results import Limit, LimitBound, LimitTerm, ProfileResult, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
@@ -70,6 +75,7 @@ def loader_limit(
                 "step CPU per example)",
             )
         )
+    terms.extend(_workers_term(loader, cores))
     binding = min(terms, key=lambda term: term.examples_per_sec)
     measured = result.end_to_end.examples_per_sec
     rate = max(binding.examples_per_sec, measured)
@@ -81,7 +87,40 @@ def loader_limit(
     )
 
 
+def most_workers(cores: int) -> int:
+    """The most workers a search of `num_workers` tries on `cores` cores, read from the knob's
+    declaration (a GPU or bf16 does not change it)."""
+    context = SearchContext(cpu_count=cores, has_gpu=False, cpu_bf16=False)
+    counts = [v for v in KNOBS["num_workers"].domain(None, context) if isinstance(v, int)]
+    return max(counts, default=1)
+
+
+def _workers_term(loader: LoaderReport, cores: int) -> list[LimitTerm]:
+    """The rate the most workers a search tries deliver when each loads one item at a time,
+    at least an item's wall time each; none where the items were not timed."""
+    wall = loader.wall_s_per_item
+    if wall is None or wall <= 0:
+        return []
+    most = most_workers(cores)
+    return [
+        LimitTerm(
+            LimitBound.PARALLEL_STAGE,
+            most / wall,
+            f"{most} workers ÷ {wall * 1e3:.3g} ms wall per item",
+            stage_label=loader.item_function,
+        )
+    ]
+
+
 def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
+    if binding.bound_by is LimitBound.PARALLEL_STAGE:
+        item = f"`{loader.item_function}`" if loader.item_function else "each item"
+        return (
+            f"The workers bind: {binding.detail}, the most a search tries here, each loading "
+            f"one item at a time. {item} waits far longer than it computes; items that wait "
+            "less (batched reads, a local cache) would lift it, or more workers than a search "
+            "tries (num_workers in SEARCH_SPACE)."
+        )
     if binding.bound_by is LimitBound.CPU:
         return (
             f"The cores bind: {binding.detail}. More workers only queue for them; make each "
