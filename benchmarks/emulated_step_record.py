@@ -6,12 +6,10 @@ section of the report.
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from benchmarks.child import json_rows
 
 __all__ = ["EmulatedStepRow", "emulated_step_section", "run_emulated_step"]
 
@@ -38,23 +36,8 @@ def run_emulated_step(log: Callable[[str], None]) -> list[EmulatedStepRow]:
         RuntimeError: the benchmark failed; the message carries the end of its output.
     """
     log("emulated accelerator step (python -m benchmarks.emulated_accelerator)")
-    with tempfile.TemporaryDirectory(prefix="tfperf-emulated-") as folder:
-        path = Path(folder) / "emulated.json"
-        command = [sys.executable, "-m", "benchmarks.emulated_accelerator", "--json", str(path)]
-        done = subprocess.run(
-            command,
-            cwd=_REPO,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0 or not path.exists():
-            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-            raise RuntimeError(
-                f"the emulated-step benchmark failed (exit status {done.returncode}); run "
-                f"`python -m benchmarks.emulated_accelerator` to see why. It ended with:\n{tail}"
-            )
-        return [EmulatedStepRow(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
+    rows = json_rows("benchmarks.emulated_accelerator", "the emulated-step benchmark")
+    return [EmulatedStepRow(**row) for row in rows]
 
 
 def emulated_step_section(rows: list[EmulatedStepRow]) -> str:

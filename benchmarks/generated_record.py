@@ -5,12 +5,10 @@ measured (`benchmarks.generated` in a child, with its own TensorFlow) and their 
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from benchmarks.child import json_rows
 
 __all__ = ["KnownTruthCheck", "known_truth_section", "run_known_truth"]
 
@@ -40,19 +38,9 @@ def run_known_truth(log: Callable[[str], None]) -> list[KnownTruthCheck]:
         RuntimeError: the child wrote no checks; the message carries the end of its output.
     """
     log("known-truth family (python -m benchmarks.generated)")
-    with tempfile.TemporaryDirectory(prefix="tfperf-generated-") as folder:
-        path = Path(folder) / "checks.json"
-        command = [sys.executable, "-m", "benchmarks.generated", "--json", str(path)]
-        done = subprocess.run(
-            command, cwd=_REPO, capture_output=True, text=True, check=False, timeout=TIMEOUT_S
-        )
-        if not path.exists():
-            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-            raise RuntimeError(
-                f"the known-truth family wrote no checks (exit status {done.returncode}); run "
-                f"`python -m benchmarks.generated` to see why. It ended with:\n{tail}"
-            )
-        rows = json.loads(path.read_text(encoding="utf-8"))
+    rows = json_rows(
+        "benchmarks.generated", "the known-truth family", failure_has_rows=True, timeout_s=TIMEOUT_S
+    )
     return [KnownTruthCheck(**row) for row in rows]
 
 

@@ -6,13 +6,10 @@ report.
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchmarks.child import json_rows
 from tfperf.results import RATE_NOISE
 
 __all__ = ["LockWaitRow", "lock_wait_section", "plateau", "run_lock_wait"]
@@ -70,17 +67,7 @@ def run_lock_wait(log: Callable[[str], None]) -> list[LockWaitRow]:
         RuntimeError: the benchmark failed; the message carries the end of its output.
     """
     log("the interpreter lock on latency-bound reads (python -m benchmarks.lock_wait)")
-    with tempfile.TemporaryDirectory(prefix="tfperf-lock-") as folder:
-        path = Path(folder) / "lock_wait.json"
-        command = [sys.executable, "-m", "benchmarks.lock_wait", "--json", str(path)]
-        done = subprocess.run(command, cwd=_REPO, capture_output=True, text=True, check=False)
-        if done.returncode != 0 or not path.exists():
-            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-            raise RuntimeError(
-                f"the lock benchmark failed (exit status {done.returncode}); run "
-                f"`python -m benchmarks.lock_wait` to see why. It ended with:\n{tail}"
-            )
-        return [LockWaitRow(**row) for row in json.loads(path.read_text(encoding="utf-8"))]
+    return [LockWaitRow(**row) for row in json_rows("benchmarks.lock_wait", "the lock benchmark")]
 
 
 def lock_wait_section(rows: Sequence[LockWaitRow], cpu_count: int, busy_percent: float) -> str:

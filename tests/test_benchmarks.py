@@ -1243,6 +1243,7 @@ def _fake_child(monkeypatch, module, writes):
 def test_a_known_truth_family_with_misses_is_still_read(monkeypatch):
     import json
 
+    import benchmarks.child as child
     import benchmarks.generated_record as generated_record
 
     def writes(command):
@@ -1250,15 +1251,18 @@ def test_a_known_truth_family_with_misses_is_still_read(monkeypatch):
         rows = [dataclasses.asdict(check) for check in known_truth_checks()]
         path.write_text(json.dumps(rows), encoding="utf-8")
 
-    _fake_child(monkeypatch, generated_record, writes)
+    _fake_child(monkeypatch, child, writes)
     assert generated_record.run_known_truth(lambda _: None) == known_truth_checks()
 
 
 def test_a_known_truth_family_without_checks_fails_with_its_output(monkeypatch):
+    import benchmarks.child as child
     import benchmarks.generated_record as generated_record
 
-    _fake_child(monkeypatch, generated_record, lambda command: None)
-    with pytest.raises(RuntimeError, match="wrote no checks \\(exit status 1\\)"):
+    _fake_child(monkeypatch, child, lambda command: None)
+    with pytest.raises(
+        RuntimeError, match="the known-truth family wrote nothing \\(exit status 1\\)"
+    ):
         generated_record.run_known_truth(lambda _: None)
 
 
