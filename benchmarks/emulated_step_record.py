@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 from benchmarks.child import json_rows
 
 __all__ = ["EmulatedStepRow", "emulated_step_section", "run_emulated_step"]
-
-_REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from benchmarks.child import json_rows
 
 __all__ = ["KnownTruthCheck", "known_truth_section", "run_known_truth"]
 
-_REPO = Path(__file__).resolve().parents[1]
 #: How long the whole family may take (about 15 minutes on 2 quiet cores).
 TIMEOUT_S = 3600.0
 

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from benchmarks.child import json_rows
 from tfperf.results import RATE_NOISE
 
 __all__ = ["LockWaitRow", "lock_wait_section", "plateau", "run_lock_wait"]
-
-_REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass(frozen=True)
