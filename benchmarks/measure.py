@@ -38,7 +38,7 @@ from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import Measurement, Reference, speedup
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
-from tfperf.tuner._remeasure import remeasure
+from tfperf.tuner._remeasure import Repeats, remeasure
 from tfperf.tuner._search import autotune_knobs
 
 if TYPE_CHECKING:
@@ -290,7 +290,8 @@ def measure_final(
 
     request = _requester(spec, settings)
     # Not settled: every repeat of every configuration, since these are the figures reported.
-    remeasure(finalists, settings.repeats, request, budgets, run_trial, measured, settle=False)
+    repeats = Repeats(settings.repeats, request, budgets, run_trial, measured)
+    remeasure(finalists, repeats, settle=False)
     return {
         label: _as_figure(label, knobs, runs[distinct[_key(knobs)]])
         for label, knobs in configurations.items()
@@ -309,9 +310,8 @@ def measure_repeatability(
 
     finalist = Finalist("repeatability", None, knobs)
     requester = _requester(spec, settings)
-    remeasure(
-        [finalist], settings.cv_repeats, requester, budgets, run_trial, measured, settle=False
-    )
+    repeats = Repeats(settings.cv_repeats, requester, budgets, run_trial, measured)
+    remeasure([finalist], repeats, settle=False)
     figure = _as_figure("repeatability", knobs, outcomes)
     return Repeatability(pipeline=spec.name, knobs=figure.knobs, end_to_end=figure.end_to_end)
 

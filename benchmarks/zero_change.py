@@ -29,7 +29,7 @@ from tfperf.results import TrialOutcome, TrialStatus
 from tfperf.results.tune import TuneResult
 from tfperf.trials import Budgets, TrialRequest, run_trial
 from tfperf.tuner import Finalist
-from tfperf.tuner._remeasure import remeasure
+from tfperf.tuner._remeasure import Repeats, remeasure
 
 if TYPE_CHECKING:
     from benchmarks.measure import Log
@@ -200,11 +200,7 @@ def _side_by_side(
 
     remeasure(
         finalists,
-        settings.repeats,
-        lambda knobs: requests[id(knobs)],
-        budgets,
-        run_trial,
-        measured,
+        Repeats(settings.repeats, lambda knobs: requests[id(knobs)], budgets, run_trial, measured),
     )
     return runs
 

@@ -15,6 +15,7 @@ from tfperf.results.tune import Measurement
 from tfperf.trials import Budgets, TrialRequest
 from tfperf.tuner._remeasure import (
     Finalist,
+    Repeats,
     best_estimate,
     confirm,
     remeasure,
@@ -43,19 +44,23 @@ class Runner:
         return TrialOutcome(TrialStatus.COMPLETE, result, "", 200 * len(self.calls), None, 1.0)
 
 
+def repeats(rounds: int, runner: Callable[[TrialRequest, Budgets], TrialOutcome]) -> Repeats:
+    return Repeats(rounds, request, BUDGETS, runner)
+
+
 def finalist(label: str, calls: int) -> Finalist:
     return Finalist(label, calls, Knobs(num_parallel_calls=calls))
 
 
 def test_rounds_rotate_so_drift_hits_every_configuration_alike():
     runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
-    remeasure([finalist("a", 1), finalist("b", 2), finalist("c", 3)], 2, request, BUDGETS, runner)
+    remeasure([finalist("a", 1), finalist("b", 2), finalist("c", 3)], repeats(2, runner))
     assert runner.calls == [1, 2, 3, 2, 3, 1]
 
 
 def test_remeasure_keeps_each_finalists_completed_repeats_in_order():
     runner = Runner(lambda knobs, call: None if call == 0 else 0.01 * knobs.num_parallel_calls)
-    measured = remeasure([finalist("a", 1), finalist("b", 2)], 2, request, BUDGETS, runner)
+    measured = remeasure([finalist("a", 1), finalist("b", 2)], repeats(2, runner))
     assert runner.calls == [1, 2, 2, 1]
     assert [m.label for m in measured] == ["a", "b"]
     assert [len(m.examples_per_sec) for m in measured] == [1, 2]  # a's first repeat failed
@@ -79,14 +84,12 @@ class OverBudgetOnce(Runner):
 
 
 def test_repeats_a_memory_budget_stopped_are_counted_through_the_confirmation():
-    first = remeasure(
-        [finalist("a", 1), finalist("b", 2)], 2, request, BUDGETS, OverBudgetOnce(2, 2)
-    )
+    first = remeasure([finalist("a", 1), finalist("b", 2)], repeats(2, OverBudgetOnce(2, 2)))
     a, b = first
     assert (a.over_budget, b.over_budget) == (0, 1)
     assert len(b.examples_per_sec) == 1 and not b.within_budgets
 
-    confirmed = confirm(first, [b], 2, request, BUDGETS, OverBudgetOnce(2, 1))
+    confirmed = confirm(first, [b], repeats(2, OverBudgetOnce(2, 1)))
 
     assert confirmed[1].over_budget == 2 and len(confirmed[1].confirmed) == 1
     assert best_estimate([dataclasses.replace(b, label="estimate")]) is None
@@ -95,14 +98,11 @@ def test_repeats_a_memory_budget_stopped_are_counted_through_the_confirmation():
 def test_confirm_measures_only_the_chosen_and_reports_their_fresh_windows():
     first = remeasure(
         [finalist("a", 1), finalist("b", 2), finalist("c", 4)],
-        2,
-        request,
-        BUDGETS,
-        Runner(lambda knobs, call: 0.01),
+        repeats(2, Runner(lambda knobs, call: 0.01)),
     )
     # Confirming windows come out slower than the selection's: the selection was lucky.
     runner = Runner(lambda knobs, call: 0.02)
-    confirmed = confirm(first, [first[2], first[0]], 2, request, BUDGETS, runner)
+    confirmed = confirm(first, [first[2], first[0]], repeats(2, runner))
     assert runner.calls == [4, 1, 1, 4]  # interleaved, only the chosen two
     assert [m.label for m in confirmed] == ["a", "b", "c"]
     a, b, c = confirmed
@@ -115,8 +115,8 @@ def test_confirm_measures_only_the_chosen_and_reports_their_fresh_windows():
 
 
 def test_a_chosen_configuration_that_fails_every_confirmation_keeps_its_figure():
-    first = remeasure([finalist("a", 1)], 2, request, BUDGETS, Runner(lambda knobs, call: 0.01))
-    confirmed = confirm(first, first, 2, request, BUDGETS, Runner(lambda knobs, call: None))
+    first = remeasure([finalist("a", 1)], repeats(2, Runner(lambda knobs, call: 0.01)))
+    confirmed = confirm(first, first, repeats(2, Runner(lambda knobs, call: None)))
     assert confirmed[0].confirmed == []
     assert confirmed[0].median == pytest.approx(first[0].median)
 
@@ -167,7 +167,7 @@ def test_rounds_stop_once_the_ranking_is_settled_beyond_the_noise():
     """Issue 54 item 6: every finalist ran every round, however far behind it was."""
     runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)  # steady figures
     finalists = [finalist("a", 1), finalist("b", 2), finalist("c", 4)]
-    measured = remeasure(finalists, 3, request, BUDGETS, runner)
+    measured = remeasure(finalists, repeats(3, runner))
     assert len(runner.calls) == 6  # two rounds of three; the third would reorder nothing
     assert [len(m.examples_per_sec) for m in measured] == [2, 2, 2]
 
@@ -176,9 +176,9 @@ def test_unsettled_rounds_measure_every_finalist_every_round():
     """The figures a report shows (the bench's), not a ranking: a lone configuration too."""
     runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
     finalists = [finalist("a", 1), finalist("b", 2), finalist("c", 4)]
-    measured = remeasure(finalists, 3, request, BUDGETS, runner, settle=False)
+    measured = remeasure(finalists, repeats(3, runner), settle=False)
     assert [len(m.examples_per_sec) for m in measured] == [3, 3, 3]
-    alone = remeasure([finalist("a", 1)], 5, request, BUDGETS, runner, settle=False)
+    alone = remeasure([finalist("a", 1)], repeats(5, runner), settle=False)
     assert len(alone[0].examples_per_sec) == 5
 
 
@@ -193,7 +193,7 @@ def test_only_the_contenders_run_the_later_rounds():
 
     runner = Runner(wait)
     finalists = [finalist("a", 1), finalist("b", 2), finalist("c", 4)]
-    measured = remeasure(finalists, 4, request, BUDGETS, runner)
+    measured = remeasure(finalists, repeats(4, runner))
     assert runner.calls[:6] == [1, 2, 4, 2, 4, 1]  # two full rounds, interleaved
     assert 4 not in runner.calls[6:] and len(runner.calls) == 10  # then a and b alone
     assert [len(m.examples_per_sec) for m in measured] == [4, 4, 2]
@@ -203,13 +203,10 @@ def test_confirmation_stops_once_the_chosen_are_apart_beyond_the_noise():
     """Issue 54 item 6: the confirmation ran every round too."""
     first = remeasure(
         [finalist("a", 1), finalist("b", 4)],
-        2,
-        request,
-        BUDGETS,
-        Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls),
+        repeats(2, Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)),
     )
     runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
-    confirmed = confirm(first, first, 3, request, BUDGETS, runner)
+    confirmed = confirm(first, first, repeats(3, runner))
     assert len(runner.calls) == 4  # two rounds of two; a third would reorder nothing
     assert [len(m.confirmed) for m in confirmed] == [2, 2]
 
@@ -228,7 +225,7 @@ def test_after_one_round_a_finalist_its_own_trial_puts_behind_runs_no_more():
         dataclasses.replace(finalist("estimate", 2), prior=_rate(2)),
         dataclasses.replace(finalist("baseline", 4), prior=_rate(4), compared=True),
     ]
-    measured = remeasure(finalists, 3, request, BUDGETS, runner)
+    measured = remeasure(finalists, repeats(3, runner))
     assert runner.calls == [1, 2, 4, 4]  # the leader alone has nothing to be reordered against
     assert [len(m.examples_per_sec) for m in measured] == [1, 1, 2]
 
@@ -238,10 +235,7 @@ def test_a_trial_within_the_noise_of_the_leader_keeps_its_finalist_in_the_rounds
     lucky = dataclasses.replace(finalist("estimate", 2), prior=_rate(1) * 1.01)
     measured = remeasure(
         [dataclasses.replace(finalist("trial 1", 1), prior=_rate(1)), lucky],
-        2,
-        request,
-        BUDGETS,
-        runner,
+        repeats(2, runner),
     )
     assert [len(m.examples_per_sec) for m in measured] == [2, 2]
 
@@ -257,7 +251,7 @@ def test_the_best_input_only_finalist_stays_beside_a_faster_change_to_training()
         dataclasses.replace(finalist("estimate", 2), prior=1600.0),
         dataclasses.replace(finalist("trial 4", 4), prior=640.0),
     ]
-    measured = remeasure(finalists, 2, request, BUDGETS, runner)
+    measured = remeasure(finalists, repeats(2, runner))
     assert runner.calls == [1, 2, 4, 2, 1]
     assert [len(m.examples_per_sec) for m in measured] == [2, 2, 1]
 
@@ -266,7 +260,7 @@ def test_without_its_trials_figure_a_finalist_runs_the_least_rounds():
     """Under two objectives (no `prior`) a finalist far behind in examples/s may still be the
     answer for its RAM: one window is no evidence to drop it on."""
     runner = Runner(lambda knobs, call: 0.01 * knobs.num_parallel_calls)
-    measured = remeasure([finalist("a", 1), finalist("b", 4)], 3, request, BUDGETS, runner)
+    measured = remeasure([finalist("a", 1), finalist("b", 4)], repeats(3, runner))
     assert [len(m.examples_per_sec) for m in measured] == [2, 2]
 
 
@@ -293,7 +287,7 @@ def test_changes_to_training_short_of_the_margin_leave_the_rounds():
         dataclasses.replace(finalist("trial 1", 1), changes_training=True),
         dataclasses.replace(finalist("trial 5", 5), changes_training=True),
     ]
-    measured = remeasure(finalists, 4, request, BUDGETS, runner)
+    measured = remeasure(finalists, repeats(4, runner))
     assert len(runner.calls) == 6  # the two rounds every window-less finalist runs, no more
     assert [len(m.examples_per_sec) for m in measured] == [2, 2, 2]
 
@@ -306,7 +300,7 @@ def test_a_change_to_training_that_could_clear_the_margin_runs_on_beside_the_inp
         dataclasses.replace(finalist("trial 1", 1), changes_training=True),
         dataclasses.replace(finalist("trial 5", 5), changes_training=True),
     ]
-    measured = remeasure(finalists, 4, request, BUDGETS, runner)
+    measured = remeasure(finalists, repeats(4, runner))
     assert runner.calls[6:] == [2, 1, 1, 2]  # trial 5 is far short of it; the others run on
     assert [len(m.examples_per_sec) for m in measured] == [4, 4, 2]
 
@@ -342,9 +336,9 @@ def test_confirmation_stops_once_no_change_to_training_can_clear_the_margin():
     # ~1,570-1,620 against ~1,600-1,650: each within the other's noise, far short of 1.2x.
     waits = {2: (0.0098, 0.0104), 1: (0.0288, 0.0300)}
     unweighed = Runner(_alternating(waits))
-    confirm(chosen, chosen, 3, request, BUDGETS, unweighed)
+    confirm(chosen, chosen, repeats(3, unweighed))
     assert len(unweighed.calls) == 6  # without a baseline: they contend, so a third round
     weighed = Runner(_alternating(waits))
-    confirmed = confirm(chosen, chosen, 3, request, BUDGETS, weighed, baseline=Knobs())
+    confirmed = confirm(chosen, chosen, repeats(3, weighed), baseline=Knobs())
     assert len(weighed.calls) == 4  # the two rounds each figure's spread needs, no more
     assert [len(m.confirmed) for m in confirmed] == [2, 2]

@@ -23,7 +23,7 @@ from tfperf.sites import Patch, patch_for
 from tfperf.study import feasible_complete
 from tfperf.study.records import TrialRecord
 from tfperf.tuner._edit_gains import edit_gains
-from tfperf.tuner._remeasure import Finalist, remeasure
+from tfperf.tuner._remeasure import Finalist, Repeats, remeasure
 from tfperf.tuner._tuner import Tuner
 
 ORIGINAL, PATCHED = "original", "patched"
@@ -108,13 +108,15 @@ def _verify(tuner: Tuner, patch: Patch) -> tuple[Speedup | None, str | None]:
             if outcome.result is None:
                 failures.append(f"{finalist.label}: {outcome.status.value}: {outcome.reason}")
 
-        measured = remeasure(
-            [Finalist(ORIGINAL, None, original), Finalist(PATCHED, None, patched)],
+        repeats = Repeats(
             tuner.options.rounds,
             lambda knobs: requests[id(knobs)],
             tuner.budgets,
             lambda request, budgets: tuner.runner(request, budgets),
             on_measured,
+        )
+        measured = remeasure(
+            [Finalist(ORIGINAL, None, original), Finalist(PATCHED, None, patched)], repeats
         )
     by_label: dict[str, Measurement] = {m.label: m for m in measured}
     if ORIGINAL not in by_label or PATCHED not in by_label:

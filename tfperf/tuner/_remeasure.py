@@ -190,29 +190,38 @@ class Finalist:
         return 1 if self.prior is not None and not self.compared else MIN_ROUNDS
 
 
+@dataclasses.dataclass(frozen=True)
+class Repeats:
+    """How re-measured configurations run: each window is the trial `request` builds for its
+    knobs, run by `run` under `budgets`, at most `rounds` windows each. `on_measured` hears
+    every outcome; `more`, given the runs of the next round, may refuse that round."""
+
+    rounds: int
+    request: Callable[[Knobs], TrialRequest]
+    budgets: Budgets
+    run: RunTrial
+    on_measured: Callable[[Finalist, TrialOutcome], None] | None = None
+    more: Callable[[int], bool] | None = None
+
+
 def remeasure(
     finalists: Sequence[Finalist],
-    rounds: int,
-    request: Callable[[Knobs], TrialRequest],
-    budgets: Budgets,
-    run: RunTrial,
-    on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
-    more: Callable[[int], bool] | None = None,
+    repeats: Repeats,
     *,
     settle: bool = True,
     margin: float = TRAINING_CHANGE_MARGIN,
 ) -> list[Measurement]:
-    """Measures every finalist once, then up to `rounds` times those whose next window could
-    still change the answer (`_still_running`, by the training-change `margin`) while `more`
-    (given the runs of the next round) allows, interleaved; without `settle`, every finalist
-    all `rounds` (figures to report, not a ranking). Failed repeats are left out, and those a
+    """Measures every finalist once, then up to `repeats.rounds` times those whose next window
+    could still change the answer (`_still_running`, by the training-change `margin`) while
+    `repeats.more` allows, interleaved; without `settle`, every finalist all the rounds
+    (figures to report, not a ranking). Failed repeats are left out, and those a
     memory budget stopped are counted (`Measurement.over_budget`).
 
     Returns:
         One `Measurement` per finalist that completed at least once, in the given order.
     """
     settling = margin if settle else None
-    windows = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, settling)
+    windows = _interleaved(finalists, repeats, settling)
     return [
         Measurement(
             label=finalist.label,
@@ -239,26 +248,21 @@ def best_estimate(measured: Sequence[Measurement]) -> Measurement | None:
 def confirm(
     measured: Sequence[Measurement],
     chosen: Sequence[Measurement],
-    rounds: int,
-    request: Callable[[Knobs], TrialRequest],
-    budgets: Budgets,
-    run: RunTrial,
-    on_measured: Callable[[Finalist, TrialOutcome], None] | None = None,
-    more: Callable[[int], bool] | None = None,
+    repeats: Repeats,
     *,
     baseline: Knobs | None = None,
     margin: float = TRAINING_CHANGE_MARGIN,
 ) -> list[Measurement]:
-    """`measured` with `chosen` measured `MIN_ROUNDS` more times, and up to `rounds` while
-    another window could change the answer among them (`deciding`, by whether each trains as
-    `baseline` does; without one, while they contend with each other) and `more` allows,
-    interleaved, as `confirmed`.
+    """`measured` with `chosen` measured `MIN_ROUNDS` more times, and up to `repeats.rounds`
+    while another window could change the answer among them (`deciding`, by whether each
+    trains as `baseline` does; without one, while they contend with each other) and
+    `repeats.more` allows, interleaved, as `confirmed`.
 
     A chosen configuration whose every confirming repeat failed keeps its selection windows as
     its figure; its peaks take the highest of both phases.
     """
     finalists = [_finalist(m, baseline) for m in chosen]
-    confirming = _interleaved(finalists, rounds, request, budgets, run, on_measured, more, margin)
+    confirming = _interleaved(finalists, repeats, margin)
     windows = dict(zip((id(m) for m in chosen), confirming, strict=True))
     return [_confirmed(m, windows[id(m)]) if id(m) in windows else m for m in measured]
 
@@ -285,24 +289,18 @@ class _Windows:
 
 
 def _interleaved(
-    finalists: Sequence[Finalist],
-    rounds: int,
-    request: Callable[[Knobs], TrialRequest],
-    budgets: Budgets,
-    run: RunTrial,
-    on_measured: Callable[[Finalist, TrialOutcome], None] | None,
-    more: Callable[[int], bool] | None,
-    margin: float | None,
+    finalists: Sequence[Finalist], repeats: Repeats, margin: float | None
 ) -> list[_Windows]:
-    """Each finalist's windows from `rounds` interleaved rounds, in the given order.
+    """Each finalist's windows from `repeats.rounds` interleaved rounds, in the given order.
 
     With a training-change `margin` (None: every finalist every round), rounds after the first
     run only those `_still_running`; once none is owed its `Finalist.least_rounds`, they stop
-    when one is left, or when `more` refuses the next round's runs.
+    when one is left, or when `repeats.more` refuses the next round's runs.
     """
     windows = [_Windows() for _ in finalists]
     active = list(range(len(finalists)))
-    for start in range(rounds):
+    more = repeats.more
+    for start in range(repeats.rounds):
         if margin is not None and start >= 1:
             active = _still_running(finalists, windows, active, start, margin)
             owed = any(start < finalists[index].least_rounds for index in active)
@@ -310,9 +308,9 @@ def _interleaved(
                 break
         for offset in range(len(active)):  # each round the previous one rotated by one
             index = active[(start + offset) % len(active)]
-            outcome = run(request(finalists[index].knobs), budgets)
-            if on_measured is not None:
-                on_measured(finalists[index], outcome)
+            outcome = repeats.run(repeats.request(finalists[index].knobs), repeats.budgets)
+            if repeats.on_measured is not None:
+                repeats.on_measured(finalists[index], outcome)
             windows[index].add(outcome)
     return windows
 

@@ -64,6 +64,7 @@ from tfperf.tuner._options import (
 from tfperf.tuner._ram import ram_problem
 from tfperf.tuner._references import References
 from tfperf.tuner._remeasure import (
+    Repeats,
     best_estimate,
     confirm,
     finalist_count,
@@ -537,17 +538,12 @@ class Tuner:
             searched -= 1  # under the time limit: the answer verified, on fewer finalists
         finalists = pick_finalists(self.ledger.study, self.options.objective, searched, references)
         self.listener.remeasure_started(finalists, rounds)
-        measurements = remeasure(
-            finalists,
-            rounds,
-            self.verifying_request,
-            self.budgets,
-            self._rerun,
-            self.listener.remeasured,
-            more=lambda runs: self._fits(runs + least_runs(0, rounds)),
-            margin=self.options.training_change_margin,
-        )
-        return self._confirm(measurements)
+
+        def more(runs: int) -> bool:  # the next round, and the confirmation's least after it
+            return self._fits(runs + least_runs(0, rounds))
+
+        margin = self.options.training_change_margin
+        return self._confirm(remeasure(finalists, self._repeats(more), margin=margin))
 
     def _confirm(self, measurements: list[Measurement]) -> list[Measurement]:
         """The chosen configuration (and the input-only best it was weighed against) measured
@@ -562,17 +558,18 @@ class Tuner:
         if estimate is not None and all(m is not estimate for m in chosen):
             chosen.append(estimate)
         self.listener.confirm_started([m.label for m in chosen], self.options.rounds)
-        return confirm(
-            measurements,
-            chosen,
+        repeats = self._repeats(self._fits)
+        return confirm(measurements, chosen, repeats, baseline=baseline.knobs, margin=margin)
+
+    def _repeats(self, more: Callable[[int], bool]) -> Repeats:
+        """Re-measurement windows run as verifying trials, each told to the listener."""
+        return Repeats(
             self.options.rounds,
             self.verifying_request,
             self.budgets,
             self._rerun,
             self.listener.remeasured,
-            more=self._fits,
-            baseline=baseline.knobs,
-            margin=margin,
+            more,
         )
 
 
