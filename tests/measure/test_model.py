@@ -629,6 +629,34 @@ def test_a_map_written_sequential_is_priced_at_its_tuned_rate():
     assert limit.terms[-1].stage_label == "map(decode)"
 
 
+def test_a_waiting_map_written_sequential_is_sized_by_the_argument_tuning_sets():
+    """A map written without `num_parallel_calls` (a knob left at None) that waits 2 ms per
+    example: the limit prices it in parallel, so its threads are sized under the argument a
+    tuned map takes, and the prediction is what those threads deliver. Before, the model
+    predicted the limit and sized nothing: the estimate kept the map sequential. A batch
+    written without `num_parallel_calls` stays sequential, as a search leaves it."""
+    report = _report(
+        [
+            _stat(0, StageKind.SOURCE, "range", 1 / 3e-6, 3e-6),
+            _stat(1, StageKind.MAP, "map(read)", 1 / 2.2e-3, 0.05e-3),
+            _stat(2, StageKind.BATCH, "batch(32)", 1 / 2.21e-3, 0.06e-3, {}, StageUnit.BATCH),
+        ]
+    )
+    model = pipeline_model(report, 2, 4_000.0)
+
+    assert model is not None
+    read, batch = model.stages[1], model.stages[2]
+    assert read.argument is None and read.tuned_argument == "num_parallel_calls"
+    assert batch.parallelisable and batch.tuned_argument is None
+    assert model.limit.examples_per_sec == pytest.approx(4_000.0)
+    # Little's law: 4,000/s x 2.2 ms in flight = 9 threads, and they deliver the limit.
+    assert model.threads == {"num_parallel_calls": 9}
+    assert model.pool_threads == 9  # the waiting threads only: no computing stage is sized
+    assert model.blocks
+    assert model.predicted_examples_per_sec == pytest.approx(4_000.0)
+    assert 9 / read.wall_s_per_example >= model.predicted_examples_per_sec
+
+
 def test_a_generator_is_a_sequential_bound():
     report = _report(
         [

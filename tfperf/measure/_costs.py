@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfperf.knobs import AUTOTUNE
+from tfperf.knobs import AUTOTUNE, TUNABLE, SiteKind
 from tfperf.measure._policy import POLICY
 from tfperf.results.stages import AutotuneReadout, StageKind, StageReport, StageStat
 
@@ -23,6 +23,10 @@ class StageCost:
         index, label, kind: the stage, as in its `StageStat`.
         argument: the parallelism argument the stage takes (`num_parallel_calls`, ...), or
             None for a stage that runs sequentially.
+        tuned_argument: the parallelism argument tuning sets on it: `argument`, else the one
+            a call of its method that leaves it out is tuned by (`knobs.TUNABLE`: a map's
+            `num_parallel_calls`, a reader's `num_parallel_reads`); None: tuning leaves it
+            sequential.
         parallelism: threads it ran with when measured (AUTOTUNE resolved where read).
         wall_s_per_example: wall seconds one thread spends per example.
         cpu_s_per_example: CPU seconds it spends per example.
@@ -46,6 +50,7 @@ class StageCost:
     calls_python: bool = False
     upstream_s_per_example: float = 0.0
     parallelisable: bool = False
+    tuned_argument: str | None = None
 
     @property
     def blocking(self) -> bool:
@@ -83,6 +88,7 @@ def stage_costs(
                     upstream_s_per_example=upstream,
                     parallelisable=argument is not None
                     or _method(stat.label) in POLICY.parallelisable,
+                    tuned_argument=argument or _tuned_when_left_out(_method(stat.label)),
                 )
             )
         if _asynchronous(stat) and stat.examples_per_sec:
@@ -113,6 +119,16 @@ def _asynchronous(stat: StageStat) -> bool:
 def _method(label: str) -> str:
     """The method a stage label names: `map(parse)` -> `map`."""
     return label.split("(", 1)[0].strip()
+
+
+def _tuned_when_left_out(method: str) -> str | None:
+    """The parallelism argument tuning gives a call of `method` that leaves it out."""
+    tuned = (
+        argument
+        for (call, argument), (kind, when_left_out) in TUNABLE.items()
+        if call == method and kind is SiteKind.PARALLELISM and when_left_out
+    )
+    return next(tuned, None)
 
 
 def _parallel_argument(stat: StageStat) -> str | None:

@@ -43,7 +43,8 @@ class PipelineModel:
     """The model of one pipeline on one machine: stage costs, the limit and the thread counts.
 
     `threads` maps a parallelism argument (`num_parallel_calls`, ...) to the threads the
-    stages it drives need (the most over them); `pool_threads` is what a private pool needs
+    stages it drives need (the most over them), a stage written sequential under the argument
+    tuning sets on it (`StageCost.tuned_argument`); `pool_threads` is what a private pool needs
     for them all (`_pool_threads`), for `private_threadpool_size`;
     `predicted_examples_per_sec` is what the model expects from those thread counts (the
     limit unless `ModelPolicy.thread_cap` stops a stage short of it).
@@ -100,8 +101,9 @@ class PipelineModel:
 
     @property
     def blocks(self) -> bool:
-        """Whether a parallel stage mostly waits (its elements arrive in bursts)."""
-        return any(s.blocking and s.argument is not None for s in self.stages)
+        """Whether a stage tuning runs in parallel mostly waits (its elements arrive in
+        bursts)."""
+        return any(s.blocking and s.tuned_argument is not None for s in self.stages)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,11 +195,12 @@ def pipeline_model(
     ]
     threads: dict[str, int] = {}
     for stage in sized:
-        if stage.argument is not None:
-            threads[stage.argument] = max(threads.get(stage.argument, 1), stage.threads)
+        if stage.tuned_argument is not None:
+            argument = stage.tuned_argument
+            threads[argument] = max(threads.get(argument, 1), stage.threads)
     pool = _pool_threads(sized, cores)
     steady = min(
-        [target] + [s.threads / s.wall_s_per_example for s in sized if s.argument is not None]
+        [target] + [s.threads / s.wall_s_per_example for s in sized if s.tuned_argument is not None]
     )
     factor = restarts.factor(steady, compute_examples_per_sec, buffer_scale) if restarts else 1.0
     if model_cpu_s_per_example is None and compute_examples_per_sec:
@@ -365,7 +368,7 @@ def _threads(stage: StageCost, target: float, cores: int) -> int:
     one call per stage, cannot see that); the search's range reaches them when the best trial
     sits on its edge.
     """
-    if stage.argument is None:
+    if stage.tuned_argument is None:
         return 1
     if not stage.blocking:
         return min(POLICY.calls_per_core * max(1, cores), POLICY.thread_cap)
@@ -382,7 +385,7 @@ def _pool_threads(stages: Sequence[StageCost], cores: int) -> int:
     calls the cores hold, and pools that large run slower: the input's threads then contend
     with the model's step for the same cores.
     """
-    parallel = [s for s in stages if s.argument is not None]
+    parallel = [s for s in stages if s.tuned_argument is not None]
     waiting = sum(s.threads for s in parallel if s.blocking)
     computing = (
         POLICY.calls_per_core * max(1, cores) if any(not s.blocking for s in parallel) else 0
