@@ -42,9 +42,6 @@ CV_GOAL = 0.03
 #: An estimate this near the final best missed "within 5%" by one trial's noise, not the model;
 #: the judgement for records that kept no re-measured spreads (`Trial.remeasured_spread`).
 NEAR_MISS = 0.90
-#: A tuned run below `LIMIT_GOAL` is explained by its restarts when refilling takes this share
-#: of its epoch or more.
-RESTART_REASON_SHARE = 0.10
 #: Cores busy at this share of their capacity or more count as saturated.
 SATURATED = 0.90
 #: A CPU-bound miss is explained by input and training taking turns on the cores when the
@@ -164,7 +161,7 @@ def check_limit(record: PipelineRecord, cpu_count: int) -> Check:
     if share >= LIMIT_GOAL:
         return Check(goal, True, measured)
     restart = restart_share(record)
-    if restart is not None and restart >= RESTART_REASON_SHARE:
+    if restart is not None and restart < 1 and share / (1 - restart) >= LIMIT_GOAL:
         return Check(goal, True, measured, _restart_note(record, share, restart))
     turns = turns_rate(record)
     if model.bound_by == "cpu" and turns is not None and saturated(record, cpu_count):
@@ -270,12 +267,23 @@ def restart_share(record: PipelineRecord) -> float | None:
 
 
 def _restart_note(record: PipelineRecord, share: float, restart: float) -> str:
-    """Tuned below the limit because each epoch restarts: the limit is a steady-state rate."""
+    """Tuned below the limit because each epoch restarts: the limit is a steady-state rate.
+
+    Made only where the epoch less its refill runs at `LIMIT_GOAL` of the limit or more, so
+    the restart accounts for the miss rather than a part of it.
+    """
     tuned = record.tuned
     stage = f"`{tuned.restart_stage}`" if tuned.restart_stage else "the pipeline"
+    rest = share / (1 - restart)
+    # Above the limit, the rest of the epoch drains what the refill read: no steady rate.
+    steady = (
+        f"the rest of the epoch runs at {rest:.0%} of the limit"
+        if rest <= 1 + ratio_noise(record)
+        else "the refill holds more of the epoch than the gap, and the steps after it drain it"
+    )
     gap = (
-        f"The gap is the restart, which the limit (a steady-state rate) does not count: each "
-        f"epoch ({tuned.epoch_steps} steps) "
+        f"The gap is the restart, which the limit (a steady-state rate) does not count: "
+        f"{steady}. Each epoch ({tuned.epoch_steps} steps) "
     )
     if record.reference != "AUTOTUNE":  # a framework's own rule: a DataLoader's passes
         return gap + (
