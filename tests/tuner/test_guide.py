@@ -131,6 +131,21 @@ def test_the_guide_sizes_the_blocking_map_and_the_pool_by_littles_law():
     assert Guide.from_dict(json.loads(json.dumps(guide.to_dict()))) == guide
 
 
+def test_a_map_left_sequential_by_its_knob_is_sized_in_the_estimate():
+    """`num_parallel_calls` None (the knob's "one at a time"): the stage records no argument,
+    yet the estimate runs the fetch on as many calls as one written with `num_parallel_calls=1`
+    gets, so it delivers the rate it predicts."""
+    baseline = Knobs(batch_size=32, num_parallel_calls=None, prefetch=0)
+    result = dataclasses.replace(with_model(fake_result(baseline, 0.01)), stages=remote_stages({}))
+    guide = make_guide(result, MACHINE, baseline, {}, _GUIDABLE)
+
+    assert guide is not None
+    assert guide.estimate.knobs.num_parallel_calls == 18
+    assert guide.estimate.knobs.private_threadpool_size == 18
+    assert guide.estimate.predicted_examples_per_sec == pytest.approx(9000.0)
+    assert guide.threads == _guide().threads
+
+
 def test_the_estimate_buffers_deepest_only_behind_a_blocking_stage():
     space = Choices((0, 1, 2, 4, AUTOTUNE))
     assert prefetch_depth(space, blocks=True) == 4
