@@ -15,15 +15,17 @@ pytestmark = pytest.mark.tf
 
 
 def test_clearly_input_bound_pipeline_is_highly_input_bound(write_pipeline):
-    # A 100 ms read per batch: a loaded host stretches the model's few-ms step several times
-    # over, and the wait must still be most of each step.
+    # A 100 ms read per batch against a few-ms step. A loaded host can stretch the step to
+    # the read's length (CI saw a 46% wait share), so the test asks for the verdict's own
+    # threshold and for figures that agree with each other, not for a share of a timing.
     slow = pipelines.INPUT_BOUND.replace("time.sleep(0.02)", "time.sleep(0.1)")
     pipeline = load_pipeline(write_pipeline(slow))
     result = profile_pipeline(pipeline, steps=8, warmup=2)
     assert result.verdict is Verdict.HIGHLY_INPUT_BOUND
-    assert result.input_wait_fraction > 0.5
     assert result.pipeline_only is not None and result.compute_only is not None
-    assert result.speedup_if_input_free is not None and result.speedup_if_input_free > 2
+    # Free input removes at least the wait: the ceiling is never below 1 / (1 - wait share).
+    assert result.speedup_if_input_free is not None
+    assert result.speedup_if_input_free >= 0.99 / (1 - result.input_wait_fraction)
     assert result.end_to_end.examples == 8 * 16
     assert result.knobs["num_parallel_calls"] == 1
     assert "prefetch" in result.advice
