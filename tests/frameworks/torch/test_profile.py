@@ -13,7 +13,8 @@ from markupsafe import escape
 from tests.frameworks.torch import pipelines
 from tfperf import frameworks
 from tfperf.frameworks import ProfileRequest
-from tfperf.frameworks.torch._limit import loader_limit
+from tfperf.frameworks.torch._limit import _explanation as explanation
+from tfperf.frameworks.torch._limit import loader_limit, most_workers
 from tfperf.hardware import detect_machine
 from tfperf.report import render_answer, render_profile_html
 from tfperf.report._loader import loader_statements, loader_view
@@ -51,7 +52,7 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     # Items that wait: the most workers a search tries, one item each, bound the rate too.
     workers = [t for t in result.limit.terms if t.bound_by is LimitBound.PARALLEL_STAGE]
     assert len(workers) == 1 and workers[0].stage_label == "Waits.__getitem__"
-    most = max(32, 4 * detect_machine().cpu_count)
+    most = most_workers(detect_machine().cpu_count)
     assert workers[0].examples_per_sec == pytest.approx(most / loader.wall_s_per_item)
     assert workers[0].detail.startswith(f"{most} workers ÷ ")
     smallest = min(t.examples_per_sec for t in result.limit.terms)
@@ -61,6 +62,13 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     assert slow.explanation.startswith(
         "The workers bind: 32 workers ÷ 500 ms wall per item, the most a search tries here"
     )
+    assert "`Waits.__getitem__` spends most of its wall time waiting" in slow.explanation
+    # The workers' term binding items that compute most of their time (the step's CPU not
+    # measured, so no cpu term): no sentence says they wait.
+    busy = dataclasses.replace(loader, wall_s_per_item=0.5, cpu_s_per_item=0.4)
+    words = explanation(slow.terms[-1], busy, slow.examples_per_sec)
+    assert "waiting" not in words and "`Waits.__getitem__`" not in words
+    assert words.endswith("(num_workers in SEARCH_SPACE) would lift it while the cores have room.")
     # The report's DataLoader block: the same rows in the terminal and the HTML.
     page, text = render_profile_html(result), render_summary(result)
     rows = loader_view(loader).rows

@@ -114,12 +114,17 @@ def _workers_term(loader: LoaderReport, cores: int) -> list[LimitTerm]:
 
 def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
     if binding.bound_by is LimitBound.PARALLEL_STAGE:
-        item = f"`{loader.item_function}`" if loader.item_function else "each item"
+        more = "more workers than a search tries (num_workers in SEARCH_SPACE)"
+        lift = f"{more[0].upper()}{more[1:]} would lift it while the cores have room."
+        if loader.items_wait:
+            item = f"`{loader.item_function}`" if loader.item_function else "Each item"
+            lift = (
+                f"{item} spends most of its wall time waiting; items that wait less (batched "
+                f"reads, a local cache) would lift it, or {more}."
+            )
         return (
             f"The workers bind: {binding.detail}, the most a search tries here, each loading "
-            f"one item at a time. {item} waits far longer than it computes; items that wait "
-            "less (batched reads, a local cache) would lift it, or more workers than a search "
-            "tries (num_workers in SEARCH_SPACE)."
+            f"one item at a time. {lift}"
         )
     if binding.bound_by is LimitBound.CPU:
         return (
