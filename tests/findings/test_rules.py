@@ -7,10 +7,20 @@ import dataclasses
 
 from tests.reports import fake_profile
 from tfperf.findings import conclude
+from tfperf.findings._rules import supply
+from tfperf.measure._analysis import summarise_phase
+from tfperf.measure._restarts import EpochInfo, restart_cost
 from tfperf.report import render_answer, render_profile_html, render_summary
-from tfperf.results import ProfileResult, Verdict
-from tfperf.results.findings import Level
-from tfperf.results.stages import BufferHold, BufferKind, SizeSource, memory_account
+from tfperf.results import Phase, PhaseResult, ProfileResult, StepRecord, Verdict
+from tfperf.results.findings import Finding, Level
+from tfperf.results.stages import (
+    BatchShape,
+    BufferHold,
+    BufferKind,
+    EpochSource,
+    SizeSource,
+    memory_account,
+)
 
 
 def _rules(result: ProfileResult) -> dict[str, str]:
@@ -155,3 +165,71 @@ def test_a_budget_that_left_stages_unmeasured_places_the_limit_at_or_before_a_cu
     assert said.startswith("The limit lies at or before map(decode)")
     assert "cannot tell which of range, map(decode)" in said
     assert "limiting-stage" not in found
+
+
+def _passes(first_s: float, phase: Phase, passes: int = 5) -> PhaseResult:
+    """Passes of 4 batches of 8 whose first waits `first_s` (a refill), the rest 10 ms; the
+    first record is warm-up."""
+    records: list[StepRecord] = []
+    for number in range(passes):
+        for position in range(4):
+            wait = first_s if position == 0 else 0.01
+            start = sum(r.step_s for r in records)
+            records.append(StepRecord(start, wait, 0.0, 8, number, not records))
+    return summarise_phase(phase, records, 0.0, True, passes - 1)
+
+
+def test_the_input_alone_reads_as_its_phase_where_every_pass_was_a_real_epoch():
+    # A dataset of 4 batches: the window's passes are its real epochs, so the rate the table
+    # shows for the pipeline alone already counts one refill per epoch; a second estimate of
+    # it (steady steps plus the restart cost) would print a different figure for one rate.
+    alone = _passes(0.05, Phase.PIPELINE_ONLY)
+    cost = restart_cost(_passes(0.06, Phase.END_TO_END), EpochInfo(4, EpochSource.CARDINALITY))
+    assert cost is not None and cost.epoch_steps == 4
+    result = dataclasses.replace(fake_profile(), pipeline_only=alone, restarts=cost)
+    assert supply(result) == alone.examples_per_sec
+    # An epoch given ten times longer than the data the window read: weighed by it, the
+    # input alone restarts a tenth as often and delivers more.
+    given = restart_cost(_passes(0.06, Phase.END_TO_END), EpochInfo(40, EpochSource.GIVEN))
+    assert given is not None
+    longer = supply(dataclasses.replace(result, restarts=given))
+    assert longer is not None and longer > 1.2 * alone.examples_per_sec
+
+
+def _retracing(shapes: list[BatchShape]) -> Finding | None:
+    result = dataclasses.replace(fake_profile(), batch_shapes=shapes)
+    return next((f for f in conclude(result).findings if f.rule == "retracing"), None)
+
+
+def test_a_short_last_batch_compiled_once_is_a_note_that_names_the_drop():
+    # 18 whole batches and a short last one per pass: the first shape's first step is the
+    # step's first compile (never counted), the short batch's first step compiled again.
+    shapes = [
+        BatchShape("(32, 48, 48, 3), (32,)", 90, 32, first_compute_s=1.2, typical_compute_s=0.009),
+        BatchShape("(24, 48, 48, 3), (24,)", 5, 24, first_compute_s=0.7, typical_compute_s=0.008),
+    ]
+    found = _retracing(shapes)
+    assert found is not None and found.level is Level.NOTE
+    assert "the first batch of 24 examples took 692 ms longer than the later ones" in found.text
+    assert "paid once a run" in found.text
+    assert found.fix is not None and "drop_remainder=True" in found.fix
+    assert found.weight < 0.05  # below the costs paid every step
+    # The same short batch no slower at its first step: no compile, nothing said; nor for the
+    # first shape's own first compile.
+    steady = dataclasses.replace(shapes[1], first_compute_s=0.012)
+    assert _retracing([shapes[0], steady]) is None
+
+
+def test_shapes_that_keep_coming_new_are_a_fix_to_pad():
+    # Padded to each batch's longest sequence: one shape came again and compiled again, three
+    # came once; each new shape compiles again.
+    shapes = [
+        BatchShape("(16, 40)", 6, 16, first_compute_s=0.9, typical_compute_s=0.01),
+        BatchShape("(16, 52)", 3, 16, first_compute_s=0.5, typical_compute_s=0.01),
+        *(BatchShape(f"(16, {n})", 1, 16, 0.5, None) for n in (61, 33, 47)),
+    ]
+    found = _retracing(shapes)
+    assert found is not None and found.level is Level.FIX
+    assert "3 more shapes came only once in the window" in found.text
+    assert found.fix is not None and "Pad to a few fixed lengths" in found.fix
+    assert "drop_remainder" not in found.fix

@@ -8,18 +8,27 @@ No rule prints: the terminal, the HTML page and the JSON render what they return
 
 from __future__ import annotations
 
+import ast
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
 from tfperf.findings._facts import PipelineFacts
 from tfperf.findings._restart_words import restart_finding
 from tfperf.findings._stage_fixes import stage_fix
-from tfperf.results import RATE_NOISE, ProfileResult, Verdict
+from tfperf.results import RATE_NOISE, ProfileResult, StepRecord, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
+from tfperf.results.stages import BatchShape
 from tfperf.units import format_seconds
 
 Rule = Callable[[ProfileResult, PipelineFacts], Sequence[Finding]]
 
+#: A batch shape's first step this many times its later steps' median compiled again: a
+#: compile takes tens of times a step, while a step's own spread stays within this.
+RETRACE_RATIO = 2.0
+#: Weight of a cost paid once a run (a compile per batch shape): below every cost paid each
+#: step, whose share of a step the weights are.
+ONCE_A_RUN_WEIGHT = 0.02
 #: Compute slowdown above which input work is said to compete with training for the CPU.
 CONTENTION_AT = 1.25
 #: Below this compute slowdown the compute-only replay ran slower than the same batches end
@@ -65,16 +74,22 @@ def demand(result: ProfileResult) -> float | None:
 def supply(result: ProfileResult) -> float | None:
     """Examples/s the input delivers alone (the pipeline-only phase), over a real epoch.
 
-    Where the dataset restarted, the window restarts far more often than a real epoch does,
-    and the model's side (`demand`) is weighed by the real epoch: so is this one, from the
-    pipeline alone's steps between restarts and its own restart cost, like with like.
+    Where the window restarts more often than a real epoch does (an epoch given longer than
+    the data the window read), the model's side (`demand`) is weighed by the real epoch: so is
+    this one, from the pipeline alone's steps between restarts and its own restart cost, like
+    with like. Where every pass the window read was a real epoch long, the phase's own rate
+    already counts one restart per epoch: it is the figure, as the profile's table shows it.
     """
     alone = result.pipeline_only
     cost = result.restarts
     if alone is None or cost is None or not alone.epochs_crossed:
         return alone.examples_per_sec if alone is not None else None
     records = alone.records
-    firsts = {i for i in range(1, len(records)) if records[i].epoch != records[i - 1].epoch}
+    starts = _pass_starts(records)
+    passes = [end - start for start, end in itertools.pairwise(starts)]
+    if passes and all(steps == cost.epoch_steps for steps in passes):
+        return alone.examples_per_sec
+    firsts = set(starts)
     steady = [r for i, r in enumerate(records) if not r.warmup and i not in firsts]
     if not steady:
         return alone.examples_per_sec
@@ -82,6 +97,12 @@ def supply(result: ProfileResult) -> float | None:
     per_step = step_s + (cost.pipeline_seconds_per_restart or 0.0) / cost.epoch_steps
     examples = math.fsum(r.examples for r in steady) / len(steady)
     return examples / per_step if per_step > 0 else alone.examples_per_sec
+
+
+def _pass_starts(records: Sequence[StepRecord]) -> list[int]:
+    """The index of each record that is the first of a pass after a restart. The steps between
+    two of them are a pass the window read whole (it starts and stops within others)."""
+    return [i for i in range(1, len(records)) if records[i].epoch != records[i - 1].epoch]
 
 
 def _phase_evidence(result: ProfileResult) -> Evidence:
@@ -365,24 +386,89 @@ def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
 
 
 def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
-    """The first step of each new batch shape computed longer: a compiled step traced again."""
+    """The first step on a batch shape after the first computed far longer than that shape's
+    later steps: a compiled step compiled again for it.
+
+    The first shape's first step is the step's first compile, which every run pays, so it is
+    never counted. Where every shape came again at its usual time, the cost is paid once a run:
+    a note ranked below the costs paid every step. Where further shapes came once, each new
+    one compiles again: a fix. A short last batch (shapes that differ in examples alone) is
+    told to drop it.
+    """
     shapes = result.batch_shapes
-    extra = sum(shape.retrace_s for shape in shapes)
-    if len(shapes) < 2 or extra <= 0:
+    traced = [
+        shape
+        for shape in shapes[1:]
+        if shape.typical_compute_s
+        and shape.first_compute_s > RETRACE_RATIO * shape.typical_compute_s
+    ]
+    if not traced:
         return []
+    extra = sum(shape.retrace_s for shape in traced)
+    once = sum(1 for shape in shapes[1:] if shape.steps == 1)
+    text = (
+        f"Batches came in {len(shapes)} shapes, and {_first_steps(traced, extra)}: a compiled "
+        "step compiles again for each new input shape"
+    )
+    if once:
+        more = f"{once} more shape{'s' * (once > 1)}"
+        text += f"; {more} came only once in the window, and each new shape compiles again."
+    else:
+        text += "; every shape came again at its usual time, so this is paid once a run."
+    if _short_last_batch(shapes):
+        fix = (
+            "Dropping the short last batch (tf.data's drop_remainder=True, a DataLoader's "
+            "drop_last=True) keeps one shape; it leaves out that batch's examples each epoch."
+        )
+    else:
+        fix = (
+            "Pad to a few fixed lengths, or give the step an input signature with None dimensions."
+        )
     total = result.end_to_end.duration_s
     return [
         Finding(
             "retracing",
-            Level.FIX,
-            f"Batches came in {len(shapes)} shapes, and the first step of each new shape took "
-            f"{format_seconds(extra)} longer in all: a compiled step traces again for every "
-            "new input shape.",
-            "Pad to a few fixed lengths, or give the step an input signature with None dimensions.",
+            Level.FIX if once else Level.NOTE,
+            text,
+            fix,
             Evidence("end_to_end", len(shapes), unit="shapes"),
-            weight=min(1.0, extra / total) if total > 0 else 0.0,
+            weight=min(1.0, extra / total) if once and total > 0 else ONCE_A_RUN_WEIGHT,
         )
     ]
+
+
+def _first_steps(traced: Sequence[BatchShape], extra: float) -> str:
+    took = format_seconds(extra)
+    if len(traced) == 1:
+        examples = traced[0].examples
+        return f"the first batch of {examples} examples took {took} longer than the later ones"
+    return (
+        f"the first batch of each of {len(traced)} later shapes took {took} longer in all than "
+        "later ones of its shape"
+    )
+
+
+def _short_last_batch(shapes: Sequence[BatchShape]) -> bool:
+    """Two shapes, the second of fewer examples, no more often, and otherwise the same
+    tensors: a dataset's last batch, short of a whole one."""
+    if len(shapes) != 2 or shapes[1].examples >= shapes[0].examples:
+        return False
+    if shapes[1].steps > shapes[0].steps:
+        return False
+    full, short = (_dims(shape.shape) for shape in shapes)
+    return full is not None and short is not None and full == short
+
+
+def _dims(shape: str) -> list[tuple[object, ...]] | None:
+    """Each tensor's dimensions after its first (the examples), from a `BatchShape.shape` such
+    as `(32, 17), (32,)`; None where the text is not such a list."""
+    try:
+        tensors = ast.literal_eval(f"[{shape}]")
+    except (ValueError, SyntaxError):
+        return None
+    if not all(isinstance(dims, tuple) for dims in tensors):
+        return None
+    return [dims[1:] for dims in tensors]
 
 
 def memory(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
