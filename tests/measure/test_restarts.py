@@ -112,7 +112,7 @@ def test_restart_stall_over_the_windows_own_epoch_is_input_bound_and_says_why():
     assert epoch.end_to_end.input_wait_fraction > 0.9  # the raw window: all restart
     assert epoch.verdict is Verdict.MODERATELY_INPUT_BOUND  # 0.001 s wait of 0.011 s, ~9%
     assert epoch.input_wait_fraction == pytest.approx(epoch.restarts.weighted_wait_fraction)
-    assert "restarted 3 times in the window (999 ms each" in epoch.advice
+    assert "restarted 3 times in the window, each waiting 999 ms longer" in epoch.advice
     assert "over a real epoch of 5,000 steps (--epoch-steps)" in epoch.advice
 
 
@@ -441,3 +441,18 @@ def test_restarts_in_two_modes_share_no_cost():
     # stands for neither, so no cost is stated.
     cost = restart_cost(_waits_phase([0.074, 0.863, 0.073, 0.863]))
     assert cost is not None and cost.evidence is RestartEvidence.WIDE_SPREAD
+
+
+def test_a_restart_that_waits_no_longer_than_a_step_is_said_to_cost_nothing():
+    # A DataLoader without workers loads each batch in the step's turn: the first batch of a
+    # pass waits as long as every other, so there is no restart cost to print as "0 ms each"
+    # beside waits of 40 ms.
+    cost = restart_cost(_waits_phase([0.04] * 4, steady_s=0.04))
+    assert cost is not None and cost.seconds_per_restart == 0 and not cost.dominates
+    found = restart_finding(cost, loader=True)
+    assert found is not None and found.level is Level.NOTE
+    assert found.text == (
+        "The DataLoader's pass restarted 4 times in the window, and a restart waited no longer "
+        "than the steps between them: restarts cost nothing measurable here."
+    )
+    assert found.evidence.spread == "waits 40 ms to 40 ms"

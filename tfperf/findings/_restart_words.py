@@ -53,13 +53,24 @@ def restart_finding(
             weight=max(share, 0.02),
         )
     if not cost.dominates:
+        restarted = f"The {_pipeline(loader)} restarted {samples} time{'s' * (samples != 1)}"
+        if cost.seconds_per_restart <= 0:
+            said = (
+                f"{restarted} in the window, and a restart waited no longer than the steps "
+                "between them: restarts cost nothing measurable here."
+            )
+        else:
+            said = (
+                f"{restarted} in the window, each waiting "
+                f"{format_seconds(cost.seconds_per_restart)} longer than the steps between them"
+                f"{cost.waiting_on}; over a real epoch of {cost.epoch_steps:,} steps "
+                f"({_SOURCE[cost.epoch_source]}) restarts add less wait than those steps, and "
+                "the figures count one per epoch."
+            )
         return Finding(
             "restarts",
             Level.NOTE,
-            f"The {_pipeline(loader)} restarted {samples} time{'s' * (samples != 1)} in the "
-            f"window ({format_seconds(cost.seconds_per_restart)} each{cost.waiting_on}); over a "
-            f"real epoch of {cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}) restarts "
-            "add less wait than the steps between them, and the figures count one per epoch.",
+            said,
             None,
             evidence,
             weight=share,
@@ -95,7 +106,7 @@ def _spread(cost: RestartCost) -> str | None:
     waits = cost.restart_waits_s
     if not waits:
         return None
-    return f"{format_seconds(min(waits))} to {format_seconds(max(waits))}"
+    return f"waits {format_seconds(min(waits))} to {format_seconds(max(waits))}"
 
 
 def _relies_on(cost: RestartCost) -> tuple[str, ...]:

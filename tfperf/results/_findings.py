@@ -38,7 +38,7 @@ class Evidence:
             of the pipeline's graph alone.
         samples: how many measurements (steps, restarts, stages) they rest on; None: one
             figure, or not countable.
-        spread: their spread in words, e.g. `5 ms to 18 ms`; None when not applicable.
+        spread: their spread in words, e.g. `waits 5 ms to 18 ms`; None when not applicable.
         unit: what one sample is: `steps`, `stages`, `restarts`, `buffers`, `shapes`.
     """
 

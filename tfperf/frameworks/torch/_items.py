@@ -167,8 +167,8 @@ def time_items(
             item = next(fetch)
         except StopIteration:
             break
+        cpus.append(cpu_clock() - cpu)  # read inside the wall interval: never above it
         walls.append(clock() - wall)
-        cpus.append(cpu_clock() - cpu)
         items.append(item)
     collate = collate_fn if collate_fn is not None else _default_collate()
     batch_walls, batch_cpus = _time_collate(collate, items, batch_size, clock, cpu_clock)
@@ -270,8 +270,8 @@ def _time_collate(
     for batch in batches:
         wall, cpu = clock(), cpu_clock()
         collate(batch)
-        walls.append(clock() - wall)
         cpus.append(cpu_clock() - cpu)
+        walls.append(clock() - wall)
     return walls, cpus
 
 
