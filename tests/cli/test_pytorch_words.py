@@ -130,3 +130,23 @@ def test_one_worker_is_one_worker():
     text = loader_text(loader_view(loader))
     assert "about 1 worker keeps the step fed" in text, text
     assert "1 workers" not in text
+
+
+def test_knobs_a_scripts_loader_ignores_are_named_without_values_they_do_not_have(tmp_path):
+    # A script's DataLoader takes batch_size=64 at its call: the neutral `batch_size` knob's
+    # default (32) is not what the code does, and must not be printed as if it were.
+    from tfperf.cli.sites import fixed_lines
+
+    reason = "a script's DataLoader takes its values at its call"
+    problems = {
+        "batch_size": reason,
+        "num_workers": reason,
+        "mixed_precision": "autocast wraps a pipeline file's train step",
+        "shuffle@train.py:9.buffer_size": "no line of yours",
+    }
+    lines = fixed_lines(problems, {"shuffle@train.py:9.buffer_size": 500})
+    assert lines == [
+        f"  batch_size, num_workers: {reason}",
+        "  mixed_precision: autocast wraps a pipeline file's train step",
+        "  shuffle@train.py:9.buffer_size = 500: no line of yours",
+    ]

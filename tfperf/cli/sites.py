@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,17 +73,27 @@ def fix_unplaceable(pipeline: PipelineFile) -> PipelineFile:
         return pipeline
     baseline = pipeline.baseline
     space = dict(pipeline.search_space)
-    lines = []
-    for name, reason in sorted(problems.items()):
-        value = baseline.sites.get(name) if "@" in name else getattr(baseline, name)
-        space[name] = Fixed(value)
-        lines.append(f"  {name} = {getattr(value, 'value', value)}: {reason}")
+    for name in problems:
+        space[name] = Fixed(baseline.sites.get(name) if "@" in name else getattr(baseline, name))
     print(
         "Fixed at what your code does, since no patch could write them into your files:\n"
-        + "\n".join(lines),
+        + "\n".join(fixed_lines(problems, baseline.sites)),
         file=sys.stderr,
     )
     return dataclasses.replace(pipeline, search_space=space)
+
+
+def fixed_lines(problems: Mapping[str, str], sites: Mapping[str, object]) -> list[str]:
+    """One line per reason, naming the knobs it fixes. A call site shows the value read from
+    the code; a framework knob shows none, as its baseline value is tfperf's default where the
+    code does not set it (a script's DataLoader takes its values at its call, not from the
+    `batch_size` knob), and the header already says it stays as the code has it."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in sorted(problems.items()):
+        value = sites.get(name)
+        shown = f"{name} = {getattr(value, 'value', value)}" if "@" in name else name
+        by_reason.setdefault(reason, []).append(shown)
+    return [f"  {', '.join(names)}: {reason}" for reason, names in by_reason.items()]
 
 
 def attach_handover(tuner: Tuner, result: TuneResult, *, verify: bool) -> None:
