@@ -452,9 +452,13 @@ def test_with_a_step_time_every_trial_emulates_it_and_probes_no_model(write_pipe
 class Expecting(TuneListener):
     def __init__(self) -> None:
         self.heard: list = []
+        self.finalists: list = []
 
     def expected(self, left) -> None:
         self.heard.append(left)
+
+    def remeasure_started(self, finalists, rounds) -> None:
+        self.finalists = finalists
 
 
 def test_after_each_trial_the_time_left_is_said_from_the_trials_so_far(pipeline, tmp_path):
@@ -470,10 +474,27 @@ def test_after_each_trial_the_time_left_is_said_from_the_trials_so_far(pipeline,
     lefts = [left.trials_left for left in listener.heard]
     assert lefts == sorted(lefts, reverse=True) and lefts[-1] == 0 and len(lefts) >= 5
     last = listener.heard[-1]
-    references = len(run.references.knobs)
-    assert last.runs_after == (2 + references + CONFIRMED_AT_MOST) * MIN_ROUNDS
+    # The last estimate counts the configurations the re-measurement then took.
+    assert last.runs_after == (len(listener.finalists) + CONFIRMED_AT_MOST) * MIN_ROUNDS
     assert last.search_s == 0.0 and last.seconds == last.runs_after * last.rerun_s
     assert all(left.search_s == left.trials_left * left.run_s for left in listener.heard)
+
+
+def test_a_one_trial_tune_expects_only_the_finalists_it_will_have(pipeline, tmp_path):
+    # One trial, the baseline: no trial is searched (and estimates queued after it would
+    # never run), so the re-measurement takes the compared references alone. The estimate
+    # once counted every reference and a searched finalist (a script: 16 runs said, 4 to 6
+    # run).
+    from tfperf.tuner import MIN_ROUNDS
+    from tfperf.tuner._time_limit import CONFIRMED_AT_MOST
+
+    listener = Expecting()
+    run = tuner(pipeline, tmp_path, FakeRunner(), trials=1, rounds=3)
+    run.listener = listener
+    run.run()
+    assert listener.heard and listener.finalists
+    expected = (len(listener.finalists) + CONFIRMED_AT_MOST) * MIN_ROUNDS
+    assert [left.runs_after for left in listener.heard] == [expected]
 
 
 class Clocked(FakeRunner):

@@ -34,6 +34,7 @@ from tfperf.study import feasible_complete, reference_trial
 from tfperf.study.ledger import Claim, Ledger
 from tfperf.study.records import TrialRecord
 from tfperf.tuner._guide import Guide, guided_ranges, make_guide
+from tfperf.tuner._remeasure import finalist_count
 from tfperf.tuner._search import autotune_knobs, reference_params
 from tfperf.tuner._training import limit_for, training_settings
 
@@ -266,6 +267,28 @@ class References:
             for label, knobs in self.knobs.items()
             if not (Reference.is_proposal(label) and _never_ran(ledger.study, label))
         }
+
+    def finalists_after(self, ledger: Ledger, asked: int, left: int | None) -> int:
+        """How many configurations the re-measurement will take once `left` more trials have
+        run (None: no trial budget), as `pick_finalists` picks them: the references compared
+        whatever ran, the proposals whose trial ran or that the budget still reaches (queued,
+        they run first), and the searched trials the study will hold, at most
+        `finalist_count` of them."""
+        self.load(ledger)
+        queued = [
+            label
+            for label in self.knobs
+            if Reference.is_proposal(label) and _never_ran(ledger.study, label)
+        ]
+        reached = len(queued) if left is None else min(len(queued), left)
+        trials = feasible_complete(ledger.study)
+        searched = sum(not TrialRecord.from_trial(t).reference for t in trials)
+        if left is not None:
+            searched += left - reached
+            searched = min(searched, finalist_count(asked, len(trials) + left))
+        else:
+            searched = finalist_count(asked, len(trials))
+        return len(self.knobs) - len(queued) + reached + searched
 
     def waiting(self, ledger: Ledger) -> int:
         """How many references' trials are queued and have not run yet."""

@@ -67,7 +67,6 @@ from tfperf.tuner._remeasure import (
     Repeats,
     best_estimate,
     confirm,
-    finalist_count,
     pick_finalists,
     remeasure,
 )
@@ -399,8 +398,7 @@ class Tuner:
         run_s = priced.trial_s
         budget = self.options.trials
         left = None if budget is None else max(0, budget - self.ledger.finished())
-        completed = len(feasible_complete(self.ledger.study)) + (left or 0)
-        finalists = finalist_count(self.options.finalists, completed) + len(self.references.knobs)
+        finalists = self.references.finalists_after(self.ledger, self.options.finalists, left)
         runs_after = least_runs(finalists, self.options.rounds)
         rerun_s = self._limit.run_seconds(priced.rerun_s)
         search = [left * run_s] if left is not None else []
