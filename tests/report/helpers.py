@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.reports import MIB
 from tfperf.knobs import Knobs
 from tfperf.results.tune import Measurement, Objective, Speedup, TuneResult
 
 
+def trial_number(label: str) -> int | None:
+    """The trial a label such as `trial 5` names, as a measured trial carries it; None for a
+    reference or a variant no trial ran."""
+    match = re.fullmatch(r"trial (\d+)", label)
+    return int(match.group(1)) if match else None
+
+
 def measured(label: str, values: list[float], **knobs: object) -> Measurement:
-    return Measurement(label, None, Knobs(**knobs).to_dict(), values, 100 * MIB, None)  # type: ignore[arg-type]
+    knobs_dict = Knobs(**knobs).to_dict()  # type: ignore[arg-type]
+    return Measurement(label, trial_number(label), knobs_dict, values, 100 * MIB, None)
 
 
 def tune_result(**fields: object) -> TuneResult:

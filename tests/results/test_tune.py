@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.report.helpers import trial_number
 from tfperf.results.tune import Measurement, Objective, Speedup, TuneResult, speedup
 
 
 def measured(label, values, knobs=None):
-    return Measurement(label, None, knobs or {"batch_size": 64}, values, 1 << 30, None)
+    knobs = knobs or {"batch_size": 64}
+    return Measurement(label, trial_number(label), knobs, values, 1 << 30, None)
 
 
 def test_median_and_spread():
@@ -61,7 +63,7 @@ def test_round_trip():
 
 
 def _measured(label, knobs, values):
-    return Measurement(label, None, knobs, values, 0, None)
+    return Measurement(label, trial_number(label), knobs, values, 0, None)
 
 
 def test_input_only_rule_keeps_training_when_the_change_gains_within_noise():

@@ -342,3 +342,67 @@ def test_confirmation_stops_once_no_change_to_training_can_clear_the_margin():
     confirmed = confirm(chosen, chosen, repeats(3, weighed), baseline=Knobs())
     assert len(weighed.calls) == 4  # the two rounds each figure's spread needs, no more
     assert [len(m.confirmed) for m in confirmed] == [2, 2]
+
+
+def _by_batch(req: TrialRequest, budgets: Budgets) -> TrialOutcome:
+    """A run whose examples/s follow the batch alone: 10 ms wait and 10 ms step a batch."""
+    return TrialOutcome(TrialStatus.COMPLETE, fake_result(req.knobs, 0.01), "", 100, None, 1.0)
+
+
+def _m(label: str, number: int | None, knobs: dict, rates: list[float]) -> Measurement:
+    return Measurement(label, number, knobs, rates, 0, None)
+
+
+def test_an_answer_that_changes_training_twice_is_measured_with_each_change_reverted():
+    # The search's answer doubled the batch twice and quadrupled the shuffle buffer; only the
+    # batch buys speed. Each change reverted is measured beside it, and the recommendation is
+    # the one that keeps the gain with the least change: the buffer as written.
+    from tfperf.results.tune import configuration_name, input_only_choice
+    from tfperf.tuner._remeasure import trim_answer
+
+    base = {"batch_size": 32, "shuffle_buffer": 500, "num_parallel_calls": 1}
+    leader = {**base, "batch_size": 128, "shuffle_buffer": 2000, "num_parallel_calls": 8}
+    measured = [
+        _m("trial 0", 0, leader, [6300.0, 6400.0]),
+        _m("trial 1", 1, {**base, "num_parallel_calls": 8}, [1550.0, 1600.0]),
+        _m("baseline", 0, base, [1000.0, 1005.0]),
+    ]
+    heard: list = []
+    result = trim_answer(measured, repeats(3, _by_batch), 1.2, lambda *a: heard.append(a))
+    assert heard == [
+        (
+            [
+                "trial 0",
+                "trial 0 with batch_size as written",
+                "trial 0 with shuffle_buffer as written",
+            ],
+            2,
+        )
+    ]
+    by_label = {m.label: m for m in result}
+    assert len(by_label["trial 0"].examples_per_sec) == 4  # its own two, and two beside them
+    variant = by_label["trial 0 with shuffle_buffer as written"]
+    assert variant.trial_number is None
+    assert variant.knobs == Knobs.from_mapping({**leader, "shuffle_buffer": 500})
+    assert by_label["trial 0 with batch_size as written"].median == pytest.approx(1600.0)
+    choice = input_only_choice(result, by_label["baseline"])
+    assert choice.best is variant and choice.input_only.label == "trial 1"
+    assert configuration_name(variant) == "the knobs of trial 0 with shuffle_buffer as written"
+    assert configuration_name(choice.input_only) == "trial 1's knobs"
+
+
+def test_an_answer_that_changes_training_once_or_not_at_all_is_left_as_it_is():
+    from tfperf.tuner._remeasure import trim_answer
+
+    base = {"batch_size": 32, "shuffle_buffer": 500}
+    once = [
+        _m("trial 0", 0, {**base, "batch_size": 128}, [6400.0, 6400.0]),
+        _m("baseline", 0, base, [1600.0, 1600.0]),
+    ]
+    assert trim_answer(once, repeats(3, _by_batch), 1.2) == once
+    # Two changes, but short of the margin over the input-only best: the answer keeps training.
+    short = [
+        _m("trial 0", 0, {**base, "batch_size": 40, "shuffle_buffer": 2000}, [1700.0, 1700.0]),
+        _m("baseline", 0, base, [1600.0, 1600.0]),
+    ]
+    assert trim_answer(short, repeats(3, _by_batch), 1.2) == short

@@ -453,12 +453,16 @@ class Expecting(TuneListener):
     def __init__(self) -> None:
         self.heard: list = []
         self.finalists: list = []
+        self.trimmed: list = []
 
     def expected(self, left) -> None:
         self.heard.append(left)
 
     def remeasure_started(self, finalists, rounds) -> None:
         self.finalists = finalists
+
+    def trim_started(self, labels, rounds) -> None:
+        self.trimmed = labels
 
 
 def test_after_each_trial_the_time_left_is_said_from_the_trials_so_far(pipeline, tmp_path):
@@ -478,6 +482,37 @@ def test_after_each_trial_the_time_left_is_said_from_the_trials_so_far(pipeline,
     assert last.runs_after == (len(listener.finalists) + CONFIRMED_AT_MOST) * MIN_ROUNDS
     assert last.search_s == 0.0 and last.seconds == last.runs_after * last.rerun_s
     assert all(left.search_s == left.trials_left * left.run_s for left in listener.heard)
+
+
+TRAINING_SPACE = TUNER_SOURCE.replace(
+    '"batch_size": 8, "shuffle_buffer": 1024',
+    '"batch_size": [8, 64], "shuffle_buffer": [1024, 8192]',
+)
+
+
+def test_an_answer_that_changes_training_twice_is_measured_with_each_change_reverted(
+    write_pipeline, tmp_path
+):
+    # The fake runner's rate grows with the batch (a wait per batch), not with the buffer:
+    # an answer with both changed is measured beside each change reverted.
+    from tfperf.tuner import MIN_ROUNDS
+    from tfperf.tuner._time_limit import CONFIRMED_AT_MOST
+
+    pipeline = load_pipeline(write_pipeline(TRAINING_SPACE))
+    listener = Expecting()
+    run = tuner(pipeline, tmp_path, FakeRunner(), trials=8, rounds=2, seed=3)
+    run.listener = listener
+    result = run.run()
+    assert [label.partition(" with ")[2] for label in listener.trimmed] == [
+        "",
+        "batch_size as written",
+        "shuffle_buffer as written",
+    ]
+    last = listener.heard[-1]
+    assert last.runs_after == (len(listener.finalists) + CONFIRMED_AT_MOST) * MIN_ROUNDS
+    # The buffer buys nothing: the recommendation keeps it as written.
+    assert result.best.knobs.batch_size == 64
+    assert result.best.knobs.shuffle_buffer == 1024
 
 
 def test_a_one_trial_tune_expects_only_the_finalists_it_will_have(pipeline, tmp_path):

@@ -296,6 +296,20 @@ class TuneProgress(TuneListener):
             f"confirming {named}",
         )
 
+    def trim_started(self, labels: list[str], rounds: int) -> None:
+        """Starts the bar of the answer measured beside its changes to training reverted."""
+        total = len(labels) * rounds
+        typical = statistics.median(self._rerun_s) if self._rerun_s else None
+        cost = _runs(total) + (f"; about {_duration(typical * total)}" if typical else "")
+        variants = len(labels) - 1
+        self._phase(
+            f"Measuring {labels[0]} beside {variants} variant{'s' * (variants != 1)}, each with "
+            f"one of its changes to training reverted, {rounds} round{'s' * (rounds != 1)} "
+            f"interleaved ({cost}), so only the changes that earn their gain are recommended...",
+            total,
+            "trimming",
+        )
+
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
         self._rerun_s.append(outcome.wall_s)
         self._done += 1

@@ -25,6 +25,7 @@ from tfperf.results.tune import (
     Measurement,
     Speedup,
     TuneResult,
+    configuration_name,
     keeps_baseline,
     recommend,
     speedup,
@@ -253,20 +254,16 @@ def _passed_over(
     best = choice.best
     if not changes:
         return (
-            f"Use {_name(best)}: {vs_baseline.ratio:.2f}x, training unchanged. The fastest, "
-            f"{_name(fastest)}, changes training for a gain within noise "
+            f"Use {configuration_name(best)}: {vs_baseline.ratio:.2f}x, training unchanged. "
+            f"The fastest, {configuration_name(fastest)}, changes training for a gain within noise "
             f"({choice.gain.describe() if choice.gain else 'n/a'})."
         )
     over = choice.passed_over
     return (
-        f"{recommend(best, vs_baseline, changes)} The fastest, {_name(fastest)}, changes "
-        f"training more for a figure within noise of it "
+        f"{recommend(best, vs_baseline, changes)} The fastest, {configuration_name(fastest)}, "
+        "changes training more for a figure within noise of it "
         f"({over.describe() if over else 'n/a'})."
     )
-
-
-def _name(m: Measurement) -> str:
-    return "the AUTOTUNE configuration" if m.label == "autotune" else f"{m.label}'s knobs"
 
 
 def _single_runs(snapshot: StudySnapshot) -> list[Measurement]:

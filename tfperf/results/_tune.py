@@ -283,16 +283,17 @@ def training_changes(best: Measurement, baseline: Measurement) -> list[str]:
         ...                  Measurement("baseline", 0, old, [1.0], 0, None))
         ['batch@train.py:9.batch_size']
     """
-    return _training_changes(best.knobs, baseline.knobs)
+    return changes_to_training(best.knobs, baseline.knobs)
 
 
 def same_training(knobs: Knobs, other: Knobs) -> bool:
     """Whether `knobs` and `other` train alike: neither changes training from the other
     (`training_changes`), so the model alone runs the same under both."""
-    return not _training_changes(knobs, other)
+    return not changes_to_training(knobs, other)
 
 
-def _training_changes(knobs: Knobs, baseline: Knobs) -> list[str]:
+def changes_to_training(knobs: Knobs, baseline: Knobs) -> list[str]:
+    """`training_changes` of two configurations' knobs."""
     changed = knobs.diff(baseline)
     return [name for name in TRAINING_KNOBS if name in changed] + training_sites(
         baseline.sites, knobs.sites
@@ -502,7 +503,7 @@ def recommend(
             if vs_baseline.spread_known
             else "(its spread is unknown: a figure from a single run)."
         )
-    text = f"Use {_name(best)}: {vs_baseline.describe()} your baseline's examples/s."
+    text = f"Use {configuration_name(best)}: {vs_baseline.describe()} your baseline's examples/s."
     if changes:
         text += (
             f" It changes {', '.join(changes)}, which alters training, not only speed: "
@@ -510,13 +511,13 @@ def recommend(
         )
         if input_only is not None and gain is not None and input_only is not best:
             text += (
-                f" Leaving training as written, {_name(input_only)} is the best: the change "
-                f"to training gains {gain.describe()} over it."
+                f" Leaving training as written, {configuration_name(input_only)} is the best: "
+                f"the change to training gains {gain.describe()} over it."
             )
         if fastest is not None and fastest is not best:
             text += (
-                f" The fastest, {_name(fastest)}, changes training more for a figure within "
-                f"the noise of this one ({speedup(fastest, best).describe()})."
+                f" The fastest, {configuration_name(fastest)}, changes training more for a figure "
+                f"within the noise of this one ({speedup(fastest, best).describe()})."
             )
     elif gain is not None and not gain.significant:
         text += (
@@ -532,5 +533,11 @@ def recommend(
     return text
 
 
-def _name(measurement: Measurement) -> str:
-    return reference_name(measurement.label) or f"{measurement.label}'s knobs"
+def configuration_name(measurement: Measurement) -> str:
+    """How a recommendation names a measured configuration: a reference in its words, a trial
+    by its knobs (`trial 5's knobs`), a variant no trial ran by its label."""
+    if (name := reference_name(measurement.label)) is not None:
+        return name
+    if measurement.trial_number is None:
+        return f"the knobs of {measurement.label}"
+    return f"{measurement.label}'s knobs"

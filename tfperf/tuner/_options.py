@@ -210,6 +210,10 @@ class TuneListener:
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
         """One repeat of one finalist ended (of the confirmation's too)."""
 
+    def trim_started(self, labels: list[str], rounds: int) -> None:
+        """The answer, which changes training in several ways (`labels[0]`), is measured
+        `rounds` times beside itself with each change reverted (the rest of `labels`)."""
+
     def confirm_started(self, labels: list[str], rounds: int) -> None:
         """The chosen configuration (`labels`: with the input-only best it was weighed
         against, when the choice changes training, and the model's best estimate) is measured

@@ -272,8 +272,8 @@ class References:
         """How many configurations the re-measurement will take once `left` more trials have
         run (None: no trial budget), as `pick_finalists` picks them: the references compared
         whatever ran, the proposals whose trial ran or that the budget still reaches (queued,
-        they run first), and the searched trials the study will hold, at most
-        `finalist_count` of them."""
+        they run first), the searched trials the study will hold, at most `finalist_count` of
+        them. Not the variants `trim_answer` may add: whether it does follows the answer."""
         self.load(ledger)
         queued = [
             label

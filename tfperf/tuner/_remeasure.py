@@ -34,6 +34,8 @@ from tfperf.results.tune import (
     Measurement,
     Objective,
     Reference,
+    changes_to_training,
+    input_only_choice,
     same_training,
 )
 from tfperf.study import feasible_complete, pareto_front, reference_trial
@@ -235,6 +237,66 @@ def remeasure(
         for finalist, window in zip(finalists, windows, strict=True)
         if window.rates
     ]
+
+
+#: Most variants `trim_answer` measures: one per change to training, at most this many.
+TRIMMED_AT_MOST = 3
+
+
+def trim_answer(
+    measured: list[Measurement],
+    repeats: Repeats,
+    margin: float,
+    started: Callable[[list[str], int], None] | None = None,
+) -> list[Measurement]:
+    """`measured` and, where the answer (`input_only_choice`) changes training in two ways or
+    more, that answer with each change reverted to the baseline's value (`trial 5 with
+    shuffle_buffer as written`), measured side by side with it (`MIN_ROUNDS` interleaved, when
+    `repeats.more` allows them; `started` hears the labels first).
+
+    A search moves every knob at once, so a winner that changes the batch size may carry a
+    larger shuffle buffer that buys nothing. Measured without it, beside it, the
+    recommendation's least change (`least_change`) keeps only the changes that earn their
+    gain. The answer's windows from here join its earlier ones; a variant's are its own.
+    """
+    baseline = next((m for m in measured if m.label == Reference.BASELINE), None)
+    if baseline is None:
+        return measured
+    best = input_only_choice(measured, baseline, margin).best
+    changes = changes_to_training(best.knobs, baseline.knobs)
+    if len(changes) < 2:
+        return measured
+    seen = {m.knobs for m in measured}
+    variants = []
+    for name in changes[:TRIMMED_AT_MOST]:
+        value = baseline.knobs.sites.get(name) if "@" in name else getattr(baseline.knobs, name)
+        variant = best.knobs.replace(**{name: value})
+        if variant not in seen:
+            seen.add(variant)
+            variants.append(Finalist(f"{best.label} with {name} as written", None, variant))
+    finalists = [Finalist(best.label, best.trial_number, best.knobs), *variants]
+    runs = len(finalists) * min(repeats.rounds, MIN_ROUNDS)
+    if not variants or (repeats.more is not None and not repeats.more(runs)):
+        return measured
+    if started is not None:
+        started([f.label for f in finalists], min(repeats.rounds, MIN_ROUNDS))
+    rounds = dataclasses.replace(repeats, rounds=min(repeats.rounds, MIN_ROUNDS))
+    fresh = {m.label: m for m in remeasure(finalists, rounds, settle=False)}
+    again = fresh.pop(best.label, None)
+    joined = [_joined(m, again) if m is best and again is not None else m for m in measured]
+    return joined + list(fresh.values())
+
+
+def _joined(measurement: Measurement, more: Measurement) -> Measurement:
+    """`measurement` with the windows and peaks of `more`, the same configuration's."""
+    gpu = [b for b in (measurement.peak_gpu_bytes, more.peak_gpu_bytes) if b is not None]
+    return dataclasses.replace(
+        measurement,
+        examples_per_sec=[*measurement.examples_per_sec, *more.examples_per_sec],
+        peak_rss_bytes=max(measurement.peak_rss_bytes, more.peak_rss_bytes),
+        peak_gpu_bytes=max(gpu) if gpu else None,
+        over_budget=measurement.over_budget + more.over_budget,
+    )
 
 
 def best_estimate(measured: Sequence[Measurement]) -> Measurement | None:

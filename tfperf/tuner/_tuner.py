@@ -69,6 +69,7 @@ from tfperf.tuner._remeasure import (
     confirm,
     pick_finalists,
     remeasure,
+    trim_answer,
 )
 from tfperf.tuner._result import RunFacts, tune_result
 from tfperf.tuner._search import build_space, reference_params, sampler_params, suggest_knobs
@@ -540,8 +541,9 @@ class Tuner:
         def more(runs: int) -> bool:  # the next round, and the confirmation's least after it
             return self._fits(runs + least_runs(0, rounds))
 
-        margin = self.options.training_change_margin
-        return self._confirm(remeasure(finalists, self._repeats(more), margin=margin))
+        margin, repeats = self.options.training_change_margin, self._repeats(more)
+        measured = remeasure(finalists, repeats, margin=margin)
+        return self._confirm(trim_answer(measured, repeats, margin, self.listener.trim_started))
 
     def _confirm(self, measurements: list[Measurement]) -> list[Measurement]:
         """The chosen configuration (and the input-only best it was weighed against) measured
