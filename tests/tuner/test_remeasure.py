@@ -406,3 +406,23 @@ def test_an_answer_that_changes_training_once_or_not_at_all_is_left_as_it_is():
         _m("baseline", 0, base, [1600.0, 1600.0]),
     ]
     assert trim_answer(short, repeats(3, _by_batch), 1.2) == short
+
+
+def test_an_answer_written_at_call_sites_is_trimmed_site_by_site():
+    from tfperf.tuner._remeasure import trim_answer
+
+    batch, shuffle = "batch@p.py:9.batch_size", "shuffle@p.py:8.buffer_size"
+    base = {"sites": {batch: 32, shuffle: 500}}
+    answer = {"sites": {batch: 128, shuffle: 2000}, "num_parallel_calls": 8}
+    measured = [
+        _m("trial 0", 0, answer, [6400.0, 6400.0]),
+        _m("baseline", 0, base, [1600.0, 1600.0]),
+    ]
+    heard: list = []
+    result = trim_answer(measured, repeats(2, _by_batch), 1.2, lambda *a: heard.append(a))
+    assert heard[0][0][1:] == [
+        f"trial 0 with {batch} as written",
+        f"trial 0 with {shuffle} as written",
+    ]
+    variant = next(m for m in result if m.label.endswith(f"{shuffle} as written"))
+    assert dict(variant.knobs.sites) == {batch: 128, shuffle: 500}

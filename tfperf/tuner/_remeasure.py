@@ -269,6 +269,8 @@ def trim_answer(
     seen = {m.knobs for m in measured}
     variants = []
     for name in changes[:TRIMMED_AT_MOST]:
+        if "@" in name and name not in baseline.knobs.sites:
+            continue  # a site the baseline does not hold has no value as written
         value = baseline.knobs.sites.get(name) if "@" in name else getattr(baseline.knobs, name)
         variant = best.knobs.replace(**{name: value})
         if variant not in seen:
