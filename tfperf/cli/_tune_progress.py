@@ -283,15 +283,9 @@ class TuneProgress(TuneListener):
         # a single one never does.
         least = len(labels) * min(rounds, MIN_ROUNDS)
         total = least if len(labels) < 2 else len(labels) * rounds
-        cost = _runs(total) if least == total else f"{least} to {total} runs"
-        typical = statistics.median(self._rerun_s) if self._rerun_s else None
-        if typical is not None:
-            span = _duration(typical * total)
-            if least != total:
-                span = f"{_duration(typical * least)} to {span}"
-            cost += f"; about {span}"
         self._phase(
-            f"Confirming {named} on windows that played no part in choosing ({cost})...",
+            f"Confirming {named} on windows that played no part in choosing "
+            f"({self._runs_priced(least, total)})...",
             total,
             f"confirming {named}",
         )
@@ -299,16 +293,27 @@ class TuneProgress(TuneListener):
     def trim_started(self, labels: list[str], rounds: int) -> None:
         """Starts the bar of the answer measured beside its changes to training reverted."""
         total = len(labels) * rounds
-        typical = statistics.median(self._rerun_s) if self._rerun_s else None
-        cost = _runs(total) + (f"; about {_duration(typical * total)}" if typical else "")
         variants = len(labels) - 1
         self._phase(
             f"Measuring {labels[0]} beside {variants} variant{'s' * (variants != 1)}, each with "
             f"one of its changes to training reverted, {rounds} round{'s' * (rounds != 1)} "
-            f"interleaved ({cost}), so only the changes that earn their gain are recommended...",
+            f"interleaved ({self._runs_priced(total, total)}), so only the changes that earn "
+            "their gain are recommended...",
             total,
             "trimming",
         )
+
+    def _runs_priced(self, least: int, total: int) -> str:
+        """`least` to `total` runs (one figure when equal), priced at the median re-measurement
+        run so far, where one has run."""
+        cost = _runs(total) if least == total else f"{least} to {total} runs"
+        if not self._rerun_s:
+            return cost
+        typical = statistics.median(self._rerun_s)
+        span = _duration(typical * total)
+        if least != total:
+            span = f"{_duration(typical * least)} to {span}"
+        return f"{cost}; about {span}"
 
     def remeasured(self, finalist: Finalist, outcome: TrialOutcome) -> None:
         self._rerun_s.append(outcome.wall_s)

@@ -74,7 +74,7 @@ def fix_unplaceable(pipeline: PipelineFile) -> PipelineFile:
     baseline = pipeline.baseline
     space = dict(pipeline.search_space)
     for name in problems:
-        space[name] = Fixed(baseline.sites.get(name) if "@" in name else getattr(baseline, name))
+        space[name] = Fixed(baseline.value_of(name))
     print(
         "Fixed at what your code does, since no patch could write them into your files:\n"
         + "\n".join(fixed_lines(problems, baseline.sites)),

@@ -400,6 +400,11 @@ class Knobs:
         check_names(changes, source="Knobs.replace")
         return dataclasses.replace(self, **_with_sites(changes, self.sites))
 
+    def value_of(self, name: str) -> Any:
+        """The value of the knob `name`, or of the call site so named (None: a site these
+        knobs do not hold), the name `replace` takes."""
+        return self.sites.get(name) if is_site_name(name) else getattr(self, name)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values (the precision as its string); `sites` only when set, and
         a DataLoader's or trainer's knob only when set (unset, it changes nothing)."""

@@ -274,13 +274,9 @@ class References:
         whatever ran, the proposals whose trial ran or that the budget still reaches (queued,
         they run first), the searched trials the study will hold, at most `finalist_count` of
         them. Not the variants `trim_answer` may add: whether it does follows the answer."""
-        self.load(ledger)
-        queued = [
-            label
-            for label in self.knobs
-            if Reference.is_proposal(label) and _never_ran(ledger.study, label)
-        ]
-        reached = len(queued) if left is None else min(len(queued), left)
+        ran = len(self.finalists(ledger))  # the proposals still queued left out
+        queued = len(self.knobs) - ran
+        reached = queued if left is None else min(queued, left)
         trials = feasible_complete(ledger.study)
         searched = sum(not TrialRecord.from_trial(t).reference for t in trials)
         if left is not None:
@@ -288,7 +284,7 @@ class References:
             searched = min(searched, finalist_count(asked, len(trials) + left))
         else:
             searched = finalist_count(asked, len(trials))
-        return len(self.knobs) - len(queued) + reached + searched
+        return ran + reached + searched
 
     def waiting(self, ledger: Ledger) -> int:
         """How many references' trials are queued and have not run yet."""

@@ -271,19 +271,18 @@ def trim_answer(
     for name in changes[:TRIMMED_AT_MOST]:
         if "@" in name and name not in baseline.knobs.sites:
             continue  # a site the baseline does not hold has no value as written
-        value = baseline.knobs.sites.get(name) if "@" in name else getattr(baseline.knobs, name)
-        variant = best.knobs.replace(**{name: value})
+        variant = best.knobs.replace(**{name: baseline.knobs.value_of(name)})
         if variant not in seen:
             seen.add(variant)
             variants.append(Finalist(f"{best.label} with {name} as written", None, variant))
     finalists = [Finalist(best.label, best.trial_number, best.knobs), *variants]
-    runs = len(finalists) * min(repeats.rounds, MIN_ROUNDS)
-    if not variants or (repeats.more is not None and not repeats.more(runs)):
+    rounds = min(repeats.rounds, MIN_ROUNDS)
+    if not variants or (repeats.more is not None and not repeats.more(len(finalists) * rounds)):
         return measured
     if started is not None:
-        started([f.label for f in finalists], min(repeats.rounds, MIN_ROUNDS))
-    rounds = dataclasses.replace(repeats, rounds=min(repeats.rounds, MIN_ROUNDS))
-    fresh = {m.label: m for m in remeasure(finalists, rounds, settle=False)}
+        started([f.label for f in finalists], rounds)
+    beside = dataclasses.replace(repeats, rounds=rounds)
+    fresh = {m.label: m for m in remeasure(finalists, beside, settle=False)}
     again = fresh.pop(best.label, None)
     joined = [_joined(m, again) if m is best and again is not None else m for m in measured]
     return joined + list(fresh.values())
