@@ -19,6 +19,8 @@ from tfperf.results.stages import (
     BufferKind,
     EpochSource,
     SizeSource,
+    StageKind,
+    StageReport,
     memory_account,
 )
 
@@ -233,3 +235,55 @@ def test_shapes_that_keep_coming_new_are_a_fix_to_pad():
     assert "3 more shapes came only once in the window" in found.text
     assert found.fix is not None and "Pad to a few fixed lengths" in found.fix
     assert "drop_remainder" not in found.fix
+
+
+def _stages(*stages: tuple[StageKind, str, tuple[str, ...]]) -> StageReport:
+    from tests.fakes.stages import first_element_stat
+
+    stats = [
+        dataclasses.replace(
+            first_element_stat(index, kind, label, 0.01, 1000.0 * (index + 1)), draws_random=drawn
+        )
+        for index, (kind, label, drawn) in enumerate(stages)
+    ]
+    return StageReport(stats, None, None, None, 0.2, 0.2, 2.4, None, "")
+
+
+def _frozen(report: StageReport) -> list[Finding]:
+    found = conclude(dataclasses.replace(fake_profile(), stages=report)).findings
+    return [f for f in found if f.rule == "frozen-draws"]
+
+
+def test_a_cache_after_a_random_map_says_every_later_epoch_sees_the_first_draws():
+    report = _stages(
+        (StageKind.SOURCE, "range", ()),
+        (StageKind.MAP, "map(decode)", ()),
+        (StageKind.MAP, "map(augment)", ("RandomUniform",)),
+        (StageKind.CACHE, "cache", ()),
+        (StageKind.BATCH, "batch(4)", ()),
+    )
+    (finding,) = _frozen(report)
+    assert finding.level is Level.FIX
+    assert "map(augment) draws random numbers (RandomUniform)" in finding.text
+    assert "every later epoch trains on the examples the first epoch drew" in finding.text
+    assert finding.fix is not None and finding.fix.startswith("Put cache() before map(augment)")
+    # The pipeline's rate up to the map beside what the model consumes (fake_profile: 400).
+    assert "ran at 3,000 examples/s alone; the model consumes 400" in finding.fix
+
+
+def test_a_cache_before_the_random_map_or_a_second_cache_after_it_freezes_nothing_new():
+    before = _stages(
+        (StageKind.SOURCE, "range", ()),
+        (StageKind.CACHE, "cache", ()),
+        (StageKind.MAP, "map(augment)", ("RandomUniform",)),
+    )
+    assert _frozen(before) == []
+    twice = _stages(
+        (StageKind.MAP, "map(augment)", ("RandomUniform",)),
+        (StageKind.CACHE, "cache", ()),
+        (StageKind.MAP, "map(scale)", ()),
+        (StageKind.CACHE, "cache", ()),
+    )
+    assert [f.text.split(":")[0] for f in _frozen(twice)] == [
+        "The cache() after map(augment) keeps what the first pass made"
+    ]

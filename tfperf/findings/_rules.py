@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from tfperf.findings._facts import PipelineFacts
+from tfperf.findings._frozen import frozen_draws
 from tfperf.findings._restart_words import restart_finding
 from tfperf.findings._stage_fixes import stage_fix
 from tfperf.results import RATE_NOISE, ProfileResult, StepRecord, Verdict
@@ -518,4 +519,5 @@ RULES: tuple[Rule, ...] = (
     contention,
     retracing,
     memory,
+    frozen_draws,
 )

@@ -72,12 +72,14 @@ class StageNode(Stage):
     """One stage found in an input: what it is, and the input that ends with it.
 
     `dataset` is the input cut right after this stage (the framework's own object);
-    `calls_python`, whether its function runs Python per element.
+    `calls_python`, whether its function runs Python per element; `draws_random`, the random
+    ops its own function draws anew at each call (none for most stages).
     """
 
     class_name: str
     dataset: Any
     calls_python: bool = False
+    draws_random: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

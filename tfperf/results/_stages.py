@@ -87,6 +87,9 @@ class StageStat(Stage):
         first_element_s: seconds from a fresh start of the cut pipeline to its first
             element: what a restart of the dataset waits for up to this stage; None when not
             measured.
+        draws_random: the random ops its own function draws anew at each call (a stateful
+            op, or a stateless one whose seed a variable advances), e.g.
+            `("StatelessRandomUniformV2",)`; empty for a stage that draws none.
     """
 
     elements_per_sec: float | None
@@ -100,6 +103,7 @@ class StageStat(Stage):
     note: str | None = None
     calls_python: bool = False
     first_element_s: float | None = None
+    draws_random: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass

@@ -90,3 +90,33 @@ def test_a_stage_whose_function_runs_python_is_marked_at_any_depth():
         ("filter(lambda)", False),
         ("map(nested)", True),
     ]
+
+
+def test_a_stage_drawing_anew_at_each_call_is_marked_and_one_seeded_by_a_constant_is_not():
+    import keras
+
+    flip = keras.layers.RandomFlip("horizontal")
+    generator = tf.random.Generator.from_seed(1)
+
+    def stateful(x):
+        return x + tf.random.uniform(())
+
+    def from_generator(x):
+        return x + generator.uniform(())
+
+    def seeded(x):
+        return x + tf.random.stateless_uniform((), seed=(1, 2))
+
+    def augment(x):
+        return flip(x, training=True)
+
+    ds = tf.data.Dataset.from_tensor_slices(tf.zeros((4, 2, 2, 1)))
+    ds = ds.map(stateful).map(from_generator).map(seeded).map(augment)
+    marked = {stage.label: bool(stage.draws_random) for stage in recover_chain(ds).stages}
+    assert marked == {
+        "from_tensor_slices": False,
+        "map(stateful)": True,
+        "map(from_generator)": True,
+        "map(seeded)": False,
+        "map(augment)": True,  # Keras advances its seed generator's variable at each call
+    }

@@ -164,6 +164,7 @@ def _node(dataset: Any, kind: StageKind, label: str, unit: StageUnit) -> StageNo
         class_name=type(dataset).__name__,
         dataset=dataset,
         calls_python=_tf.calls_python(dataset),
+        draws_random=tuple(_tf.varying_random_ops(dataset)),
     )
 
 

@@ -322,6 +322,7 @@ def _stat(node: StageNode, measured: StageMeasurement) -> StageStat:
         duration_s=seconds,
         note=measured.note,
         calls_python=node.calls_python,
+        draws_random=node.draws_random,
         first_element_s=measured.first_element_s,
     )
 

@@ -64,6 +64,7 @@ from tfperf.frameworks.tensorflow._tf._edits import (
     random_ops,
     same_structure,
     spec_bytes,
+    varying_random_ops,
 )
 from tfperf.frameworks.tensorflow._tf._intercept import (
     intercept,
@@ -186,5 +187,6 @@ __all__ = [
     "unwrap_v1",
     "user_frames_of",
     "user_function",
+    "varying_random_ops",
     "walk_inputs",
 ]

@@ -5,6 +5,8 @@ in RAM, moves a `shuffle` before a map only when the map enlarges its elements, 
 map after `batch` only when its function traces on a batch to the same result structure. The
 facts come from here: `element_bytes` (from the element spec, else measured on the first few
 elements), `random_ops` (the random ops in a stage's traced functions) and `same_structure`.
+`varying_random_ops` keeps those whose draws change from one call to the next, for a finding
+on a `cache()` the user wrote after them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ _RANDOM = re.compile(
     r"Random|Multinomial|TruncatedNormal|RngReadAndSkip|RngSkip|StatefulUniform|"
     r"StatefulStandardNormal|NonDeterministicInts|ShuffleDataset"
 )
+#: Ops that write a variable: a stateless random op in a function that also writes one takes
+#: its seed from state that advances from call to call (Keras's random layers do so).
+_WRITES_STATE = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
 
 
 def spec_bytes(dataset: Any) -> int | None:
@@ -73,6 +78,25 @@ def random_ops(dataset: Any) -> list[str]:
             continue
         for op_type in _op_types(graph):
             if _RANDOM.search(op_type) and op_type not in found:
+                found.append(op_type)
+    return found
+
+
+def varying_random_ops(dataset: Any) -> list[str]:
+    """The random op types in `dataset`'s own functions whose draws change from call to call:
+    every stateful one, and the stateless ones of a function that also writes a variable (a
+    seed generator's state). A stateless op seeded from the element alone draws the same on
+    every pass, and is left out."""
+    found: list[str] = []
+    for attribute in FUNCTION_ATTRIBUTES:
+        graph = _graph(getattr(dataset, attribute, None))
+        if graph is None:
+            continue
+        types = _op_types(graph)
+        advances = not _WRITES_STATE.isdisjoint(types)
+        for op_type in types:
+            varies = advances or not op_type.startswith("Stateless")
+            if _RANDOM.search(op_type) and varies and op_type not in found:
                 found.append(op_type)
     return found
 

@@ -1,0 +1,72 @@
+"""What a `cache()` the user wrote freezes: random draws made before it.
+
+A cache hands every pass after the first the elements the first pass made. Where a stage
+before it draws random numbers anew at each call (augmentation: a random flip, crop or
+rotation), those draws are made once, and every later epoch trains on the same augmented
+examples. The stage's draws are read from its traced function (`StageStat.draws_random`); a
+function calling Python is opaque, and nothing is said of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tfperf.findings._facts import PipelineFacts
+from tfperf.results import ProfileResult
+from tfperf.results.findings import Evidence, Finding, Level
+from tfperf.results.stages import StageKind, StageStat
+
+#: Findings on what training sees rank by this weight: no share of step time, but a change to
+#: what the model learns, above memory's hazard and below a cost of most of each step.
+TRAINING_HAZARD_WEIGHT = 0.3
+
+
+def frozen_draws(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A `cache()` after stages that draw random numbers anew at each call: their first
+    pass's draws serve every later epoch. Silent without the stage analysis's graph, and for a
+    stage whose draws a cache between them already froze (the first cache's finding names it).
+    """
+    found: list[Finding] = []
+    previous = -1
+    for cache in (s for s in facts.stages if s.kind is StageKind.CACHE):
+        drawing = [s for s in facts.stages if previous < s.index < cache.index and s.draws_random]
+        previous = cache.index
+        if drawing:
+            found.append(_frozen(drawing, result, facts))
+    return found
+
+
+def _frozen(drawing: Sequence[StageStat], result: ProfileResult, facts: PipelineFacts) -> Finding:
+    names = " and ".join(stage.label for stage in drawing)
+    ops = sorted({op for stage in drawing for op in stage.draws_random})
+    one = len(drawing) == 1
+    first = drawing[0]
+    cost = _cost(first, result)
+    return Finding(
+        "frozen-draws",
+        Level.FIX,
+        f"The cache() after {names} keeps what the first pass made: {names} "
+        f"{'draws' if one else 'draw'} random numbers ({', '.join(ops)}), so every later epoch "
+        "trains on the examples the first epoch drew, not on new draws.",
+        f"Put cache() before {first.label} (after the costly stages that draw nothing), so "
+        f"{'it draws' if one else 'they draw'} anew each epoch; {first.label} then runs every "
+        f"epoch{cost}.",
+        Evidence("stages" if cost else None, len(facts.stages), unit="stages"),
+        relies_on=(
+            *(f"{s.label} draws {', '.join(s.draws_random)} anew at each call" for s in drawing),
+            "no cache() between them and this one",
+        ),
+        weight=TRAINING_HAZARD_WEIGHT,
+    )
+
+
+def _cost(stage: StageStat, result: ProfileResult) -> str:
+    """The pipeline's rate up to `stage`, beside what the model consumes, where both were
+    measured: what running the stage every epoch would face."""
+    consumes = result.compute_only.examples_per_sec if result.compute_only else None
+    if stage.examples_per_sec is None or consumes is None:
+        return ""
+    return (
+        f" (up to it, the pipeline ran at {stage.examples_per_sec:,.0f} examples/s alone; the "
+        f"model consumes {consumes:,.0f})"
+    )
