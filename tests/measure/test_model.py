@@ -25,7 +25,7 @@ from tfperf.measure._model import (
     pipeline_model,
 )
 from tfperf.measure._policy import POLICY
-from tfperf.measure._revise import STAGE_ANALYSIS, revise_limit
+from tfperf.measure._revise import PIPELINE_ONLY, STAGE_ANALYSIS, revise_limit
 from tfperf.results import CpuUsage, Limit, LimitBound, LimitTerm, TimedValue
 from tfperf.results.stages import StageKind, StageStat, StageUnit
 
@@ -777,6 +777,20 @@ def test_the_whole_pipelines_rate_in_the_stage_analysis_is_an_input_alone_rate()
     assert "1,500 examples/s (stage analysis)" in model.limit.bound_words
     stage_terms = [t for t in model.limit.terms if t.bound_by is LimitBound.SEQUENTIAL_STAGE]
     assert all(t.examples_per_sec >= 1_500.0 for t in stage_terms)
+
+
+def test_the_limit_line_names_the_pipeline_only_rate_where_both_input_rates_ran_above_it():
+    # The throughput table shows the pipeline-only phase: where it too ran above the limit,
+    # the Limit line names it rather than the stage analysis's faster cut.
+    report = _report([_stat(0, StageKind.SOURCE, "from_generator(read)", 1 / 1e-3, 1e-3)])
+    measured = {"end to end": 900.0, PIPELINE_ONLY: 1_200.0, STAGE_ANALYSIS: 1_500.0}
+    model = pipeline_model(report, 2, 800.0, 1e-4, measured=measured)
+
+    assert model is not None and model.limit.examples_per_sec == 900.0
+    assert "1,200 examples/s (pipeline only)" in model.limit.bound_words
+    below = {"end to end": 900.0, PIPELINE_ONLY: 850.0, STAGE_ANALYSIS: 1_500.0}
+    model = pipeline_model(report, 2, 800.0, 1e-4, measured=below)
+    assert model is not None and "1,500 examples/s (stage analysis)" in model.limit.bound_words
 
 
 @pytest.mark.parametrize("seed", range(20))

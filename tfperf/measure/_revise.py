@@ -108,12 +108,17 @@ def revise_limit(
 def _input_alone(limit: Limit, input_measured: Mapping[str, float] | None) -> Limit:
     """`limit`, keeping the input-alone rate where it ran above it (`Limit.bound_words` says
     so): only a training limit (compute, cpu, a training rate measured) can be below it, since
-    a stage's term below it was replaced by it. Without a new measurement, the rate kept is
-    held against the limit as it now stands."""
-    fastest = _fastest(input_measured or {})
-    by, alone = (
-        fastest[0] if fastest else (limit.input_alone_by, limit.input_alone_examples_per_sec)
-    )
+    a stage's term below it was replaced by it. The pipeline-only phase's rate is the one
+    kept where it ran above the limit, since the throughput table shows it; the stage
+    analysis's only where it alone did. Without a new measurement, the rate kept is held
+    against the limit as it now stands."""
+    measured = input_measured or {}
+    if not _fastest(measured):
+        by, alone = limit.input_alone_by, limit.input_alone_examples_per_sec
+    else:
+        above = {label: rate for label, rate in measured.items() if rate > limit.examples_per_sec}
+        shown = {PIPELINE_ONLY: above[PIPELINE_ONLY]} if PIPELINE_ONLY in above else above
+        by, alone = next(iter(_fastest(shown)), (None, None))
     if alone is None or alone <= limit.examples_per_sec:
         by, alone = None, None
     return dataclasses.replace(limit, input_alone_examples_per_sec=alone, input_alone_by=by)
