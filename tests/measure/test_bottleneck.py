@@ -54,6 +54,24 @@ def test_added_costs_are_differences_from_the_previous_stage_counted_in_examples
     assert cpu[1:] == pytest.approx([0.0000125, 0.0, 0.0004875, 0.0, 0.0])
 
 
+def test_a_stage_adding_a_share_within_the_noise_is_no_bottleneck():
+    # A Keras script's stages after its cache(), the stages before it served by the cache (no
+    # added time): the shuffle "added" 0.6% of the time per example of its cut, a difference
+    # no two windows tell apart.
+    def after_cache(shuffle_rate: float) -> list[StageStat]:
+        stages = bottleneck.with_added_costs(
+            [
+                _stage(0, StageKind.MAP, "map(augment)", 4_000.0, 0.00036),
+                _stage(1, StageKind.CACHE, "cache", 247_000.0, 0.000004),
+                _stage(2, StageKind.SHUFFLE, "shuffle(1000)", shuffle_rate, 0.000004),
+            ]
+        )
+        return [dataclasses.replace(stages[0], added_s_per_example=None), *stages[1:]]
+
+    assert bottleneck.find_bottleneck(after_cache(245_500.0)) is None
+    assert bottleneck.find_bottleneck(after_cache(200_000.0)) == 2  # 19% of its cut's time
+
+
 def test_the_bottleneck_is_the_stage_adding_most_time_but_never_a_prefetch():
     stages = _quickstart_like({"num_parallel_calls": 1})
     # The prefetch "adds" 0.5 ms (as much as the map): noise, since it does no work.

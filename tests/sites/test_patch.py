@@ -316,7 +316,7 @@ def test_tune_a_plain_file_prints_and_writes_the_patch(tmp_path, monkeypatch, ca
     out, err = capsys.readouterr()
     assert status == 0, err
     assert "Tunable call sites (5), as written:\n  map@pipeline.py:4.num_parallel_calls  1\n" in err
-    assert "The stage that limits your pipeline as written: " in err
+    assert "The costliest stage of your input pipeline as written, run alone: " in err
     assert "Patch for your code (" in out and "--- ./pipeline.py\n+++ ./pipeline.py\n" in out
     written = (tmp_path / "reports" / "pipeline.patch").read_text()
     assert written.startswith("--- ./pipeline.py\n") and written in out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from tfperf.results import RATE_NOISE
 from tfperf.results.stages import StageKind, StageReport, StageStat
 
 #: Stages that pass elements on without per-example work: any time they seem to add is noise
@@ -46,10 +47,14 @@ def with_added_costs(stages: Sequence[StageStat]) -> list[StageStat]:
 
 
 def find_bottleneck(stages: Sequence[StageStat]) -> int | None:
-    """Index of the stage that adds the most time per example; None if none adds any.
+    """Index of the stage that adds the most time per example; None if none adds a
+    measurable share.
 
     Stages without an added time (not counted in examples, or not measured) and stages that do
     no per-example work (`NO_WORK_KINDS`) are not candidates; a tie goes to the earlier stage.
+    A stage adding no more than `RATE_NOISE` of the time per example of the pipeline cut after
+    it adds nothing two windows of one cut could tell apart (stages after a `cache()` that
+    only pass elements on), so none is named then.
     """
     candidates = [
         stage
@@ -59,7 +64,8 @@ def find_bottleneck(stages: Sequence[StageStat]) -> int | None:
     if not candidates:
         return None
     worst = max(candidates, key=lambda stage: stage.added_s_per_example or 0.0)
-    return worst.index if (worst.added_s_per_example or 0.0) > 0 else None
+    added, rate = worst.added_s_per_example or 0.0, worst.examples_per_sec or 0.0
+    return worst.index if added * rate > RATE_NOISE else None
 
 
 def falls_short(stages: Sequence[StageStat], consumption: float | None) -> int | None:

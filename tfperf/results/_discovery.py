@@ -88,8 +88,9 @@ class Untunable:
 
 @dataclasses.dataclass(frozen=True)
 class SlowStage:
-    """The stage that limits the pipeline as written (a framework's stage analysis), and the
-    sites in it.
+    """The costliest stage of the input pipeline as written, run alone (a framework's stage
+    analysis, before the model's rate is known: whether it limits training is the profile's
+    to say), and the sites in it.
 
     `location` is where the stage's function is defined, when it has one; `sites` are the
     call sites whose call made this stage (empty for a stage tfperf cannot tune here).
@@ -109,14 +110,17 @@ class SlowStage:
             if self.sites
             else "; none of its values is written in a call tfperf can tune"
         )
-        return f"The stage that limits your pipeline as written: {self.label}{where}{adds}{tuned}."
+        return (
+            f"The costliest stage of your input pipeline as written, run alone: {self.label}"
+            f"{where}{adds}{tuned}."
+        )
 
 
 @dataclasses.dataclass(frozen=True)
 class Discovery(JsonRecord):
     """Every tunable call site and every call that is "not tunable here", in one build.
 
-    `slowest` is the limiting stage when the stages were measured too, else None.
+    `slowest` is the costliest stage when the stages were measured too, else None.
     """
 
     sites: tuple[CallSite, ...] = ()

@@ -42,7 +42,7 @@ def with_sites(
     """`pipeline` with its call sites found, their written values as its baseline's sites.
 
     With `stages`, each stage of the pipeline as written is also measured alone (a few
-    seconds) to name the one that limits it (`Discovery.slowest`). A file that reads its knobs
+    seconds) to name the costliest (`Discovery.slowest`). A file that reads its knobs
     is returned as it is.
 
     Raises:
