@@ -129,6 +129,26 @@ def test_when_the_baseline_is_the_best_input_only_the_recommendation_names_it_pl
     assert "Leaving training as written, your baseline is the best" in text
 
 
+def test_an_input_only_best_within_the_noise_of_the_baseline_is_not_called_the_best():
+    from tfperf.results.tune import input_only_choice, recommend, speedup, training_changes
+
+    # A compute-bound script's tune: AUTOTUNE's median read below the baseline's, both within
+    # the noise, and a precision change gained 1.7x.
+    baseline = _measured("baseline", {"mixed_precision": "float32"}, [2_523.0, 2_060.0])
+    autotune = _measured(
+        "autotune", {"mixed_precision": "float32", "prefetch": -1}, [2_528.0, 2_001.0]
+    )
+    bf16 = _measured("trial 3", {"mixed_precision": "mixed_bfloat16"}, [3_880.0, 3_916.0])
+    choice = input_only_choice([baseline, autotune, bf16], baseline)
+    changes = training_changes(bf16, baseline)
+    text = recommend(bf16, speedup(bf16, baseline), changes, autotune, choice.gain, None, baseline)
+    assert "no configuration beat your baseline beyond the noise" in text
+    assert "is the best" not in text
+    faster = _measured("trial 4", {"mixed_precision": "float32", "prefetch": 2}, [3_000.0] * 2)
+    text = recommend(bf16, speedup(bf16, baseline), changes, faster, choice.gain, None, baseline)
+    assert "Leaving training as written, trial 4's knobs is the best" in text
+
+
 def test_a_configuration_stopped_over_a_memory_budget_is_never_recommended():
     import dataclasses
 

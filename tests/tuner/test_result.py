@@ -42,3 +42,13 @@ def test_a_recommendation_above_the_limit_revises_it_and_the_summary_says_so():
         "the recommendation reaches 100% of it"
     )
     assert "Revised to the measured 1,500 examples/s" in text and "50% lower" in text
+
+
+def test_two_limits_read_as_written_then_under_the_recommendations_setting():
+    written = Limit(3_192.0, LimitBound.COMPUTE, "The model's own step binds.", [])
+    setting = Limit(4_635.0, LimitBound.COMPUTE, "The model's own step binds.", [])
+    text = _limit(tune_result(limit=written, best_limit=setting, tuned_over_limit=0.84))
+    assert text.startswith(
+        "Limit: 3,192 examples/s as written, bound by compute; 4,635 examples/s under the "
+        "recommendation's training setting, bound by compute; the recommendation reaches 84%"
+    )

@@ -75,11 +75,13 @@ def _limit(result: TuneResult) -> str:
     limit = result.limit
     if limit is None:
         return ""
-    lines = [f"Limit: {limit.examples_per_sec:,.0f} examples/s, {limit.bound_words}"]
     best_limit = result.best_limit
-    if best_limit is not None and best_limit is not limit and best_limit != limit:
+    two = best_limit is not None and best_limit is not limit and best_limit != limit
+    written = " as written" if two else ""
+    lines = [f"Limit: {limit.examples_per_sec:,.0f} examples/s{written}, {limit.bound_words}"]
+    if two and best_limit is not None:
         lines[0] += (
-            f" as written; {best_limit.examples_per_sec:,.0f} examples/s under the "
+            f"; {best_limit.examples_per_sec:,.0f} examples/s under the "
             f"recommendation's training setting, {best_limit.bound_words}"
         )
     if result.tuned_over_limit is not None:

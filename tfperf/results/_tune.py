@@ -490,12 +490,14 @@ def recommend(
     input_only: Measurement | None = None,
     gain: Speedup | None = None,
     fastest: Measurement | None = None,
+    baseline: Measurement | None = None,
 ) -> str:
     """One sentence a person can act on: which configuration to use, and what to check.
 
     With `input_only` and `gain` (the input-only rule's figures), a recommendation that
-    changes training also names the best configuration that leaves training as written, and
-    with `fastest` the faster one it passed over for changing training more.
+    changes training also names the best configuration that leaves training as written (or,
+    with `baseline`, says none beat the baseline beyond the noise), and with `fastest` the
+    faster one it passed over for changing training more.
     """
     if keeps_baseline(best, vs_baseline):
         return "Keep your baseline: no configuration beat it by more than the measured noise " + (
@@ -510,10 +512,7 @@ def recommend(
             "check accuracy before adopting it."
         )
         if input_only is not None and gain is not None and input_only is not best:
-            text += (
-                f" Leaving training as written, {configuration_name(input_only)} is the best: "
-                f"the change to training gains {gain.describe()} over it."
-            )
+            text += _input_only_words(input_only, gain, baseline)
         if fastest is not None and fastest is not best:
             text += (
                 f" The fastest, {configuration_name(fastest)}, changes training more for a figure "
@@ -531,6 +530,22 @@ def recommend(
             "not recommended."
         )
     return text
+
+
+def _input_only_words(input_only: Measurement, gain: Speedup, baseline: Measurement | None) -> str:
+    """The best configuration that leaves training as written, where it beat the baseline
+    beyond the noise; else that none did (the baseline's own figure then stands)."""
+    if baseline is not None:
+        over = speedup(input_only, baseline)
+        if not (over.significant and over.ratio > 1):
+            return (
+                " Leaving training as written, no configuration beat your baseline beyond the "
+                "noise."
+            )
+    return (
+        f" Leaving training as written, {configuration_name(input_only)} is the best: "
+        f"the change to training gains {gain.describe()} over it."
+    )
 
 
 def configuration_name(measurement: Measurement) -> str:

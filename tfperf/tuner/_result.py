@@ -96,7 +96,7 @@ def tune_result(
         speedup_vs_baseline=vs_baseline,
         speedup_vs_autotune=speedup(best, autotune) if autotune else None,
         recommendation=recommend(
-            best, vs_baseline, changes, choice.input_only, choice.gain, choice.fastest
+            best, vs_baseline, changes, choice.input_only, choice.gain, choice.fastest, baseline
         ),
         changes_training=changes,
         pareto_trials=[t.number for t in front],
