@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from tests.reports import fake_profile
 from tfperf.findings import conclude
 from tfperf.findings._rules import supply
@@ -287,3 +289,12 @@ def test_a_cache_before_the_random_map_or_a_second_cache_after_it_freezes_nothin
     assert [f.text.split(":")[0] for f in _frozen(twice)] == [
         "The cache() after map(augment) keeps what the first pass made"
     ]
+
+
+def test_contention_ranks_by_the_share_of_a_step_it_costs():
+    # A streaming script: steps wait 92% of the time, and compute 2.9x slower end to end than
+    # on cached batches. The slowdown costs 8% x (1 - 1/2.9) of a step, not 65%.
+    result = dataclasses.replace(fake_profile(), input_wait_fraction=0.92, compute_slowdown=2.9)
+    found = {f.rule: f for f in conclude(result).findings}
+    assert found["contention"].weight == pytest.approx(0.08 * (1 - 1 / 2.9))
+    assert found["contention"].weight < found["input-slower-than-model"].weight

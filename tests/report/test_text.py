@@ -18,6 +18,7 @@ from tfperf.results.stages import (
     DatasetOptions,
     EpochSource,
     RestartCost,
+    RestartEvidence,
     StageKind,
     StageStat,
     StageUnit,
@@ -180,6 +181,7 @@ def test_restarts_show_their_cost_the_stage_and_the_weighted_share():
         epoch_steps=20_000,
         epoch_source=EpochSource.CARDINALITY,
         weighted_examples_per_sec=900.0,
+        evidence=RestartEvidence.ENOUGH,
     )
     text = render_summary(dataclasses.replace(_bare(), restarts=cost))
     assert (
@@ -187,6 +189,33 @@ def test_restarts_show_their_cost_the_stage_and_the_weighted_share():
         "while shuffle(10000) fills again (97% of the window's wait)."
     ) in text
     assert "real epoch of 20,000 steps (the dataset's cardinality) 1.2%" in text
+
+
+def test_restarts_too_few_to_tell_state_no_cost_beside_the_caution_that_says_so():
+    # A DataLoader script's 2 passes: the caution says tfperf cannot tell what a restart
+    # costs, so the figures above it state none either.
+    cost = RestartCost(
+        restarts=2,
+        seconds_per_restart=0.0554,
+        stage="workers start",
+        stage_kind=StageKind.WORKERS,
+        steady_wait_s_per_step=0.0186,
+        steady_wait_fraction=0.924,
+        weighted_wait_fraction=0.927,
+        window_wait_share=0.08,
+        epoch_steps=64,
+        epoch_source=EpochSource.OBSERVED,
+        weighted_examples_per_sec=2_980.0,
+        evidence=RestartEvidence.FEW_RESTARTS,
+        would_tell="cannot tell what a restart costs from 2 restarts: profile with more --steps",
+    )
+    result = conclude(dataclasses.replace(_bare(), restarts=cost))
+    text = render_summary(result)
+    assert "too few or too scattered to tell what one costs" in text
+    assert "55.4 ms" not in text and "real epoch of 64" not in text
+    assert any(f.rule == "restarts" and "cannot tell" in f.text for f in result.findings)
+    told = dataclasses.replace(cost, evidence=RestartEvidence.ENOUGH)
+    assert told.waiting_on == " while the loader's workers start again"
 
 
 def test_batches_of_several_shapes_are_listed_with_their_retracing():
@@ -317,3 +346,25 @@ def test_end_to_end_above_the_pipeline_alone_beyond_the_noise_is_flagged():
         alone = dataclasses.replace(result.pipeline_only, examples_per_sec=rate)
         text = render_summary(conclude(dataclasses.replace(result, pipeline_only=alone)))
         assert ("End to end ran 20% faster than the pipeline alone" in text) is flagged
+
+
+def test_one_restarts_evidence_is_one_wait_not_a_range():
+    from tfperf.findings._restart_words import restart_finding
+
+    cost = RestartCost(
+        restarts=1,
+        seconds_per_restart=0.1,
+        stage=None,
+        stage_kind=None,
+        steady_wait_s_per_step=0.0186,
+        steady_wait_fraction=0.9,
+        weighted_wait_fraction=0.9,
+        window_wait_share=0.1,
+        epoch_steps=64,
+        epoch_source=EpochSource.OBSERVED,
+        weighted_examples_per_sec=2_980.0,
+        restart_waits_s=[0.116],
+        evidence=RestartEvidence.FEW_RESTARTS,
+    )
+    finding = restart_finding(cost, loader=True)
+    assert finding is not None and finding.evidence.spread == "a wait of 116 ms"

@@ -1,6 +1,6 @@
 """What a finite dataset's restarts cost, in words, from the measured `RestartCost`.
 
-A restart's cost is named only from enough restarts (`MIN_RESTART_SAMPLES`) whose spread is
+A restart's cost is named only from enough restarts (`RestartCost.cost_told`) whose spread is
 stated; a stage is named only where it was measured late after a fresh start. Otherwise the
 finding says that tfperf cannot tell, and what would tell.
 """
@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from tfperf.findings._facts import PARALLEL_ARGUMENT
 from tfperf.results.findings import Evidence, Finding, Level
-from tfperf.results.stages import EpochSource, RestartCost, RestartEvidence, StageKind
+from tfperf.results.stages import EpochSource, RestartCost, StageKind
 from tfperf.units import format_seconds
-
-#: For a result written before restarts recorded their evidence: fewer restarts than this
-#: state no cost (the measuring side's own rule is `tfperf.measure._restarts`').
-MIN_RESTART_SAMPLES = 3
 
 _REPEAT = (
     "Call repeat() on the dataset and pass steps_per_epoch to fit, so the pipeline never "
@@ -39,7 +35,7 @@ def restart_finding(
     samples = cost.restarts
     evidence = Evidence("end_to_end", samples, _spread(cost), unit="restarts")
     share = max(0.0, cost.weighted_wait_fraction - cost.steady_wait_fraction)
-    if _thin(cost):
+    if not cost.cost_told:
         tell = cost.would_tell or "cannot tell what a restart costs"
         said, _, fix = tell.partition(": ")
         return Finding(
@@ -90,14 +86,6 @@ def restart_finding(
     )
 
 
-def _thin(cost: RestartCost) -> bool:
-    """Too little evidence to state a cost: the record says so, or (in a result written
-    before it recorded its evidence) fewer than `MIN_RESTART_SAMPLES` restarts."""
-    if cost.evidence is RestartEvidence.UNRECORDED:
-        return cost.restarts < MIN_RESTART_SAMPLES
-    return not cost.evidence_enough
-
-
 def _pipeline(loader: bool) -> str:
     return "DataLoader's pass" if loader else "dataset"
 
@@ -106,6 +94,8 @@ def _spread(cost: RestartCost) -> str | None:
     waits = cost.restart_waits_s
     if not waits:
         return None
+    if len(waits) == 1:
+        return f"a wait of {format_seconds(waits[0])}"
     return f"waits {format_seconds(min(waits))} to {format_seconds(max(waits))}"
 
 

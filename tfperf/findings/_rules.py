@@ -369,10 +369,13 @@ def prefetch_zero(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
 
 
 def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
-    """Steps compute slower end to end than on cached batches: input work takes the cores."""
+    """Steps compute slower end to end than on cached batches: input work takes the cores.
+    Weighed by the share of a step the slowdown costs: the computing part of a step (what
+    the wait leaves) times the part of it beyond the cached batches' compute."""
     slowdown = result.compute_slowdown
     if slowdown is None or slowdown < CONTENTION_AT:
         return []
+    computing = 1 - result.input_wait_fraction
     return [
         Finding(
             "contention",
@@ -381,7 +384,7 @@ def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             "work competes with training for the CPU.",
             "Cheaper input (cache decoded data, fewer threads) would speed up training too.",
             _phase_evidence(result),
-            weight=1 - 1 / slowdown,
+            weight=computing * (1 - 1 / slowdown),
         )
     ]
 

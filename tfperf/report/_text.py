@@ -35,7 +35,7 @@ def render_summary(result: ProfileResult) -> str:
         _throughput(result),
         utilisation_text(result),
         distribution_text(result),
-        _restarts(result.restarts) if result.restarts is not None else "",
+        _restarts(result.restarts, result.loader is not None) if result.restarts else "",
         _batch_shapes(result.batch_shapes),
         _stages(result, result.stages) if result.stages is not None else "",
         _loader(result.loader) if result.loader is not None else "",
@@ -105,14 +105,21 @@ def _ceiling(speedup: float) -> str:
     )
 
 
-def _restarts(cost: RestartCost) -> str:
+def _restarts(cost: RestartCost, loader: bool) -> str:
     times = f"{cost.restarts} time{'s' * (cost.restarts != 1)}"
+    what = "the DataLoader's pass" if loader else "the finite dataset"
+    steady = f"Wait share between restarts {cost.steady_wait_fraction:.1%}"
+    if not cost.cost_told:
+        return (
+            f"Restarts: {what} restarted {times} in the window ({cost.window_wait_share:.0%} "
+            "of the window's wait), too few or too scattered to tell what one costs (see the "
+            f"findings).\n  {steady}."
+        )
     return (
-        f"Restarts: the finite dataset restarted {times} in the window, each costing "
+        f"Restarts: {what} restarted {times} in the window, each costing "
         f"{format_seconds(cost.seconds_per_restart)}{cost.waiting_on} "
-        f"({cost.window_wait_share:.0%} of the window's wait).\n  Wait share between restarts "
-        f"{cost.steady_wait_fraction:.1%}; with one restart per real epoch of "
-        f"{cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
+        f"({cost.window_wait_share:.0%} of the window's wait).\n  {steady}; with one restart "
+        f"per real epoch of {cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
         f"{cost.weighted_wait_fraction:.1%}."
     )
 

@@ -25,6 +25,11 @@ class RestartEvidence(str, Enum):
     UNRECORDED = "unrecorded"  # read from a result written before the evidence was recorded
 
 
+#: For a result written before restarts recorded their evidence: fewer restarts than this
+#: state no cost (the measuring side's own rule is `tfperf.measure._restarts`').
+UNRECORDED_MIN_RESTARTS = 3
+
+
 @dataclasses.dataclass
 class RestartCost:
     """What the dataset's restarts cost in the end-to-end phase, and what that is per real epoch.
@@ -107,11 +112,22 @@ class RestartCost:
         return self.evidence is RestartEvidence.ENOUGH
 
     @property
+    def cost_told(self) -> bool:
+        """Whether a page may state the cost: the evidence was enough, or (in a result written
+        before restarts recorded their evidence) at least `UNRECORDED_MIN_RESTARTS` were
+        measured. Every page asks this one question before it prints `seconds_per_restart`."""
+        if self.evidence is RestartEvidence.UNRECORDED:
+            return self.restarts >= UNRECORDED_MIN_RESTARTS
+        return self.evidence_enough
+
+    @property
     def waiting_on(self) -> str:
         """What a restart waits for, in words: `" while shuffle(640) fills again"`, or
         `" while waiting for map(decode)"` for a stage measured late; "" when none is known."""
         if self.stage is None:
             return ""
+        if self.stage_kind is StageKind.WORKERS:
+            return " while the loader's workers start again"
         refills = self.stage_kind in (StageKind.SHUFFLE, StageKind.CACHE)
         if self.measured and not refills:
             return f" while waiting for {self.stage}"
