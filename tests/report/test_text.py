@@ -368,3 +368,12 @@ def test_one_restarts_evidence_is_one_wait_not_a_range():
     )
     finding = restart_finding(cost, loader=True)
     assert finding is not None and finding.evidence.spread == "a wait of 116 ms"
+
+
+def test_shapes_of_one_example_count_are_listed_by_their_tensors():
+    shapes = [
+        BatchShape("(64, 199), (64,)", 46, 64, first_compute_s=0.5, typical_compute_s=0.005),
+        BatchShape("(64, 195), (64,)", 23, 64, first_compute_s=0.006, typical_compute_s=0.005),
+    ]
+    text = render_summary(dataclasses.replace(_bare(), batch_shapes=shapes))
+    assert "Batches came in 2 shapes ((64, 199), (64,) x46, (64, 195), (64,) x23)" in text

@@ -27,6 +27,10 @@ Rule = Callable[[ProfileResult, PipelineFacts], Sequence[Finding]]
 #: A batch shape's first step this many times its later steps' median compiled again: a
 #: compile takes tens of times a step, while a step's own spread stays within this.
 RETRACE_RATIO = 2.0
+#: ... and took more than this share of the first shape's first compile beyond its later
+#: steps: compiling again re-traces and re-optimises the step, a sizeable part of that first
+#: compile, while a step's own jitter is a few milliseconds whatever the compile costs.
+RETRACE_SHARE_OF_FIRST = 0.1
 #: Weight of a cost paid once a run (a compile per batch shape): below every cost paid each
 #: step, whose share of a step the weights are.
 ONCE_A_RUN_WEIGHT = 0.02
@@ -394,31 +398,50 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     later steps: a compiled step compiled again for it.
 
     The first shape's first step is the step's first compile, which every run pays, so it is
-    never counted. Where every shape came again at its usual time, the cost is paid once a run:
-    a note ranked below the costs paid every step. Where further shapes came once, each new
-    one compiles again: a fix. A short last batch (shapes that differ in examples alone) is
-    told to drop it.
+    never counted; a later shape's first step counts only past `RETRACE_RATIO` times its later
+    steps and past `RETRACE_SHARE_OF_FIRST` of that first compile's extra time (a compile
+    again re-traces and re-optimises the step; a few milliseconds beyond a short step are
+    noise). Where a later shape came again at its usual time from its first step, not every new
+    shape compiles (TensorFlow relaxes a function retraced for several shapes to take any):
+    a note, paid a few times a run. Where every shape came again, the cost is paid once a run:
+    a note too. Where further shapes came once and none settled, each new one compiles
+    again: a fix. A short last batch (shapes that differ in examples alone) is told to drop it.
     """
     shapes = result.batch_shapes
+    if len(shapes) < 2:
+        return []
+    floor = RETRACE_SHARE_OF_FIRST * shapes[0].retrace_s
     traced = [
         shape
         for shape in shapes[1:]
         if shape.typical_compute_s
         and shape.first_compute_s > RETRACE_RATIO * shape.typical_compute_s
+        and shape.retrace_s > floor
     ]
     if not traced:
         return []
+    settled = [s for s in shapes[1:] if s.typical_compute_s and s not in traced]
     extra = sum(shape.retrace_s for shape in traced)
     once = sum(1 for shape in shapes[1:] if shape.steps == 1)
-    text = (
-        f"Batches came in {len(shapes)} shapes, and {_first_steps(traced, extra)}: a compiled "
-        "step compiles again for each new input shape"
-    )
-    if once:
+    text = f"Batches came in {len(shapes)} shapes, and {_first_steps(traced, extra, shapes[0])}"
+    if settled:
+        text += (
+            f": a compiled step compiled again for {'them' if len(traced) > 1 else 'it'}; "
+            f"{len(settled)} other later shape{'s' * (len(settled) > 1)} ran "
+            f"{'their' if len(settled) > 1 else 'its'} first batch at the usual time, so not "
+            "every new shape compiles again: this is paid a few times a run."
+        )
+    elif once:
         more = f"{once} more shape{'s' * (once > 1)}"
-        text += f"; {more} came only once in the window, and each new shape compiles again."
+        text += (
+            ": a compiled step compiles again for each new input shape; "
+            f"{more} came only once in the window, and each new shape compiles again."
+        )
     else:
-        text += "; every shape came again at its usual time, so this is paid once a run."
+        text += (
+            ": a compiled step compiles again for each new input shape; every shape came again "
+            "at its usual time, so this is paid once a run."
+        )
     if _short_last_batch(shapes):
         fix = (
             "Dropping the short last batch (tf.data's drop_remainder=True, a DataLoader's "
@@ -429,23 +452,29 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             "Pad to a few fixed lengths, or give the step an input signature with None dimensions."
         )
     total = result.end_to_end.duration_s
+    keeps_compiling = bool(once) and not settled
     return [
         Finding(
             "retracing",
-            Level.FIX if once else Level.NOTE,
+            Level.FIX if keeps_compiling else Level.NOTE,
             text,
             fix,
             Evidence("end_to_end", len(shapes), unit="shapes"),
-            weight=min(1.0, extra / total) if once and total > 0 else ONCE_A_RUN_WEIGHT,
+            weight=min(1.0, extra / total) if keeps_compiling and total > 0 else ONCE_A_RUN_WEIGHT,
         )
     ]
 
 
-def _first_steps(traced: Sequence[BatchShape], extra: float) -> str:
+def _first_steps(traced: Sequence[BatchShape], extra: float, first: BatchShape) -> str:
     took = format_seconds(extra)
     if len(traced) == 1:
-        examples = traced[0].examples
-        return f"the first batch of {examples} examples took {took} longer than the later ones"
+        shape = traced[0]
+        named = (
+            f"of {shape.examples} examples"
+            if shape.examples != first.examples
+            else f"of shape {shape.shape}"
+        )
+        return f"the first batch {named} took {took} longer than the later ones"
     return (
         f"the first batch of each of {len(traced)} later shapes took {took} longer in all than "
         "later ones of its shape"

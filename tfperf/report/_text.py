@@ -134,7 +134,11 @@ _EPOCH = {
 def _batch_shapes(shapes: list[BatchShape]) -> str:
     if len(shapes) < 2:
         return ""
-    listed = ", ".join(f"{shape.examples} examples x{shape.steps}" for shape in shapes[:6])
+    same = len({shape.examples for shape in shapes}) == 1  # the shapes differ elsewhere
+    listed = ", ".join(
+        f"{shape.shape if same else f'{shape.examples} examples'} x{shape.steps}"
+        for shape in shapes[:6]
+    )
     more = f" and {len(shapes) - 6} more" if len(shapes) > 6 else ""
     return (
         f"Batches came in {len(shapes)} shapes ({listed}{more}); compute only replays them in "
