@@ -156,9 +156,13 @@ def test_finite_shuffle_pipeline_is_judged_by_its_real_epoch(write_pipeline):
     # One or two restarts in the window: too few to state a cost or name a stage.
     assert cost.evidence is RestartEvidence.FEW_RESTARTS and cost.stage is None
     assert (cost.epoch_steps, cost.epoch_source) == (10_000, EpochSource.GIVEN)
-    # The window is dominated by the refills; a real epoch of 10,000 steps is not.
+    # The window is dominated by the refills; the verdict is not. Their cost untold, it
+    # follows the wait between restarts (below the window's, whatever the machine's load: a
+    # CI host running the suite on every core once made that wait over 5%, a moderate verdict).
     assert result.end_to_end.input_wait_fraction > 0.1
-    assert result.verdict is Verdict.COMPUTE_BOUND
+    assert result.input_wait_fraction == cost.steady_wait_fraction
+    assert result.input_wait_fraction < result.end_to_end.input_wait_fraction
+    assert result.verdict is Verdict.of(cost.steady_wait_fraction)
     assert "restarted" in result.advice and "cannot tell what a restart costs" in result.advice
     assert "shuffle(128)" not in result.advice
 
