@@ -156,6 +156,28 @@ def test_arrays_given_to_fit_are_batched_as_keras_would(tmp_path):
     assert sizes == [4, 4, 2]
 
 
+def test_arrays_given_to_fit_are_fed_through_keras_own_pipeline(tmp_path):
+    # fit holds out the validation split's last examples, shuffles each epoch and prefetches:
+    # the dataset tfperf measures does too, so its advice never asks for a prefetch Keras
+    # already adds.
+    source = """
+    import keras
+    import numpy as np
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.arange(20, dtype="float32").reshape(20, 1)
+    model.fit(x, x, batch_size=4, validation_split=0.2)
+    """
+    call = run_until_fit(load_pipeline(write(tmp_path, source)))
+    assert (call.shuffle, call.validation_split) == (True, 0.2)
+    dataset = fit_dataset(call, "train.py")
+    seen = [sorted(float(v) for x, _ in dataset for v in x.numpy().ravel()) for _ in range(2)]
+    assert seen[0] == seen[1] == [float(v) for v in range(16)]  # the last 4 held out
+    orders = [[float(v) for x, _ in dataset for v in x.numpy().ravel()] for _ in range(4)]
+    assert len({tuple(order) for order in orders}) > 1  # a new order each epoch
+    assert type(dataset).__name__.lstrip("_") == "PrefetchDataset"
+
+
 def test_profile_a_script_passes_its_arguments_and_lists_its_sites(tmp_path, capsys):
     path = write(tmp_path, TRAIN)
     reports = [f"--json={tmp_path / 'r.json'}", f"--html={tmp_path / 'r.html'}"]

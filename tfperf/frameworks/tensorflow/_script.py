@@ -12,7 +12,8 @@ What the script must do, and the messages when it does not:
 - reach `fit` when run this way: a script that ends without calling it, or exits first
   (`sys.exit`, argparse rejecting an argument), stops with a `PipelineFileError` naming the
   file and the fix; `SystemExit` never leaves this module;
-- pass a `tf.data.Dataset` as `x` (or arrays, which tfperf batches with fit's `batch_size`).
+- pass a `tf.data.Dataset` as `x` (or arrays, which tfperf feeds as Keras's own `fit` would:
+  the validation split held out, shuffled, batched with fit's `batch_size`, prefetched).
 
 TensorFlow and Keras are imported inside functions.
 
@@ -45,7 +46,8 @@ KERAS_DEFAULT_BATCH = 32
 @dataclasses.dataclass(frozen=True)
 class FitCall:
     """What the script passed to its first `fit`: the model, the input, where it called
-    (`where` for people; `filename` and `line` of the user's frame, None when unknown)."""
+    (`where` for people; `filename` and `line` of the user's frame, None when unknown), and
+    for arrays how `fit` would feed them (`shuffle`, `validation_split`)."""
 
     model: Any
     x: Any
@@ -55,6 +57,8 @@ class FitCall:
     where: str
     filename: str | None = None
     line: int | None = None
+    shuffle: bool | str = True
+    validation_split: float = 0.0
 
 
 class _FitReached(BaseException):
@@ -93,8 +97,10 @@ def run_until_fit(pipeline: PipelineFile) -> FitCall:
 def fit_dataset(call: FitCall, shown: str) -> Any:
     """The `tf.data.Dataset` of batches that `fit` would have trained on.
 
-    A dataset is used as it is; arrays (NumPy, tensors, or dicts of them) are sliced and
-    batched with fit's `batch_size` (32 when it gives none), as Keras does, without shuffling.
+    A dataset is used as it is. Arrays (NumPy, tensors, or dicts of them) become the dataset
+    Keras's own `fit` builds from them (`_keras_arrays`); where this Keras has no such
+    builder, they are sliced and batched with fit's `batch_size` (32 when it gives none),
+    without shuffling or prefetching.
 
     Raises:
         PipelineFileError: `x` is something tfperf cannot measure (a generator, a PyDataset).
@@ -103,6 +109,9 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
 
     if isinstance(call.x, tf.data.Dataset):
         return call.x
+    built = _keras_arrays(call)
+    if built is not None:
+        return built
     parts = tuple(part for part in (call.x, call.y, call.sample_weight) if part is not None)
     try:
         slices = tf.data.Dataset.from_tensor_slices(parts if len(parts) > 1 else parts[0])
@@ -113,6 +122,31 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
             f"tf.data.Dataset.from_generator). ({error})"
         ) from None
     return slices.batch(call.batch_size or KERAS_DEFAULT_BATCH)
+
+
+def _keras_arrays(call: FitCall) -> Any | None:
+    """The dataset Keras's `fit` builds from arrays: the validation split held out, the
+    examples shuffled each epoch (as `shuffle` says), batched, gathered in parallel and
+    prefetched, from Keras's own array adapter; None for input that is not arrays, or a Keras
+    without that adapter (its module path is Keras's, not public API)."""
+    try:
+        from keras.src.trainers.data_adapters import get_data_adapter
+        from keras.src.trainers.data_adapters.array_data_adapter import ArrayDataAdapter
+        from keras.src.trainers.data_adapters.array_slicing import train_validation_split
+    except ImportError:
+        return None
+    arrays = (call.x, call.y, call.sample_weight)
+    try:
+        if call.validation_split:
+            arrays, _ = train_validation_split(arrays, validation_split=call.validation_split)
+        adapter = get_data_adapter(
+            *arrays, batch_size=call.batch_size or KERAS_DEFAULT_BATCH, shuffle=call.shuffle
+        )
+        if not isinstance(adapter, ArrayDataAdapter):
+            return None  # a generator or a PyDataset: not arrays
+        return adapter.get_tf_dataset()
+    except Exception:  # arrays this Keras would refuse: the plain slicing says why
+        return None
 
 
 @contextlib.contextmanager
@@ -134,6 +168,8 @@ def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
                 where=_caller(sys._getframe(1), user_paths),
                 filename=frame.f_code.co_filename if frame is not None else None,
                 line=frame.f_lineno if frame is not None else None,
+                shuffle=bound.get("shuffle", True),
+                validation_split=bound.get("validation_split", 0.0),
             )
         )
 
