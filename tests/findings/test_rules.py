@@ -200,6 +200,16 @@ def test_the_input_alone_reads_as_its_phase_where_every_pass_was_a_real_epoch():
     assert longer is not None and longer > 1.2 * alone.examples_per_sec
 
 
+def test_an_input_alone_weighed_within_the_noise_of_its_phase_is_the_phase_figure():
+    # A generator's window read 1.25 passes of its epoch: weighed by the epoch, the input
+    # alone came out 0.1% from the phase's own rate. One rate, one figure: the table's.
+    alone = _passes(0.011, Phase.PIPELINE_ONLY, passes=2)
+    cost = restart_cost(_passes(0.06, Phase.END_TO_END), EpochInfo(5, EpochSource.GIVEN))
+    assert cost is not None
+    result = dataclasses.replace(fake_profile(), pipeline_only=alone, restarts=cost)
+    assert supply(result) == alone.examples_per_sec
+
+
 def _retracing(shapes: list[BatchShape]) -> Finding | None:
     result = dataclasses.replace(fake_profile(), batch_shapes=shapes)
     return next((f for f in conclude(result).findings if f.rule == "retracing"), None)

@@ -83,7 +83,8 @@ def supply(result: ProfileResult) -> float | None:
     the data the window read), the model's side (`demand`) is weighed by the real epoch: so is
     this one, from the pipeline alone's steps between restarts and its own restart cost, like
     with like. Where every pass the window read was a real epoch long, the phase's own rate
-    already counts one restart per epoch: it is the figure, as the profile's table shows it.
+    already counts one restart per epoch: it is the figure, as the profile's table shows it;
+    so is it where the weighed rate lies within `RATE_NOISE` of it (one figure, not two).
     """
     alone = result.pipeline_only
     cost = result.restarts
@@ -101,7 +102,11 @@ def supply(result: ProfileResult) -> float | None:
     step_s = math.fsum(r.step_s for r in steady) / len(steady)
     per_step = step_s + (cost.pipeline_seconds_per_restart or 0.0) / cost.epoch_steps
     examples = math.fsum(r.examples for r in steady) / len(steady)
-    return examples / per_step if per_step > 0 else alone.examples_per_sec
+    if per_step <= 0:
+        return alone.examples_per_sec
+    weighed = examples / per_step
+    same = abs(weighed - alone.examples_per_sec) <= RATE_NOISE * alone.examples_per_sec
+    return alone.examples_per_sec if same else weighed
 
 
 def _pass_starts(records: Sequence[StepRecord]) -> list[int]:
