@@ -128,7 +128,7 @@ def test_one_worker_is_one_worker():
         workers_estimate=1,
     )
     text = loader_text(loader_view(loader))
-    assert "about 1 worker keeps the step fed" in text, text
+    assert "about 1 worker: more add no speed here" in text, text
     assert "1 workers" not in text
 
 

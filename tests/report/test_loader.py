@@ -78,7 +78,7 @@ def test_the_html_block_says_the_terminals_figures_in_its_words():
         "2.85 ms wall, 0.114 ms CPU each in SlowReads.__getitem__ (pipeline.py:29): mostly "
         "waiting (a blocking read), so workers beyond the cores help"
     )
-    assert text_rows["workers estimate"].startswith("about 12 workers keep the step fed")
+    assert text_rows["workers estimate"].startswith("about 12 workers: more add no speed here")
     assert (
         "peak 337 MiB, the workers' own pages 21 MiB"
         in text_rows["host RAM of trainer and workers"]

@@ -96,8 +96,9 @@ def _estimate(loader: LoaderReport) -> str:
         return ""
     one = loader.workers_estimate == 1
     return (
-        f"about {loader.workers_estimate} {'worker keeps' if one else 'workers keep'} the step "
-        "fed (tfperf's estimate, Little's law on the items' wall time)"
+        f"about {loader.workers_estimate} worker{'' if one else 's'}: more add no speed here "
+        "(tfperf's estimate: Little's law on the items' wall time at twice the step's rate, "
+        "capped where the cores run out)"
     )
 
 

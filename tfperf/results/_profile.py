@@ -213,8 +213,10 @@ class LoaderReport:
         cpu_s_per_item: CPU seconds of that: far below the wall time, the item waits (a
             blocking read) and workers beyond the cores still help.
         collate_wall_s_per_batch: seconds of one `collate_fn` call; None: not measured.
-        workers_estimate: workers that keep the limit's rate in flight (Little's law on
-            `wall_s_per_item`); None when not estimated.
+        workers_estimate: workers beyond which more add no speed here: Little's law on
+            `wall_s_per_item` at twice the step's rate, capped where the cores run out (a
+            computing item's workers then keep the cores busy, not the step fed); None when
+            not estimated.
         host_ram_peak_bytes: peak host RAM of the trainer and its workers, pages the
             workers share with the trainer counted once (trainer RSS + workers' private
             pages); None when not sampled.

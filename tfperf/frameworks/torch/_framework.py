@@ -171,7 +171,7 @@ class Torch(Framework):
         return _with_workers(baseline, cpu_count, persistent=False)
 
     def estimate(self, result: ProfileResult, baseline: Knobs) -> Estimate | None:
-        """Little's law on the baseline's items: the workers that keep the step fed, kept
+        """Little's law on the baseline's items: the workers beyond which more add no speed, kept
         alive across epochs (`_limit.workers_for`)."""
         loader, limit = result.loader, result.limit
         if loader is None or loader.workers_estimate is None or limit is None:

@@ -178,7 +178,7 @@ def _items_advice(loader: LoaderReport) -> str:
     if loader.workers_estimate is not None and loader.workers_estimate != loader.workers:
         sentence += (
             f" About {loader.workers_estimate} worker{'s' * (loader.workers_estimate != 1)} "
-            "would keep the step fed "
+            "reach the most these items and the cores allow "
             f"(num_workers={loader.workers} now); `tfperf tune` searches num_workers, "
             "prefetch_factor and persistent_workers."
         )
