@@ -178,6 +178,25 @@ def test_arrays_given_to_fit_are_fed_through_keras_own_pipeline(tmp_path):
     assert type(dataset).__name__.lstrip("_") == "PrefetchDataset"
 
 
+def test_arrays_given_to_fit_leave_no_dataset_to_add_options_to_but_a_precision(tmp_path):
+    # A tune once patched `model.fit(x_train.with_options(options), ...)` onto a NumPy array.
+    from tfperf.sites import unplaceable
+
+    source = """
+    import keras
+    import numpy as np
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(np.ones((10, 2)), np.zeros((10, 1)), batch_size=4)
+    """
+    path = write(tmp_path, source)
+    discovery = discover_sites(load_pipeline(path))
+    assert discovery.fit_gets_arrays and discovery.end == "train.py:5"
+    problems = unplaceable(tmp_path, discovery, script=True)
+    assert "`fit` at train.py:5 gets arrays" in problems["private_threadpool_size"]
+    assert "mixed_precision" not in problems
+
+
 def test_profile_a_script_passes_its_arguments_and_lists_its_sites(tmp_path, capsys):
     path = write(tmp_path, TRAIN)
     reports = [f"--json={tmp_path / 'r.json'}", f"--html={tmp_path / 'r.html'}"]

@@ -129,6 +129,9 @@ class Discovery(JsonRecord):
     # "FILE:LINE" where the dataset is handed over: a script's `fit` call, or the line of a
     # plain file's `def make_dataset`; where a patch inserts what tfperf applied itself.
     end: str | None = None
+    # `fit` at `end` gets arrays: the dataset measured is the one Keras builds from them, so
+    # options and a prefetch have no dataset of the user's to go on (a precision still does).
+    fit_gets_arrays: bool = False
 
     def values(self) -> dict[str, int | None]:
         """The value each site has in the user's code: the baseline of a search."""

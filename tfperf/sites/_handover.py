@@ -119,6 +119,12 @@ def unplaceable(root: Path, discovery: Discovery, *, script: bool) -> dict[str, 
     except (OSError, UnicodeDecodeError) as error:
         return dict.fromkeys(names, f"tfperf cannot read {anchor.file} ({error})")
     problems = {what: placement_problem(source, anchor, what) for what in set(names.values())}
+    if discovery.fit_gets_arrays:
+        arrays = (
+            f"`fit` at {discovery.end} gets arrays, not a tf.data.Dataset: Keras builds the "
+            "dataset, and no line of yours holds it to add options or a prefetch to"
+        )
+        problems.update(options=arrays, prefetch=arrays)
     found = {name: problem for name, what in names.items() if (problem := problems[what])}
     return {**found, **_unplaceable_edits(root, discovery)}
 

@@ -161,7 +161,8 @@ def build_parts(
         )
     dataset = fit_dataset(call, pipeline.path.name)
     if recorder is not None and call.filename is not None and call.line is not None:
-        dataset = recorder.finish(dataset, call.filename, call.line)  # see Recorder.finish
+        arrays = dataset is not call.x  # Keras's dataset from them: no object of the user's
+        dataset = recorder.finish(dataset, call.filename, call.line, arrays=arrays)
     train_step = step if step is not None else _tf.keras_train_step(call.model)
     return dataset, call.model, train_step, recorder
 

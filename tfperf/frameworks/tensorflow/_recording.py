@@ -80,6 +80,7 @@ class Recorder(SiteRecorder):
         self._untunable: dict[tuple[str, str], tuple[Untunable, list[Run]]] = {}
         self._running: list[Run] = []
         self._end: Place | None = None  # where the dataset is handed over
+        self._arrays = False  # ... as arrays, which Keras makes the dataset of
         self._inserted: CallSite | None = None  # the prefetch tfperf may add there
         self._interleaves: dict[Place, AfterInterleave] = {}
         self._pending: dict[int, AfterInterleave] = {}  # id of a run -> its interleave
@@ -114,11 +115,14 @@ class Recorder(SiteRecorder):
         if self._inserted is not None:
             sites.append(self._inserted)
         end = f"{self._end.file}:{self._end.line}" if self._end is not None else None
-        return Discovery(sites=tuple(sites), untunable=tuple(untunable), end=end)
+        return Discovery(
+            sites=tuple(sites), untunable=tuple(untunable), end=end, fit_gets_arrays=self._arrays
+        )
 
-    def finish(self, dataset: Any, filename: str, line: int) -> Any:
+    def finish(self, dataset: Any, filename: str, line: int, *, arrays: bool = False) -> Any:
         """The dataset handed over at `filename:line` (a script's `fit` call, a plain file's
         `def make_dataset`), with the prefetch tfperf may add at the end of the pipeline.
+        `arrays`: `fit` got arrays there, and `dataset` is the one Keras builds from them.
 
         When the pipeline is built in the user's files and does not end with a `prefetch`,
         a site for one is recorded there (`prefetch@FILE:LINE.buffer_size`, written value 0:
@@ -129,6 +133,7 @@ class Recorder(SiteRecorder):
             return dataset
         place = Place(self._relative(filename), line)
         self._end = place
+        self._arrays = arrays
         built = list(_tf.walk_inputs(dataset))
         self._structure = [c.site() for c in self._interleaves.values() if feeds_a_map(c, built)]
         chain = {id(each) for each in built}
