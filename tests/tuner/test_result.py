@@ -52,3 +52,20 @@ def test_two_limits_read_as_written_then_under_the_recommendations_setting():
         "Limit: 3,192 examples/s as written, bound by compute; 4,635 examples/s under the "
         "recommendation's training setting, bound by compute; the recommendation reaches 84%"
     )
+
+
+def test_code_that_reads_no_knobs_gets_no_baseline_to_paste():
+    # A script whose fit gets arrays has no sites: its answer is a patch (or nothing), never a
+    # BASELINE for a pipeline file it is not, nor tf.data calls it does not make.
+    import dataclasses
+
+    from tfperf.report import render_tune_summary
+    from tfperf.results.tune import Speedup
+
+    best = measured("trial 3", [3000.0, 3010.0], private_threadpool_size=4)
+    result = dataclasses.replace(
+        tune_result(), best=best, speedup_vs_baseline=Speedup(1.5, 0.02, True)
+    )
+    assert "paste as BASELINE" in render_tune_summary(result)
+    assert "paste as BASELINE" not in render_tune_summary(result, reads_knobs=False)
+    assert "TFRecordDataset" not in render_tune_summary(result, reads_knobs=False)

@@ -420,12 +420,14 @@ def _report_or_note(tuner: Tuner, path: Path, result: TuneResult | None = None) 
 def _finish(tuner: Tuner, result: TuneResult, pipeline: PipelineFile, outputs: _Outputs) -> int:
     from tfperf.cli._gpu_memory import recommended_gpu_memory
     from tfperf.cli.sites import patch_section
+    from tfperf.pipeline import PipelineKind
     from tfperf.report import render_tune_summary
     from tfperf.units import format_seconds
 
     json_path, failed = save_or_rescue(result.save, outputs.json, "The summary")
     html_path = _report_or_note(tuner, outputs.html, result)
-    print(render_tune_summary(result, dashboard_url=tuner.storage_shown))
+    reads_knobs = pipeline.kind is PipelineKind.KNOBS
+    print(render_tune_summary(result, dashboard_url=tuner.storage_shown, reads_knobs=reads_knobs))
     if (step_s := tuner.options.step_time_s) is not None:
         print(
             f"\nEvery trial ran against an emulated {format_seconds(step_s)} step (--step-time): "

@@ -157,7 +157,8 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
     # Keeping the baseline hands nothing over, whichever configuration ran fastest.
     keep = vs_baseline is not None and keeps_baseline(best, vs_baseline)
     changes = training_changes(best, baseline) if baseline and not keep else []
-    snippets = not keep and not best.knobs.sites
+    # A pipeline that reads its knobs (no discovery): code that reads none gets a patch.
+    snippets = not keep and snapshot.discovery is None and not best.knobs.sites
     framework = _framework(snapshot, tune)
     knobs = best.knobs.to_dict()
     rule = by_label.get("rule")

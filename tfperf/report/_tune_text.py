@@ -11,13 +11,18 @@ from tfperf.results.tune import Estimate, Measurement, TuneResult, keeps_baselin
 from tfperf.units import format_bytes
 
 
-def render_tune_summary(result: TuneResult, dashboard_url: str | None = None) -> str:
+def render_tune_summary(
+    result: TuneResult, dashboard_url: str | None = None, *, reads_knobs: bool = True
+) -> str:
+    """The summary; `reads_knobs`: the pipeline file reads its knobs, so the answer is applied
+    as a BASELINE to paste (code that reads none gets a patch of its own calls instead, from
+    `tfperf/cli/sites.py`)."""
     sections = [
         _headline(result),
         _limit(result),
         f"Recommendation: {result.recommendation}",
         _changes(result),
-        _apply(result),
+        _apply(result) if reads_knobs else "",
         _footer(result, dashboard_url),
     ]
     return "\n\n".join(section for section in sections if section)
@@ -134,8 +139,7 @@ def _changes(result: TuneResult) -> str:
 
 
 def _apply(result: TuneResult) -> str:
-    # Code that reads no knobs gets a patch of its own calls instead (tfperf/cli/sites.py).
-    if keeps_baseline(result.best, result.speedup_vs_baseline) or result.best.knobs.sites:
+    if keeps_baseline(result.best, result.speedup_vs_baseline):
         return ""
     return (
         "Apply it: paste as BASELINE in the pipeline file:\n"
