@@ -84,6 +84,39 @@ def script(source: str) -> bool:
             False,
             id="fit-inside-the-contract",
         ),
+        pytest.param(
+            """
+            @tf.function
+            def train_step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                opt.apply_gradients(zip(tape.gradient(loss, weights), weights))
+            for x, y in ds:
+                train_step(x, y)
+            """,
+            True,
+            id="custom-loop-at-the-top-level",
+        ),
+        pytest.param(
+            """
+            for x, y in ds:
+                model.train_on_batch(x, y)
+            """,
+            True,
+            id="train_on_batch-loop",
+        ),
+        pytest.param(
+            """
+            def make_dataset():
+                ...
+            def make_train_step():
+                def step(batch):
+                    opt.apply_gradients(grads(batch))
+                return step
+            """,
+            False,
+            id="a-pipeline-file-s-own-step-applies-gradients",
+        ),
     ],
 )
 def test_a_file_is_a_script_by_its_syntax(source, expected):

@@ -63,6 +63,23 @@ def test_a_fit_reached_while_importing_a_pipeline_file_stops_the_import(tmp_path
     assert keras.Model.fit is real_fit
 
 
+def test_a_step_of_a_custom_loop_reached_on_import_stops_the_import_too(tmp_path: Path) -> None:
+    # The contract is there, and `main()` at the top level runs a loop of train_on_batch.
+    source = TRAINS_ON_IMPORT.replace(
+        "make_model().fit(make_dataset(), epochs=2)",
+        "model = make_model()\n        for x, y in make_dataset():\n"
+        "            model.train_on_batch(x, y)",
+    )
+    path = tmp_path / "pipeline.py"
+    path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+
+    with pytest.raises(PipelineFileError) as caught:
+        load_pipeline(path)
+
+    assert "started training (`train_on_batch` at pipeline.py:22)" in str(caught.value)
+    assert not (tmp_path / "trained").exists()
+
+
 def test_a_pipeline_file_that_does_not_train_on_import_loads(tmp_path: Path) -> None:
     source = TRAINS_ON_IMPORT.replace("\nmain()\n", '\nif __name__ == "__main__":\n    main()\n')
     path = tmp_path / "pipeline.py"

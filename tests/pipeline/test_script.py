@@ -118,6 +118,41 @@ def test_a_script_that_never_calls_fit_gets_a_clear_message(tmp_path):
     )
 
 
+def test_a_script_that_trains_in_its_own_loop_is_stopped_at_its_first_step(tmp_path):
+    # Without the stop, the script trained all its epochs, then was told it never called fit.
+    source = """
+    from pathlib import Path
+    import keras
+    import tensorflow as tf
+    ds = tf.data.Dataset.range(64).map(lambda i: (tf.ones((2,)), tf.zeros((1,)))).batch(8)
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    opt = keras.optimizers.SGD()
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                model.trainable_variables))
+
+    for x, y in ds:
+        train_step(x, y)
+    Path(__file__).with_name("trained").write_text("the loop ran to its end")
+    """
+    path = write(tmp_path, source)
+    pipeline = load_pipeline(path)
+    assert pipeline.kind is PipelineKind.SCRIPT
+
+    with pytest.raises(PipelineFileError) as caught:
+        run_until_fit(pipeline)
+
+    message = str(caught.value)
+    assert message.startswith("train.py trains in its own loop: it reached `apply_gradients`")
+    assert "from train.py:16 before any `model.fit(...)`" in message  # the loop calls it
+    assert "make_train_step()" in message
+    assert not (tmp_path / "trained").exists()
+
+
 def test_a_script_that_exits_before_fit_does_not_exit_tfperf(tmp_path):
     with pytest.raises(PipelineFileError) as caught:
         run_until_fit(load_pipeline(write(tmp_path, EXITS)))

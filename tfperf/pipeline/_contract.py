@@ -262,31 +262,35 @@ def function_place(function: Callable[..., Any]) -> tuple[str, int]:
 def is_script(tree: ast.Module) -> bool:
     """Whether the file is a training script rather than a pipeline file, from its syntax.
 
-    Decided before any of the file runs, since importing a script would run its training:
+    Decided before any of the file runs, since importing a script would run its training. A
+    training call is `.fit(...)`, or a step of the script's own loop: `.train_on_batch(...)`,
+    an optimizer's `.apply_gradients(...)` (`TRAINING_CALLS`).
 
-    - a `.fit(...)` call in the file's top-level code (not inside a function, a class or an
+    - a training call in the file's top-level code (not inside a function, a class or an
       `if __name__ == "__main__":` block) runs on import: the file is a script;
     - otherwise a file that defines `make_dataset` and `make_model` or `make_train_step` is
-      a pipeline file (a `__main__` block beside them does not run on import);
-    - otherwise a file that calls `fit` anywhere is a script (`make_model()` and
-      `get_dataset()` helpers of a script do not make it a pipeline file), and so is a file
-      with a `__main__` block that defines none of the contract's names.
+      a pipeline file (a `__main__` block beside them does not run on import, and its own
+      train step may apply gradients);
+    - otherwise a file with a training call anywhere is a script (`make_model()` and
+      `get_dataset()` helpers of a script do not make it a pipeline file; a custom loop that
+      calls its `train_step` at the top level is one), and so is a file with a `__main__`
+      block that defines none of the contract's names.
 
-    A file with part of the contract and no `fit` stays a (broken) pipeline file, so its
-    message says which function is missing.
+    A file with part of the contract and no training call stays a (broken) pipeline file, so
+    its message says which function is missing.
     """
-    if any(_calls_fit(node) for node in _top_level_code(tree.body)):
+    if any(_trains(node) for node in _top_level_code(tree.body)):
         return True
     names = _top_level_names(tree.body)
     if "make_dataset" in names and names & {"make_model", "make_train_step"}:
         return False
     if names & CONTRACT_NAMES:
-        return _fits(tree)
-    return _fits(tree) or _has_main_guard(tree)
+        return _trains_anywhere(tree)
+    return _trains_anywhere(tree) or _has_main_guard(tree)
 
 
-def _fits(tree: ast.Module) -> bool:
-    return any(_calls_fit(node) for node in ast.walk(tree))
+def _trains_anywhere(tree: ast.Module) -> bool:
+    return any(_trains(node) for node in ast.walk(tree))
 
 
 def _has_main_guard(tree: ast.Module) -> bool:
@@ -328,11 +332,15 @@ def _top_level_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _calls_fit(node: ast.AST) -> bool:
+#: Calls that train: Keras's `fit`, and the steps of a script's own loop.
+TRAINING_CALLS = frozenset({"fit", "train_on_batch", "apply_gradients"})
+
+
+def _trains(node: ast.AST) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "fit"
+        and node.func.attr in TRAINING_CALLS
     )
 
 

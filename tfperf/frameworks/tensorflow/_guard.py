@@ -1,11 +1,13 @@
-"""Importing a pipeline file never trains: a `fit` that starts during the import is stopped.
+"""Importing a pipeline file never trains: a `fit` or a step that starts during the import is
+stopped.
 
-`is_script` already sends a file with a top-level `fit` to the script runner, from its syntax.
-What the syntax cannot see is a `fit` reached at run time: a `main()` called at the top of a
-file that also defines the contract, a helper module that trains when imported. While tfperf
-imports a file it took for a pipeline file, `keras.Model.fit` (which `tf.keras` shares under
-Keras 3) raises instead of training, and the import fails with a message naming the file, the
-line of the `fit` and the fix.
+`is_script` already sends a file with a top-level `fit` (or a step of its own loop) to the
+script runner, from its syntax. What the syntax cannot see is training reached at run time: a
+`main()` called at the top of a file that also defines the contract, a helper module that
+trains when imported. While tfperf imports a file it took for a pipeline file,
+`keras.Model.fit` (which `tf.keras` shares under Keras 3), `keras.Model.train_on_batch` and a
+Keras optimizer's `apply_gradients` and `apply` raise instead of training, and the import fails
+with a message naming the file, the line that trained and the fix.
 
 Keras is imported only when the file could reach it: it imports TensorFlow, Keras, or a module
 of its own folder (which may); a file importing none of them loads without TensorFlow.
@@ -29,12 +31,13 @@ _TRAINING_PACKAGES = frozenset({"tensorflow", "keras", "tf_keras"})
 
 
 class _FitDuringImport(BaseException):
-    """Raised by `fit` while a pipeline file is imported. A BaseException, so the file's own
-    `except Exception:` lets it through."""
+    """Raised by `fit` (or a training step, `what`) while a pipeline file is imported. A
+    BaseException, so the file's own `except Exception:` lets it through."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, what: str = "fit") -> None:
         super().__init__(where)
         self.where = where
+        self.what = what
 
 
 def may_train(tree: ast.Module, folder: Path) -> bool:
@@ -54,24 +57,36 @@ def may_train(tree: ast.Module, folder: Path) -> bool:
 
 @contextlib.contextmanager
 def fit_refused(tree: ast.Module, file: Path, shown: str) -> Iterator[None]:
-    """While the block imports `file`, a call of `keras.Model.fit` stops the import.
+    """While the block imports `file`, a call that trains (`keras.Model.fit`,
+    `train_on_batch`, a Keras optimizer's `apply_gradients` or `apply`) stops the import.
 
     Raises:
-        PipelineFileError: the file (or a module it imports) called `fit` on import.
+        PipelineFileError: the file (or a module it imports) trained on import.
     """
     if not may_train(tree, file.parent):
         yield
         return
     import keras
 
-    def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise _FitDuringImport(_user_line(sys._getframe(1), file.parent))
+    def refused(what: str) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            raise _FitDuringImport(_user_line(sys._getframe(1), file.parent), what)
+
+        return call
 
     try:
-        with patched(keras.Model, "fit", fit):
+        with contextlib.ExitStack() as stack:
+            for owner, name in (
+                (keras.Model, "fit"),
+                (keras.Model, "train_on_batch"),
+                (keras.optimizers.Optimizer, "apply_gradients"),
+                (keras.optimizers.Optimizer, "apply"),
+            ):
+                stack.enter_context(patched(owner, name, refused(name)))
             yield
     except _FitDuringImport as stopped:
-        raise PipelineFileError(_message(shown, stopped.where)) from None
+        contract = _defines_contract(tree)
+        raise PipelineFileError(_message(shown, stopped.where, stopped.what, contract)) from None
 
 
 def _imported(node: ast.AST) -> list[str]:
@@ -93,10 +108,27 @@ def _user_line(frame: Any, folder: Path) -> str:
     return "an unknown line"
 
 
-def _message(shown: str, where: str) -> str:
-    return (
-        f"{shown} started training (`fit` at {where}) while tfperf imported it, so tfperf "
-        "stopped it before any step ran. The file defines `make_dataset` and `make_model` "
+def _defines_contract(tree: ast.Module) -> bool:
+    """Whether the file defines `make_dataset` and `make_model` or `make_train_step`."""
+    names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return "make_dataset" in names and bool(names & {"make_model", "make_train_step"})
+
+
+def _message(shown: str, where: str, what: str = "fit", contract: bool = True) -> str:
+    stopped = (
+        f"{shown} started training (`{what}` at {where}) while tfperf imported it, so tfperf "
+        "stopped it before any step ran. "
+    )
+    if not contract:
+        return stopped + (
+            "Its syntax showed no training of its own (no `fit`, `train_on_batch` or "
+            "`apply_gradients` call), so tfperf imported it as a pipeline file, and "
+            "everything at its top level runs on import. Move the code that trains under "
+            '`if __name__ == "__main__":`, and tfperf runs the file as a training script (see '
+            'docs/zero-change.md, "Two kinds of file").'
+        )
+    return stopped + (
+        "The file defines `make_dataset` and `make_model` "
         "(or `make_train_step`), so tfperf imports it as a pipeline file, and everything at "
         "its top level runs on import. Move the code that trains under "
         '`if __name__ == "__main__":`, or, to tune it as a training script, remove those '

@@ -12,6 +12,10 @@ What the script must do, and the messages when it does not:
 - reach `fit` when run this way: a script that ends without calling it, or exits first
   (`sys.exit`, argparse rejecting an argument), stops with a `PipelineFileError` naming the
   file and the fix; `SystemExit` never leaves this module;
+- not train before it: a script whose own loop trains (a Keras optimizer's
+  `apply_gradients` or `apply`, or `model.train_on_batch`, called before any `fit`) is
+  stopped at that first step, with a `PipelineFileError` that names the line, rather than
+  left to train to its end;
 - pass a `tf.data.Dataset` as `x` (or arrays, which tfperf feeds as Keras's own `fit` would:
   the validation split held out, shuffled, batched with fit's `batch_size`, prefetched).
 
@@ -61,6 +65,15 @@ class FitCall:
     validation_split: float = 0.0
 
 
+class _TrainedFirst(BaseException):
+    """Stops a script whose own loop trains before any `fit` (a custom training loop)."""
+
+    def __init__(self, what: str, where: str) -> None:
+        super().__init__(where)
+        self.what = what
+        self.where = where
+
+
 class _FitReached(BaseException):
     """Stops the script at `fit`. A BaseException, so the script's `except Exception` lets it
     through, as it would a KeyboardInterrupt."""
@@ -83,6 +96,8 @@ def run_until_fit(pipeline: PipelineFile) -> FitCall:
             pipeline.call(runpy.run_path, str(pipeline.path), run_name="__main__")
         except _FitReached as reached:
             return reached.call
+        except _TrainedFirst as trained:
+            raise PipelineFileError(_own_loop_message(shown, trained)) from None
         except SystemExit as error:
             raise PipelineFileError(_exit_message(shown, error, pipeline.argv)) from None
         except Exception as error:
@@ -173,7 +188,17 @@ def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
             )
         )
 
-    with patched(keras.Model, "fit", fit):
+    def trains(what: str) -> Any:
+        def step(*args: Any, **kwargs: Any) -> Any:
+            raise _TrainedFirst(what, _caller(sys._getframe(1), user_paths))
+
+        return step
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(patched(keras.Model, "fit", fit))
+        stack.enter_context(patched(keras.Model, "train_on_batch", trains("train_on_batch")))
+        for method in ("apply_gradients", "apply"):
+            stack.enter_context(patched(keras.optimizers.Optimizer, method, trains(method)))
         yield
 
 
@@ -201,6 +226,17 @@ def _exit_message(shown: str, error: SystemExit, argv: tuple[str, ...]) -> str:
         "script that exits first (argparse rejecting an argument or printing --help, a failed "
         "check, an early `sys.exit`) never gets there. Pass the script's own arguments after "
         f"`--`: `tfperf profile {shown} -- --epochs 3`."
+    )
+
+
+def _own_loop_message(shown: str, trained: _TrainedFirst) -> str:
+    what = "model.train_on_batch" if trained.what == "train_on_batch" else trained.what
+    return (
+        f"{shown} trains in its own loop: it reached `{what}` from {trained.where} before any "
+        "`model.fit(...)`. tfperf takes over a Keras script at its first `fit`, so it stopped "
+        "the script at that first step rather than let it train. For a custom training loop, "
+        "write a pipeline file with `make_dataset()` (your dataset) and `make_train_step()` "
+        "(your step), and profile that (see docs/zero-change.md)."
     )
 
 
