@@ -100,10 +100,23 @@ def test_a_sharded_stream_is_not_flagged() -> None:
     assert not check.changes_data and check.statement() is None
 
 
+class _Ticks:
+    """A clock that moves 1 ms at each reading: an endless pass ends after a set number of
+    batches, however slowly its workers start (on a CI host running the suite on every core,
+    a 0.5 s wall-clock pass once sampled one batch, too few to see a repeat)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 0.001
+        return self.now
+
+
 @in_clean_process
 def test_an_endless_stream_is_caught_by_its_repeats() -> None:
     loader = data.DataLoader(Endless(), batch_size=8, num_workers=2)
-    check = check_pass(loader, max_seconds=1.0).pass_check
+    check = check_pass(loader, max_seconds=1.0, clock=_Ticks()).pass_check
 
     assert check is not None and not check.complete and check.ratio is None
     assert check.repeat_factor is not None and check.repeat_factor >= 1.5

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError
-from tfperf.frameworks.tensorflow._tf import patched
+from tfperf.frameworks.tensorflow._tf import keras_array_dataset, patched
 from tfperf.pipeline import PipelineFile
 from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
 
@@ -113,7 +113,7 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
     """The `tf.data.Dataset` of batches that `fit` would have trained on.
 
     A dataset is used as it is. Arrays (NumPy, tensors, or dicts of them) become the dataset
-    Keras's own `fit` builds from them (`_keras_arrays`); where this Keras has no such
+    Keras's own `fit` builds from them (`_tf.keras_array_dataset`); where this Keras has no such
     builder, they are sliced and batched with fit's `batch_size` (32 when it gives none),
     without shuffling or prefetching.
 
@@ -124,7 +124,12 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
 
     if isinstance(call.x, tf.data.Dataset):
         return call.x
-    built = _keras_arrays(call)
+    built = keras_array_dataset(
+        (call.x, call.y, call.sample_weight),
+        call.batch_size or KERAS_DEFAULT_BATCH,
+        shuffle=call.shuffle,
+        validation_split=call.validation_split,
+    )
     if built is not None:
         return built
     parts = tuple(part for part in (call.x, call.y, call.sample_weight) if part is not None)
@@ -137,31 +142,6 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
             f"tf.data.Dataset.from_generator). ({error})"
         ) from None
     return slices.batch(call.batch_size or KERAS_DEFAULT_BATCH)
-
-
-def _keras_arrays(call: FitCall) -> Any | None:
-    """The dataset Keras's `fit` builds from arrays: the validation split held out, the
-    examples shuffled each epoch (as `shuffle` says), batched, gathered in parallel and
-    prefetched, from Keras's own array adapter; None for input that is not arrays, or a Keras
-    without that adapter (its module path is Keras's, not public API)."""
-    try:
-        from keras.src.trainers.data_adapters import get_data_adapter
-        from keras.src.trainers.data_adapters.array_data_adapter import ArrayDataAdapter
-        from keras.src.trainers.data_adapters.array_slicing import train_validation_split
-    except ImportError:
-        return None
-    arrays = (call.x, call.y, call.sample_weight)
-    try:
-        if call.validation_split:
-            arrays, _ = train_validation_split(arrays, validation_split=call.validation_split)
-        adapter = get_data_adapter(
-            *arrays, batch_size=call.batch_size or KERAS_DEFAULT_BATCH, shuffle=call.shuffle
-        )
-        if not isinstance(adapter, ArrayDataAdapter):
-            return None  # a generator or a PyDataset: not arrays
-        return adapter.get_tf_dataset()
-    except Exception:  # arrays this Keras would refuse: the plain slicing says why
-        return None
 
 
 @contextlib.contextmanager

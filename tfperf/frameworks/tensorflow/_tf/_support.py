@@ -115,6 +115,30 @@ def check_model(value: Any, file_name: str) -> None:
         )
 
 
+def keras_array_dataset(
+    arrays: tuple[Any, Any, Any], batch_size: int, *, shuffle: bool | str, validation_split: float
+) -> Any | None:
+    """The dataset Keras's `fit` builds from `arrays` (x, y, sample_weight): the validation
+    split held out, the examples shuffled each epoch (as `shuffle` says), batched, gathered in
+    parallel and prefetched, from Keras's own array adapter; None for input that is not arrays,
+    or a Keras without that adapter (its module path is Keras's, not public API)."""
+    try:
+        from keras.src.trainers.data_adapters import get_data_adapter
+        from keras.src.trainers.data_adapters.array_data_adapter import ArrayDataAdapter
+        from keras.src.trainers.data_adapters.array_slicing import train_validation_split
+    except ImportError:
+        return None
+    try:
+        if validation_split:
+            arrays, _ = train_validation_split(arrays, validation_split=validation_split)
+        adapter = get_data_adapter(*arrays, batch_size=batch_size, shuffle=shuffle)
+        if not isinstance(adapter, ArrayDataAdapter):
+            return None  # a generator or a PyDataset: not arrays
+        return adapter.get_tf_dataset()
+    except Exception:  # arrays this Keras would refuse: the caller's plain slicing says why
+        return None
+
+
 def keras_train_step(model: Any) -> Callable[[Any], Any]:
     """A train step that runs `model.train_on_batch` on `(x, y[, sample_weight])` batches."""
     import keras
