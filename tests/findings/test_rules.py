@@ -232,6 +232,14 @@ def test_a_short_last_batch_compiled_once_is_a_note_that_names_the_drop():
     # first shape's own first compile.
     steady = dataclasses.replace(shapes[1], first_compute_s=0.012)
     assert _retracing([shapes[0], steady]) is None
+    # Arrays given to fit: Keras batches them, and no drop_remainder reaches that batch.
+    from tfperf.results.discovery import Discovery
+
+    arrays = Discovery(end="train.py:9", fit_gets_arrays=True)
+    result = dataclasses.replace(fake_profile(), batch_shapes=shapes, discovery=arrays)
+    (told,) = [f for f in conclude(result).findings if f.rule == "retracing"]
+    assert told.fix is not None and "a batch_size that divides the examples" in told.fix
+    assert "drop_last" not in told.fix
 
 
 def test_shapes_that_keep_coming_new_are_a_fix_to_pad():

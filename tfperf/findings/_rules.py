@@ -447,7 +447,14 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             ": a compiled step compiles again for each new input shape; every shape came again "
             "at its usual time, so this is paid once a run."
         )
-    if _short_last_batch(shapes):
+    arrays = result.discovery is not None and result.discovery.fit_gets_arrays
+    if _short_last_batch(shapes) and arrays:
+        fix = (
+            "`fit` batches arrays itself and keeps the short last batch: a batch_size that "
+            "divides the examples it trains on (after any validation_split), or a "
+            "tf.data.Dataset batched with drop_remainder=True, keeps one shape."
+        )
+    elif _short_last_batch(shapes):
         fix = (
             "Dropping the short last batch (tf.data's drop_remainder=True, a DataLoader's "
             "drop_last=True) keeps one shape; it leaves out that batch's examples each epoch."
