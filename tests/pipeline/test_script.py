@@ -191,6 +191,28 @@ def test_arrays_given_to_fit_are_batched_as_keras_would(tmp_path):
     assert sizes == [4, 4, 2]
 
 
+def test_a_pydataset_given_to_fit_is_refused_with_how_to_wrap_it(tmp_path):
+    source = """
+    import keras
+    import numpy as np
+    class Rows(keras.utils.PyDataset):
+        def __len__(self):
+            return 2
+        def __getitem__(self, i):
+            return np.ones((4, 2), "float32"), np.zeros((4, 1), "float32")
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(Rows())
+    """
+    call = run_until_fit(load_pipeline(write(tmp_path, source)))
+    with pytest.raises(PipelineFileError) as caught:
+        fit_dataset(call, "train.py")
+    message = str(caught.value)
+    assert "gets x as a Rows (a keras.utils.PyDataset)" in message
+    assert "tf.data.Dataset.from_generator(lambda: (rows[i] for i in range(len(rows)))" in message
+    assert "non-rectangular" not in message  # no error of a conversion tfperf tried
+
+
 def test_arrays_given_to_fit_are_fed_through_keras_own_pipeline(tmp_path):
     # fit holds out the validation split's last examples, shuffles each epoch and prefetches:
     # the dataset tfperf measures does too, so its advice never asks for a prefetch Keras

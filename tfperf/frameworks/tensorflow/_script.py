@@ -120,10 +120,20 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
     Raises:
         PipelineFileError: `x` is something tfperf cannot measure (a generator, a PyDataset).
     """
+    import keras
     import tensorflow as tf
 
     if isinstance(call.x, tf.data.Dataset):
         return call.x
+    if isinstance(call.x, keras.utils.PyDataset):
+        name = type(call.x).__name__
+        raise PipelineFileError(
+            f"{shown}: `fit` at {call.where} gets x as a {name} (a keras.utils.PyDataset); "
+            "tfperf measures tf.data input. Pass a tf.data.Dataset of its batches instead, "
+            "e.g. `tf.data.Dataset.from_generator(lambda: (rows[i] for i in range(len(rows))), "
+            "output_signature=...)` for `rows`, your PyDataset, to profile how it loads as it "
+            "is; or move its per-batch work into tf.data calls (map, batch) to tune it."
+        )
     built = keras_array_dataset(
         (call.x, call.y, call.sample_weight),
         call.batch_size or KERAS_DEFAULT_BATCH,
