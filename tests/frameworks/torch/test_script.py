@@ -172,6 +172,32 @@ def test_loaders_made_in_a_library_are_measured_and_named_not_tunable(tmp_path: 
     assert "(a library)" in made.reason and not run.discovery.sites
 
 
+_EVALUATES_FIRST = """\
+import torch
+from torch.utils.data import DataLoader
+
+train = DataLoader(torch.zeros(32, 2), batch_size=4)
+val = DataLoader(torch.zeros(8, 2), batch_size=8)
+with torch.no_grad():
+    for _ in val:
+        pass
+for _ in train:
+    pass
+"""
+
+
+def test_an_evaluation_pass_before_training_is_not_the_loader_measured(tmp_path: Path) -> None:
+    # The validation loader, iterated first under no_grad, once stood in for training's.
+    (tmp_path / "train.py").write_text(_EVALUATES_FIRST)
+    run = run_script(tmp_path / "train.py", [], {}, steps=2, warmup=0, mode=ScriptMode.END_TO_END)
+    assert run.loader == "train.py:4" and run.options["batch_size"] == 4
+    # A script that only evaluates measures its loader as ever.
+    only = _EVALUATES_FIRST.split("for _ in train:")[0].replace("train = DataLoader", "# ")
+    (tmp_path / "infer.py").write_text(only)
+    run = run_script(tmp_path / "infer.py", [], {}, steps=1, warmup=0, mode=ScriptMode.END_TO_END)
+    assert run.loader == "infer.py:5" and run.options["batch_size"] == 8
+
+
 def test_an_override_that_matches_no_call_lists_the_sites(script: Path) -> None:
     with pytest.raises(KnobError, match=f"Sites found: .*{WORKERS}"):
         run_script(

@@ -75,7 +75,7 @@ class Profiled:
         self.memory = MemorySampler()  # from the first batch to the end of the last phase
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
-        if self.loader is None and recorder.measurable(loader):
+        if self.loader is None and _measured(loader, recorder):
             self.loader, self._source = loader, _Restartable(loader, original)
             self._max_seconds = self.phase_s()
             self.on_loader(loader)
@@ -220,7 +220,7 @@ class Timer:
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
         """What `iter(loader)` hands the script: a timed iterator for the measured loader."""
-        if self.loader is None and recorder.measurable(loader):
+        if self.loader is None and _measured(loader, recorder):
             self.loader, self.original_iter = loader, original
             if self.mode in (ScriptMode.DISCOVER, ScriptMode.LOADER_ONLY):
                 raise Stop
@@ -319,13 +319,22 @@ def measuring(recorder: LoaderRecorder, timer: Timer | Profiled) -> Iterator[Non
 
     @functools.wraps(original)
     def iterate(self: Any) -> Any:
-        return timer.iterating(self, recorder, original)
+        try:
+            return timer.iterating(self, recorder, original)
+        finally:
+            recorder.iterated(self)
 
     DataLoader.__iter__ = iterate  # type: ignore[method-assign]
     try:
         yield
     finally:
         DataLoader.__iter__ = original  # type: ignore[method-assign]
+
+
+def _measured(loader: Any, recorder: LoaderRecorder) -> bool:
+    """Whether `loader`, iterated before any other was measured, is the one to measure: one
+    of the user's, and not an evaluation pass ahead of the training loop."""
+    return recorder.measurable(loader) and not recorder.evaluates_first(loader)
 
 
 def cuda_sync() -> None:

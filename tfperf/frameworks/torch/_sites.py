@@ -116,6 +116,7 @@ class LoaderRecorder(SiteRecorder):
         self._untunable: dict[tuple[str, str], Untunable] = {}
         self.options = Options(self.root)  # the user's argparse options, as they are added
         self._loaders: list[Any] = []  # keeps each loader alive, so its id stays its own
+        self._iterated: set[int] = set()  # ids of the loaders the script has iterated
 
     def place_of(self, loader: Any) -> Place | None:
         """Where `loader` was made, when it was made in the user's files by a site."""
@@ -125,6 +126,25 @@ class LoaderRecorder(SiteRecorder):
         """Whether tfperf may measure `loader`: made by a call in the user's files, or by a
         library the user's code called (its values tuned only where traced to an option)."""
         return id(loader) in self._places or id(loader) in self._reached
+
+    def iterated(self, loader: Any) -> None:
+        """Notes that the script iterated `loader`."""
+        self._iterated.add(id(loader))
+
+    def evaluates_first(self, loader: Any) -> bool:
+        """Whether `iter(loader)` is an evaluation pass ahead of training, which tfperf lets
+        run unmeasured: gradients are off (`torch.no_grad`, `torch.inference_mode`) and
+        another loader tfperf may measure was made and not iterated yet, for the training
+        loop to reach. A script that only evaluates has no such other loader, and its first
+        is measured as ever."""
+        import torch
+
+        if torch.is_grad_enabled():
+            return False
+        return any(
+            other is not loader and self.measurable(other) and id(other) not in self._iterated
+            for other in self._loaders
+        )
 
     def discovery(self, measured: Any = None) -> Discovery:
         """The sites (in file order) and untunable calls; with `measured` (the loader tfperf
