@@ -5,7 +5,8 @@ no `fit` to take over at. tfperf runs it as `python train.py ARGS` would (`runpy
 `__name__ == "__main__"`, `sys.argv == [train.py, *ARGS]`, its folder first on `sys.path`; all
 restored afterwards), with every `DataLoader(...)` call of the user's recorded and its
 arguments overridden by site (`_sites`), and the first loader of the user's (or one a library
-made when the user's code called it) that the script iterates *measured*: `iter(loader)`
+made when the user's code called it) that the script iterates *measured* (an evaluation pass
+under `torch.no_grad()` ahead of training aside): `iter(loader)`
 hands the loop (or the library's own iterator) a timed iterator (`_script_iter`), in which
 
 - time inside `next()` is *waiting* for the loader,

@@ -2,7 +2,8 @@
 
 `_script` runs the user's script with `DataLoader.__iter__` replaced (`measuring`): the first
 loader the loop iterates that the user's code made (or called a library to make) is the
-measured one, and its `iter(loader)` hands the loop one of these instead of torch's own:
+measured one, an evaluation pass ahead of training aside (`LoaderRecorder.evaluates_first`),
+and its `iter(loader)` hands the loop one of these instead of torch's own:
 
 - `Timer` and `_Timed` (`_script.run_script`): the loop's own batches, each `next()` timed
   here as waiting and the time between two as computing, one `ScriptMode` a run;
