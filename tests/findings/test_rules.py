@@ -335,3 +335,20 @@ def test_shapes_that_settle_after_a_compile_are_a_note_and_a_few_ms_is_no_compil
     assert "2 other later shapes ran their first batch at the usual time" in found.text
     assert "each new shape compiles again" not in found.text
     assert found.weight < 0.05
+
+
+def test_contention_beside_a_stage_that_runs_python_names_the_interpreter_lock():
+    from tests.fakes.stages import first_element_stat
+
+    generator = dataclasses.replace(
+        first_element_stat(0, StageKind.SOURCE, "from_generator(samples)", 0.01, 2000.0),
+        calls_python=True,
+    )
+    report = StageReport([generator], None, None, None, 0.2, 0.2, 2.4, None, "")
+    result = dataclasses.replace(fake_profile(), compute_slowdown=3.8, stages=report)
+    found = {f.rule: f for f in conclude(result).findings}["contention"]
+    assert "and for Python's interpreter lock (from_generator(samples) runs Python" in found.text
+    assert found.fix is not None and "TensorFlow ops in place of Python" in found.fix
+    plain = dataclasses.replace(result, stages=None)
+    said = {f.rule: f for f in conclude(plain).findings}["contention"].text
+    assert "interpreter lock" not in said

@@ -385,17 +385,31 @@ def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     if slowdown is None or slowdown < CONTENTION_AT:
         return []
     computing = 1 - result.input_wait_fraction
+    python = [stage.label for stage in facts.stages if stage.calls_python]
+    lock = (
+        f", and for Python's interpreter lock ({_names(python)} "
+        f"run{'s' * (len(python) == 1)} Python per element)"
+        if python
+        else ""
+    )
     return [
         Finding(
             "contention",
             Level.FIX,
             f"Steps compute {slowdown:.1f}x slower end to end than on cached batches: input "
-            "work competes with training for the CPU.",
-            "Cheaper input (cache decoded data, fewer threads) would speed up training too.",
+            f"work competes with training for the CPU{lock}.",
+            "Cheaper input (cache decoded data, fewer threads"
+            + (", TensorFlow ops in place of Python" if python else "")
+            + ") would speed up training too.",
             _phase_evidence(result),
+            relies_on=tuple(f"{label} calls Python (its traced function)" for label in python),
             weight=computing * (1 - 1 / slowdown),
         )
     ]
+
+
+def _names(labels: Sequence[str]) -> str:
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
 def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
