@@ -1,8 +1,15 @@
-"""How quantities read to a person: bytes in binary units, durations in ms or s."""
+"""How quantities read to a person: bytes in binary units, durations in ms or s, a list of
+names."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+
+def format_names(names: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) < 2 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def format_bytes(count: float) -> str:

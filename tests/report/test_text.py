@@ -191,24 +191,28 @@ def test_restarts_show_their_cost_the_stage_and_the_weighted_share():
     assert "real epoch of 20,000 steps (the dataset's cardinality) 1.2%" in text
 
 
+#: A DataLoader script's 2 passes in the window: too few to tell what a restart costs.
+_LOADER_RESTARTS = RestartCost(
+    restarts=2,
+    seconds_per_restart=0.0554,
+    stage="workers start",
+    stage_kind=StageKind.WORKERS,
+    steady_wait_s_per_step=0.0186,
+    steady_wait_fraction=0.924,
+    weighted_wait_fraction=0.927,
+    window_wait_share=0.08,
+    epoch_steps=64,
+    epoch_source=EpochSource.OBSERVED,
+    weighted_examples_per_sec=2_980.0,
+    evidence=RestartEvidence.FEW_RESTARTS,
+    would_tell="cannot tell what a restart costs from 2 restarts: profile with more --steps",
+)
+
+
 def test_restarts_too_few_to_tell_state_no_cost_beside_the_caution_that_says_so():
     # A DataLoader script's 2 passes: the caution says tfperf cannot tell what a restart
     # costs, so the figures above it state none either.
-    cost = RestartCost(
-        restarts=2,
-        seconds_per_restart=0.0554,
-        stage="workers start",
-        stage_kind=StageKind.WORKERS,
-        steady_wait_s_per_step=0.0186,
-        steady_wait_fraction=0.924,
-        weighted_wait_fraction=0.927,
-        window_wait_share=0.08,
-        epoch_steps=64,
-        epoch_source=EpochSource.OBSERVED,
-        weighted_examples_per_sec=2_980.0,
-        evidence=RestartEvidence.FEW_RESTARTS,
-        would_tell="cannot tell what a restart costs from 2 restarts: profile with more --steps",
-    )
+    cost = _LOADER_RESTARTS
     result = conclude(dataclasses.replace(_bare(), restarts=cost))
     text = render_summary(result)
     assert "too few or too scattered to tell what one costs" in text
@@ -351,20 +355,8 @@ def test_end_to_end_above_the_pipeline_alone_beyond_the_noise_is_flagged():
 def test_one_restarts_evidence_is_one_wait_not_a_range():
     from tfperf.findings._restart_words import restart_finding
 
-    cost = RestartCost(
-        restarts=1,
-        seconds_per_restart=0.1,
-        stage=None,
-        stage_kind=None,
-        steady_wait_s_per_step=0.0186,
-        steady_wait_fraction=0.9,
-        weighted_wait_fraction=0.9,
-        window_wait_share=0.1,
-        epoch_steps=64,
-        epoch_source=EpochSource.OBSERVED,
-        weighted_examples_per_sec=2_980.0,
-        restart_waits_s=[0.116],
-        evidence=RestartEvidence.FEW_RESTARTS,
+    cost = dataclasses.replace(
+        _LOADER_RESTARTS, restarts=1, stage=None, stage_kind=None, restart_waits_s=[0.116]
     )
     finding = restart_finding(cost, loader=True)
     assert finding is not None and finding.evidence.spread == "a wait of 116 ms"

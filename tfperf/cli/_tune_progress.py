@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf.errors import TfperfError
 from tfperf.study import prices
 from tfperf.tuner import MIN_ROUNDS, TuneListener
-from tfperf.units import format_seconds
+from tfperf.units import format_names, format_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -278,7 +278,7 @@ class TuneProgress(TuneListener):
     def confirm_started(self, labels: list[str], rounds: int) -> None:
         """Starts the confirmation's bar: the chosen configuration (and what it is weighed
         against) measured once more."""
-        named = labels[0] if len(labels) < 2 else f"{', '.join(labels[:-1])} and {labels[-1]}"
+        named = format_names(labels)
         # Past MIN_ROUNDS only configurations whose next run could change the answer run on:
         # a single one never does.
         least = len(labels) * min(rounds, MIN_ROUNDS)

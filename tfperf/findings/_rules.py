@@ -20,7 +20,7 @@ from tfperf.findings._stage_fixes import stage_fix
 from tfperf.results import RATE_NOISE, ProfileResult, StepRecord, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import BatchShape
-from tfperf.units import format_seconds
+from tfperf.units import format_names, format_seconds
 
 Rule = Callable[[ProfileResult, PipelineFacts], Sequence[Finding]]
 
@@ -387,7 +387,7 @@ def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     computing = 1 - result.input_wait_fraction
     python = [stage.label for stage in facts.stages if stage.calls_python]
     lock = (
-        f", and for Python's interpreter lock ({_names(python)} "
+        f", and for Python's interpreter lock ({format_names(python)} "
         f"run{'s' * (len(python) == 1)} Python per element)"
         if python
         else ""
@@ -406,10 +406,6 @@ def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             weight=computing * (1 - 1 / slowdown),
         )
     ]
-
-
-def _names(labels: Sequence[str]) -> str:
-    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
 def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tfperf.pipeline._contract import (
     check_framework_knobs,
+    defines_contract,
     function_place,
     strategy_function,
     takes_input_context,
@@ -22,6 +23,7 @@ __all__ = [
     "PipelineKind",
     "check_framework_knobs",
     "check_source",
+    "defines_contract",
     "function_place",
     "load_pipeline",
     "source_digest",

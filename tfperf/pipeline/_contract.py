@@ -281,12 +281,18 @@ def is_script(tree: ast.Module) -> bool:
     """
     if any(_trains(node) for node in _top_level_code(tree.body)):
         return True
-    names = _top_level_names(tree.body)
-    if "make_dataset" in names and names & {"make_model", "make_train_step"}:
+    if defines_contract(tree):
         return False
-    if names & CONTRACT_NAMES:
+    if _top_level_names(tree.body) & CONTRACT_NAMES:
         return _trains_anywhere(tree)
     return _trains_anywhere(tree) or _has_main_guard(tree)
+
+
+def defines_contract(tree: ast.Module) -> bool:
+    """Whether the file defines `make_dataset` and `make_model` or `make_train_step` at its top
+    level: what makes a file a pipeline file, unless it trains on import."""
+    names = _top_level_names(tree.body)
+    return "make_dataset" in names and bool(names & {"make_model", "make_train_step"})
 
 
 def _trains_anywhere(tree: ast.Module) -> bool:

@@ -80,14 +80,13 @@ def _limit(result: TuneResult) -> str:
     limit = result.limit
     if limit is None:
         return ""
-    best_limit = result.best_limit
-    two = best_limit is not None and best_limit is not limit and best_limit != limit
-    written = " as written" if two else ""
+    other = result.best_limit if result.best_limit not in (None, limit) else None
+    written = " as written" if other is not None else ""
     lines = [f"Limit: {limit.examples_per_sec:,.0f} examples/s{written}, {limit.bound_words}"]
-    if two and best_limit is not None:
+    if other is not None:
         lines[0] += (
-            f"; {best_limit.examples_per_sec:,.0f} examples/s under the "
-            f"recommendation's training setting, {best_limit.bound_words}"
+            f"; {other.examples_per_sec:,.0f} examples/s under the "
+            f"recommendation's training setting, {other.bound_words}"
         )
     if result.tuned_over_limit is not None:
         lines[0] += f"; the recommendation reaches {result.tuned_over_limit:.0%} of it"

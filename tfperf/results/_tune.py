@@ -101,6 +101,11 @@ class Speedup:
     # False when either figure is a single run: its spread reads 0.0 but was never measured.
     spread_known: bool = True
 
+    @property
+    def gains(self) -> bool:
+        """Whether the ratio is a gain beyond the measured noise."""
+        return self.significant and self.ratio > 1
+
     def describe(self) -> str:
         if not self.spread_known:
             text = f"{self.ratio:.2f}x (spread unknown: a figure from a single run)"
@@ -467,8 +472,7 @@ def least_change(
 
 def _selection_beats(new: Measurement, old: Measurement) -> bool:
     """Whether `new`'s selection windows beat `old`'s beyond the noise of both."""
-    gain = speedup(_selection(new), _selection(old))
-    return gain.significant and gain.ratio > 1
+    return speedup(_selection(new), _selection(old)).gains
 
 
 def _selection(measurement: Measurement) -> Measurement:
@@ -535,13 +539,8 @@ def recommend(
 def _input_only_words(input_only: Measurement, gain: Speedup, baseline: Measurement | None) -> str:
     """The best configuration that leaves training as written, where it beat the baseline
     beyond the noise; else that none did (the baseline's own figure then stands)."""
-    if baseline is not None:
-        over = speedup(input_only, baseline)
-        if not (over.significant and over.ratio > 1):
-            return (
-                " Leaving training as written, no configuration beat your baseline beyond the "
-                "noise."
-            )
+    if baseline is not None and not speedup(input_only, baseline).gains:
+        return " Leaving training as written, no configuration beat your baseline beyond the noise."
     return (
         f" Leaving training as written, {configuration_name(input_only)} is the best: "
         f"the change to training gains {gain.describe()} over it."

@@ -24,6 +24,7 @@ from typing import Any
 
 from tfperf.errors import PipelineFileError
 from tfperf.frameworks.tensorflow._tf import patched
+from tfperf.pipeline import defines_contract
 from tfperf.tracebacks import is_user_file
 
 #: Top-level packages through which a file can reach `keras.Model.fit`.
@@ -85,7 +86,7 @@ def fit_refused(tree: ast.Module, file: Path, shown: str) -> Iterator[None]:
                 stack.enter_context(patched(owner, name, refused(name)))
             yield
     except _FitDuringImport as stopped:
-        contract = _defines_contract(tree)
+        contract = defines_contract(tree)
         raise PipelineFileError(_message(shown, stopped.where, stopped.what, contract)) from None
 
 
@@ -106,12 +107,6 @@ def _user_line(frame: Any, folder: Path) -> str:
             return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
         frame = frame.f_back
     return "an unknown line"
-
-
-def _defines_contract(tree: ast.Module) -> bool:
-    """Whether the file defines `make_dataset` and `make_model` or `make_train_step`."""
-    names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    return "make_dataset" in names and bool(names & {"make_model", "make_train_step"})
 
 
 def _message(shown: str, where: str, what: str = "fit", contract: bool = True) -> str:
