@@ -15,7 +15,7 @@ from benchmarks.record import (
     Overhead,
     PipelineRecord,
     Repeatability,
-    Trial,
+    Tuning,
     chosen_rate,
     chosen_trial,
     coefficient_of_variation,
@@ -426,13 +426,13 @@ def check_convergence(record: PipelineRecord) -> Check:
     """Within 5% of the study's final best by trial 6 (the estimate is trial 3)."""
     goal = f"within {CONVERGENCE_TOLERANCE:.0%} of best by trial {TRIALS_GOAL}"
     trials = record.tuning.trials
-    index = convergence(trials, record.tuning.best_label)
+    index = convergence(record.tuning)
     if index is None:
         return Check(goal, None, "no completed trial", _missing(record))
     reached = trials[index]
     minutes = (reached.elapsed_s or 0.0) / 60
     measured = f"trial {index + 1} of {len(trials)}, {minutes:.1f} min"
-    single = single_figure_convergence(trials, record.tuning.best_label)
+    single = single_figure_convergence(record.tuning)
     if single is not None and single != index:
         measured += f" (by single trial figures: trial {single + 1})"
     if index + 1 <= TRIALS_GOAL:
@@ -462,9 +462,7 @@ def _estimates_reached(
 ) -> str:
     """How near the final best the model's estimates came, and what that says."""
     trials = record.tuning.trials
-    best = chosen_rate(trials, record.tuning.best_label) or max(
-        (t.figure or 0.0 for t in trials), default=0.0
-    )
+    best = chosen_rate(record.tuning) or max((t.figure or 0.0 for t in trials), default=0.0)
 
     def share(number: int) -> float | None:
         trial = next((t for t in trials if t.number == number), None)
@@ -492,7 +490,7 @@ def _estimates_reached(
         reached += f", its runner-up (trial {runner_up + 1}) {_share(shares[runner_up])}"
     nearest = max((v for v in shares.values() if v is not None), default=0.0)
     number = max(shares, key=lambda n: shares[n] or 0.0)
-    noise = _pair_noise(trials, number, record.tuning.best_label)
+    noise = _pair_noise(record.tuning, number)
     if noise is not None:
         return reached + _noise_verdict(nearest, noise)
     if nearest >= NEAR_MISS:
@@ -507,16 +505,17 @@ def _estimates_reached(
     )
 
 
-def _pair_noise(trials: Sequence[Trial], number: int, best_label: str) -> float | None:
+def _pair_noise(tuning: Tuning, number: int) -> float | None:
     """The re-measured spreads of trial `number` and of the chosen configuration, added (as a
     ratio's ± adds its figures'); None when either was not re-measured with its spread kept."""
-    trial = next((t for t in trials if t.number == number), None)
-    chosen = chosen_trial(trials, best_label)
-    if trial is None or chosen is None:
+    trial = next((t for t in tuning.trials if t.number == number), None)
+    chosen = chosen_trial(tuning.trials, tuning.best_label)
+    spread = tuning.chosen_spread
+    if spread is None and chosen is not None:
+        spread = chosen.remeasured_spread
+    if trial is None or trial.remeasured_spread is None or spread is None:
         return None
-    if trial.remeasured_spread is None or chosen.remeasured_spread is None:
-        return None
-    return trial.remeasured_spread + chosen.remeasured_spread
+    return trial.remeasured_spread + spread
 
 
 def _noise_verdict(nearest: float, noise: float) -> str:

@@ -109,6 +109,8 @@ def tune(
         model=model_figures(result),
         training=training_choice(result),
         split=split,
+        chosen_median=result.best.median,
+        chosen_spread=result.best.spread if result.best.spread_known else None,
     )
     return result, tuning
 

@@ -208,6 +208,11 @@ class Tuning:
     min_seconds: float = 0.0
     #: Where the tune's wall time went, read from its study; None in records from before it.
     split: TimeSplit | None = None
+    #: The chosen configuration's confirmed median and its spread, from tfperf's answer: the
+    #: only figures of a variant no trial ran (a trial's knobs with a change to training
+    #: reverted); None in records from before they were kept.
+    chosen_median: float | None = None
+    chosen_spread: float | None = None
 
 
 @dataclasses.dataclass
@@ -445,28 +450,32 @@ def chosen_trial(trials: Sequence[Trial], best_label: str) -> Trial | None:
     """The trial that measured the configuration the study chose; None when none did.
 
     `best_label` is the re-measurement's label: a reference ("baseline", "autotune",
-    "estimate", "estimate-training") or "trial N" (N counting from 0, as Optuna numbers).
+    "estimate", "estimate-training"), "trial N" (N counting from 0, as Optuna numbers), or a
+    variant no trial ran ("trial N with mixed_precision as written").
     """
-    if best_label.startswith("trial "):
-        number = int(best_label.removeprefix("trial "))
-        return next((t for t in trials if t.number == number), None)
+    number = best_label.removeprefix("trial ")
+    if number.isdigit():
+        return next((t for t in trials if t.number == int(number)), None)
     return next((t for t in trials if t.reference == best_label), None)
 
 
-def chosen_rate(trials: Sequence[Trial], best_label: str) -> float | None:
-    """The figure of the configuration the study chose (`Trial.figure`); None without one.
+def chosen_rate(tuning: Tuning) -> float | None:
+    """The figure of the configuration the study chose; None without one.
 
     The chosen configuration was re-measured and then confirmed, so this is the median of the
     windows measured after it was chosen (`Measurement.median`). Its own trial figure was among
     the highest of the study (that is how it became a finalist) and its selection median the
     highest of the finalists', so both are biased high, and the highest trial figure more so:
-    none is a fair bar for the other trials.
+    none is a fair bar for the other trials. Records from before `Tuning.chosen_median` read
+    it from the trial that ran the configuration (`Trial.figure`).
     """
-    chosen = chosen_trial(trials, best_label)
+    if tuning.chosen_median is not None:
+        return tuning.chosen_median
+    chosen = chosen_trial(tuning.trials, tuning.best_label)
     return chosen.figure if chosen is not None else None
 
 
-def convergence(trials: Sequence[Trial], best_label: str) -> int | None:
+def convergence(tuning: Tuning) -> int | None:
     """Index of the first trial whose configuration came within 5% of the chosen one's figure.
 
     Each trial counts by its best figure (`Trial.figure`: the re-measured median where the
@@ -475,12 +484,12 @@ def convergence(trials: Sequence[Trial], best_label: str) -> int | None:
     answer can draw a window 10% low in its trial and be re-measured within 2% of the
     winner: it was found then, and this counts it there.
     """
-    best = chosen_rate(trials, best_label)
-    return first_within([trial.figure for trial in trials], best=best)
+    return first_within([trial.figure for trial in tuning.trials], best=chosen_rate(tuning))
 
 
-def single_figure_convergence(trials: Sequence[Trial], best_label: str) -> int | None:
-    """`convergence` by trial figures alone (each trial's one window, the chosen one's too)."""
-    chosen = chosen_trial(trials, best_label)
-    best = chosen.examples_per_sec if chosen is not None else None
-    return first_within([trial.examples_per_sec for trial in trials], best=best)
+def single_figure_convergence(tuning: Tuning) -> int | None:
+    """`convergence` by trial figures alone (each trial's one window, the chosen one's too;
+    a variant no trial ran has only its confirmed median)."""
+    chosen = chosen_trial(tuning.trials, tuning.best_label)
+    best = chosen.examples_per_sec if chosen is not None else tuning.chosen_median
+    return first_within([trial.examples_per_sec for trial in tuning.trials], best=best)

@@ -235,7 +235,7 @@ def _tuning(record: BenchRecord) -> str:
     rows = []
     for pipeline in record.pipelines:
         tuning = pipeline.tuning
-        index = convergence(tuning.trials, tuning.best_label)
+        index = convergence(tuning)
         reached = tuning.trials[index] if index is not None else None
         rows.append(
             [

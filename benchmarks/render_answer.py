@@ -68,7 +68,7 @@ def answer_section(record: BenchRecord) -> str:
 def _pipeline_row(pipeline: PipelineRecord) -> list[str]:
     tuning = pipeline.tuning
     assert tuning.split is not None  # the caller keeps only pipelines with a split
-    index = convergence(tuning.trials, tuning.best_label)
+    index = convergence(tuning)
     reached = tuning.trials[index].elapsed_s if index is not None else None
     return _split_cells(pipeline.name, tuning.split, duration(reached))
 

@@ -41,6 +41,7 @@ from benchmarks.record import (
     Trial,
     Tuning,
     chosen_rate,
+    chosen_trial,
     coefficient_of_variation,
     convergence,
     first_within,
@@ -938,11 +939,11 @@ def test_without_re_measurement_the_final_best_is_the_chosen_configurations_tria
     rates = [100.0, 150.0, 400.0, 390.0, 330.0, 300.0, 420.0]
     trials = [Trial(n, "complete", rate, 30.0 * (n + 1)) for n, rate in enumerate(rates)]
     assert first_within([t.examples_per_sec for t in trials]) == 2
-    assert chosen_rate(trials, "trial 3") == 390.0
+    assert chosen_rate(_tuned(trials, "trial 3")) == 390.0
     assert first_within([t.examples_per_sec for t in trials], best=390.0) == 2
     trials[2] = Trial(2, "complete", 400.0, 90.0, reference="estimate")
-    assert chosen_rate(trials, "estimate") == 400.0
-    assert chosen_rate(trials, "trial 99") is None
+    assert chosen_rate(_tuned(trials, "estimate")) == 400.0
+    assert chosen_rate(_tuned(trials, "trial 99")) is None
 
 
 def test_a_trial_counts_by_its_re_measured_median_and_the_bar_is_the_chosen_ones_median():
@@ -952,9 +953,10 @@ def test_a_trial_counts_by_its_re_measured_median_and_the_bar_is_the_chosen_ones
     trials = [Trial(n, "complete", rate, 30.0 * (n + 1)) for n, rate in enumerate(rates)]
     trials[2] = dataclasses.replace(trials[2], reference="estimate", remeasured=385.0)
     trials[6] = dataclasses.replace(trials[6], remeasured=395.0)
-    assert chosen_rate(trials, "trial 6") == 395.0
-    assert convergence(trials, "trial 6") == 2
-    assert single_figure_convergence(trials, "trial 6") == 6
+    tuning = _tuned(trials, "trial 6")
+    assert chosen_rate(tuning) == 395.0
+    assert convergence(tuning) == 2
+    assert single_figure_convergence(tuning) == 6
     record = _with_model(trial=2)
     record.tuning = Tuning(**{**record.tuning.__dict__, "trials": trials, "best_label": "trial 6"})
     check = check_convergence(record)
@@ -963,6 +965,29 @@ def test_a_trial_counts_by_its_re_measured_median_and_the_bar_is_the_chosen_ones
     bench = bench_record()
     bench.pipelines = [record]
     assert f"- {record.name}: 100 150 300 [385] 250 330 310 420 [395]" in render(bench)
+
+
+def _tuned(trials: list[Trial], label: str, **changes: float) -> Tuning:
+    """A 60 s tune of `trials` that chose `label`."""
+    return Tuning(len(trials), 25, 60.0, 50.0, None, trials, label, "", [], **changes)
+
+
+def test_a_chosen_variant_no_trial_ran_counts_by_its_confirmed_median():
+    # tfperf chose trial 6's knobs with its precision reverted: no trial ran that, so its
+    # confirmed median is the bar, and no trial's figure stands in for it.
+    rates = [100.0, 150.0, 300.0, 250.0, 330.0, 310.0, 420.0]
+    trials = [Trial(n, "complete", rate, 30.0 * (n + 1)) for n, rate in enumerate(rates)]
+    label = "trial 6 with mixed_precision as written"
+    tuning = _tuned(trials, label, chosen_median=310.0, chosen_spread=0.02)
+    assert chosen_trial(trials, label) is None
+    assert chosen_rate(tuning) == 310.0
+    assert convergence(tuning) == 2 and single_figure_convergence(tuning) == 2
+    record = _with_model(trial=2)
+    record.tuning = dataclasses.replace(record.tuning, **tuning.__dict__)
+    bench = bench_record()
+    bench.pipelines = [record]
+    row = f"| 7 trials of 25 steps | 3 | 90 s | 50 s | 60 s | {label} | 7 complete |"
+    assert row in render(bench)
 
 
 def test_the_studys_re_measured_medians_land_on_the_trials_that_ran_them():
@@ -982,14 +1007,14 @@ def test_the_chosen_configuration_counts_by_its_confirmed_median_and_keeps_its_s
     assert [t.remeasured for t in figures] == [None, 285.0, 300.0]
     assert [t.selected for t in figures] == [None, None, 330.0]
     # Trial 2 (285) is within 5% of the confirmed 300, not of the 330 it was chosen on.
-    assert convergence(figures, "trial 2") == 1
+    assert convergence(_tuned(figures, "trial 2")) == 1
 
 
 def test_without_re_measured_medians_a_trial_counts_by_its_single_figure():
     trials = [Trial(n, "complete", rate, 30.0) for n, rate in enumerate([100.0, 380.0, 400.0])]
-    assert convergence(trials, "trial 2") == 1
+    assert convergence(_tuned(trials, "trial 2")) == 1
     trials[1] = dataclasses.replace(trials[1], remeasured=370.0)
-    assert convergence(trials, "trial 2") == 2  # its median, 92.5% of 400, is what counts
+    assert convergence(_tuned(trials, "trial 2")) == 2  # its median, 92.5% of 400, is what counts
 
 
 def test_tuned_beyond_the_limit_and_its_noise_is_called_the_models_error():
