@@ -232,6 +232,8 @@ class LoaderReport:
             (no workers, or a map-style dataset, which a sampler shards).
         worker_memory: the workers' private bytes and /dev/shm at the start and the end of
             a pass (copy-on-write growth); None: no workers, or not read.
+        one_thread_examples_per_sec: the train step alone on a cached batch with one
+            operator thread; None: not timed (the trainer's threads were set, or it failed).
     """
 
     workers: int
@@ -250,6 +252,7 @@ class LoaderReport:
     pinned_copy_s_per_batch: float | None = None
     pass_check: PassCheck | None = None
     worker_memory: WorkerMemory | None = None
+    one_thread_examples_per_sec: float | None = None
 
     @property
     def items_wait(self) -> bool | None:

@@ -137,3 +137,78 @@ def test_a_torch_recommendation_pastes_as_a_dataloader_call():
     )
     pasted = baseline_snippet(knobs.to_dict(), "torch")
     assert "'num_workers': 8" in pasted and "num_parallel_calls" not in pasted
+
+
+def _threads_case(one_thread: float | None, default_cores: float, threads: int | None = None):
+    """A profile whose step computes 32,000 examples/s under the trainer's default threads,
+    those keeping `default_cores` busy, and `one_thread` examples/s on one thread, against a
+    limit of 1,000 examples/s; and its baseline."""
+    from tests.fakes.trials import fake_result
+    from tfperf.results import CpuUsage, Limit, LimitBound, TimedValue
+    from tfperf.results.stages import LoaderReport
+
+    baseline = Knobs(batch_size=32, num_workers=0, torch_threads=threads)
+    result = fake_result(baseline, wait_s=0.01, compute_s=0.001)
+    compute = result.compute_only
+    assert compute is not None and compute.examples_per_sec == pytest.approx(32_000)
+    percent = default_cores * 100
+    samples = [TimedValue(record.start_s, percent) for record in compute.records]
+    result.cpu = CpuUsage(percent, percent, 2, samples)
+    result.limit = Limit(1_000, LimitBound.PARALLEL_STAGE, "the workers bind", [])
+    result.loader = LoaderReport(
+        workers=0, persistent_workers=False, workers_estimate=8,
+        one_thread_examples_per_sec=one_thread,
+    )  # fmt: skip
+    return result, baseline
+
+
+def _estimated(one_thread: float | None, default_cores: float, threads: int | None = None):
+    """`trainer_threads` of `_threads_case`, and the threads its estimate runs."""
+    from tfperf.frameworks.torch._limit import trainer_threads
+
+    result, baseline = _threads_case(one_thread, default_cores, threads)
+    estimate = frameworks.get("torch").estimate(result, baseline)
+    assert result.loader is not None and estimate is not None
+    assert estimate.knobs.num_workers == 8
+    return trainer_threads(result, result.loader), estimate.knobs.torch_threads
+
+
+def test_the_estimate_runs_the_trainer_on_one_thread_only_where_that_frees_cores():
+    # Default threads keep 2 cores busy (62.5 µs per example); one thread costs 50 µs and
+    # runs 20x the limit: it frees CPU for the workers at no cost in rate.
+    assert _estimated(20_000, 2.0) == (1, 1)
+    # One thread under twice the limit (`HEADROOM`): the step could bind; threads are kept.
+    assert _estimated(1_500, 2.0) == (None, None)
+    # Default threads cost no more CPU than one (31 µs against 50 µs): nothing to free.
+    assert _estimated(20_000, 1.0) == (None, None)
+    # Not measured (the knobs set the threads): nothing is decided for the user.
+    assert _estimated(None, 2.0) == (None, None)
+    # The user's own thread count stands even where one thread would free cores.
+    assert _estimated(20_000, 2.0, threads=2) == (1, 2)
+
+
+def test_the_threads_finding_stands_only_where_one_thread_frees_contended_cores():
+    from tfperf.frameworks.torch._limit import threads_finding
+
+    result, _ = _threads_case(20_000, 2.0)
+    assert result.loader is not None
+    result.compute_slowdown = 3.0  # steps compute 3x slower end to end: the cores contend
+    finding = threads_finding(result, result.loader)
+    assert finding is not None and finding.rule == "trainer-threads"
+    assert finding.text == (
+        "The train step runs on torch's default threads, one per core, which spin on the cores "
+        "the workers need: it costs 62.5 µs CPU per example there, against 50 µs on one "
+        "thread, where alone it still runs 20,000 examples/s, 20x the limit."
+    )
+    assert "torch.set_num_threads(1)" in finding.fix
+    # (1 - wait) of the step computes, 2/3 of that is the slowdown, 1/5 of its CPU is saved.
+    assert finding.weight == pytest.approx((1 - result.input_wait_fraction) * 2 / 3 * 0.2)
+    result.compute_slowdown = 1.1  # no contention: nothing to relieve
+    assert threads_finding(result, result.loader) is None
+    result.compute_slowdown = 3.0
+    result.knobs = {**result.knobs, "torch_threads": 2}  # the threads were set: not told
+    assert threads_finding(result, result.loader) is None
+    slow, _ = _threads_case(1_500, 2.0)  # one thread would bind: threads are kept
+    assert slow.loader is not None
+    slow.compute_slowdown = 3.0
+    assert threads_finding(slow, slow.loader) is None

@@ -38,6 +38,8 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     assert loader.wall_s_per_item is not None and loader.cpu_s_per_item is not None
     assert loader.wall_s_per_item >= 0.001 > loader.cpu_s_per_item
     assert loader.workers_estimate is not None and loader.workers_estimate >= 1
+    # The trainer's threads were left to torch: the step was also timed on one thread.
+    assert loader.one_thread_examples_per_sec is not None and loader.one_thread_examples_per_sec > 0
     assert loader.host_ram_peak_bytes and loader.workers_ram_peak_bytes is not None
     # No CUDA here: no copy is timed and no GPU gets torch's allocator peak.
     assert loader.copy_s_per_batch is None and result.host_copy() is None

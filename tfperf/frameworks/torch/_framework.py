@@ -29,6 +29,7 @@ from tfperf.frameworks import (
 )
 from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
+from tfperf.frameworks.torch._limit import trainer_threads
 from tfperf.frameworks.torch._runner import LoaderMeasurement, ScriptMeasurement
 from tfperf.frameworks.torch._training import probe_one
 from tfperf.measure import drive
@@ -172,11 +173,15 @@ class Torch(Framework):
 
     def estimate(self, result: ProfileResult, baseline: Knobs) -> Estimate | None:
         """Little's law on the baseline's items: the workers beyond which more add no speed, kept
-        alive across epochs (`_limit.workers_for`)."""
+        alive across epochs (`_limit.workers_for`), and the trainer on the threads the limit
+        counts it on (`_limit.trainer_threads`)."""
         loader, limit = result.loader, result.limit
         if loader is None or loader.workers_estimate is None or limit is None:
             return None
         knobs = _with_workers(baseline, loader.workers_estimate, persistent=True)
+        threads = trainer_threads(result, loader)
+        if threads is not None and baseline.torch_threads is None:
+            knobs = knobs.replace(torch_threads=threads)
         return Estimate(knobs=knobs, predicted_examples_per_sec=limit.examples_per_sec)
 
 

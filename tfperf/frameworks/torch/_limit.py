@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 
-from tfperf.findings import INPUT_RATES
+from tfperf.findings import CONTENTION_AT, INPUT_RATES
 from tfperf.frameworks.torch._items import ItemTiming, workers_for
+from tfperf.frameworks.torch._sites import THREADS_KNOB
 from tfperf.knobs import KNOBS
 from tfperf.knobs.declare import SearchContext
 from tfperf.measure import model_cpu_s_per_example
-from tfperf.results import Limit, LimitBound, LimitTerm, ProfileResult, Verdict
+from tfperf.results import RATE_NOISE, Limit, LimitBound, LimitTerm, ProfileResult, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import LoaderReport
 
@@ -45,26 +46,21 @@ def estimate_workers(timing: ItemTiming, rate: float, cores: int) -> int:
     return min(int(2 ** math.ceil(math.log2(needed))), WORKER_CAP)
 
 
-def loader_limit(
-    result: ProfileResult, loader: LoaderReport, cores: int, one_thread: float | None = None
-) -> Limit | None:
+def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Limit | None:
     """The rate no configuration of this DataLoader pipeline can exceed here; None without a
-    compute-only phase. `one_thread`: the step's rate alone on one operator thread, when
-    measured (the better of it and the compute-only phase is the step's ceiling)."""
+    compute-only phase. The step's ceiling is the better of the compute-only phase and its
+    rate on one operator thread, where that was measured."""
     compute = result.compute_only
     if compute is None or compute.examples_per_sec <= 0:
         return None
+    one_thread = loader.one_thread_examples_per_sec
     step = f"the train step alone on a cached batch: {compute.examples_per_sec:,.0f} examples/s"
     rate = compute.examples_per_sec
     if one_thread is not None and one_thread > rate:
         step = f"the train step alone on a cached batch, one thread: {one_thread:,.0f} examples/s"
         rate = one_thread
     terms = [LimitTerm(LimitBound.COMPUTE, rate, step)]
-    model_cpu = model_cpu_s_per_example(result)
-    if one_thread is not None and one_thread > 0:
-        # One operator thread keeps at most one core busy: the step costs at most 1/rate CPU
-        # seconds per example there, often far less than its threads spin for by default.
-        model_cpu = min(model_cpu, 1 / one_thread) if model_cpu is not None else 1 / one_thread
+    model_cpu = _step_cpu_s_per_example(result, loader)
     item_cpu = loader.cpu_s_per_item
     if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:
         terms.append(
@@ -84,6 +80,60 @@ def loader_limit(
         bound_by=binding.bound_by,
         explanation=_explanation(binding, loader, rate),
         terms=terms,
+    )
+
+
+def _step_cpu_s_per_example(result: ProfileResult, loader: LoaderReport) -> float | None:
+    """The step's CPU seconds per example at its cheapest: one operator thread keeps at most
+    one core busy, so there the step costs at most 1/rate, often far less than torch's
+    default threads spin for (`model_cpu_s_per_example`, the compute-only phase's CPU)."""
+    model_cpu = model_cpu_s_per_example(result)
+    one_thread = loader.one_thread_examples_per_sec
+    if one_thread is None or one_thread <= 0:
+        return model_cpu
+    return min(model_cpu, 1 / one_thread) if model_cpu is not None else 1 / one_thread
+
+
+def trainer_threads(result: ProfileResult, loader: LoaderReport) -> int | None:
+    """1 where the step on one operator thread outruns the limit `HEADROOM` times over and
+    costs less CPU per example than under torch's default threads: one thread then frees
+    cores for the workers at no cost in rate, as the limit's CPU term already counts. None
+    (keep the trainer's threads) where either was not measured or does not hold."""
+    one_thread, limit = loader.one_thread_examples_per_sec, result.limit
+    default_cpu = model_cpu_s_per_example(result)
+    if one_thread is None or one_thread <= 0 or limit is None or default_cpu is None:
+        return None
+    fast_enough = one_thread >= HEADROOM * limit.examples_per_sec
+    return 1 if fast_enough and 1 / one_thread < default_cpu / (1 + RATE_NOISE) else None
+
+
+def threads_finding(result: ProfileResult, loader: LoaderReport) -> Finding | None:
+    """The step on torch's default threads where one thread would free the cores the workers
+    need (`trainer_threads`) and steps compute slower end to end than on cached batches (the
+    cores are contended); None otherwise. Weighed as the contention it relieves: the
+    computing part of a step beyond the cached batches' compute, times the share of the
+    step's CPU one thread saves."""
+    slowdown, one_thread = result.compute_slowdown, loader.one_thread_examples_per_sec
+    default_cpu, limit = model_cpu_s_per_example(result), result.limit
+    if slowdown is None or slowdown < CONTENTION_AT or result.knobs.get(THREADS_KNOB) is not None:
+        return None
+    if trainer_threads(result, loader) != 1 or one_thread is None or default_cpu is None:
+        return None
+    assert limit is not None  # `trainer_threads` decides only against a limit
+    one_cpu = 1 / one_thread
+    compute = result.compute_only
+    return Finding(
+        "trainer-threads",
+        Level.FIX,
+        f"The train step runs on torch's default threads, one per core, which spin on the "
+        f"cores the workers need: it costs {default_cpu * 1e6:,.3g} µs CPU per example there, "
+        f"against {one_cpu * 1e6:,.3g} µs on one thread, where alone it still runs "
+        f"{one_thread:,.0f} examples/s, {one_thread / limit.examples_per_sec:.0f}x the limit.",
+        "Set `torch.set_num_threads(1)` in the trainer (torch_threads=1), as the estimate "
+        "of `tfperf tune` does.",
+        Evidence("compute_only", compute.steps if compute is not None else None),
+        weight=(1 - result.input_wait_fraction) * (1 - 1 / slowdown) * (1 - one_cpu / default_cpu),
+        origin="torch",
     )
 
 

@@ -41,7 +41,12 @@ from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
 from tfperf.frameworks.torch._findings import loader_findings, with_check_notes
 from tfperf.frameworks.torch._items import time_items
-from tfperf.frameworks.torch._limit import estimate_workers, loader_limit, rate_finding
+from tfperf.frameworks.torch._limit import (
+    estimate_workers,
+    loader_limit,
+    rate_finding,
+    threads_finding,
+)
 from tfperf.frameworks.torch._pass import PASS_SECONDS, CheckedPass, check_pass
 from tfperf.frameworks.torch._script import profile_script_pipeline
 from tfperf.hardware import detect_machine
@@ -177,7 +182,7 @@ def _finished(
     result.loader = report
     for gpu, peak in zip(result.gpus, _torch.allocator_peaks(), strict=False):
         gpu.torch_allocator_peak_bytes = peak  # torch and NVML list the visible GPUs alike
-    result.limit = loader_limit(result, report, cores, one_thread)
+    result.limit = loader_limit(result, report, cores)
     return _with_loader_findings(result, report)
 
 
@@ -186,8 +191,8 @@ def _with_loader_findings(result: ProfileResult, report: LoaderReport) -> Profil
     (`_limit.rate_finding`), what the checked pass found (`_findings`; duplicated data makes
     every rate wrong, so it weighs most and leads), and a fix that turns persistent_workers
     on saying what to check (`_findings.with_check_notes`)."""
-    rate = rate_finding(result, report)
-    own = [*loader_findings(report), *([rate] if rate is not None else [])]
+    rate, threads = rate_finding(result, report), threads_finding(result, report)
+    own = [*loader_findings(report), *(f for f in (rate, threads) if f is not None)]
     return findings.conclude(result, framework=[*own, *with_check_notes(result.findings)])
 
 
@@ -303,6 +308,7 @@ def _loader_report(
         workers=options["num_workers"],
         persistent_workers=options["persistent_workers"],
         first_batch_s=result.end_to_end.warmup.time_to_first_batch_s,
+        one_thread_examples_per_sec=one_thread,
     )
     try:
         timing = time_items(
