@@ -76,3 +76,17 @@ def test_a_restart_inside_the_window_is_charged_once_not_twice() -> None:
     kept = with_start_up(phase, 100, restarts_workers=False, restart=restart)
     # Kept workers pay what the measured restart of their iterator cost, once per epoch.
     assert kept.examples_per_sec == pytest.approx(100 * 32 / (100 * 0.1 + 1.0))
+
+
+def test_a_loader_of_unknown_length_is_charged_once_per_pass_the_window_saw() -> None:
+    # An IterableDataset has no length: its epoch is the pass the window saw restart, not
+    # the window, which here holds two passes' steps.
+    phase = _phase(WARM, steady=20, restart_wait_s=1.05)
+    restart = restart_cost(phase, EpochInfo(steps=None))
+    assert restart is not None and 0 < restart.epoch_steps < phase.steps
+    unknown = with_start_up(phase, None, restart=restart)
+    assert unknown == with_start_up(phase, restart.epoch_steps, restart=restart)
+    assert (
+        unknown.examples_per_sec
+        < with_start_up(phase, phase.steps, restart=restart).examples_per_sec
+    )

@@ -44,7 +44,8 @@ def with_start_up(
     """`phase` with its rate over a real epoch of `epoch_steps` batches, start-up included.
 
     Args:
-        epoch_steps: batches in a real epoch; None (or < 1): the window's own steps.
+        epoch_steps: batches in a real epoch; None (or < 1): the pass `restart` observed,
+            else the window's own steps.
         restarts_workers: the loader starts its workers at each epoch (`starts_each_epoch`).
         restart: the restarts measured inside the window (the profile's `restarts`), if any.
 
@@ -66,9 +67,20 @@ def with_start_up(
         start_up_s = restart.seconds_per_restart if restart is not None else 0.0
     if start_up_s == 0.0 and in_window == 0.0:
         return phase
-    steps = epoch_steps if epoch_steps is not None and epoch_steps > 0 else phase.steps
+    steps = _epoch_steps(phase, epoch_steps, restart)
     epoch_s = steps * step_s + start_up_s
     per_step = phase.examples / phase.steps
     return dataclasses.replace(
         phase, examples_per_sec=steps * per_step / epoch_s, steps_per_sec=steps / epoch_s
     )
+
+
+def _epoch_steps(phase: PhaseResult, given: int | None, restart: RestartCost | None) -> int:
+    """Batches in a real epoch: `given`; else the pass the window saw restart (an
+    `IterableDataset` has no length, and a window of several of its passes is not one
+    epoch); else the window's own steps."""
+    if given is not None and given > 0:
+        return given
+    if restart is not None and restart.epoch_steps > 0:
+        return restart.epoch_steps
+    return phase.steps
