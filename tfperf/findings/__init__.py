@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from tfperf.findings._conclude import answer, conclude, named_limiting
 from tfperf.findings._facts import PARALLEL_ARGUMENT
+from tfperf.findings._frozen import TRAINING_HAZARD_WEIGHT
 from tfperf.findings._rules import CONTENTION_AT, DISTURBED_BELOW, INPUT_RATES
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "DISTURBED_BELOW",
     "INPUT_RATES",
     "PARALLEL_ARGUMENT",
+    "TRAINING_HAZARD_WEIGHT",
     "answer",
     "conclude",
     "named_limiting",

@@ -50,3 +50,38 @@ def test_a_fix_that_keeps_the_workers_says_what_to_check() -> None:
     assert with_check_notes([noted]) == []  # said once
     said = dataclasses.replace(restarts, fix=f"{restarts.fix} (check that set_epoch still acts)")
     assert with_check_notes([said]) == []  # the fix already says what to check
+
+
+def _streamed(passes: list[list[int]], workers: int = 4, check: PassCheck | None = SHARDED):
+    """`worker_shards` on an end-to-end window of `passes` (each its batches' sizes), the last
+    pass cut short by the window's end."""
+    from tests.fakes.trials import fake_result
+    from tfperf.frameworks.torch._findings import worker_shards
+    from tfperf.knobs import Knobs
+    from tfperf.results import StepRecord
+
+    result = fake_result(Knobs(batch_size=8), wait_s=0.01)
+    sizes = [(epoch, size) for epoch, batches in enumerate(passes) for size in batches]
+    records = [StepRecord(0.01 * i, 0.005, 0.005, n, e, False) for i, (e, n) in enumerate(sizes)]
+    result.end_to_end = dataclasses.replace(result.end_to_end, records=records)
+    return worker_shards(result, LoaderReport(workers, False, pass_check=check))
+
+
+def test_a_stream_whose_workers_each_end_short_is_told_what_training_sees() -> None:
+    # 4 workers each batch their 30 of 120 examples: 3 batches of 8 and one of 6 each.
+    pass_ = [8] * 12 + [6] * 4
+    found = _streamed([pass_, pass_, pass_[:5]])
+    assert found is not None and (found.rule, found.level) == ("worker-shards", Level.NOTE)
+    assert found.text.startswith(
+        "Each of the 4 workers batches its own share of Lines's stream, so a pass ends in 4 "
+        "short batches (6 examples) of 16, where one stream ends in one at most"
+    )
+    assert found.fix.endswith("a multiple of 8 examples makes none; drop_last=True drops "
+                              "them (24 examples a pass).")  # fmt: skip
+    assert (found.evidence.samples, found.evidence.unit) == (2, "passes")  # the cut one aside
+    # One short batch a pass is what one stream makes: nothing to say. Nor with one worker, a
+    # map-style dataset (no pass check: a sampler fills its batches), or no whole pass.
+    assert _streamed([[8] * 14 + [2], [8] * 14 + [2], [8]]) is None
+    assert _streamed([pass_, pass_, [8]], workers=1) is None
+    assert _streamed([pass_, pass_, [8]], check=None) is None
+    assert _streamed([pass_]) is None

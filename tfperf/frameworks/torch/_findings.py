@@ -10,6 +10,9 @@ is wrong, so the short answer names it beside the speed figures:
 - `worker-memory-growth` (fix): each worker copies the dataset's pages as it reads them;
 - `shm-short` (fix): /dev/shm, where the batches in flight live, is nearly full.
 
+`worker-shards` (note) reads the end-to-end window instead: an `IterableDataset`'s workers each
+batch their own share of the stream, so each pass ends in a short batch a worker.
+
 And a finding whose fix turns a knob on that declares what to check (`Knob.check_note`:
 `persistent_workers=True` keeps the workers' dataset copies and random state) says it, in the
 DataLoader's words (`with_check_notes`).
@@ -22,8 +25,13 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import statistics
+from collections.abc import Sequence
 
+from tfperf.findings import TRAINING_HAZARD_WEIGHT
 from tfperf.knobs import KNOBS
+from tfperf.results import ProfileResult, StepRecord
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import LoaderReport
 
@@ -71,6 +79,49 @@ def loader_findings(loader: LoaderReport) -> list[Finding]:
                 Finding(rule, Level.FIX, words, fix, evidence, weight=MEMORY_WEIGHT, origin="torch")
             )
     return found
+
+
+def worker_shards(result: ProfileResult, loader: LoaderReport) -> Finding | None:
+    """Under workers, an `IterableDataset`'s passes that end in more than one short batch
+    (each worker batches its own share of the stream): what training sees changes with the
+    workers. Read from the end-to-end window's whole passes; None where the loader has under
+    two workers, is map-style (no `pass_check`: a sampler fills its batches), or the window
+    holds no whole pass, or its passes end in one short batch at most."""
+    check = loader.pass_check
+    records = result.end_to_end.records
+    if check is None or loader.workers < 2 or not records:
+        return None
+    full = max(record.examples for record in records)
+    passes = _whole_passes(records)
+    shorts = [[r.examples for r in batches if r.examples < full] for batches in passes]
+    if not passes or statistics.fmean(len(short) for short in shorts) <= 1:
+        return None
+    short = round(statistics.fmean(len(s) for s in shorts))
+    batches = round(statistics.fmean(len(batches) for batches in passes))
+    sizes = sorted({size for s in shorts for size in s})
+    size = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
+    dropped = round(statistics.fmean(sum(s) for s in shorts))
+    return Finding(
+        "worker-shards",
+        Level.NOTE,
+        f"Each of the {loader.workers} workers batches its own share of {check.dataset}'s "
+        f"stream, so a pass ends in {short} short batches ({size} examples) of {batches}, where "
+        "one stream ends in one at most: training sees other batches than with "
+        "num_workers=0, and a step compiled for one batch shape compiles again for the short "
+        "ones.",
+        f"Fewer workers make fewer; a stream split so that each worker yields a multiple of "
+        f"{full} examples makes none; drop_last=True drops them ({dropped} examples a pass).",
+        Evidence("end_to_end", len(passes), None, unit="passes"),
+        relies_on=(f"{check.dataset} is an IterableDataset",),
+        weight=TRAINING_HAZARD_WEIGHT * short / batches,
+        origin="torch",
+    )
+
+
+def _whole_passes(records: Sequence[StepRecord]) -> list[list[StepRecord]]:
+    """The window's passes that a later pass followed (the last may have been cut short)."""
+    passes = [list(group) for _, group in itertools.groupby(records, key=lambda r: r.epoch)]
+    return passes[:-1]
 
 
 def with_check_notes(findings: list[Finding]) -> list[Finding]:

@@ -39,7 +39,7 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
-from tfperf.frameworks.torch._findings import loader_findings, with_check_notes
+from tfperf.frameworks.torch._findings import loader_findings, with_check_notes, worker_shards
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import (
     estimate_workers,
@@ -192,7 +192,8 @@ def _with_loader_findings(result: ProfileResult, report: LoaderReport) -> Profil
     every rate wrong, so it weighs most and leads), and a fix that turns persistent_workers
     on saying what to check (`_findings.with_check_notes`)."""
     rate, threads = rate_finding(result, report), threads_finding(result, report)
-    own = [*loader_findings(report), *(f for f in (rate, threads) if f is not None)]
+    shards = worker_shards(result, report)
+    own = [*loader_findings(report), *(f for f in (rate, threads, shards) if f is not None)]
     return findings.conclude(result, framework=[*own, *with_check_notes(result.findings)])
 
 
