@@ -43,6 +43,24 @@ def test_a_blocking_item_reads_as_blocking_and_names_its_line() -> None:
     assert "(blocking" in timing.describe()[0]
 
 
+def test_an_item_of_a_library_wrapper_is_named_where_the_user_wrote_it() -> None:
+    # random_split hands the loader torch's Subset, ConcatDataset joins datasets: the item
+    # that costs is the user's, named by the first of the user's functions a fetch calls.
+    split, _ = torch.utils.data.random_split(Blocking(), [0.5, 0.5])
+    joined = torch.utils.data.ConcatDataset([Blocking(), Blocking()])
+    line = Blocking.__getitem__.__code__.co_firstlineno
+    for wrapped in (split, joined):
+        timing = time_items(wrapped, count=2, batch_size=2)
+        assert timing.item_function == "Blocking.__getitem__"
+        assert timing.item_where == f"test_items.py:{line}"
+        assert timing.wall_s_per_item >= 0.002
+    # A library's dataset that calls none of the user's datasets keeps its own name.
+    tensors = torch.utils.data.TensorDataset(torch.zeros(4, 2))
+    timing = time_items(tensors, count=2, batch_size=2)
+    assert timing.item_function == "TensorDataset.__getitem__"
+    assert timing.item_where is not None and timing.item_where.startswith("torch/")
+
+
 def test_times_exactly_on_fake_clocks_and_round_trips() -> None:
     ticks = itertools.count()
 

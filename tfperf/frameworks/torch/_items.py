@@ -12,6 +12,10 @@ here, in this process, tells the two usual causes of a slow loader apart:
 CPU time is the calling thread's (`time.thread_time`), so work another thread does for the
 item is not counted: a `Dataset` that hands its work to a thread pool reads as blocking.
 
+Items are named where the user wrote them: a dataset whose method is a library's (a `Subset`
+that `random_split` made, a `ConcatDataset`) is named by the user's dataset method of the same
+name that one fetch calls (`_own_item_function`), the library's own where it calls none.
+
 Interface (the framework calls these):
 
 - `time_items(dataset, collate_fn=None, *, count, batch_size) -> ItemTiming`;
@@ -34,7 +38,10 @@ import functools
 import inspect
 import math
 import os
+import sys
+import sysconfig
 import time
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -155,6 +162,7 @@ def time_items(
             f"`count >= 1 and batch_size >= 1` must hold, but got {count=}, {batch_size=}"
         )
     function, fetch = _fetcher(dataset)
+    function, where = _own_item_function(dataset, function)
     items: list[Any] = []
     walls: list[float] = []
     cpus: list[float] = []
@@ -178,7 +186,7 @@ def time_items(
         cpu_s_per_item=_mean(cpus),
         max_wall_s=max(walls, default=0.0),
         item_function=function,
-        item_where=_where(getattr(type(dataset), function.rpartition(".")[2], None)),
+        item_where=where,
         batch_size=batch_size,
         batches=len(batch_walls),
         collate_wall_s_per_batch=_mean(batch_walls) if batch_walls else None,
@@ -236,6 +244,64 @@ def _fetcher(dataset: Any) -> tuple[str, Iterator[Any]]:
         indices = range(length) if length is not None else _naturals()
         return f"{cls}.__getitem__", (dataset[index] for index in indices)
     return f"{cls}.__iter__", iter(dataset)
+
+
+def _own_item_function(dataset: Any, function: str) -> tuple[str, str | None]:
+    """`function` (`Cls.__getitem__`) and where it is defined; where that is a library's, the
+    first function of the user's that fetching one item calls, and where that is defined (the
+    dataset's own method where no such call is made, or the fetch fails)."""
+    method = getattr(type(dataset), function.rpartition(".")[2], None)
+    target = _unwrapped(method)
+    code = getattr(target, "__code__", None)
+    if code is None or not _in_library(code.co_filename):
+        return function, _where(method)
+    protocol = function.rpartition(".")[2]
+    own = _first_own_call(lambda: next(_fetcher(dataset)[1]), protocol)
+    if own is None:
+        return function, _where(method)
+    name = getattr(own, "co_qualname", own.co_name)
+    return name, f"{_shown_path(own.co_filename)}:{own.co_firstlineno}"
+
+
+def _first_own_call(fetch: Callable[[], Any], protocol: str) -> types.CodeType | None:
+    """The code of the first `protocol` method (`__getitem__`, `__iter__`) outside libraries
+    that `fetch()` calls: the user's dataset behind a library's wrapper, not a transform the
+    library's own dataset calls back. None if none is called, or `fetch` raises (the timing
+    then says what went wrong)."""
+    found: list[types.CodeType] = []
+
+    def hook(frame: types.FrameType, event: str, _arg: Any) -> None:
+        code = frame.f_code
+        named = event == "call" and code.co_name == protocol
+        if not found and named and not _in_library(code.co_filename):
+            found.append(code)
+
+    previous = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        fetch()
+    except Exception:  # the timed fetches meet it again and say so
+        return None
+    finally:
+        sys.setprofile(previous)
+    return found[0] if found else None
+
+
+def _in_library(filename: str) -> bool:
+    """Whether `filename` is Python's own, an installed package's (tfperf's included) or not
+    a file at all (`<frozen ...>`)."""
+    if filename.startswith("<"):
+        return True
+    path = os.path.realpath(filename)
+    return any(path.startswith(root + os.sep) for root in _library_roots())
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.add(str(Path(__file__).parents[2]))  # tfperf itself
+    return tuple(os.path.realpath(root) for root in roots)
 
 
 def _naturals() -> Iterator[int]:
