@@ -139,15 +139,17 @@ def test_a_torch_recommendation_pastes_as_a_dataloader_call():
     assert "'num_workers': 8" in pasted and "num_parallel_calls" not in pasted
 
 
-def _threads_case(one_thread: float | None, default_cores: float, threads: int | None = None):
-    """A profile whose step computes 32,000 examples/s under the trainer's default threads,
-    those keeping `default_cores` busy, and `one_thread` examples/s on one thread, against a
-    limit of 1,000 examples/s; and its baseline."""
+def _threads_case(
+    one_thread: float | None, default_cores: float, threads: int | None = None, workers: int = 2
+):
+    """A profile of a loader with `workers` workers whose step computes 32,000 examples/s under
+    the trainer's default threads, those keeping `default_cores` busy, and `one_thread`
+    examples/s on one thread, against a limit of 1,000 examples/s; and its baseline."""
     from tests.fakes.trials import fake_result
     from tfperf.results import CpuUsage, Limit, LimitBound, TimedValue
     from tfperf.results.stages import LoaderReport
 
-    baseline = Knobs(batch_size=32, num_workers=0, torch_threads=threads)
+    baseline = Knobs(batch_size=32, num_workers=workers, torch_threads=threads)
     result = fake_result(baseline, wait_s=0.01, compute_s=0.001)
     compute = result.compute_only
     assert compute is not None and compute.examples_per_sec == pytest.approx(32_000)
@@ -156,7 +158,7 @@ def _threads_case(one_thread: float | None, default_cores: float, threads: int |
     result.cpu = CpuUsage(percent, percent, 2, samples)
     result.limit = Limit(1_000, LimitBound.PARALLEL_STAGE, "the workers bind", [])
     result.loader = LoaderReport(
-        workers=0, persistent_workers=False, workers_estimate=8,
+        workers=workers, persistent_workers=False, workers_estimate=8,
         one_thread_examples_per_sec=one_thread,
     )  # fmt: skip
     return result, baseline
@@ -208,6 +210,9 @@ def test_the_threads_finding_stands_only_where_one_thread_frees_contended_cores(
     result.compute_slowdown = 3.0
     result.knobs = {**result.knobs, "torch_threads": 2}  # the threads were set: not told
     assert threads_finding(result, result.loader) is None
+    alone, _ = _threads_case(20_000, 2.0, workers=0)  # no workers: no cores to free
+    alone.compute_slowdown = 3.0
+    assert alone.loader is not None and threads_finding(alone, alone.loader) is None
     slow, _ = _threads_case(1_500, 2.0)  # one thread would bind: threads are kept
     assert slow.loader is not None
     slow.compute_slowdown = 3.0

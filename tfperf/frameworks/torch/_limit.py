@@ -109,13 +109,15 @@ def trainer_threads(result: ProfileResult, loader: LoaderReport) -> int | None:
 
 def threads_finding(result: ProfileResult, loader: LoaderReport) -> Finding | None:
     """The step on torch's default threads where one thread would free the cores the workers
-    need (`trainer_threads`) and steps compute slower end to end than on cached batches (the
-    cores are contended); None otherwise. Weighed as the contention it relieves: the
-    computing part of a step beyond the cached batches' compute, times the share of the
-    step's CPU one thread saves."""
+    need (`trainer_threads`), the loader has workers, and steps compute slower end to end than
+    on cached batches (the cores are contended); None otherwise. Weighed as the contention it
+    relieves: the computing part of a step beyond the cached batches' compute, times the
+    share of the step's CPU one thread saves."""
     slowdown, one_thread = result.compute_slowdown, loader.one_thread_examples_per_sec
     default_cpu, limit = model_cpu_s_per_example(result), result.limit
     if slowdown is None or slowdown < CONTENTION_AT or result.knobs.get(THREADS_KNOB) is not None:
+        return None
+    if loader.workers < 1:  # the items load on the trainer's thread: no cores to free
         return None
     if trainer_threads(result, loader) != 1 or one_thread is None or default_cpu is None:
         return None
