@@ -341,3 +341,43 @@ def test_each_pass_s_worker_start_in_iter_loader_is_clocked_as_its_first_wait(
     )
     assert run.waits_s == (5.0, 0.0, 0.0, 0.0, 5.0, 0.0)  # two epochs of 4 batches
     assert run.first_batch_s == 5.0
+
+
+#: A sharded stream of 40 items under 2 kept workers, batches of 8: each worker yields 20
+#: items, two batches of 8 and one of 4, so a pass ends in 2 short batches.
+KEPT_STREAM = """\
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+
+class Lines(IterableDataset):
+    def __iter__(self):
+        info = get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        return ((torch.full((2,), float(i)), i % 2) for i in range(start, 40, step))
+
+
+loader = DataLoader(Lines(), batch_size=8, num_workers=2, persistent_workers=True)
+net = torch.nn.Linear(2, 2)
+for epoch in range(100):
+    for x, y in loader:
+        net(x).sum().backward()
+"""
+
+
+def test_a_script_s_kept_workers_are_let_go_so_its_pass_is_checked(tmp_path: Path) -> None:
+    """The script's persistent iterator is shut down after its phases: the loader lets it go,
+    so the checked pass starts workers anew and the stream's short batches are told."""
+    from tfperf import frameworks
+    from tfperf.frameworks import ProfileRequest
+    from tfperf.pipeline import load_pipeline
+
+    path = tmp_path / "train.py"
+    path.write_text(KEPT_STREAM)
+    pipeline = load_pipeline(path, [])
+    result = frameworks.get("torch").profile(pipeline, None, ProfileRequest(steps=12, warmup=1))
+    loader = result.loader
+    assert loader is not None and loader.workers == 2 and loader.persistent_workers
+    assert loader.pass_check is not None and loader.pass_check.examples == 40
+    shards = next(f for f in result.findings if f.rule == "worker-shards")
+    assert "a pass ends in 2 short batches (4 examples) of 6" in shards.text and shards.hazard

@@ -27,6 +27,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from tfperf.frameworks.torch._sites import LoaderRecorder
+from tfperf.frameworks.torch._torch import forget_iterator
 from tfperf.probes import MemorySampler
 from tfperf.results import Phase
 
@@ -176,7 +177,7 @@ class _Restartable:
 
     def close(self) -> None:
         while self.made:
-            _shut_down(self.made.pop())
+            _shut_down(self.made.pop(), self.loader)
 
 
 class _Continued:
@@ -273,7 +274,7 @@ class Timer:
     def close(self) -> None:
         """Shuts down the workers of every iterator this run made."""
         while self._inners:
-            _shut_down(self._inners.pop())
+            _shut_down(self._inners.pop(), self.loader)
 
 
 class _Timed:
@@ -346,12 +347,15 @@ def cuda_sync() -> None:
         torch.cuda.synchronize()
 
 
-def _shut_down(iterator: Any) -> None:
+def _shut_down(iterator: Any, loader: Any) -> None:
     """Stops a DataLoader iterator's worker processes now, not when it is collected.
 
     torch's multiprocessing iterator shuts its workers down in `_shutdown_workers` (what its
-    `__del__` calls); a persistent loader keeps the iterator, so collection would not.
+    `__del__` calls); a persistent loader keeps the iterator, so collection would not, and
+    its next `iter(loader)` would reuse the stopped one: the loader lets it go
+    (`_torch.forget_iterator`), so a later pass (the checked one) starts workers anew.
     """
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()
+    forget_iterator(loader, iterator)

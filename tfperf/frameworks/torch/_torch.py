@@ -231,3 +231,10 @@ def describe(batch: Any) -> str:
         name = str(dtype).removeprefix("torch.")
         parts.append(f"{name}[{', '.join(str(int(size)) for size in shape)}]")
     return f"({', '.join(parts)})" if len(parts) != 1 else parts[0]
+
+
+def forget_iterator(loader: Any, iterator: Any) -> None:
+    """Lets a persistent `loader` drop `iterator`, its kept one, once its workers are shut
+    down: its next `iter(loader)` then starts new workers rather than reusing stopped ones."""
+    if getattr(loader, "_iterator", None) is iterator:
+        loader._iterator = None
