@@ -29,7 +29,7 @@ from tfperf.measure._restarts import (
 from tfperf.pipeline import load_pipeline
 from tfperf.results import Phase, ProfileResult, StepRecord, Verdict
 from tfperf.results.findings import Level
-from tfperf.results.stages import EpochSource, RestartCost, RestartEvidence, StageKind
+from tfperf.results.stages import EpochSource, LoaderReport, RestartCost, RestartEvidence, StageKind
 
 # 4 steps an epoch; the first step of each later epoch waits 1 s for a shuffle buffer.
 WAITS = [1.0, 0.001, 0.001, 0.001]
@@ -453,10 +453,26 @@ def test_a_restart_that_waits_no_longer_than_a_step_is_said_to_cost_nothing():
     # beside waits of 40 ms.
     cost = restart_cost(_waits_phase([0.04] * 4, steady_s=0.04))
     assert cost is not None and cost.seconds_per_restart == 0 and not cost.dominates
-    found = restart_finding(cost, loader=True)
+    found = restart_finding(cost, loader=LoaderReport(0, False))
     assert found is not None and found.level is Level.NOTE
     assert found.text == (
         "The DataLoader's pass restarted 4 times in the window, and a restart waited no longer "
         "than the steps between them: restarts cost nothing measurable here."
     )
     assert found.evidence.spread == "waits 40 ms to 40 ms"
+
+
+def test_a_loader_that_keeps_its_workers_is_not_told_to_keep_them():
+    # Restarts that dominate a DataLoader's epoch: one without workers (or that starts them
+    # each pass) is told to keep them; one that already keeps them is told why its passes
+    # still start from empty, and what makes that a smaller share.
+    cost = dataclasses.replace(_enough(1.0), stage=None, stage_kind=None)
+    assert cost.dominates
+    told = {}
+    for workers, kept in ((0, False), (4, True)):
+        found = restart_finding(cost, loader=LoaderReport(workers, kept))
+        assert found is not None and found.fix is not None
+        told[kept] = found.fix
+    assert "persistent_workers=True a new pass finds its workers running" in told[False]
+    assert "persistent_workers" not in told[True]
+    assert told[True].startswith("Each pass of the DataLoader starts from empty: its kept workers")

@@ -17,6 +17,7 @@ from tfperf.results.stages import (
     BatchShape,
     DatasetOptions,
     EpochSource,
+    LoaderReport,
     RestartCost,
     RestartEvidence,
     StageKind,
@@ -358,7 +359,7 @@ def test_one_restarts_evidence_is_one_wait_not_a_range():
     cost = dataclasses.replace(
         _LOADER_RESTARTS, restarts=1, stage=None, stage_kind=None, restart_waits_s=[0.116]
     )
-    finding = restart_finding(cost, loader=True)
+    finding = restart_finding(cost, loader=LoaderReport(2, False))
     assert finding is not None and finding.evidence.spread == "a wait of 116 ms"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tfperf.findings._facts import PARALLEL_ARGUMENT
 from tfperf.results.findings import Evidence, Finding, Level
-from tfperf.results.stages import EpochSource, RestartCost, StageKind
+from tfperf.results.stages import EpochSource, LoaderReport, RestartCost, StageKind
 from tfperf.units import format_seconds
 
 _REPEAT = (
@@ -24,10 +24,12 @@ _SOURCE = {
 
 
 def restart_finding(
-    cost: RestartCost, *, loader: bool = False, threads: int | None = 1
+    cost: RestartCost, *, loader: LoaderReport | None = None, threads: int | None = 1
 ) -> Finding | None:
     """The finding on restarts: their cost and fix when they dominate, a note when they weigh
     little, "cannot tell" when too few were measured; None when none happened.
+
+    `loader`: a DataLoader's report (its workers, whether it keeps them); None for a dataset.
 
     `threads`: the threads the stage a restart waits for ran on (AUTOTUNE's read-out, else as
     written; None when not known): only a stage on one thread is told to run in parallel.
@@ -86,8 +88,8 @@ def restart_finding(
     )
 
 
-def _pipeline(loader: bool) -> str:
-    return "DataLoader's pass" if loader else "dataset"
+def _pipeline(loader: LoaderReport | None) -> str:
+    return "DataLoader's pass" if loader is not None else "dataset"
 
 
 def _spread(cost: RestartCost) -> str | None:
@@ -128,8 +130,14 @@ def _what_refills(cost: RestartCost) -> str:
     return f"{cost.stage} ramps up again"
 
 
-def _restart_fix(cost: RestartCost, loader: bool, threads: int | None) -> str:
-    if loader and cost.stage_kind is not StageKind.WORKERS:
+def _restart_fix(cost: RestartCost, loader: LoaderReport | None, threads: int | None) -> str:
+    if loader is not None and loader.workers > 0 and loader.persistent_workers:
+        return (
+            "Each pass of the DataLoader starts from empty: its kept workers load nothing "
+            "until a new pass hands them its indices, so the pass's first batch waits while a "
+            "worker loads it whole. Longer epochs make it a smaller share."
+        )
+    if loader is not None and cost.stage_kind is not StageKind.WORKERS:
         return (
             "Each pass of the DataLoader starts from empty: with num_workers > 0 and "
             "persistent_workers=True a new pass finds its workers running (check that "

@@ -227,7 +227,7 @@ def restarts(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     cost = result.restarts
     stage = next((s for s in facts.stages if s.label == cost.stage), None)
     threads = facts.threads(stage) if stage is not None else None
-    found = restart_finding(cost, loader=result.loader is not None, threads=threads)
+    found = restart_finding(cost, loader=result.loader, threads=threads)
     return [found] if found is not None else []
 
 
