@@ -42,6 +42,10 @@ def test_the_tune_summary_says_it_under_the_recommendation() -> None:
         tune_result(), best=best, baseline=baseline, speedup_vs_baseline=Speedup(3.0, 0.01, True)
     )
     assert f"Check: {KEPT}" in render_tune_summary(faster)
+    # What the recommendation's trial found it changes in the data training sees follows.
+    shards = "Each of the 2 workers ends a pass short. Fewer workers make fewer."
+    told = render_tune_summary(dataclasses.replace(faster, hazards=[shards]))
+    assert f"Check: {KEPT}\nCheck: {shards}" in told
     # Keeping the baseline turns nothing on.
     kept = dataclasses.replace(faster, best=baseline, speedup_vs_baseline=Speedup(1, 0, False))
     assert "Check:" not in render_tune_summary(kept)

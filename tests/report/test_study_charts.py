@@ -308,3 +308,27 @@ def test_a_trial_over_its_budget_is_drawn_at_the_rate_it_reached():
         traces = [t for t in figure.data if t.name == "trial (over budget)"]
         assert len(traces) == 1 and traces[0].marker.symbol == "x"
     assert '900 <span class="muted">(over budget, one run)</span>' in render_study_html(snapshot)
+
+
+def test_a_hazard_the_recommendation_brings_is_a_warning_beside_its_changes():
+    from tfperf.results.findings import Evidence, Finding, Level
+
+    hazard = Finding(
+        "worker-shards", Level.NOTE, "Each of the 4 workers ends a pass short.",
+        "Fewer workers make fewer.", Evidence("end_to_end", 2), hazard=True,
+    )  # fmt: skip
+    plain = Finding("restarts", Level.NOTE, "A pass restarts.", None, Evidence("end_to_end", 2))
+    result = fake_profile()
+    result.findings = [plain, hazard]
+    summary = ss.summary(snapshot_study(make_study(best_result=result), "memory"))
+    assert summary is not None
+    assert summary.warnings[-1] == hazard.sentence and plain.sentence not in summary.warnings
+    # The same trial's findings, read by the tuner for the terminal summary, say the same.
+    from tfperf.results.tune import Measurement
+    from tfperf.tuner._result import _hazards
+
+    study = make_study(best_result=result)
+    best = Measurement("trial 2", 2, PLAN[2].knobs.to_dict(), [2000.0], 0, None)
+    baseline = Measurement("baseline", 0, PLAN[0].knobs.to_dict(), [1000.0], 0, None)
+    assert _hazards(study, best, baseline) == [hazard.sentence]
+    assert _hazards(study, baseline, baseline) == []  # keeping the baseline brings none

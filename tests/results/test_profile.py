@@ -240,3 +240,17 @@ def test_dataset_options_keep_an_option_without_a_field_of_its_own_by_knob_name(
     assert options.others == {"later_option": 2} and options.carried("later_option") == 2
     saved = dataclasses.replace(result, dataset_options=options).to_dict()
     assert ProfileResult.from_dict(saved).dataset_options == options
+
+
+def test_only_hazards_the_baseline_did_not_have_are_introduced():
+    from tfperf.results.findings import Evidence, Finding, Level, introduced_hazards
+
+    def finding(rule: str, hazard: bool) -> Finding:
+        return Finding(rule, Level.NOTE, f"{rule} said.", "Do this.", Evidence(None, None),
+                       hazard=hazard)  # fmt: skip
+
+    shards, frozen = finding("worker-shards", True), finding("frozen-draws", True)
+    plain = finding("restarts", False)
+    assert introduced_hazards([plain, shards, frozen], [frozen]) == ["worker-shards said. Do this."]
+    assert introduced_hazards([plain], []) == []
+    assert introduced_hazards([shards], [shards]) == []

@@ -57,6 +57,7 @@ def _frozen(drawing: Sequence[StageStat], result: ProfileResult, facts: Pipeline
             "no cache() between them and this one",
         ),
         weight=TRAINING_HAZARD_WEIGHT,
+        hazard=True,
     )
 
 

@@ -19,6 +19,7 @@ from tfperf.report._snippets import baseline_snippet, code_snippet
 from tfperf.report._study_data import StudySnapshot, TrialRow, choose, flat_knobs
 from tfperf.report._tune_text import training_warnings
 from tfperf.report._words import knob_value
+from tfperf.results.findings import introduced_hazards
 from tfperf.results.tune import (
     EditGain,
     InputOnlyChoice,
@@ -169,7 +170,7 @@ def summary(snapshot: StudySnapshot, tune: TuneResult | None = None) -> Summary 
         recommendation=_recommendation(best, vs_baseline, changes, snapshot.remeasured),
         banner=banner(choice, vs_baseline, changes, snapshot.remeasured),
         changes=() if keep else _changes(best, baseline, changes),
-        warnings=_warnings(best, baseline, changes, keep),
+        warnings=(*_warnings(best, baseline, changes, keep), *_hazards(snapshot, best, keep)),
         tf_data_code=code_snippet(knobs, framework.name) if snippets else "",
         baseline_code=baseline_snippet(knobs, framework.name) if snippets else "",
         remeasured=snapshot.remeasured,
@@ -189,6 +190,15 @@ def _warnings(
         return ()
     checks = [] if keep else turned_on_checks(baseline.knobs, best.knobs)
     return (*training_warnings(best, baseline, changes), *checks)
+
+
+def _hazards(snapshot: StudySnapshot, best: Measurement, keep: bool) -> list[str]:
+    """What adopting `best` changes in the data training sees, from its trial's stored
+    findings against the baseline's, as the terminal summary says it (`TuneResult.hazards`)."""
+    after, before = snapshot.best_result, snapshot.baseline_result
+    if keep or after is None or best.trial_number != snapshot.best_trial:
+        return []
+    return introduced_hazards(after.findings, before.findings if before is not None else [])
 
 
 def _framework(snapshot: StudySnapshot, tune: TuneResult | None) -> Framework:

@@ -133,7 +133,7 @@ def _changes(result: TuneResult) -> str:
     lines = [f"Warning: {text}" for text in warnings]
     if not keeps_baseline(result.best, result.speedup_vs_baseline):
         checks = turned_on_checks(result.baseline.knobs, result.best.knobs)
-        lines += [f"Check: {text}" for text in checks]
+        lines += [f"Check: {text}" for text in (*checks, *result.hazards)]
     return "\n".join(lines)
 
 

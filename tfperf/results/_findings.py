@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from enum import Enum
 
 
@@ -66,6 +67,9 @@ class Finding:
         weight: the share of step time the finding speaks to, 0 to 1: the answer lists the
             heaviest first.
         origin: `tfperf` for the neutral rules, else the framework whose words it carries.
+        hazard: it says training sees other data than the code as written would hand it (a
+            change to what the model learns, not to its speed); a recommendation that brings
+            one the baseline did not have says so (`introduced_hazards`).
     """
 
     rule: str
@@ -77,11 +81,19 @@ class Finding:
     topic: str | None = None
     weight: float = 0.0
     origin: str = "tfperf"
+    hazard: bool = False
 
     @property
     def sentence(self) -> str:
         """The statement and its fix, as one paragraph."""
         return f"{self.text} {self.fix}" if self.fix else self.text
+
+
+def introduced_hazards(after: Sequence[Finding], before: Sequence[Finding]) -> list[str]:
+    """The hazards among `after` (a recommendation's findings) whose rule `before` (the
+    baseline's) did not make, each as its sentence: what adopting it changes in training."""
+    had = {finding.rule for finding in before if finding.hazard}
+    return [f.sentence for f in after if f.hazard and f.rule not in had]
 
 
 @dataclasses.dataclass(frozen=True)

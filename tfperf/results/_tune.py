@@ -233,6 +233,9 @@ class TuneResult(JsonRecord):
     search_gain: SearchGain | None = None
     # The framework of the tuned pipeline (`tfperf.frameworks` name), for the report's words.
     framework: str = UNNAMED_FRAMEWORK
+    # What adopting `best` changes in the data training sees, as its trial's findings said
+    # and the baseline's did not (`tfperf.results.findings.introduced_hazards`).
+    hazards: list[str] = dataclasses.field(default_factory=list)
 
     def estimate_of(self, kind: Reference) -> Estimate | None:
         """The model's proposal of `kind`, if it made one."""

@@ -10,6 +10,6 @@ Example:
 
 from __future__ import annotations
 
-from tfperf.results._findings import Conflict, Evidence, Finding, Level
+from tfperf.results._findings import Conflict, Evidence, Finding, Level, introduced_hazards
 
-__all__ = ["Conflict", "Evidence", "Finding", "Level"]
+__all__ = ["Conflict", "Evidence", "Finding", "Level", "introduced_hazards"]

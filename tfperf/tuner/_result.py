@@ -15,6 +15,7 @@ from tfperf.errors import TfperfError
 from tfperf.knobs import Knobs
 from tfperf.measure import revise_limit
 from tfperf.results import Limit
+from tfperf.results.findings import introduced_hazards
 from tfperf.results.tune import (
     Measurement,
     Reference,
@@ -25,7 +26,13 @@ from tfperf.results.tune import (
     speedup,
     training_changes,
 )
-from tfperf.study import feasible_complete, pareto_front, reference_trial, status_counts
+from tfperf.study import (
+    feasible_complete,
+    pareto_front,
+    reference_trial,
+    status_counts,
+    stored_result,
+)
 from tfperf.study.records import TrialRecord
 from tfperf.trials import Budgets
 from tfperf.tuner._options import BUDGET_TRIPS, OverBudget, TuneOptions
@@ -118,7 +125,23 @@ def tune_result(
         fastest=choice.fastest,
         gain_over_input_only=choice.gain,
         search_gain=_search_gain(best, best_estimate(measured)),
+        hazards=_hazards(study, best, baseline),
     )
+
+
+def _hazards(study: optuna.Study, best: Measurement, baseline: Measurement) -> list[str]:
+    """What `best` changes in the data training sees, as its trial's stored findings said and
+    the baseline's did not; none for a configuration no trial ran as it stands."""
+    if best is baseline or best.trial_number is None or baseline.trial_number is None:
+        return []
+    trials = {trial.number: trial for trial in study.get_trials(deepcopy=False)}
+    after, before = (
+        stored_result(trials[n]) if n in trials else None
+        for n in (best.trial_number, baseline.trial_number)
+    )
+    if after is None:
+        return []
+    return introduced_hazards(after.findings, before.findings if before is not None else [])
 
 
 def revised_limits(

@@ -115,6 +115,7 @@ def worker_shards(result: ProfileResult, loader: LoaderReport) -> Finding | None
         relies_on=(f"{check.dataset} is an IterableDataset",),
         weight=TRAINING_HAZARD_WEIGHT * short / batches,
         origin="torch",
+        hazard=True,
     )
 
 
