@@ -381,3 +381,40 @@ def test_a_script_s_kept_workers_are_let_go_so_its_pass_is_checked(tmp_path: Pat
     assert loader.pass_check is not None and loader.pass_check.examples == 40
     shards = next(f for f in result.findings if f.rule == "worker-shards")
     assert "a pass ends in 2 short batches (4 examples) of 6" in shards.text and shards.hazard
+
+
+#: 64 items in batches of 4 (16 a pass), but each epoch of the loop breaks after 3 steps: the
+#: loader starts again after 4 batches (the fourth is taken, then the loop breaks).
+BREAKS = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(64, 2)), batch_size=4)
+net = torch.nn.Linear(2, 2)
+for epoch in range(100):
+    for step, (x,) in enumerate(loader):
+        if step == 3:
+            break
+        net(x).sum().backward()
+"""
+
+
+def test_a_loop_that_breaks_early_is_measured_over_its_own_epochs(tmp_path: Path) -> None:
+    """A loop that breaks after N steps starts the loader again each epoch: the profiler's
+    passes end there too, and the profile's epoch is the loop's, not the loader's length."""
+    from tfperf import frameworks
+    from tfperf.frameworks import ProfileRequest
+    from tfperf.pipeline import load_pipeline
+    from tfperf.results.stages import EpochSource
+
+    path = tmp_path / "train.py"
+    path.write_text(BREAKS)
+    result = frameworks.get("torch").profile(
+        load_pipeline(path, []), None, ProfileRequest(steps=16, warmup=1, probes=[])
+    )
+    passes = {}
+    for record in result.end_to_end.records:
+        passes[record.epoch] = passes.get(record.epoch, 0) + 1
+    assert max(passes.values()) == 4 and len(passes) >= 4
+    assert result.restarts is not None and result.restarts.epoch_steps == 4
+    assert result.restarts.epoch_source is EpochSource.OBSERVED

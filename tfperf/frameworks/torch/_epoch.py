@@ -12,11 +12,12 @@ script's profile and a pipeline file's both use:
 
 - the steady step time is the window's, less the extra wait of any restart steps inside it
   (a pass the window began afresh), so those are not charged twice;
-- a loader that starts its workers at each epoch is charged its start-up: the warm-up's time
-  beyond as many steady steps (the measured restarts' extra wait where no warm-up was left
-  out);
-- a loader that keeps its workers is charged only what a restart measured in the window cost
-  (nothing where none was measured): its first start-up is paid once per run.
+- each epoch is charged what a restart measured in the window cost beyond a steady step: a
+  later epoch's start (the last pass's workers shut down, new ones started, or a kept pool's
+  iterator reset), not the first one's;
+- where the window measured no restart, a loader that starts its workers at each epoch is
+  charged the warm-up's time beyond as many steady steps, and one that keeps them nothing:
+  its first start-up is paid once per run.
 
 Pure functions on plain records: tests assert exact figures.
 """
@@ -61,10 +62,12 @@ def with_start_up(
     if step_s <= 0:
         return phase
     warm = phase.warmup
-    if restarts_workers and warm.steps >= 1:
+    if restart is not None and restart.restarts > 0:  # what every later epoch pays
+        start_up_s = restart.seconds_per_restart
+    elif restarts_workers and warm.steps >= 1:
         start_up_s = max(0.0, warm.duration_s - warm.steps * step_s)
-    else:  # no warm-up left out, or workers kept: what a restart in the window cost
-        start_up_s = restart.seconds_per_restart if restart is not None else 0.0
+    else:  # no warm-up left out, or workers kept and no restart measured: nothing
+        start_up_s = 0.0
     if start_up_s == 0.0 and in_window == 0.0:
         return phase
     steps = _epoch_steps(phase, epoch_steps, restart)

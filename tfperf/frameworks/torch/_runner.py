@@ -144,7 +144,7 @@ class ScriptMeasurement(Measurement):
             site.name: knobs.sites.get(site.name, site.value) for site in found.discovery.sites
         }
         result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
-        given = epoch_steps if epoch_steps is not None else _torch.epoch_steps(found.loader)
+        given = epoch_steps or found.epoch_steps or _torch.epoch_steps(found.loader)
         result.end_to_end = _per_epoch(result, given, _torch.loader_options(found.loader))
         checked = _checked_pass(found.loader, needs_batch=False, budget_s=result.budget_s)
         return _finished(result, found.loader, found.memory, None, checked)

@@ -164,6 +164,8 @@ class ScriptProfile:
         memory: host RAM of the trainer and its workers over the three phases
             (`tfperf.probes.MemorySampler`: pages the workers share with the trainer counted
             once); None if not sampled.
+        epoch_steps: the script's own epoch, where its loop started the loader again before
+            a pass ended (a `break` after N steps); None where it did not.
     """
 
     discovery: Discovery
@@ -171,6 +173,7 @@ class ScriptProfile:
     loader: Any
     completed: bool
     memory: MemoryPeak | None = None
+    epoch_steps: int | None = None
 
 
 def run_script(
@@ -293,6 +296,7 @@ def profile_script(
         loader=session.loader,
         completed=session.completed,
         memory=session.memory.peak,
+        epoch_steps=session.epoch_steps,
     )
 
 

@@ -20,6 +20,7 @@ code (a prefetching wrapper's `__iter__`) gets the same iterator, and is stopped
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from tfperf.frameworks.torch._sites import LoaderRecorder
 from tfperf.frameworks.torch._torch import forget_iterator
 from tfperf.probes import MemorySampler
 from tfperf.results import Phase
+from tfperf.results.stages import EpochSource
 
 if TYPE_CHECKING:
     from tfperf.measure import Profiler
@@ -74,6 +76,10 @@ class Profiled:
         self.completed = False
         self._source: _Restartable | None = None
         self._stream: Iterator[Any] | None = None
+        self._served: _Continued | None = None  # what the script's loop iterates now
+        #: The script's own epoch: the batches its loop took before it started the loader
+        #: again, a pass unfinished (`break` after N steps); None where it never did.
+        self.epoch_steps: int | None = None
         self.memory = MemorySampler()  # from the first batch to the end of the last phase
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
@@ -85,7 +91,23 @@ class Profiled:
             self._stream = self._batches(self._source)
         if loader is not self.loader or self._stream is None:
             return original(loader)
-        return _Continued(self._stream, loader)  # a new epoch of the script's: same stream
+        if self._served is not None and self._served.taken > 0:
+            self._ended_epoch(self._served.taken)
+        self._served = _Continued(self._stream, loader)  # a new epoch of the script's
+        return self._served
+
+    def _ended_epoch(self, taken: int) -> None:
+        """The script started the loader again after `taken` batches of a pass (the stream
+        never ends a pass in its loop): as in training, each pass of the profiler's is cut
+        there too, and the profile's epoch is that long unless `--epoch-steps` said."""
+        assert self._source is not None
+        self.epoch_steps = taken if self.epoch_steps is None else min(self.epoch_steps, taken)
+        self._source.pass_steps = self.epoch_steps
+        epoch = self.profiler.epoch
+        if epoch is not None and epoch.source is not EpochSource.GIVEN:
+            self.profiler.epoch = dataclasses.replace(
+                epoch, steps=self.epoch_steps, source=EpochSource.OBSERVED
+            )
 
     def _batches(self, source: _Restartable) -> Iterator[Any]:
         last = None
@@ -160,6 +182,8 @@ class _Restartable:
         self.loader = loader
         self.original = original
         self.made: list[Iterator[Any]] = []
+        #: Batches a pass yields at most: the script's own epoch, once seen; None: all.
+        self.pass_steps: int | None = None
 
     def __iter__(self) -> Iterator[Any]:
         # A new pass: the last pass's workers go first, as they would once torch collected
@@ -173,7 +197,19 @@ class _Restartable:
             self.made.append(iterator)
         # A new object each pass: the profiler takes a pass that hands back the iterator it
         # just finished for a one-shot iterator, and a persistent loader's is the same object.
-        return (batch for batch in iterator)
+        return self._pass(iterator)
+
+    def _pass(self, iterator: Iterator[Any]) -> Iterator[Any]:
+        """One pass of `iterator`, ended after `pass_steps` batches (read at each batch, so a
+        pass under way ends where the script's epoch does)."""
+        taken = 0
+        while self.pass_steps is None or taken < self.pass_steps:
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            taken += 1
+            yield batch
 
     def close(self) -> None:
         while self.made:
@@ -181,17 +217,21 @@ class _Restartable:
 
 
 class _Continued:
-    """What `iter(loader)` gives the script's loop: the one stream of measured batches."""
+    """What `iter(loader)` gives the script's loop: the one stream of measured batches, and
+    how many of them this loop took."""
 
     def __init__(self, stream: Iterator[Any], loader: Any) -> None:
         self._stream = stream
         self._loader = loader
+        self.taken = 0
 
     def __iter__(self) -> _Continued:
         return self
 
     def __next__(self) -> Any:
-        return next(self._stream)
+        batch = next(self._stream)
+        self.taken += 1
+        return batch
 
     def __len__(self) -> int:
         return len(self._loader)
