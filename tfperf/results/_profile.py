@@ -234,6 +234,8 @@ class LoaderReport:
             a pass (copy-on-write growth); None: no workers, or not read.
         one_thread_examples_per_sec: the train step alone on a cached batch with one
             operator thread; None: not timed (the trainer's threads were set, or it failed).
+        examples_per_item: examples one item holds: a full batch's examples over the items
+            it batches; above 1 where an item is a batch itself (`batch_size=None`).
     """
 
     workers: int
@@ -253,6 +255,7 @@ class LoaderReport:
     pass_check: PassCheck | None = None
     worker_memory: WorkerMemory | None = None
     one_thread_examples_per_sec: float | None = None
+    examples_per_item: float = 1.0
 
     @property
     def items_wait(self) -> bool | None:

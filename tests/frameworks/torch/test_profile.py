@@ -19,7 +19,7 @@ from tfperf.hardware import detect_machine
 from tfperf.report import render_answer, render_profile_html
 from tfperf.report._loader import loader_statements, loader_view
 from tfperf.report._text import render_summary
-from tfperf.results import LimitBound, ProfileResult
+from tfperf.results import LimitBound, LimitTerm, ProfileResult
 from tfperf.results.stages import StageKind
 
 pytest.importorskip("torch")
@@ -172,3 +172,49 @@ def test_a_check_that_fails_still_leaves_a_batch_for_what_needs_one():
     assert checked is not None and checked.pass_check is None and checked.memory is None
     assert checked.first_batch is not None
     assert _checked_pass(loader, needs_batch=False) is None
+
+
+#: Each item is a batch of 8 examples read in one request: the loader batches nothing.
+PREBATCHED = """
+    import time
+
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    BASELINE = {"batch_size": 8, "num_workers": 0}
+
+
+    class Requests(Dataset):
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, index):
+            time.sleep(0.002)
+            return torch.full((8, 2), float(index))
+
+
+    def make_loader(knobs):
+        return DataLoader(Requests(), batch_size=None)
+
+
+    def make_train_step(knobs):
+        return lambda batch: batch.sum()
+"""
+
+
+def test_an_item_that_is_a_batch_counts_its_examples_in_the_limit(tmp_path: Path):
+    framework = frameworks.get("torch")
+    pipeline = framework.load(pipelines.write(tmp_path, PREBATCHED))
+    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
+    loader, limit = result.loader, result.limit
+    assert loader is not None and loader.examples_per_item == 8.0
+    assert loader.wall_s_per_item is not None and limit is not None
+    (workers,) = [t for t in limit.terms if t.bound_by is LimitBound.PARALLEL_STAGE]
+    most = most_workers(detect_machine().cpu_count)
+    assert workers.examples_per_sec == pytest.approx(most * 8 / loader.wall_s_per_item)
+    assert workers.detail.endswith("ms wall per item of 8 examples")
+    # A CPU bound the step spends most of is not lifted by cheaper items.
+    cpu = LimitTerm(LimitBound.CPU, 1000.0, "2 cores ÷ (0.001 ms item + 0.01 ms step CPU ...)")
+    words = explanation(cpu, loader, 1000.0, step_costs_more=True)
+    assert "most of it the train step's" in words and "item cheaper" not in words
+    assert "make each item cheaper" in explanation(cpu, loader, 1000.0)

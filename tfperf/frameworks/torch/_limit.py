@@ -39,7 +39,7 @@ HEADROOM = 2.0
 
 
 def estimate_workers(timing: ItemTiming, rate: float, cores: int) -> int:
-    """Workers that keep `rate` examples/s in flight: Little's law (`_items.workers_for`) on
+    """Workers that keep `rate` items/s in flight: Little's law (`_items.workers_for`) on
     `HEADROOM` times the rate, rounded up to a power of two (the counts a search tries,
     `knobs.worker_values`) and at most `WORKER_CAP`."""
     needed = workers_for(timing, HEADROOM * rate, cores=cores)
@@ -61,7 +61,8 @@ def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Lim
         rate = one_thread
     terms = [LimitTerm(LimitBound.COMPUTE, rate, step)]
     model_cpu = _step_cpu_s_per_example(result, loader)
-    item_cpu = loader.cpu_s_per_item
+    per_item = loader.examples_per_item
+    item_cpu = loader.cpu_s_per_item / per_item if loader.cpu_s_per_item is not None else None
     if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:
         terms.append(
             LimitTerm(
@@ -78,7 +79,9 @@ def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Lim
     return Limit(
         examples_per_sec=rate,
         bound_by=binding.bound_by,
-        explanation=_explanation(binding, loader, rate),
+        explanation=_explanation(
+            binding, loader, rate, step_costs_more=(model_cpu or 0.0) > (item_cpu or 0.0)
+        ),
         terms=terms,
     )
 
@@ -153,18 +156,23 @@ def _workers_term(loader: LoaderReport, cores: int) -> list[LimitTerm]:
     wall = loader.wall_s_per_item
     if wall is None or wall <= 0:
         return []
-    most = most_workers(cores)
+    most, per_item = most_workers(cores), loader.examples_per_item
+    held = f" of {per_item:,.3g} examples" if per_item != 1 else ""
     return [
         LimitTerm(
             LimitBound.PARALLEL_STAGE,
-            most / wall,
-            f"{most} workers ÷ {wall * 1e3:.3g} ms wall per item",
+            most * per_item / wall,
+            f"{most} workers ÷ {wall * 1e3:.3g} ms wall per item{held}",
             stage_label=loader.item_function,
         )
     ]
 
 
-def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
+def _explanation(
+    binding: LimitTerm, loader: LoaderReport, rate: float, *, step_costs_more: bool = False
+) -> str:
+    """Why `binding` binds and what lifts it; `step_costs_more`: the step spends more of the
+    cores per example than the items do, so a cheaper item is not what lifts a CPU bound."""
     if binding.bound_by is LimitBound.PARALLEL_STAGE:
         more = "more workers than a search tries (num_workers in SEARCH_SPACE)"
         lift = f"{more[0].upper()}{more[1:]} would lift it while the cores have room."
@@ -178,6 +186,11 @@ def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
             f"The workers bind: {binding.detail}, the most a search tries here, each loading "
             f"one item at a time. {lift}"
         )
+    if binding.bound_by is LimitBound.CPU and step_costs_more:
+        return (
+            f"The cores bind: {binding.detail}, most of it the train step's. More workers only "
+            "queue for them; a cheaper step, or more cores, would lift it."
+        )
     if binding.bound_by is LimitBound.CPU:
         return (
             f"The cores bind: {binding.detail}. More workers only queue for them; make each "
@@ -185,7 +198,8 @@ def _explanation(binding: LimitTerm, loader: LoaderReport, rate: float) -> str:
         )
     workers = loader.workers_estimate
     keep = "worker keeps" if workers == 1 else "workers keep"
-    reach = f" About {workers} {keep} {rate:,.0f} items/s in flight." if workers else ""
+    items = rate / loader.examples_per_item
+    reach = f" About {workers} {keep} {items:,.0f} items/s in flight." if workers else ""
     return f"The train step binds: {binding.detail}; the loader can keep up with it.{reach}"
 
 

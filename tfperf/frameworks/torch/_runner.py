@@ -310,6 +310,7 @@ def _loader_report(
         persistent_workers=options["persistent_workers"],
         first_batch_s=result.end_to_end.warmup.time_to_first_batch_s,
         one_thread_examples_per_sec=one_thread,
+        examples_per_item=_examples_per_item(result, loader.batch_size),
     )
     try:
         timing = time_items(
@@ -332,5 +333,12 @@ def _loader_report(
     compute = result.compute_only
     if compute is not None:
         rate = max(compute.examples_per_sec, one_thread or 0.0)
-        report.workers_estimate = estimate_workers(timing, rate, cores)
+        report.workers_estimate = estimate_workers(timing, rate / report.examples_per_item, cores)
     return report
+
+
+def _examples_per_item(result: ProfileResult, batch_size: int | None) -> float:
+    """A full batch's examples over the items it batches (`batch_size`; None: each item is a
+    batch itself), from the end-to-end window; 1 where it holds no batch."""
+    full = max((record.examples for record in result.end_to_end.records), default=0)
+    return full / (batch_size or 1) if full > 0 else 1.0
