@@ -248,8 +248,8 @@ def _fetcher(dataset: Any) -> tuple[str, Iterator[Any]]:
 
 def _own_item_function(dataset: Any, function: str) -> tuple[str, str | None]:
     """`function` (`Cls.__getitem__`) and where it is defined; where that is a library's, the
-    first function of the user's that fetching one item calls, and where that is defined (the
-    dataset's own method where no such call is made, or the fetch fails)."""
+    first method of the same name outside libraries that fetching one item calls, and where
+    that is defined (the dataset's own method where none is called, or the fetch fails)."""
     method = getattr(type(dataset), function.rpartition(".")[2], None)
     target = _unwrapped(method)
     code = getattr(target, "__code__", None)
