@@ -9,6 +9,8 @@ from tfperf.pipeline._contract import (
     function_place,
     strategy_function,
     takes_input_context,
+    trains_anywhere,
+    trains_on_import,
 )
 from tfperf.pipeline._loader import (
     PipelineFile,
@@ -29,5 +31,7 @@ __all__ = [
     "source_digest",
     "strategy_function",
     "takes_input_context",
+    "trains_anywhere",
+    "trains_on_import",
     "user_sources",
 ]

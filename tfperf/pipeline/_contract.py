@@ -49,6 +49,9 @@ CONTRACT_NAMES = frozenset(
     {"make_dataset", "make_model", "make_train_step", "BASELINE", "SEARCH_SPACE"}
 )
 
+#: Calls that train: Keras's `fit`, and the steps of a script's own loop.
+TRAINING_CALLS = frozenset({"fit", "train_on_batch", "apply_gradients"})
+
 #: Names of `make_dataset`'s second parameter that make it take a `tf.distribute.InputContext`.
 _CONTEXT_NAMES = frozenset({"input_context", "context", "ctx"})
 
@@ -279,13 +282,24 @@ def is_script(tree: ast.Module) -> bool:
     A file with part of the contract and no training call stays a (broken) pipeline file, so
     its message says which function is missing.
     """
-    if any(_trains(node) for node in _top_level_code(tree.body)):
+    if trains_on_import(tree):
         return True
     if defines_contract(tree):
         return False
     if _top_level_names(tree.body) & CONTRACT_NAMES:
-        return _trains_anywhere(tree)
-    return _trains_anywhere(tree) or _has_main_guard(tree)
+        return trains_anywhere(tree)
+    return trains_anywhere(tree) or _has_main_guard(tree)
+
+
+def trains_on_import(tree: ast.Module, calls: frozenset[str] = TRAINING_CALLS) -> bool:
+    """Whether the file's top-level code (what importing it runs: not a function's or a
+    class's body, nor a `__main__` block) makes one of `calls` (method names, `.fit(...)`)."""
+    return any(_calls(node, calls) for node in _top_level_code(tree.body))
+
+
+def trains_anywhere(tree: ast.Module, calls: frozenset[str] = TRAINING_CALLS) -> bool:
+    """Whether the file makes one of `calls` anywhere, inside its functions too."""
+    return any(_calls(node, calls) for node in ast.walk(tree))
 
 
 def defines_contract(tree: ast.Module) -> bool:
@@ -293,10 +307,6 @@ def defines_contract(tree: ast.Module) -> bool:
     level: what makes a file a pipeline file, unless it trains on import."""
     names = _top_level_names(tree.body)
     return "make_dataset" in names and bool(names & {"make_model", "make_train_step"})
-
-
-def _trains_anywhere(tree: ast.Module) -> bool:
-    return any(_trains(node) for node in ast.walk(tree))
 
 
 def _has_main_guard(tree: ast.Module) -> bool:
@@ -338,15 +348,11 @@ def _top_level_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
-#: Calls that train: Keras's `fit`, and the steps of a script's own loop.
-TRAINING_CALLS = frozenset({"fit", "train_on_batch", "apply_gradients"})
-
-
-def _trains(node: ast.AST) -> bool:
+def _calls(node: ast.AST, names: frozenset[str]) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr in TRAINING_CALLS
+        and node.func.attr in names
     )
 
 

@@ -217,3 +217,43 @@ def test_the_threads_finding_stands_only_where_one_thread_frees_contended_cores(
     assert slow.loader is not None
     slow.compute_slowdown = 3.0
     assert threads_finding(slow, slow.loader) is None
+
+
+def test_a_script_with_its_own_make_loader_helper_is_run_not_imported():
+    import ast
+
+    torch_framework = frameworks.get("torch")
+
+    def script(source: str) -> bool | None:
+        return torch_framework.is_script(ast.parse(textwrap.dedent(source)))
+
+    # Trains at its top level: importing it would train, whatever helpers it defines.
+    assert script("""
+        def make_loader():
+            return DataLoader(data, num_workers=2)
+        loader = make_loader()
+        for x, y in loader:
+            loss(x, y).backward()
+    """)
+    # The contract, its train step calling backward inside a function: a pipeline file.
+    assert not script("""
+        def make_loader(knobs):
+            return DataLoader(data, batch_size=knobs.batch_size)
+        def make_train_step(knobs):
+            def step(batch):
+                loss(batch).backward()
+            return step
+    """)
+    # Part of the names, and a main() that trains: a script's helper, not the contract.
+    assert script("""
+        def make_loader():
+            return DataLoader(data)
+        def main():
+            for x in make_loader():
+                loss(x).backward()
+        if __name__ == "__main__":
+            main()
+    """)
+    # Part of the contract and no training: a broken pipeline file, told what is missing.
+    assert not script("def make_loader(knobs):\n    return DataLoader(data)\n")
+    assert script("loader = DataLoader(data)\n")  # none of the names

@@ -34,7 +34,13 @@ from tfperf.frameworks.torch._runner import LoaderMeasurement, ScriptMeasurement
 from tfperf.frameworks.torch._training import probe_one
 from tfperf.measure import drive
 from tfperf.measure.training import probe_settings
-from tfperf.pipeline import PipelineFile, PipelineKind, load_pipeline
+from tfperf.pipeline import (
+    PipelineFile,
+    PipelineKind,
+    load_pipeline,
+    trains_anywhere,
+    trains_on_import,
+)
 from tfperf.results.tune import Estimate
 from tfperf.sites import callee
 
@@ -87,15 +93,31 @@ class Torch(Framework):
         )
 
     def is_script(self, tree: ast.Module) -> bool | None:
-        """A file that defines none of a pipeline file's names (`make_loader`,
-        `make_train_step`, `BASELINE`, ...) is a training script.
+        """Whether a file is a training script, run as `python train.py` (where tfperf's
+        iterator stops it) rather than imported: importing a script would run whatever its
+        top level does, a whole training loop included.
 
-        Importing it would run whatever its top level does, a whole training loop included,
-        so it is run as `python train.py` instead, where tfperf's iterator stops it. A file
-        with part of the contract stays a (broken) pipeline file, whose message says what is
-        missing.
+        - a `.backward()` in the file's top-level code trains on import: a script, whatever
+          helpers it defines (its own `make_loader()`);
+        - otherwise a file defining `make_loader` (or `make_dataset`) and `make_train_step`
+          is a pipeline file;
+        - otherwise a file with a name only the contract uses (`make_train_step`,
+          `BASELINE`, `SEARCH_SPACE`) is a (broken) pipeline file, whose message says what is
+          missing;
+        - otherwise a file with a helper a script may name so (`make_loader`, `make_model`)
+          is a script where it calls `.backward()` anywhere (a `main()` that trains);
+        - a file with none of them is a script.
         """
-        return not _defined(tree) & _PIPELINE_NAMES
+        if trains_on_import(tree, _TRAINING_CALLS):
+            return True
+        names = _defined(tree)
+        if names & _INPUT_FUNCTIONS and "make_train_step" in names:
+            return False
+        if names & (_PIPELINE_NAMES - _HELPER_NAMES):
+            return False
+        if names & _HELPER_NAMES:
+            return trains_anywhere(tree, _TRAINING_CALLS)
+        return True
 
     def start(self, layout: DeviceLayout | None = None, *, owns_process: bool = False) -> None:
         _torch.import_torch()  # the device layout is tf.distribute's; a DataLoader has none
@@ -201,6 +223,11 @@ def _with_workers(baseline: Knobs, workers: int, *, persistent: bool) -> Knobs:
 _INPUT_FUNCTIONS = frozenset({"make_loader", "make_dataset"})
 #: The names that make a file a pipeline file, not a script.
 _PIPELINE_NAMES = _INPUT_FUNCTIONS | {"make_model", "make_train_step", "BASELINE", "SEARCH_SPACE"}
+#: A pipeline file's names that a script's own helpers may carry too.
+_HELPER_NAMES = _INPUT_FUNCTIONS | {"make_model"}
+#: Calls that train in torch's words: autograd's backward pass (`loss.backward()`, also a
+#: library's `accelerator.backward(loss)`).
+_TRAINING_CALLS = frozenset({"backward"})
 #: Imports that mean tf.data or Keras: a file with them and torch is PyTorch's only where it
 #: builds a `DataLoader` itself.
 _TENSORFLOW = frozenset({"tensorflow", "keras", "tf_keras"})
