@@ -476,3 +476,24 @@ def test_a_loader_that_keeps_its_workers_is_not_told_to_keep_them():
     assert "persistent_workers=True a new pass finds its workers running" in told[False]
     assert "persistent_workers" not in told[True]
     assert told[True].startswith("Each pass of the DataLoader starts from empty: its kept workers")
+
+
+def test_a_caution_counts_the_restarts_it_weighed_and_says_why_the_rest_were_set_apart():
+    # Two restarts, one far beyond any restart of the pipeline alone: the caution's count
+    # and its "from 1 restart" agree, since it says the other was set apart.
+    alone = _waits_phase([0.005, 0.018, 0.009, 0.011], steady_s=0.002)
+    alone = dataclasses.replace(alone, phase=Phase.PIPELINE_ONLY)
+    cost = restart_cost(_waits_phase([0.015, 1.76]), alone=alone)
+    assert cost is not None and cost.set_apart_waits_s == [1.76]
+    found = restart_finding(cost)
+    assert found is not None and found.level is Level.CAUTION
+    assert found.text == (
+        "The dataset restarted 2 times in the window, 1 of which set apart: it waited far "
+        "longer than any restart of the pipeline alone, so something else held training then; "
+        "tfperf cannot tell what a restart costs from 1 restart."
+    )
+    # Nothing set apart: the count stands alone.
+    plain = restart_finding(restart_cost(_waits_phase([0.015, 0.016])))
+    assert plain is not None and plain.text.startswith(
+        "The dataset restarted 2 times in the window;"
+    )

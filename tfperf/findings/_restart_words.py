@@ -44,7 +44,7 @@ def restart_finding(
             "restarts",
             Level.CAUTION,
             f"The {_pipeline(loader)} restarted {samples} time{'s' * (samples != 1)} in the "
-            f"window; tfperf {said}.",
+            f"window{_set_apart(cost)}; tfperf {said}.",
             (fix[0].upper() + fix[1:] + ".") if fix else None,
             evidence,
             topic="restart-cause",
@@ -85,6 +85,20 @@ def restart_finding(
         relies_on=_relies_on(cost),
         topic="restart-cause",
         weight=share,
+    )
+
+
+def _set_apart(cost: RestartCost) -> str:
+    """The restarts not weighed, and why: each waited far beyond any restart of the pipeline
+    run alone, so the pipeline was not what it waited for; empty when none was set apart."""
+    apart = len(cost.set_apart_waits_s)
+    if apart == 0:
+        return ""
+    one = apart == 1
+    return (
+        f", {apart} of {'them' if not one else 'which'} set apart: "
+        f"{'it' if one else 'they'} waited far longer than any restart of the pipeline alone, "
+        "so something else held training then"
     )
 
 
