@@ -99,11 +99,9 @@ class Torch(Framework):
 
         - a `.backward()` in the file's top-level code trains on import: a script, whatever
           helpers it defines (its own `make_loader()`);
-        - otherwise a file defining `make_loader` (or `make_dataset`) and `make_train_step`
-          is a pipeline file;
         - otherwise a file with a name only the contract uses (`make_train_step`,
-          `BASELINE`, `SEARCH_SPACE`) is a (broken) pipeline file, whose message says what is
-          missing;
+          `BASELINE`, `SEARCH_SPACE`) is a pipeline file: whole with `make_loader`, else a
+          broken one, whose message says what is missing;
         - otherwise a file with a helper a script may name so (`make_loader`, `make_model`)
           is a script where it calls `.backward()` anywhere (a `main()` that trains);
         - a file with none of them is a script.
@@ -111,8 +109,6 @@ class Torch(Framework):
         if trains_on_import(tree, _TRAINING_CALLS):
             return True
         names = _defined(tree)
-        if names & _INPUT_FUNCTIONS and "make_train_step" in names:
-            return False
         if names & (_PIPELINE_NAMES - _HELPER_NAMES):
             return False
         if names & _HELPER_NAMES:
