@@ -55,7 +55,7 @@ SUB_FACES: dict[str, frozenset[str]] = {
     "results": frozenset({"stages", "scaling", "discovery", "tune", "findings"}),
     "study": frozenset({"storage", "cluster", "ledger", "records"}),
     "knobs": frozenset({"declare", "choices"}),
-    "measure": frozenset({"scaling", "emulated", "training"}),
+    "measure": frozenset({"scaling", "emulated", "training", "served"}),
 }
 #: The most names one face exports: past it, the face holds more than one concept.
 FACE_LIMIT = 30

@@ -63,14 +63,13 @@ from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.frameworks.torch._script_iter import (
     Profiled,
     ScriptMode,
-    Stop,
     Timer,
     cuda_sync,
     iterate_alone,
     measuring,
-    script_phase_s,
 )
 from tfperf.frameworks.torch._sites import ARGUMENTS, THREADS_KNOB, LoaderRecorder, recording
+from tfperf.measure.served import Stop, script_phase_s
 from tfperf.probes import MemoryPeak
 from tfperf.results import JsonRecord
 from tfperf.results.discovery import Discovery

@@ -1,0 +1,223 @@
+"""A script's own training loop as the profiler's train step: the batches it is served.
+
+A training script has no step tfperf can call: its loop is the step. So the profiler is
+turned inside out. Once the framework has found the loop's input (the measured data), each
+`iter()` of it hands the loop one `Continued` stream of the profiler's batches
+(`tfperf.Profiler.iterate`): the end-to-end phase first, then the last batch again and again
+for the compute-only ceiling, then `Stop` (a `BaseException`, so the script's `except
+Exception` lets it through). The time inside `next()` is the wait for the input, the time
+between two `next()` calls the step. After the script is stopped, the input is iterated alone
+(`ServedLoop.input_alone`).
+
+Frameworks differ only in how they find the measured data and what a pass of it is (`Passes`):
+PyTorch starts a `DataLoader`'s workers per pass, tf.data makes a new iterator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from tfperf.probes import MemorySampler
+from tfperf.results import Phase
+from tfperf.results.stages import EpochSource
+
+if TYPE_CHECKING:
+    from tfperf.measure._profiler import Profiler
+
+
+class Stop(BaseException):
+    """Stops the script: its steps are measured, or its loop reached the input."""
+
+
+class Passes:
+    """The measured data as the profiler iterates it: one pass a `fresh()` iterator, cut after
+    `pass_steps` batches once the script's own epoch is known."""
+
+    def __init__(self, data: Iterable[Any]) -> None:
+        self.data = data
+        #: Batches a pass yields at most: the script's own epoch, once seen; None: all.
+        self.pass_steps: int | None = None
+
+    def fresh(self) -> Iterator[Any]:
+        """A new pass of the data's own (not the stream the script gets)."""
+        return iter(self.data)
+
+    def __iter__(self) -> Iterator[Any]:
+        # A new object each pass: the profiler takes a pass that hands back the iterator it
+        # just finished for a one-shot iterator.
+        return self._pass(self.fresh())
+
+    def _pass(self, iterator: Iterator[Any]) -> Iterator[Any]:
+        """One pass of `iterator`, ended after `pass_steps` batches (read at each batch, so a
+        pass under way ends where the script's epoch does)."""
+        taken = 0
+        while self.pass_steps is None or taken < self.pass_steps:
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            taken += 1
+            yield batch
+
+    def close(self) -> None:
+        """Releases what the passes hold; nothing by default."""
+
+
+class Continued:
+    """What one `iter()` of the measured data gives the script's loop: the one stream of
+    measured batches, and how many of them this loop took."""
+
+    def __init__(self, stream: Iterator[Any], data: Any) -> None:
+        self._stream = stream
+        self._data = data
+        self.taken = 0
+
+    def __iter__(self) -> Continued:
+        return self
+
+    def __next__(self) -> Any:
+        batch = next(self._stream)
+        self.taken += 1
+        return batch
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class ServedLoop:
+    """The measured data's batches, served to the script's loop through the core's profiler.
+
+    Args:
+        profiler: a `tfperf.Profiler`, entered, that records the phases.
+        steps, min_seconds: each phase's measured steps and least seconds.
+        phase_s: each phase's longest run, asked once the loop is reached (`script_phase_s`).
+        sync: waits for the device's queued work after each step, so a step's device time is
+            clocked as computing, not as the next wait.
+        measure_pipeline, measure_compute: whether those phases run.
+    """
+
+    def __init__(
+        self,
+        profiler: Profiler,
+        steps: int,
+        min_seconds: float,
+        phase_s: Callable[[], float | None],
+        *,
+        sync: Callable[[], None] = lambda: None,
+        measure_pipeline: bool = True,
+        measure_compute: bool = True,
+    ) -> None:
+        self.profiler = profiler
+        self.steps = steps
+        self.min_seconds = min_seconds
+        self.phase_s = phase_s
+        self.sync = sync
+        self.measure_pipeline = measure_pipeline
+        self.measure_compute = measure_compute
+        self.data: Any = None  # the measured data, once found
+        self.completed = False
+        self._max_seconds: float | None = None  # each phase's, once the loop is reached
+        self._source: Passes | None = None
+        self._stream: Iterator[Any] | None = None
+        self._served: Continued | None = None  # what the script's loop iterates now
+        #: The script's own epoch: the batches its loop took before it started the data
+        #: again, a pass unfinished (`break` after N steps); None where it never did.
+        self.epoch_steps: int | None = None
+        self.memory = MemorySampler()  # from the first batch to the end of the last phase
+
+    def start(self, data: Any, source: Passes) -> None:
+        """`data` is the measured input, iterated by the profiler as `source`."""
+        self.data, self._source = data, source
+        self._max_seconds = self.phase_s()
+        self.memory.start()
+        self._stream = self._batches(source)
+
+    def serve(self) -> Continued:
+        """What a new `iter()` of the measured data hands the loop: a new epoch of the
+        script's, on the one stream."""
+        assert self._stream is not None, "start() first"
+        if self._served is not None and self._served.taken > 0:
+            self._ended_epoch(self._served.taken)
+        self._served = Continued(self._stream, self.data)
+        return self._served
+
+    def _ended_epoch(self, taken: int) -> None:
+        """The script started the data again after `taken` batches of a pass (the stream
+        never ends a pass in its loop): as in training, each pass of the profiler's is cut
+        there too, and the profile's epoch is that long unless `--epoch-steps` said."""
+        assert self._source is not None
+        self.epoch_steps = taken if self.epoch_steps is None else min(self.epoch_steps, taken)
+        self._source.pass_steps = self.epoch_steps
+        epoch = self.profiler.epoch
+        if epoch is not None and epoch.source is not EpochSource.GIVEN:
+            self.profiler.epoch = dataclasses.replace(
+                epoch, steps=self.epoch_steps, source=EpochSource.OBSERVED
+            )
+
+    def _batches(self, source: Passes) -> Iterator[Any]:
+        last = None
+        for batch in self.profiler.iterate(
+            source,
+            steps=self.steps,
+            min_seconds=self.min_seconds,
+            phase=Phase.END_TO_END,
+            max_seconds=self._max_seconds,
+        ):
+            last = batch
+            yield batch
+            self.sync()
+        if not self.measure_compute:
+            raise Stop
+        for batch in self.profiler.iterate(
+            itertools.repeat(last),
+            steps=self.steps,
+            min_seconds=self.min_seconds,
+            phase=Phase.COMPUTE_ONLY,
+            max_seconds=self._max_seconds,
+        ):
+            yield batch
+            self.sync()
+        raise Stop
+
+    def input_alone(self) -> None:
+        """The pipeline-only phase: the measured data with nothing between batches."""
+        assert self._source is not None
+        if self.measure_pipeline:
+            for _ in self.profiler.iterate(
+                self._source,
+                steps=self.steps,
+                min_seconds=self.min_seconds,
+                phase=Phase.PIPELINE_ONLY,
+                max_seconds=self._max_seconds,
+            ):
+                pass
+        self.completed = True
+
+    def close(self) -> None:
+        if self._source is not None:
+            self.memory.stop()  # before the input's workers go
+            self._source.close()
+
+
+def script_phase_s(budget_s: float | None, start_up_s: float) -> float | None:
+    """The longest each of a script's three phases may run: the phase's share of the budget
+    (`tfperf.measure.Budget`), cut to a third of what the script's start-up left of it, so
+    the budget bounds the start-up too; None: no budget.
+
+    A start-up that takes the whole budget leaves each phase its fewest steps (the
+    profiler's `MIN_BUDGET_STEPS`): a script is never stopped before its loop, whose first
+    batch can take as long as its data takes to open.
+
+    Example:
+        >>> script_phase_s(120.0, 90.0)  # a quarter would be 30 s; 30 s are left for three
+        10.0
+    """
+    from tfperf.measure._window import Budget
+
+    share = Budget(budget_s).phase_s
+    if share is None or budget_s is None:
+        return None
+    return min(share, max(budget_s - start_up_s, 0.0) / 3)

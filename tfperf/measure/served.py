@@ -1,0 +1,19 @@
+"""A script's own training loop as the profiler's train step (`ServedLoop`)."""
+
+from __future__ import annotations
+
+from tfperf.measure._served import (
+    Continued,
+    Passes,
+    ServedLoop,
+    Stop,
+    script_phase_s,
+)
+
+__all__ = [
+    "Continued",
+    "Passes",
+    "ServedLoop",
+    "Stop",
+    "script_phase_s",
+]
