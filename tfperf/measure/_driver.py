@@ -26,7 +26,7 @@ from tfperf.errors import (
 )
 from tfperf.frameworks import Framework, ProfileRequest
 from tfperf.knobs import Knobs
-from tfperf.measure._profiler import profile
+from tfperf.measure._profiler import Profiler, profile
 from tfperf.measure._recorder import ProgressCallback, synchronise
 from tfperf.measure._restarts import EpochInfo
 from tfperf.measure._window import Budget
@@ -92,6 +92,18 @@ class Measurement:
             max_seconds=Budget(request.budget_s).phase_s,
             measure_pipeline=request.measures_pipeline,
             measure_compute=request.measures_compute,
+        )
+
+    def profiler(self) -> Profiler:
+        """A profiler for the request, not yet entered: for a script whose own loop is served
+        the phases (`tfperf.measure.served`)."""
+        request = self.request
+        return Profiler(
+            warmup=request.warmup,
+            pipeline=display_path(self.pipeline.path),
+            knobs=self.knobs,
+            probes=request.probes,
+            progress=request.progress,
         )
 
     def explain(self, error: InputPipelineError | TrainStepError) -> PipelineRuntimeError:

@@ -6,7 +6,8 @@ A plain file or script reads no knobs, so what tfperf set around its calls durin
 pipeline) must be written into the user's file for the patch to reproduce the measurement.
 Each goes where the dataset is handed over (`Discovery.end`):
 
-- a script's `fit(x, ...)` call, or each `return X` of a plain file's `make_dataset()`: the
+- a script's `fit(x, ...)` call, the loop that iterates its dataset (`for b in X:`,
+  `enumerate(X)`, `iter(X)`), or each `return X` of a plain file's `make_dataset()`: the
   options are built in the lines before that statement and `X` becomes
   `X.prefetch(tf.data.AUTOTUNE).with_options(options)`;
 - the precision policy before the model exists: a script sets it after its imports; a plain
@@ -36,8 +37,9 @@ TENSORFLOW = "tensorflow"
 
 @dataclasses.dataclass(frozen=True)
 class Anchor:
-    """Where the dataset is handed over: a script's `fit` call, or `def make_dataset` of a
-    plain file (`script` False), by file (relative to the pipeline's folder) and line."""
+    """Where the dataset is handed over: a script's `fit` call or the loop that iterates it,
+    or `def make_dataset` of a plain file (`script` False), by file (relative to the
+    pipeline's folder) and line."""
 
     file: str
     line: int
@@ -113,6 +115,12 @@ def placement_problem(source: str, anchor: Anchor, what: str) -> str | None:
             return f"{anchor.file} has no imports at its top to add a statement after"
         return None
     if what == "precision":
+        if anchor.script and _fit_handover(tree, anchor) is None:
+            return (
+                f"the script trains in its own loop at {anchor}, which computes its own loss "
+                "and gradients: a precision policy may need loss scaling there, so tfperf "
+                "leaves the precision as written"
+            )
         return None if _policy_point(tree, anchor) is not None else _no_policy_point(anchor)
     if names.tf is None and _import_point(tree) is None:
         return (
@@ -221,20 +229,12 @@ def _dataset_edits(
 def _handovers(tree: ast.Module, anchor: Anchor) -> list[tuple[ast.stmt, ast.expr]] | str:
     """Each statement that hands the dataset over, with the expression that is the dataset."""
     if anchor.script:
-        calls = [
-            node
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "fit"
-            and node.lineno <= anchor.line <= (node.func.end_lineno or node.lineno)
-        ]
-        if len(calls) != 1:
-            return f"{anchor} does not hold one `.fit(...)` call tfperf can find again"
-        value = _fit_input(calls[0])
-        if value is None:
-            return f"the `fit` call at {anchor} passes no x tfperf can wrap"
-        pairs = [(_statement_of(tree, calls[0]), value)]
+        found = _fit_handover(tree, anchor)
+        if found is None:
+            found = _loop_handover(tree, anchor)
+        if isinstance(found, str):
+            return found
+        pairs = [found]
     else:
         function = _function_at(tree, "make_dataset", anchor.line)
         if function is None:
@@ -247,6 +247,82 @@ def _handovers(tree: ast.Module, anchor: Anchor) -> list[tuple[ast.stmt, ast.exp
         if statement is None or not _starts_its_line(statement, tree):
             return f"the statement that hands the dataset over at {anchor} shares its line"
     return [(statement, value) for statement, value in pairs if statement is not None]
+
+
+_Handover = tuple[ast.stmt | None, ast.expr]
+
+
+def _fit_handover(tree: ast.Module, anchor: Anchor) -> _Handover | str | None:
+    """A script's `fit(x, ...)` call at the anchor and its `x`; None where there is none."""
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "fit"
+        and node.lineno <= anchor.line <= (node.func.end_lineno or node.lineno)
+    ]
+    if not calls:
+        return None
+    if len(calls) != 1:
+        return f"{anchor} does not hold one `.fit(...)` call tfperf can find again"
+    value = _fit_input(calls[0])
+    if value is None:
+        return f"the `fit` call at {anchor} passes no x tfperf can wrap"
+    return _statement_of(tree, calls[0]), value
+
+
+def _loop_handover(tree: ast.Module, anchor: Anchor) -> _Handover | str:
+    """A script's own loop at the anchor (`for batch in DATASET:`, `enumerate(DATASET)`, or
+    `iter(DATASET)`) and the expression that is its dataset."""
+    loops = [
+        node for node in ast.walk(tree) if isinstance(node, ast.For) and node.lineno == anchor.line
+    ]
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and _called_name(node) == "iter"
+        and node.lineno == anchor.line
+        and len(node.args) == 1
+    ]
+    if len(loops) + len(calls) != 1:
+        return f"{anchor} holds neither one `.fit(...)` call nor one loop over a dataset"
+    statement: ast.stmt | None
+    if loops:
+        statement, value = loops[0], loops[0].iter
+    else:
+        statement, value = _statement_of(tree, calls[0]), calls[0].args[0]
+    if isinstance(value, ast.Call) and _called_name(value) == "enumerate" and value.args:
+        value = value.args[0]
+    if not _is_dataset_expression(value):
+        shown = ast.unparse(value)
+        return (
+            f"the loop at {anchor} iterates `{shown}`, which tfperf cannot tell is the dataset "
+            "itself (a wrapper's call); name the dataset in the loop to let tfperf add to it"
+        )
+    return statement, value
+
+
+#: tf.data's methods that return a dataset, as a loop may iterate their call.
+DATASET_METHODS = frozenset(
+    {"take", "skip", "repeat", "shuffle", "batch", "padded_batch", "prefetch", "map", "filter"}
+    | {"cache", "with_options", "unbatch", "rebatch", "shard", "apply", "enumerate"}
+)
+
+
+def _is_dataset_expression(value: ast.expr) -> bool:
+    """Whether `value` is a dataset by its shape: a name, an attribute, an item, or a
+    dataset method's call on one of those."""
+    while isinstance(value, ast.Call):
+        if not (isinstance(value.func, ast.Attribute) and value.func.attr in DATASET_METHODS):
+            return False
+        value = value.func.value
+    return isinstance(value, (ast.Name, ast.Attribute, ast.Subscript))
+
+
+def _called_name(call: ast.Call) -> str | None:
+    return call.func.id if isinstance(call.func, ast.Name) else None
 
 
 def _fit_input(call: ast.Call) -> ast.expr | None:

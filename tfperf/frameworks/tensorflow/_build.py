@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ from tfperf.results.discovery import Discovery
 
 if TYPE_CHECKING:
     from tfperf.frameworks import StrategyKind
+    from tfperf.frameworks.tensorflow._loop import LoopCall, LoopSession
     from tfperf.frameworks.tensorflow._recording import Recorder
     from tfperf.frameworks.tensorflow._tf import DistributedInput
 
@@ -55,10 +57,20 @@ class Built:
 
     dataset: Any
     model: Any | None
-    train_step: Callable[[Any], Any]
+    train_step: Callable[[Any], Any] | None
     discovery: Discovery | None
     strategy: Any | None = None
     distributed: DistributedInput | None = None
+    #: A script that trains in its own loop: where it iterates its dataset. Its phases were
+    #: served to that loop while it ran (`_loop`); there is no train step (None).
+    loop: LoopCall | None = None
+
+    @property
+    def step(self) -> Callable[[Any], Any]:
+        """The train step; a build with no loop session always has one (a script's own loop
+        raises there)."""
+        assert self.train_step is not None, "a script's own loop was served: it has no step"
+        return self.train_step
 
     @property
     def data(self) -> Any:
@@ -71,6 +83,7 @@ def build(
     knobs: Knobs,
     strategy: StrategyKind | None = None,
     step: Callable[[Any], Any] | None = None,
+    session: LoopSession | None = None,
 ) -> Built:
     """Builds the dataset (options applied) and the train step of `pipeline` under `knobs`.
 
@@ -80,6 +93,9 @@ def build(
         step: a step to run instead of the file's (an emulated accelerator's,
             `tfperf.measure.EmulatedStep`): a pipeline file's model is then not built, and a
             script's is not trained. It takes one (global) batch per call, under a strategy too.
+        session: serves a script's own training loop the profiler's phases while it runs
+            (`_loop`): the `Built` then has the loop and no train step. Without one, such a
+            script raises (it has no step tfperf can call).
 
     Raises:
         PipelineFileError: the file or script breaks the contract (wrong return types, no
@@ -95,7 +111,7 @@ def build(
         return Built(dataset, model, train_step, discovery)
     from tfperf.frameworks.tensorflow._build_distributed import build_distributed
 
-    return build_distributed(pipeline, knobs, live, step)
+    return build_distributed(pipeline, knobs, live, step, session)
 
 
 def through_service(dataset: Any, knobs: Knobs, pipeline: PipelineFile) -> Any:
@@ -140,20 +156,34 @@ def build_parts(
     knobs: Knobs,
     scope: Any | None = None,
     step: Callable[[Any], Any] | None = None,
-) -> tuple[Any, Any | None, Callable[[Any], Any], Recorder | None]:
+    session: LoopSession | None = None,
+) -> tuple[Any, Any | None, Callable[[Any], Any] | None, Recorder | None]:
     """The raw dataset, the model (if any), the train step, and the recorder of the sites.
 
     A script runs inside `scope.scope()` when a strategy `scope` is given, so the model it
     builds is the strategy's. `step`, when given, is the train step (see `build`).
+
+    A script that trains in its own loop (`_loop`) has no step tfperf can call: the train step
+    is None. With a `session`, its loop was served the profiler's phases, and the dataset is
+    the one the session measured (`LoopSession.raw`); without, the script stopped at the
+    loop's first step.
     """
     if pipeline.kind is not PipelineKind.SCRIPT:
         dataset, recorder = raw_dataset(pipeline, knobs)
         model, train_step = build_train_step(pipeline, knobs, step)
         return dataset, model, train_step, recorder
+    from tfperf.frameworks.tensorflow._loop import LoopCall
     from tfperf.frameworks.tensorflow._script import fit_dataset, run_until_fit
 
     with _sites(pipeline, knobs) as recorder, _tf.in_scope(scope):
-        call = run_until_fit(pipeline)
+        if session is not None:
+            session.finish_input = functools.partial(_loop_input, pipeline, knobs, recorder)
+        call = run_until_fit(pipeline, session)
+    if isinstance(call, LoopCall):
+        if session is not None and session.serving:
+            return session.raw, None, None, recorder
+        raw, _ = _loop_input(pipeline, knobs, recorder, call)
+        return raw, None, None, recorder
     if not getattr(call.model, "compiled", True) or getattr(call.model, "optimizer", None) is None:
         raise PipelineFileError(
             f"{pipeline.path.name}: the model given to `fit` at {call.where} is not compiled. "
@@ -165,6 +195,16 @@ def build_parts(
         dataset = recorder.finish(dataset, call.filename, call.line, arrays=arrays)
     train_step = step if step is not None else _tf.keras_train_step(call.model)
     return dataset, call.model, train_step, recorder
+
+
+def _loop_input(
+    pipeline: PipelineFile, knobs: Knobs, recorder: Recorder | None, call: LoopCall
+) -> tuple[Any, Any]:
+    """A script's own loop's dataset, its sites recorded, and as the knobs measure it."""
+    raw = call.dataset
+    if recorder is not None:
+        raw = recorder.finish(raw, call.filename, call.line)
+    return raw, through_service(_tf.apply_options(raw, knobs), knobs, pipeline)
 
 
 def raw_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Recorder | None]:

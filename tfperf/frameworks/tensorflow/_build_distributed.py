@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tfperf.errors import PipelineFileError
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._build import (
     Built,
@@ -25,6 +26,7 @@ from tfperf.frameworks.tensorflow._build import (
     through_service,
     with_context,
 )
+from tfperf.frameworks.tensorflow._loop import LoopSession, own_loop_needs_step
 from tfperf.knobs import Knobs
 from tfperf.pipeline import PipelineFile, PipelineKind, takes_input_context
 
@@ -34,13 +36,15 @@ def build_distributed(
     knobs: Knobs,
     strategy: Any | None,
     emulated: Callable[[Any], Any] | None = None,
+    session: LoopSession | None = None,
 ) -> Built:
     """Builds `pipeline` under `strategy` (a script may bring its own when it is None).
 
     `emulated`: a step to run on each global batch instead of the file's (see `build`).
+    `session`: serves a script's own training loop the profiler's phases (see `build`).
     """
     if pipeline.kind is PipelineKind.SCRIPT:
-        return _script(pipeline, knobs, strategy, emulated)
+        return _script(pipeline, knobs, strategy, emulated, session)
     assert strategy is not None, "a pipeline file without a strategy builds undistributed"
     refuse_service(knobs)
     with _tf.in_scope(strategy):
@@ -80,9 +84,15 @@ def _script(
     knobs: Knobs,
     strategy: Any | None,
     emulated: Callable[[Any], Any] | None = None,
+    session: LoopSession | None = None,
 ) -> Built:
-    dataset, model, train_step, recorder = build_parts(pipeline, knobs, strategy, emulated)
+    parts = build_parts(pipeline, knobs, strategy, emulated, session)
+    dataset, model, train_step, recorder = parts
     discovery = found_sites(recorder, dataset, pipeline)
+    if train_step is None:  # the script trains in its own loop
+        if session is None or session.call is None:
+            raise PipelineFileError(own_loop_needs_step(pipeline.path.name))
+        return Built(session.measured, None, None, discovery, loop=session.call)
     dataset = _tf.apply_options(dataset, knobs)
     own = model.distribute_strategy if model is not None else None
     if own is not None and not _tf.is_default(own):

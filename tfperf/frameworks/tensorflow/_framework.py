@@ -166,7 +166,7 @@ class TensorFlow(Framework):
         data, dataset = built.data, built.dataset
         return Input(
             batches=lambda: iter(data),  # a tf.data iterator per pass
-            step=built.train_step,
+            step=built.step,
             sync=synchronise,
             element=_tf.describe_structure(dataset.element_spec),
             epoch_steps=_tf.cardinality(dataset),

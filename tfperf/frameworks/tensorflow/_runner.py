@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,10 +21,11 @@ from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow import _tf
 from tfperf.frameworks.tensorflow._autotune import IteratorRecorder
 from tfperf.frameworks.tensorflow._buffers import buffer_holds
-from tfperf.frameworks.tensorflow._build import build
+from tfperf.frameworks.tensorflow._build import Built, build
 from tfperf.frameworks.tensorflow._chain import recover_stages
 from tfperf.frameworks.tensorflow._distributed import distribution_of, epoch_of
 from tfperf.frameworks.tensorflow._edit_checks import ram_budget
+from tfperf.frameworks.tensorflow._loop import LoopSession
 from tfperf.knobs import CODE_KNOBS, SITES, Knobs
 from tfperf.measure import (
     Budget,
@@ -35,7 +37,8 @@ from tfperf.measure import (
     window_steps,
 )
 from tfperf.measure.emulated import EmulatedStep
-from tfperf.pipeline import PipelineFile
+from tfperf.measure.served import ServedLoop, script_phase_s
+from tfperf.pipeline import PipelineFile, PipelineKind
 from tfperf.results import ProfileResult
 from tfperf.results.discovery import Discovery
 from tfperf.results.stages import EpochSource, MemoryAccount, StageReport, memory_account
@@ -80,21 +83,78 @@ class PipelineMeasurement(Measurement):
 
     def measure(self) -> ProfileResult:
         request, knobs = self.request, self.knobs
-        # The emulated step is the built train step: `profile` sees it is one and records it.
-        emulated = EmulatedStep(request.step_time_s) if request.step_time_s is not None else None
-        self.built = built = build(self.pipeline, knobs, request.strategy, emulated)
+        if self._serves_loop():
+            built, served = self._run_script()
+            if served is not None:
+                return served
+        else:
+            # The emulated step is the built train step: `profile` records it as one.
+            emulated = None if request.step_time_s is None else EmulatedStep(request.step_time_s)
+            built = self.built = build(self.pipeline, knobs, request.strategy, emulated)
+            _tf.reset_allocator_peaks()
         request.discovered(built.discovery)
         self.chain = recover_stages(built.dataset)
         self.recorder = IteratorRecorder(built.data, self.chain)
-        _tf.reset_allocator_peaks()
         return self.phases(
             self.recorder,
-            built.train_step,
+            built.step,
             knobs=knobs if built.discovery is None else measured_knobs(knobs, built.discovery),
             epoch=epoch_info(built.dataset, self.chain, epoch_of(built, request.epoch_steps)),
             steps=window_steps(request.steps, self.chain),
             progress=self.recorder.progress(request.progress),
         )
+
+    def _serves_loop(self) -> bool:
+        """Whether a script that trains in its own loop would be served the phases: a script
+        run as it is, under no strategy or emulated step of tfperf's."""
+        request = self.request
+        return (
+            self.pipeline.kind is PipelineKind.SCRIPT
+            and request.strategy is None
+            and request.step_time_s is None
+        )
+
+    def _run_script(self) -> tuple[Built, ProfileResult | None]:
+        """A script run once, to its `fit` (the built model's step is then measured as a
+        pipeline file's), or through its own loop over a tf.data dataset, which is served
+        the phases as it trains (`_loop`): then the profile is measured here too."""
+        request, started = self.request, time.perf_counter()
+        _tf.reset_allocator_peaks()
+        with self.profiler() as profiler:
+            served = ServedLoop(
+                profiler,
+                request.steps,
+                request.min_seconds,
+                lambda: script_phase_s(request.budget_s, time.perf_counter() - started),
+                sync=_tf.sync_devices,
+                measure_pipeline=request.measures_pipeline,
+                measure_compute=request.measures_compute,
+            )
+            session = LoopSession(served, lambda dataset: self._served_input(dataset, served))
+            try:
+                built = self.built = build(self.pipeline, self.knobs, session=session)
+                if built.loop is not None:
+                    served.input_alone()
+            finally:
+                served.close()
+        if built.loop is None:
+            return built, None
+        request.discovered(built.discovery)
+        result = profiler.result()
+        if built.discovery is not None:
+            result.knobs = measured_knobs(self.knobs, built.discovery)
+        return built, result
+
+    def _served_input(self, dataset: Any, served: ServedLoop) -> Any:
+        """What the profiler iterates for a script's own loop over `dataset`, with the
+        records `finish` reads: its stages, AUTOTUNE's readout, a real epoch's length."""
+        request = self.request
+        self.chain = recover_stages(dataset)
+        self.recorder = IteratorRecorder(dataset, self.chain)
+        served.profiler.epoch = epoch_info(dataset, self.chain, request.epoch_steps)
+        served.profiler.progress = self.recorder.progress(request.progress)
+        served.steps = window_steps(request.steps, self.chain)  # as a pipeline file's
+        return self.recorder
 
     def explain(self, error: InputPipelineError | TrainStepError) -> PipelineRuntimeError:
         if isinstance(error, InputPipelineError):

@@ -1,21 +1,23 @@
-"""Runs a user's training script up to its first `model.fit(...)`, and takes over there.
+"""Runs a user's training script up to its first `model.fit(...)`, or into its own loop.
 
 `tfperf profile train.py` and `tfperf tune train.py` accept an ordinary script that builds a
-dataset and a compiled Keras model and calls `model.fit`. The script runs as `python train.py
-ARGS` would (`runpy`, `__name__ == "__main__"`, `sys.argv == [train.py, *ARGS]`, its folder first
-on `sys.path`; all restored afterwards) with `keras.Model.fit` replaced: the first call records
-the model and its input and stops the script by raising a private exception, so no training
-runs. tfperf then measures that model's train step on that input for a bounded number of steps.
+dataset and either calls `model.fit` or trains in a loop of its own. The script runs as
+`python train.py ARGS` would (`runpy`, `__name__ == "__main__"`, `sys.argv == [train.py,
+*ARGS]`, its folder first on `sys.path`; all restored afterwards) with `keras.Model.fit`
+replaced: the first call records the model and its input and stops the script by raising a
+private exception, so no training runs. tfperf then measures that model's train step on that
+input for a bounded number of steps. A loop of the script's own over a tf.data dataset is
+found as it first trains, and is served the profiler's batches (`_loop`).
 
 What the script must do, and the messages when it does not:
 
-- reach `fit` when run this way: a script that ends without calling it, or exits first
-  (`sys.exit`, argparse rejecting an argument), stops with a `PipelineFileError` naming the
-  file and the fix; `SystemExit` never leaves this module;
-- not train before it: a script whose own loop trains (a Keras optimizer's
-  `apply_gradients` or `apply`, or `model.train_on_batch`, called before any `fit`) is
-  stopped at that first step, with a `PipelineFileError` that names the line, rather than
-  left to train to its end;
+- reach `fit` or its loop when run this way: a script that ends without training, or exits
+  first (`sys.exit`, argparse rejecting an argument), stops with a `PipelineFileError`
+  naming the file and the fix; `SystemExit` never leaves this module;
+- train in a loop tfperf can see: a script that trains (a Keras optimizer's
+  `apply_gradients` or `apply`, or `model.train_on_batch`) on batches of no tf.data dataset
+  iterated in Python (its loop inside a `tf.function`, say) is stopped at that first step,
+  with a `PipelineFileError` that names the line, rather than left to train to its end;
 - pass a `tf.data.Dataset` as `x` (or arrays, which tfperf feeds as Keras's own `fit` would:
   the validation split held out, shuffled, batched with fit's `batch_size`, prefetched).
 
@@ -38,8 +40,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf.errors import PipelineFileError, PipelineRuntimeError
+from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
+from tfperf.frameworks.tensorflow._loop import LoopCall, LoopSession, Watch, user_frame
 from tfperf.frameworks.tensorflow._tf import keras_array_dataset, patched
+from tfperf.measure.served import Stop
 from tfperf.pipeline import PipelineFile
 from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
 
@@ -74,6 +78,14 @@ class _TrainedFirst(BaseException):
         self.where = where
 
 
+class _LoopReached(BaseException):
+    """Stops the script at its own loop's first step, where no session serves it."""
+
+    def __init__(self, call: LoopCall) -> None:
+        super().__init__(call.where)
+        self.call = call
+
+
 class _FitReached(BaseException):
     """Stops the script at `fit`. A BaseException, so the script's `except Exception` lets it
     through, as it would a KeyboardInterrupt."""
@@ -83,29 +95,48 @@ class _FitReached(BaseException):
         self.call = call
 
 
-def run_until_fit(pipeline: PipelineFile) -> FitCall:
-    """Runs the script `pipeline` until it calls `fit` on a Keras model.
+def run_until_fit(pipeline: PipelineFile, session: LoopSession | None = None) -> FitCall | LoopCall:
+    """Runs the script `pipeline` until it calls `fit` on a Keras model, or trains in its own
+    loop over a tf.data dataset (`_loop`).
+
+    With a `session`, a loop of the script's own is served the profiler's phases, and the
+    script runs until they are measured; without one, it stops at the loop's first step.
 
     Raises:
-        PipelineFileError: the script ended, or exited, before calling `fit`.
-        PipelineRuntimeError: the script raised before calling `fit`.
+        PipelineFileError: the script ended, or exited, before calling `fit` or training in a
+            loop tfperf can serve.
+        PipelineRuntimeError: the script raised before calling `fit`, or in its loop.
     """
     shown = pipeline.path.name
-    with _fit_intercepted(pipeline.user_paths):
+    watch = Watch(pipeline.path.parent, pipeline.user_paths)
+    watch.session = session
+    with _fit_intercepted(pipeline.user_paths, watch):
         try:
             pipeline.call(runpy.run_path, str(pipeline.path), run_name="__main__")
         except _FitReached as reached:
             return reached.call
+        except _LoopReached as reached:
+            return reached.call
+        except Stop:
+            if session is not None and session.call is not None:
+                return session.call
+            raise
         except _TrainedFirst as trained:
             raise PipelineFileError(_own_loop_message(shown, trained)) from None
         except SystemExit as error:
             raise PipelineFileError(_exit_message(shown, error, pipeline.argv)) from None
+        except TfperfError:
+            raise  # the profiler's own errors say what failed and where
         except Exception as error:
             frames = format_frames(exception_user_frames(error, pipeline.user_paths))
+            serving = session is not None and session.serving
+            when = "in its training loop" if serving else "before reaching `model.fit(...)`"
             raise PipelineRuntimeError(
-                f"{shown} raised {type(error).__name__} before reaching `model.fit(...)`: "
+                f"{shown} raised {type(error).__name__} {when}: "
                 f"{error}" + (f"\n{frames}" if frames else "")
             ) from error
+    if session is not None and session.call is not None:
+        return session.call  # the script ended its loop before the phases did
     raise PipelineFileError(_no_fit_message(shown, pipeline.argv))
 
 
@@ -155,14 +186,15 @@ def fit_dataset(call: FitCall, shown: str) -> Any:
 
 
 @contextlib.contextmanager
-def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
+def _fit_intercepted(user_paths: tuple[Path, ...], watch: Watch) -> Iterator[None]:
     import keras
+    import tensorflow as tf
 
     signature = inspect.signature(keras.Model.fit)
 
     def fit(self: Any, *args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(self, *args, **kwargs).arguments
-        frame = _user_frame(sys._getframe(1), user_paths)
+        frame = user_frame(sys._getframe(1), user_paths)
         raise _FitReached(
             FitCall(
                 model=self,
@@ -178,25 +210,37 @@ def _fit_intercepted(user_paths: tuple[Path, ...]) -> Iterator[None]:
             )
         )
 
-    def trains(what: str) -> Any:
+    def trains(owner: type, what: str) -> Any:
+        original = getattr(owner, what)
+
         def step(*args: Any, **kwargs: Any) -> Any:
-            raise _TrainedFirst(what, _caller(sys._getframe(1), user_paths))
+            session = watch.session
+            if session is None or not session.serving:
+                loop = watch.training()
+                if loop is None:
+                    raise _TrainedFirst(what, _caller(sys._getframe(1), user_paths))
+                if session is None:
+                    raise _LoopReached(loop.call)
+                session.chose(loop)
+            return original(*args, **kwargs)
 
         return step
 
+    original_iter = tf.data.Dataset.__iter__
+
+    def iterate(self: Any) -> Any:
+        return watch.iterating(self, original_iter)
+
+    optimizer = keras.optimizers.Optimizer
     with contextlib.ExitStack() as stack:
         stack.enter_context(patched(keras.Model, "fit", fit))
-        stack.enter_context(patched(keras.Model, "train_on_batch", trains("train_on_batch")))
+        stack.enter_context(patched(tf.data.Dataset, "__iter__", iterate))
+        stack.enter_context(
+            patched(keras.Model, "train_on_batch", trains(keras.Model, "train_on_batch"))
+        )
         for method in ("apply_gradients", "apply"):
-            stack.enter_context(patched(keras.optimizers.Optimizer, method, trains(method)))
+            stack.enter_context(patched(optimizer, method, trains(optimizer, method)))
         yield
-
-
-def _user_frame(frame: Any, user_paths: tuple[Path, ...]) -> Any:
-    """The innermost frame on the stack in the user's files, or None."""
-    while frame is not None and not is_user_file(frame.f_code.co_filename, user_paths):
-        frame = frame.f_back
-    return frame
 
 
 def _caller(frame: Any, user_paths: tuple[Path, ...]) -> str:
@@ -223,19 +267,21 @@ def _own_loop_message(shown: str, trained: _TrainedFirst) -> str:
     what = "model.train_on_batch" if trained.what == "train_on_batch" else trained.what
     return (
         f"{shown} trains in its own loop: it reached `{what}` from {trained.where} before any "
-        "`model.fit(...)`. tfperf takes over a Keras script at its first `fit`, so it stopped "
-        "the script at that first step rather than let it train. For a custom training loop, "
-        "write a pipeline file with `make_dataset()` (your dataset) and `make_train_step()` "
-        "(your step), and profile that (see docs/zero-change.md)."
+        "`model.fit(...)`, on batches that came from no tf.data dataset iterated in Python. "
+        "tfperf measures a custom loop that iterates a tf.data.Dataset in Python (`for x, y in "
+        "dataset:` or `next(iterator)`, the step a `tf.function` or not); this one iterates its "
+        "input inside a `tf.function`, from a distributed dataset, or trains on arrays. tfperf "
+        "stopped the script at that first step rather than let it train. Iterate the dataset in "
+        "Python and call the step per batch, or write a pipeline file with `make_dataset()` and "
+        "`make_train_step()` (see docs/zero-change.md)."
     )
 
 
 def _no_fit_message(shown: str, argv: tuple[str, ...]) -> str:
     return (
-        f"{shown} ran to its end without calling `model.fit(...)`, so tfperf had no model and "
-        "dataset to measure. tfperf runs the script as `python "
-        f"{shown}{''.join(' ' + arg for arg in argv)}` and takes over at the first `fit` of a "
-        "Keras model: check that it calls fit when run this way (not only under a flag or "
-        "from another entry point). For a custom training loop, write a pipeline file with "
-        "`make_dataset()` and `make_train_step()` instead (see docs/zero-change.md)."
+        f"{shown} ran to its end without calling `model.fit(...)` or training in a loop over a "
+        "tf.data dataset, so tfperf had no training to measure. tfperf runs the script as "
+        f"`python {shown}{''.join(' ' + arg for arg in argv)}` and takes over at the first "
+        "`fit` of a Keras model, or at the first step of a loop of the script's own: check "
+        "that it trains when run this way (not only under a flag or from another entry point)."
     )

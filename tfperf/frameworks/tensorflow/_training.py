@@ -53,7 +53,7 @@ def _probe_one(pipeline: PipelineFile, knobs: Knobs, seconds: float) -> Training
     with _tf.precision_policy(knobs.mixed_precision):
         built = build(pipeline, knobs)
         batch = _first_batch(built.dataset)
-        window = time_step(built.train_step, batch, synchronise, seconds, PROBE_WINDOWS)
+        window = time_step(built.step, batch, synchronise, seconds, PROBE_WINDOWS)
     return training_rate(knobs, batch_examples(batch), window)
 
 

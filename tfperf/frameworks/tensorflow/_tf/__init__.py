@@ -106,6 +106,7 @@ from tfperf.frameworks.tensorflow._tf._support import (
     refused_by_tf_data,
     reset_allocator_peaks,
     short_tf_message,
+    sync_devices,
     user_frames_of,
 )
 
@@ -183,6 +184,7 @@ __all__ = [
     "silenced_stderr",
     "spec_bytes",
     "strategy_step",
+    "sync_devices",
     "tensorflow_dir",
     "traced_graphs",
     "traced_stack",

@@ -47,6 +47,16 @@ def enable_gpu_memory_growth() -> None:
             logger.info("could not enable memory growth on %s: %s", gpu.name, error)
 
 
+def sync_devices() -> None:
+    """Waits for the work queued on the GPUs, so that a step of a script's own loop is
+    clocked with its GPU time (eager GPU ops return before they finish); nothing without a
+    GPU, where TensorFlow runs each op to its end."""
+    import tensorflow as tf
+
+    if tf.config.list_logical_devices("GPU"):
+        tf.test.experimental.sync_devices()
+
+
 @contextlib.contextmanager
 def precision_policy(precision: Precision) -> Iterator[None]:
     """Sets the Keras global dtype policy for the block, restoring the previous one after."""

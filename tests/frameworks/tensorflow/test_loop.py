@@ -1,0 +1,151 @@
+"""TensorFlow scripts that train in their own loop: found as they train, served, patched."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.deadlines import HANG_S
+from tfperf.errors import PipelineFileError
+from tfperf.frameworks.tensorflow import discover_sites, profile_pipeline
+from tfperf.frameworks.tensorflow._loop import LoopCall
+from tfperf.frameworks.tensorflow._script import run_until_fit
+from tfperf.knobs import AUTOTUNE
+from tfperf.pipeline import load_pipeline
+
+pytestmark = pytest.mark.tf
+
+#: The guide's shape: a look at one batch, a `tf.function` step, epochs of a finite dataset,
+#: an evaluation pass after each epoch, and work after the loop that must never run.
+LOOP = """
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((512, 8)).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+train = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(128).map(lambda a, b: (a * 2.0, b))
+train = train.batch(16)
+val = tf.data.Dataset.from_tensor_slices((x[:64], y[:64])).batch(16)
+model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+opt = keras.optimizers.SGD(0.01)
+
+for xb, yb in train.take(1):
+    print("batch", xb.shape)
+
+
+@tf.function
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(xb) - yb) ** 2)
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                            model.trainable_variables))
+    return loss
+
+
+epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+for epoch in range(epochs):
+    for step, (xb, yb) in enumerate(train):
+        train_step(xb, yb)
+    for xb, yb in val:
+        model(xb)
+Path(__file__).with_name("trained").write_text("the loop ran to its end")
+"""
+#: The line of the training loop's `for` in LOOP.
+LOOP_LINE = 32
+
+
+def write(folder: Path, source: str) -> Path:
+    path = folder / "train.py"
+    path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
+    return path
+
+
+def test_the_training_loop_is_found_past_a_look_at_one_batch(tmp_path):
+    call = run_until_fit(load_pipeline(write(tmp_path, LOOP)))
+
+    assert isinstance(call, LoopCall)
+    assert call.where == f"train.py:{LOOP_LINE}"  # not the `take(1)` look at line 17
+    assert call.dataset.cardinality().numpy() == 32
+    assert not (tmp_path / "trained").exists()
+
+
+def test_a_loop_that_iterates_inside_a_tf_function_is_stopped_and_told_why(tmp_path):
+    source = LOOP.replace(
+        "    for step, (xb, yb) in enumerate(train):\n        train_step(xb, yb)\n",
+        "    tf.function(lambda: [train_step(a, b) for a, b in train])()\n",
+    ).replace("for xb, yb in train.take(1):\n    print", "if False:\n    print")
+    with pytest.raises(PipelineFileError) as caught:
+        run_until_fit(load_pipeline(write(tmp_path, source)))
+    message = str(caught.value)
+    assert message.startswith("train.py trains in its own loop: it reached `apply_gradients`")
+    assert "inside a `tf.function`" in message
+    assert not (tmp_path / "trained").exists()
+
+
+def test_a_custom_loop_is_profiled_as_it_trains(tmp_path):
+    pipeline = load_pipeline(write(tmp_path, LOOP))
+    result = profile_pipeline(pipeline, steps=70, warmup=2, analyse_stages=False)
+
+    for measured in (result.end_to_end, result.pipeline_only, result.compute_only):
+        assert measured is not None and measured.steps >= 70
+    assert result.end_to_end.examples_per_sec > 0
+    assert result.discovery is not None
+    assert result.discovery.end == f"train.py:{LOOP_LINE}"
+    names = {site.name for site in result.discovery.sites}
+    assert "map@train.py:11.num_parallel_calls" in names
+    assert f"prefetch@train.py:{LOOP_LINE}.buffer_size" in names  # one tfperf may add
+    assert result.knobs["shuffle@train.py:11.buffer_size"] == 128
+    assert result.restarts is not None and result.restarts.epoch_steps == 32
+    assert not (tmp_path / "trained").exists()
+
+
+def test_a_loop_that_breaks_early_sets_the_epoch(tmp_path):
+    source = LOOP.replace(
+        "        train_step(xb, yb)\n",
+        "        train_step(xb, yb)\n        if step == 9:\n            break\n",
+    )
+    result = profile_pipeline(
+        load_pipeline(write(tmp_path, source)), steps=25, warmup=2, analyse_stages=False
+    )
+    assert result.restarts is not None
+    assert result.restarts.epoch_steps == 10
+    assert result.restarts.epoch_source.value == "observed"
+
+
+def test_the_loops_patch_applies_and_the_patched_script_runs(tmp_path):
+    path = write(tmp_path, LOOP)
+    pipeline = load_pipeline(path, ["1"])
+    discovery = discover_sites(pipeline)
+    pipeline = pipeline.with_discovery(discovery)
+    assert discovery.end == f"train.py:{LOOP_LINE}"
+    inserted = next(s for s in discovery.sites if s.calls == 0 and s.method == "prefetch")
+    before = pipeline.baseline.to_dict()
+    after = {
+        **before,
+        "private_threadpool_size": 2,
+        "sites": {**before["sites"], inserted.name: AUTOTUNE},
+    }
+    from tfperf.sites import patch_for
+
+    patch = patch_for(tmp_path, discovery, before, after, script=True)
+    assert "    options.threading.private_threadpool_size = 2\n" in patch.diff
+    assert "enumerate(train.prefetch(tf.data.AUTOTUNE).with_options(options)):" in patch.diff
+    copy = tmp_path / "patched"
+    copy.mkdir()
+    shutil.copy(path, copy / "train.py")
+    subprocess.run(["patch", "-p0"], input=patch.diff, text=True, cwd=copy, check=True)
+    ran = subprocess.run(
+        [sys.executable, "train.py", "1"], cwd=copy, capture_output=True, text=True, timeout=HANG_S
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert (copy / "trained").exists()
