@@ -149,3 +149,19 @@ def test_the_loops_patch_applies_and_the_patched_script_runs(tmp_path):
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
     assert (copy / "trained").exists()
+
+
+def test_a_step_that_calls_next_inside_a_tf_function_is_stopped_and_told_why(tmp_path):
+    source = LOOP.replace(
+        "    for step, (xb, yb) in enumerate(train):\n        train_step(xb, yb)\n",
+        "    it = iter(train.repeat())\n    for step in range(20):\n        pulled(it)\n",
+    ).replace(
+        "epochs = int(",
+        "@tf.function\ndef pulled(it):\n    return train_step(*next(it))\n\n\nepochs = int(",
+    )
+    with pytest.raises(PipelineFileError) as caught:
+        run_until_fit(load_pipeline(write(tmp_path, source)))
+    message = str(caught.value)
+    assert message.startswith("train.py passes the iterator it makes at train.py:")
+    assert "calls `next()` inside it" in message
+    assert not (tmp_path / "trained").exists()

@@ -47,6 +47,15 @@ class LoopCall:
     line: int
 
 
+class IteratorTraced(BaseException):
+    """Stops a script whose `tf.function` takes the dataset's iterator and calls `next()` in
+    it: the traced graph would read batches tfperf never sees, and train to the end."""
+
+    def __init__(self, call: LoopCall) -> None:
+        super().__init__(call.where)
+        self.call = call
+
+
 class _Watched:
     """The iterator a user's eager `iter(dataset)` gets: the dataset's own, until the loop
     is found to train on it; from then on the profiler's stream (`switch`)."""
@@ -64,6 +73,10 @@ class _Watched:
         return self
 
     def __next__(self) -> Any:
+        import tensorflow as tf
+
+        if tf.inside_function():  # a graph would read the dataset's own iterator, unseen
+            raise IteratorTraced(self.call)
         if self._served is not None:
             return next(self._served)
         assert self._inner is not None

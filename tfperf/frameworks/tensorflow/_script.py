@@ -41,7 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
-from tfperf.frameworks.tensorflow._loop import LoopCall, LoopSession, Watch, user_frame
+from tfperf.frameworks.tensorflow._loop import (
+    IteratorTraced,
+    LoopCall,
+    LoopSession,
+    Watch,
+    user_frame,
+)
 from tfperf.frameworks.tensorflow._tf import keras_array_dataset, patched
 from tfperf.measure.served import Stop
 from tfperf.pipeline import PipelineFile
@@ -123,6 +129,8 @@ def run_until_fit(pipeline: PipelineFile, session: LoopSession | None = None) ->
             raise
         except _TrainedFirst as trained:
             raise PipelineFileError(_own_loop_message(shown, trained)) from None
+        except IteratorTraced as traced:
+            raise PipelineFileError(_traced_iterator_message(shown, traced.call)) from None
         except SystemExit as error:
             raise PipelineFileError(_exit_message(shown, error, pipeline.argv)) from None
         except TfperfError:
@@ -274,6 +282,17 @@ def _own_loop_message(shown: str, trained: _TrainedFirst) -> str:
         "stopped the script at that first step rather than let it train. Iterate the dataset in "
         "Python and call the step per batch, or write a pipeline file with `make_dataset()` and "
         "`make_train_step()` (see docs/zero-change.md)."
+    )
+
+
+def _traced_iterator_message(shown: str, call: LoopCall) -> str:
+    return (
+        f"{shown} passes the iterator it makes at {call.where} into a `tf.function` and calls "
+        "`next()` inside it: the traced step reads its batches where tfperf cannot serve or "
+        "time them, so tfperf stopped the script there rather than let it train. Call "
+        "`next()` in Python and pass the batch to the step (`train_step(next(iterator))`), "
+        "or write a pipeline file with `make_dataset()` and `make_train_step()` (see "
+        "docs/zero-change.md)."
     )
 
 
