@@ -13,7 +13,8 @@ from tfperf.results.stages import EpochSource, LoaderReport, RestartCost, StageK
 from tfperf.units import format_seconds
 
 _REPEAT = (
-    "Call repeat() on the dataset and pass steps_per_epoch to fit, so the pipeline never "
+    "Call repeat() on the dataset and take each epoch's steps from one iterator "
+    "(steps_per_epoch in fit; next() N times in a loop of your own), so the pipeline never "
     "restarts and stays warm across epochs"
 )
 _SOURCE = {
