@@ -119,6 +119,8 @@ class ServedLoop:
         self.measure_compute = measure_compute
         self.data: Any = None  # the measured data, once found
         self.completed = False
+        self.batches = 0  # batches the script's loop took from the measured data
+        self.served_all = False  # the served phases ran to their end
         self._max_seconds: float | None = None  # each phase's, once the loop is reached
         self._source: Passes | None = None
         self._stream: Iterator[Any] | None = None
@@ -167,9 +169,11 @@ class ServedLoop:
             max_seconds=self._max_seconds,
         ):
             last = batch
+            self.batches += 1
             yield batch
             self.sync()
         if not self.measure_compute:
+            self.served_all = True
             raise Stop
         for batch in self.profiler.iterate(
             itertools.repeat(last),
@@ -178,9 +182,23 @@ class ServedLoop:
             phase=Phase.COMPUTE_ONLY,
             max_seconds=self._max_seconds,
         ):
+            self.batches += 1
             yield batch
             self.sync()
+        self.served_all = True
         raise Stop
+
+    def shortfall(self, shown: str) -> str | None:
+        """Why the figures cannot stand, where the script's loop ended (its epochs done)
+        before the served phases did; None where they ran to their end."""
+        if self.data is None or self.served_all:
+            return None
+        return (
+            f"{shown}'s training loop took {self.batches} batches in all and then ended, before "
+            f"tfperf had measured it (at least {self.steps} steps end to end, then as many on "
+            "one batch again), so the code after the loop ran. Run the script longer (its own "
+            f"arguments after `--`: more epochs or steps) or measure fewer steps (--steps)."
+        )
 
     def input_alone(self) -> None:
         """The pipeline-only phase: the measured data with nothing between batches."""

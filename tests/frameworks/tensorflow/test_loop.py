@@ -165,3 +165,17 @@ def test_a_step_that_calls_next_inside_a_tf_function_is_stopped_and_told_why(tmp
     assert message.startswith("train.py passes the iterator it makes at train.py:")
     assert "calls `next()` inside it" in message
     assert not (tmp_path / "trained").exists()
+
+
+def test_a_loop_that_ends_before_its_phases_is_refused_with_its_count(tmp_path):
+    source = LOOP.replace(
+        "        train_step(xb, yb)\n",
+        "        train_step(xb, yb)\n        if step == 9:\n            break\n",
+    )
+    pipeline = load_pipeline(write(tmp_path, source), ["2"])
+    with pytest.raises(PipelineFileError) as caught:
+        profile_pipeline(pipeline, steps=30, warmup=2, analyse_stages=False)
+    assert str(caught.value).startswith(
+        "train.py's training loop took 20 batches in all and then ended, before tfperf had "
+        "measured it (at least 30 steps end to end"
+    )

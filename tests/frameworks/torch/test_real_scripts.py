@@ -165,6 +165,28 @@ def test_a_module_level_loop_is_run_as_a_script_and_stopped_never_imported(
     assert best > 0 and (tmp_path / "trained").read_text() == str(best)
 
 
+def test_a_loop_shorter_than_the_phases_is_refused_with_its_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two epochs that break after 8 batches cannot hold the phases: the figures would rest
+    on part of one."""
+    from tfperf.cli.main import EXIT_USAGE, main
+
+    breaks = MODULE_LEVEL.replace(
+        "    for x, y in loader:\n        step(x, y)\n",
+        "    for i, (x, y) in enumerate(loader):\n        step(x, y)\n        if i == 7:\n"
+        "            break\n",
+    )
+    assert breaks != MODULE_LEVEL
+    (tmp_path / "train.py").write_text(breaks)
+    monkeypatch.chdir(tmp_path)
+    status = main(["profile", "train.py", "--steps", "30", "--no-stages", "--", "--epochs", "2"])
+    err = capsys.readouterr().err
+    assert status == EXIT_USAGE, err
+    assert "train.py's training loop took 16 batches in all and then ended, before tfperf" in err
+    assert (tmp_path / "trained").exists()  # as the message says: the code after it ran
+
+
 LIBRARY = """\
 import torch
 from torch.utils.data import DataLoader, TensorDataset

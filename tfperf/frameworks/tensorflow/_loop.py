@@ -98,6 +98,8 @@ class _Watched:
         return self.__next__()
 
     def __getattr__(self, name: str) -> Any:
+        if self._inner is None:
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
 
@@ -154,10 +156,8 @@ class LoopSession:
     def __init__(self, served: ServedLoop, prepare: Callable[[Any], Any]) -> None:
         self.served = served
         self.prepare = prepare
-        self.finish_input: Callable[[LoopCall], tuple[Any, Any]] = lambda call: (
-            call.dataset,
-            call.dataset,
-        )
+        #: Set by the build, which records the sites (`_build.build_parts`).
+        self.finish_input: Callable[[LoopCall], tuple[Any, Any]] | None = None
         self.call: LoopCall | None = None
         self.raw: Any = None  # the loop's dataset, its sites recorded
         self.measured: Any = None  # the dataset the profiler iterates
@@ -175,11 +175,13 @@ class LoopSession:
         """`watched` is the loop's: serve it the phases from its next batch on."""
         import tensorflow as tf
 
+        assert self.finish_input is not None, "the build sets finish_input"
         self.call = watched.call
         with tf.init_scope():  # a step traced by tf.function trains first: build eagerly
             self.raw, self.measured = self.finish_input(watched.call)
             data = self.prepare(self.measured)
         self.served.start(watched.dataset, Passes(data))
+        self.served.batches += watched.taken  # those the loop took before it was found
         watched.switch(self.served.serve())
 
 

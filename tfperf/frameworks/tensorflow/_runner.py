@@ -15,7 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfperf import findings
-from tfperf.errors import InputPipelineError, PipelineRuntimeError, TrainStepError
+from tfperf.errors import (
+    InputPipelineError,
+    PipelineFileError,
+    PipelineRuntimeError,
+    TrainStepError,
+)
 from tfperf.frameworks import ProfileRequest, StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow import _tf
@@ -133,6 +138,9 @@ class PipelineMeasurement(Measurement):
             session = LoopSession(served, lambda dataset: self._served_input(dataset, served))
             try:
                 built = self.built = build(self.pipeline, self.knobs, session=session)
+                short = served.shortfall(self.pipeline.path.name)
+                if short is not None:
+                    raise PipelineFileError(short)
                 if built.loop is not None:
                     served.input_alone()
             finally:

@@ -283,6 +283,9 @@ def profile_script(
             with measuring(recorder, session):
                 _run(file, shown, argv, session)
             recorder.check_overrides(shown)
+            short = session.shortfall(shown)
+            if short is not None:
+                raise PipelineFileError(short)
             if session.loader is not None:
                 session.loader_alone()
         finally:
