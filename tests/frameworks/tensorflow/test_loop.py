@@ -179,3 +179,36 @@ def test_a_loop_that_ends_before_its_phases_is_refused_with_its_count(tmp_path):
         "train.py's training loop took 20 batches in all and then ended, before tfperf had "
         "measured it (at least 30 steps end to end"
     )
+
+
+def test_a_loop_over_a_distributed_dataset_is_stopped_not_served(tmp_path):
+    source = """
+    from pathlib import Path
+    import keras
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    ds = tf.data.Dataset.range(64).map(lambda i: (tf.ones((2,)), tf.zeros((1,)))).batch(8)
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        opt = keras.optimizers.SGD()
+
+
+    @tf.function
+    def step(x, y):
+        def replica(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((model(x) - y) ** 2)
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+        strategy.run(replica, args=(x, y))
+
+
+    for x, y in strategy.experimental_distribute_dataset(ds):
+        step(x, y)
+    Path(__file__).with_name("trained").write_text("the loop ran to its end")
+    """
+    with pytest.raises(PipelineFileError) as caught:
+        run_until_fit(load_pipeline(write(tmp_path, source)))
+    assert "from a distributed dataset" in str(caught.value)
+    assert not (tmp_path / "trained").exists()

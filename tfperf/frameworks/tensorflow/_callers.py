@@ -97,6 +97,12 @@ def _mtime(filename: str) -> float:
         return 0.0
 
 
+def inside_tensorflow(filename: str) -> bool:
+    """Whether `filename` is TensorFlow's own code (tf.data, tf.distribute, AutoGraph...) or
+    tfperf's."""
+    return _under(filename, _tf_dir("")) or _under(filename, _TFPERF_DIR)
+
+
 def autograph_origin() -> tuple[str, int] | None:
     """The file and line, outside TensorFlow, of a call made in code AutoGraph converted.
 
@@ -109,7 +115,7 @@ def autograph_origin() -> tuple[str, int] | None:
             the call could not be mapped rather than guess.
     """
     for filename, line in reversed(_tf.traced_stack()):
-        if not (_under(filename, _tf_dir("")) or _under(filename, _TFPERF_DIR)):
+        if not inside_tensorflow(filename):
             return filename, line
     return None
 

@@ -18,8 +18,9 @@ is not taken for it. Then:
   (options, a prefetch at the end); each later `iter()` of the same dataset continues the
   stream, as a new epoch.
 
-A loop that iterates its dataset inside a `tf.function`, or a distributed dataset, is not
-watched: tfperf then stops the script at its first step and says so.
+A loop that iterates its dataset inside a `tf.function`, or a distributed dataset (iterated by
+TensorFlow's own code), is not watched: tfperf then stops the script at its first step and
+says so.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tfperf.frameworks.tensorflow._callers import Caller, classify
+from tfperf.frameworks.tensorflow._callers import inside_tensorflow
 from tfperf.measure.served import Continued, Passes, ServedLoop
 from tfperf.tracebacks import is_user_file
 
@@ -106,8 +107,7 @@ class _Watched:
 class Watch:
     """Which of the datasets the user's code iterates handed out the latest batch."""
 
-    def __init__(self, root: Path, user_paths: tuple[Path, ...]) -> None:
-        self.root = root
+    def __init__(self, user_paths: tuple[Path, ...]) -> None:
         self.user_paths = user_paths
         self.last: weakref.ref[_Watched] | None = None
         self.session: LoopSession | None = None
@@ -117,11 +117,8 @@ class Watch:
         import tensorflow as tf
 
         caller = sys._getframe(2)  # past the patched `__iter__`
-        if not tf.executing_eagerly() or classify(caller.f_code.co_filename, self.root) in (
-            Caller.TF_DATA,
-            Caller.AUTOGRAPH,
-        ):
-            return original(dataset)
+        if not tf.executing_eagerly() or inside_tensorflow(caller.f_code.co_filename):
+            return original(dataset)  # TensorFlow's own: a distributed dataset's, say
         session = self.session
         if session is not None and session.dataset is dataset:
             return session.served.serve()  # a new epoch of the loop's

@@ -114,7 +114,7 @@ def run_until_fit(pipeline: PipelineFile, session: LoopSession | None = None) ->
         PipelineRuntimeError: the script raised before calling `fit`, or in its loop.
     """
     shown = pipeline.path.name
-    watch = Watch(pipeline.path.parent, pipeline.user_paths)
+    watch = Watch(pipeline.user_paths)
     watch.session = session
     with _fit_intercepted(pipeline.user_paths, watch):
         try:
