@@ -312,3 +312,20 @@ def test_a_figure_from_one_run_says_its_spread_is_unknown_not_zero():
     assert "± 0.00" not in result.describe()
     old = Speedup(ratio=1.5, spread=0.0, significant=True)  # a result saved before the field
     assert old.spread_known and old.describe() == "1.50x ± 0.00"
+
+
+def test_a_chosen_configuration_confirmed_slower_keeps_the_baseline():
+    # Seen on a custom-loop script: AUTOTUNE chosen on 6,600 examples/s, confirmed at 3,129
+    # against the baseline's 3,196, and recommended as "0.98x ± 0.00 your baseline's".
+    from tfperf.results.tune import keeps_baseline, recommend
+
+    chosen = measured("autotune", [6681.0, 6492.0, 6711.0])
+    chosen.confirmed = [3128.6, 3130.0]
+    baseline = measured("baseline", [3185.8, 3206.8])
+    vs_baseline = speedup(chosen, baseline)
+    assert vs_baseline.significant and vs_baseline.ratio < 1
+    assert keeps_baseline(chosen, vs_baseline)
+    assert recommend(chosen, vs_baseline, []) == (
+        "Keep your baseline: the AUTOTUNE configuration, the one chosen, ran at 0.98x ± 0.00 of "
+        "it once confirmed on fresh windows, so no configuration is a measured gain."
+    )

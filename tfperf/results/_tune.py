@@ -483,11 +483,12 @@ def _selection(measurement: Measurement) -> Measurement:
 
 
 def keeps_baseline(best: Measurement, vs_baseline: Speedup) -> bool:
-    """Whether the recommendation is the baseline: nothing beat it beyond the measured noise.
+    """Whether the recommendation is the baseline: nothing beat it beyond the measured noise,
+    or the chosen configuration, confirmed, ran measurably slower than it.
 
     Then nothing is handed over (no snippet, no patch), whichever configuration ran fastest.
     """
-    return best.label == "baseline" or not vs_baseline.significant
+    return best.label == "baseline" or not vs_baseline.gains
 
 
 def recommend(
@@ -506,6 +507,12 @@ def recommend(
     with `baseline`, says none beat the baseline beyond the noise), and with `fastest` the
     faster one it passed over for changing training more.
     """
+    if best.label != "baseline" and vs_baseline.significant and vs_baseline.ratio < 1:
+        return (
+            f"Keep your baseline: {configuration_name(best)}, the one chosen, ran at "
+            f"{vs_baseline.describe()} of it once confirmed on fresh windows, so no "
+            "configuration is a measured gain."
+        )
     if keeps_baseline(best, vs_baseline):
         return "Keep your baseline: no configuration beat it by more than the measured noise " + (
             f"(±{vs_baseline.spread:.0%})."
