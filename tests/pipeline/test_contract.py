@@ -52,6 +52,30 @@ def script(source: str) -> bool:
         ),
         pytest.param(
             """
+            def train(model, x, y):
+                with tf.GradientTape() as t:
+                    loss = tf.reduce_mean(tf.square(y - model(x)))
+                dw, db = t.gradient(loss, [model.w, model.b])
+                model.w.assign_sub(0.1 * dw)
+            for xb, yb in dataset:
+                train(model, xb, yb)
+            """,
+            True,
+            id="variables-updated-by-hand-from-a-tape",
+        ),
+        pytest.param(
+            """
+            slope = np.gradient(curve)
+            def make_dataset():
+                ...
+            def make_model():
+                ...
+            """,
+            False,
+            id="numpy-gradient-is-not-training",
+        ),
+        pytest.param(
+            """
             def make_dataset():
                 ...
             def make_model():

@@ -50,7 +50,9 @@ CONTRACT_NAMES = frozenset(
 )
 
 #: Calls that train: Keras's `fit`, and the steps of a script's own loop.
-TRAINING_CALLS = frozenset({"fit", "train_on_batch", "apply_gradients"})
+TRAINING_CALLS = frozenset({"fit", "train_on_batch", "apply_gradients", "gradient"})
+#: Modules whose functions share a training call's name (`np.gradient`): not training.
+_NOT_TRAINING = frozenset({"np", "numpy"})
 
 #: Names of `make_dataset`'s second parameter that make it take a `tf.distribute.InputContext`.
 _CONTEXT_NAMES = frozenset({"input_context", "context", "ctx"})
@@ -267,7 +269,7 @@ def is_script(tree: ast.Module) -> bool:
 
     Decided before any of the file runs, since importing a script would run its training. A
     training call is `.fit(...)`, or a step of the script's own loop: `.train_on_batch(...)`,
-    an optimizer's `.apply_gradients(...)` (`TRAINING_CALLS`).
+    an optimizer's `.apply_gradients(...)`, a tape's `.gradient(...)` (`TRAINING_CALLS`).
 
     - a training call in the file's top-level code (not inside a function, a class or an
       `if __name__ == "__main__":` block) runs on import: the file is a script;
@@ -353,6 +355,7 @@ def _calls(node: ast.AST, names: frozenset[str]) -> bool:
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in names
+        and not (isinstance(node.func.value, ast.Name) and node.func.value.id in _NOT_TRAINING)
     )
 
 

@@ -87,7 +87,7 @@ def test_a_loop_that_iterates_inside_a_tf_function_is_stopped_and_told_why(tmp_p
     with pytest.raises(PipelineFileError) as caught:
         run_until_fit(load_pipeline(write(tmp_path, source)))
     message = str(caught.value)
-    assert message.startswith("train.py trains in its own loop: it reached `apply_gradients`")
+    assert message.startswith("train.py trains in its own loop: it reached `GradientTape.gradient`")
     assert "inside a `tf.function`" in message
     assert not (tmp_path / "trained").exists()
 
@@ -211,4 +211,36 @@ def test_a_loop_over_a_distributed_dataset_is_stopped_not_served(tmp_path):
     with pytest.raises(PipelineFileError) as caught:
         run_until_fit(load_pipeline(write(tmp_path, source)))
     assert "from a distributed dataset" in str(caught.value)
+    assert not (tmp_path / "trained").exists()
+
+
+def test_a_loop_that_updates_variables_by_hand_is_found_at_its_first_gradient(tmp_path):
+    # TensorFlow's "custom training basics": no Keras optimizer. Before, the file was taken
+    # for a pipeline file and imported: all its epochs trained, then "defines no make_dataset".
+    source = """
+    from pathlib import Path
+    import tensorflow as tf
+
+    x = tf.random.normal([400])
+    dataset = tf.data.Dataset.from_tensor_slices((x, 3 * x + 2)).batch(50)
+    w, b = tf.Variable(5.0), tf.Variable(0.0)
+
+
+    def train(xb, yb):
+        with tf.GradientTape() as t:
+            loss = tf.reduce_mean(tf.square(yb - (w * xb + b)))
+        dw, db = t.gradient(loss, [w, b])
+        w.assign_sub(0.1 * dw)
+        b.assign_sub(0.1 * db)
+
+
+    for epoch in range(10):
+        for xb, yb in dataset:
+            train(xb, yb)
+    Path(__file__).with_name("trained").write_text("the loop ran to its end")
+    """
+    pipeline = load_pipeline(write(tmp_path, source))
+    assert pipeline.kind.value == "script"
+    call = run_until_fit(pipeline)
+    assert isinstance(call, LoopCall) and call.where == "train.py:18"
     assert not (tmp_path / "trained").exists()

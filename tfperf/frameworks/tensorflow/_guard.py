@@ -5,9 +5,10 @@ stopped.
 script runner, from its syntax. What the syntax cannot see is training reached at run time: a
 `main()` called at the top of a file that also defines the contract, a helper module that
 trains when imported. While tfperf imports a file it took for a pipeline file,
-`keras.Model.fit` (which `tf.keras` shares under Keras 3), `keras.Model.train_on_batch` and a
-Keras optimizer's `apply_gradients` and `apply` raise instead of training, and the import fails
-with a message naming the file, the line that trained and the fix.
+`keras.Model.fit` (which `tf.keras` shares under Keras 3), `keras.Model.train_on_batch`, a
+Keras optimizer's `apply_gradients` and `apply`, and `tf.GradientTape.gradient` raise instead
+of training, and the import fails with a message naming the file, the line that trained and
+the fix.
 
 Keras is imported only when the file could reach it: it imports TensorFlow, Keras, or a module
 of its own folder (which may); a file importing none of them loads without TensorFlow.
@@ -59,7 +60,8 @@ def may_train(tree: ast.Module, folder: Path) -> bool:
 @contextlib.contextmanager
 def fit_refused(tree: ast.Module, file: Path, shown: str) -> Iterator[None]:
     """While the block imports `file`, a call that trains (`keras.Model.fit`,
-    `train_on_batch`, a Keras optimizer's `apply_gradients` or `apply`) stops the import.
+    `train_on_batch`, a Keras optimizer's `apply_gradients` or `apply`, a tape's
+    `gradient`) stops the import.
 
     Raises:
         PipelineFileError: the file (or a module it imports) trained on import.
@@ -68,6 +70,7 @@ def fit_refused(tree: ast.Module, file: Path, shown: str) -> Iterator[None]:
         yield
         return
     import keras
+    import tensorflow as tf
 
     def refused(what: str) -> Any:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -82,6 +85,7 @@ def fit_refused(tree: ast.Module, file: Path, shown: str) -> Iterator[None]:
                 (keras.Model, "train_on_batch"),
                 (keras.optimizers.Optimizer, "apply_gradients"),
                 (keras.optimizers.Optimizer, "apply"),
+                (tf.GradientTape, "gradient"),
             ):
                 stack.enter_context(patched(owner, name, refused(name)))
             yield
@@ -116,9 +120,9 @@ def _message(shown: str, where: str, what: str = "fit", contract: bool = True) -
     )
     if not contract:
         return stopped + (
-            "Its syntax showed no training of its own (no `fit`, `train_on_batch` or "
-            "`apply_gradients` call), so tfperf imported it as a pipeline file, and "
-            "everything at its top level runs on import. Move the code that trains under "
+            "Its syntax showed no training of its own (no `fit`, `train_on_batch`, "
+            "`apply_gradients` or tape `gradient` call), so tfperf imported it as a pipeline "
+            "file, and everything at its top level runs on import. Move the code that trains under "
             '`if __name__ == "__main__":`, and tfperf runs the file as a training script (see '
             'docs/zero-change.md, "Two kinds of file").'
         )

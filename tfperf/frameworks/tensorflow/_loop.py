@@ -6,11 +6,11 @@ their own (`with tf.GradientTape() ...; optimizer.apply_gradients(...)`, often i
 that the user's code starts in eager mode is watched (`Watch`): the loop gets the dataset's
 own batches through a `_Watched` iterator, which remembers that it handed one out last.
 
-When the script first trains (the optimizer's `apply_gradients` or `apply`, or
-`train_on_batch`, the same hooks that stop a script that trains before `fit`), the dataset
-whose iterator handed out the latest batch, and is not yet exhausted, is the loop's input. A
-look at one batch first (`for x, y in ds.take(1): print(x.shape)`) ends before training and
-is not taken for it. Then:
+When the script first trains (a tape's `gradient`, the optimizer's `apply_gradients` or
+`apply`, or `train_on_batch`, the same hooks that stop a script that trains before `fit`),
+the dataset whose iterator handed out the latest batch, and is not yet exhausted, is the
+loop's input. A look at one batch first (`for x, y in ds.take(1): print(x.shape)`) ends
+before training and is not taken for it. Then:
 
 - to find the sites (`LoopSession` absent): the script stops there, before the step;
 - to profile (`LoopSession`): the step goes on, and from the next batch on the loop is served

@@ -14,10 +14,11 @@ What the script must do, and the messages when it does not:
 - reach `fit` or its loop when run this way: a script that ends without training, or exits
   first (`sys.exit`, argparse rejecting an argument), stops with a `PipelineFileError`
   naming the file and the fix; `SystemExit` never leaves this module;
-- train in a loop tfperf can see: a script that trains (a Keras optimizer's
-  `apply_gradients` or `apply`, or `model.train_on_batch`) on batches of no tf.data dataset
-  iterated in Python (its loop inside a `tf.function`, say) is stopped at that first step,
-  with a `PipelineFileError` that names the line, rather than left to train to its end;
+- train in a loop tfperf can see: a script that trains (a tape's `gradient`, a Keras
+  optimizer's `apply_gradients` or `apply`, or `model.train_on_batch`) on batches of no
+  tf.data dataset iterated in Python (its loop inside a `tf.function`, say) is stopped at
+  that first step, with a `PipelineFileError` that names the line, rather than left to
+  train to its end;
 - pass a `tf.data.Dataset` as `x` (or arrays, which tfperf feeds as Keras's own `fit` would:
   the validation split held out, shuffled, batched with fit's `batch_size`, prefetched).
 
@@ -248,6 +249,10 @@ def _fit_intercepted(user_paths: tuple[Path, ...], watch: Watch) -> Iterator[Non
         )
         for method in ("apply_gradients", "apply"):
             stack.enter_context(patched(optimizer, method, trains(optimizer, method)))
+        # A loop with no Keras optimizer (variables updated by hand, a legacy optimizer)
+        # still takes gradients: its first is its first step.
+        tape = tf.GradientTape
+        stack.enter_context(patched(tape, "gradient", trains(tape, "gradient")))
         yield
 
 
@@ -272,7 +277,9 @@ def _exit_message(shown: str, error: SystemExit, argv: tuple[str, ...]) -> str:
 
 
 def _own_loop_message(shown: str, trained: _TrainedFirst) -> str:
-    what = "model.train_on_batch" if trained.what == "train_on_batch" else trained.what
+    what = {"train_on_batch": "model.train_on_batch", "gradient": "GradientTape.gradient"}.get(
+        trained.what, trained.what
+    )
     return (
         f"{shown} trains in its own loop: it reached `{what}` from {trained.where} before any "
         "`model.fit(...)`, on batches that came from no tf.data dataset iterated in Python. "
