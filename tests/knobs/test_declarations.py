@@ -132,7 +132,7 @@ def test_a_declared_knob_is_reported():
     baseline = _measured("baseline", ExtendedKnobs())
     best = _measured("trial 2", ExtendedKnobs(map_parallelization=False))
     assert ss.applied_edits(best, baseline) == [
-        "Add to the dataset given to fit: options = tf.data.Options(); "
+        "Add to the dataset given to fit or your own loop: options = tf.data.Options(); "
         f"options.{PATH} = False; ds = ds.with_options(options)."
     ]
 

@@ -118,7 +118,7 @@ def test_settings_no_call_holds_become_edits_by_hand():
                     private_threadpool_size=2)  # fmt: skip
     assert ss.applied_edits(best, baseline) == [
         'Add keras.mixed_precision.set_global_policy("mixed_bfloat16") before the model is built.',
-        "Add to the dataset given to fit: options = tf.data.Options(); "
+        "Add to the dataset given to fit or your own loop: options = tf.data.Options(); "
         "options.threading.private_threadpool_size = 2; ds = ds.with_options(options).",
     ]
 

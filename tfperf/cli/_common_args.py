@@ -36,7 +36,7 @@ def add_pipeline_argument(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="PIPELINE.py",
         help="a pipeline file defining make_dataset(knobs) (or make_dataset()) and "
-        "make_model or make_train_step, or a training script calling model.fit; see the "
+        "make_model or make_train_step, or a training script (model.fit or its own loop); see the "
         "README and docs/zero-change.md",
     )
 

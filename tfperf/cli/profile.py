@@ -1,10 +1,10 @@
 """`tfperf profile PIPELINE.py`: measure one configuration and say where the time goes.
 
 PIPELINE.py may be a pipeline file (`make_dataset(knobs)` or a plain `make_dataset()`) or a
-training script that calls `model.fit`; arguments after `--` go to the script or file. The file
-is loaded here first (a broken file fails at once), then measured in a child process, as tune's
-trials are (`tfperf.trials.run_trial`), so Ctrl-C, SIGTERM and `--timeout` end it whatever the
-pipeline is doing; `--debug` measures in this process instead, for whole tracebacks.
+training script (`model.fit` or its own loop); arguments after `--` go to the script or file.
+The file is loaded here first (a broken file fails at once), then measured in a child process,
+as tune's trials are (`tfperf.trials.run_trial`), so Ctrl-C, SIGTERM and `--timeout` end it
+whatever the pipeline is doing; `--debug` measures in this process instead, for whole tracebacks.
 """
 
 from __future__ import annotations

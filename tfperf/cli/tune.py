@@ -69,7 +69,7 @@ class TuneCommand(Command):
         "would corrupt each other's timings. To go faster, run this same command on several "
         "machines with one shared --storage. Running the command again resumes the study. "
         "PIPELINE.py may also be a plain file whose make_dataset() takes no knobs, or a "
-        "training script that calls model.fit: tfperf then tunes the values written in its "
+        "training script (model.fit or its own loop): tfperf then tunes the values written in its "
         "tf.data calls and gives the result as a patch. Arguments after `--` go to the file: "
         "tfperf tune train.py -- --epochs 3"
     )

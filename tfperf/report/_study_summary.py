@@ -397,7 +397,7 @@ def applied_edits(best: Measurement, baseline: Measurement) -> list[str]:
         elif knob.applied_by is Applier.TF_DATA and options:
             # Every option goes on one tf.data.Options, where the first one changed sits.
             edits.append(
-                "Add to the dataset given to fit: options = tf.data.Options(); "
+                "Add to the dataset given to fit or your own loop: options = tf.data.Options(); "
                 + "; ".join(options)
                 + "; ds = ds.with_options(options)."
             )

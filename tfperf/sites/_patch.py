@@ -204,7 +204,8 @@ def make_patch(
 def _add_by_hand(additions: Additions, reason: str) -> str:
     code = "; ".join(additions.describe())
     return (
-        f"Add by hand where your dataset is handed to fit (or returned by make_dataset) and "
+        f"Add by hand where your dataset is handed over (to fit or your own loop, or returned "
+        f"by make_dataset) and "
         f"before the model is built ({reason}): {code}."
     )
 

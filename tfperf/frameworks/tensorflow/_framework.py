@@ -117,7 +117,7 @@ class TensorFlow(Framework):
         oom_error="ResourceExhaustedError",
         oom_marks=("OOM", "ResourceExhausted"),
         label="tf.data",
-        script_stop="model.fit",
+        script_stop="model.fit or its own loop's first step",
         first_work="map or read",
     )
 
