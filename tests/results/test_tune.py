@@ -327,5 +327,7 @@ def test_a_chosen_configuration_confirmed_slower_keeps_the_baseline():
     assert keeps_baseline(chosen, vs_baseline)
     assert recommend(chosen, vs_baseline, []) == (
         "Keep your baseline: the AUTOTUNE configuration, the one chosen, ran at 0.98x ± 0.00 of "
-        "it once confirmed on fresh windows, so no configuration is a measured gain."
+        "it once confirmed on fresh windows, so no configuration is a measured gain. The runs "
+        "that chose it measured 6,492 to 6,711 examples/s, its confirmed ones 3,129 to 3,130: "
+        "it ran at two speeds here; tune again with more --rounds to tell which is usual."
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -482,6 +482,12 @@ def _selection(measurement: Measurement) -> Measurement:
     return dataclasses.replace(measurement, confirmed=[])
 
 
+def _rate_range(rates: Sequence[float]) -> str:
+    """`3,129` for one rate (or equal ones), `3,129 to 3,131` for a range."""
+    low, high = f"{min(rates):,.0f}", f"{max(rates):,.0f}"
+    return low if low == high else f"{low} to {high}"
+
+
 def keeps_baseline(best: Measurement, vs_baseline: Speedup) -> bool:
     """Whether the recommendation is the baseline: nothing beat it beyond the measured noise,
     or the chosen configuration, confirmed, ran measurably slower than it.
@@ -508,11 +514,19 @@ def recommend(
     faster one it passed over for changing training more.
     """
     if best.label != "baseline" and vs_baseline.significant and vs_baseline.ratio < 1:
-        return (
+        text = (
             f"Keep your baseline: {configuration_name(best)}, the one chosen, ran at "
             f"{vs_baseline.describe()} of it once confirmed on fresh windows, so no "
             "configuration is a measured gain."
         )
+        chose = best.examples_per_sec
+        if best.confirmed and chose and max(best.confirmed) < min(chose):
+            text += (
+                f" The runs that chose it measured {min(chose):,.0f} to {max(chose):,.0f} "
+                f"examples/s, its confirmed ones {_rate_range(best.confirmed)}: it ran "
+                "at two speeds here; tune again with more --rounds to tell which is usual."
+            )
+        return text
     if keeps_baseline(best, vs_baseline):
         return "Keep your baseline: no configuration beat it by more than the measured noise " + (
             f"(±{vs_baseline.spread:.0%})."
