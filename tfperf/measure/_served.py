@@ -3,11 +3,11 @@
 A training script has no step tfperf can call: its loop is the step. So the profiler is
 turned inside out. Once the framework has found the loop's input (the measured data), each
 `iter()` of it hands the loop one `Continued` stream of the profiler's batches
-(`tfperf.Profiler.iterate`): the end-to-end phase first, then the last batch again and again
-for the compute-only ceiling, then `Stop` (a `BaseException`, so the script's `except
-Exception` lets it through). The time inside `next()` is the wait for the input, the time
-between two `next()` calls the step. After the script is stopped, the input is iterated alone
-(`ServedLoop.input_alone`).
+(`tfperf.Profiler.iterate`): the end-to-end phase first, then one batch of each shape it saw,
+as often as it came (`Profiler.shapes`), for the compute-only ceiling, then `Stop` (a
+`BaseException`, so the script's `except Exception` lets it through). The time inside
+`next()` is the wait for the input, the time between two `next()` calls the step. After the
+script is stopped, the input is iterated alone (`ServedLoop.input_alone`).
 
 Frameworks differ only in how they find the measured data and what a pass of it is (`Passes`):
 PyTorch starts a `DataLoader`'s workers per pass, tf.data makes a new iterator.
@@ -160,7 +160,7 @@ class ServedLoop:
             )
 
     def _batches(self, source: Passes) -> Iterator[Any]:
-        last = None
+        shapes, last = self.profiler.shapes, None
         for batch in self.profiler.iterate(
             source,
             steps=self.steps,
@@ -168,6 +168,9 @@ class ServedLoop:
             phase=Phase.END_TO_END,
             max_seconds=self._max_seconds,
         ):
+            if last is not None:  # its step closed when the loop asked for this batch
+                step = self.profiler.last_step(Phase.END_TO_END)
+                shapes.add(last, step.examples, step.compute_s)
             last = batch
             self.batches += 1
             yield batch
@@ -175,8 +178,11 @@ class ServedLoop:
         if not self.measure_compute:
             self.served_all = True
             raise Stop
+        # The batches of each shape the loop saw, as often as it saw them (a pass's short
+        # last batch among them), as `profile` replays them; the last one where none closed.
+        replay = shapes.replay() if shapes.batches() else itertools.repeat(last)
         for batch in self.profiler.iterate(
-            itertools.repeat(last),
+            replay,
             steps=self.steps,
             min_seconds=self.min_seconds,
             phase=Phase.COMPUTE_ONLY,

@@ -244,3 +244,17 @@ def test_a_loop_that_updates_variables_by_hand_is_found_at_its_first_gradient(tm
     call = run_until_fit(pipeline)
     assert isinstance(call, LoopCall) and call.where == "train.py:18"
     assert not (tmp_path / "trained").exists()
+
+
+def test_the_compute_only_phase_replays_the_loops_mix_of_batch_shapes(tmp_path):
+    # 70 examples in batches of 32: every pass ends in a batch of 6. Replaying only the last
+    # batch served made the ceiling that of 6-example steps (or of 32-example ones).
+    source = LOOP.replace("rng.standard_normal((512, 8))", "rng.standard_normal((70, 8))")
+    source = source.replace(".batch(16)\n", ".batch(32)\n", 1)
+    result = profile_pipeline(
+        load_pipeline(write(tmp_path, source)), steps=30, warmup=2, analyse_stages=False
+    )
+    assert {shape.examples for shape in result.batch_shapes} == {32, 6}
+    compute = result.compute_only
+    assert compute is not None
+    assert 6 < compute.examples / compute.steps < 32
