@@ -20,6 +20,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from tfperf.errors import PipelineFileError
 from tfperf.probes import MemorySampler
 from tfperf.results import Phase
 from tfperf.results.stages import EpochSource
@@ -194,17 +195,24 @@ class ServedLoop:
         self.served_all = True
         raise Stop
 
-    def shortfall(self, shown: str) -> str | None:
-        """Why the figures cannot stand, where the script's loop ended (its epochs done)
-        before the served phases did; None where they ran to their end."""
-        if self.data is None or self.served_all:
-            return None
-        return (
-            f"{shown}'s training loop took {self.batches} batches in all and then ended, before "
-            f"tfperf had measured it (at least {self.steps} steps end to end, then as many on "
-            "one batch again), so the code after the loop ran. Run the script longer (its own "
-            f"arguments after `--`: more epochs or steps) or measure fewer steps (--steps)."
-        )
+    def finish(self, shown: str) -> None:
+        """After the script ran: the pipeline-only phase, where its loop was found.
+
+        Raises:
+            PipelineFileError: the loop ended (its epochs done) before the served phases did,
+                so the script's code after it ran and the figures rest on part of a window.
+        """
+        if self.data is None:
+            return
+        if not self.served_all:
+            raise PipelineFileError(
+                f"{shown}'s training loop took {self.batches} batches in all and then ended, "
+                f"before tfperf had measured it (at least {self.steps} steps end to end, then as "
+                "many on one batch again), so the code after the loop ran. Run the script "
+                "longer (its own arguments after `--`: more epochs or steps) or measure fewer "
+                "steps (--steps)."
+            )
+        self.input_alone()
 
     def input_alone(self) -> None:
         """The pipeline-only phase: the measured data with nothing between batches."""

@@ -15,12 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfperf import findings
-from tfperf.errors import (
-    InputPipelineError,
-    PipelineFileError,
-    PipelineRuntimeError,
-    TrainStepError,
-)
+from tfperf.errors import InputPipelineError, PipelineRuntimeError, TrainStepError
 from tfperf.frameworks import ProfileRequest, StageNode
 from tfperf.frameworks.tensorflow import _stages as stages
 from tfperf.frameworks.tensorflow import _tf
@@ -138,11 +133,7 @@ class PipelineMeasurement(Measurement):
             session = LoopSession(served, lambda dataset: self._served_input(dataset, served))
             try:
                 built = self.built = build(self.pipeline, self.knobs, session=session)
-                short = served.shortfall(self.pipeline.path.name)
-                if short is not None:
-                    raise PipelineFileError(short)
-                if built.loop is not None:
-                    served.input_alone()
+                served.finish(self.pipeline.path.name)
             finally:
                 served.close()
         if built.loop is None:

@@ -283,11 +283,7 @@ def profile_script(
             with measuring(recorder, session):
                 _run(file, shown, argv, session)
             recorder.check_overrides(shown)
-            short = session.shortfall(shown)
-            if short is not None:
-                raise PipelineFileError(short)
-            if session.loader is not None:
-                session.loader_alone()
+            session.finish(shown)
         finally:
             session.close()
     if session.loader is None:

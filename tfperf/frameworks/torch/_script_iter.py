@@ -78,9 +78,6 @@ class Profiled(ServedLoop):
             return original(loader)
         return self.serve()
 
-    def loader_alone(self) -> None:
-        self.input_alone()
-
 
 class _Restartable(Passes):
     """The measured loader as the profiler iterates it: each pass a new iterator of torch's
