@@ -258,3 +258,12 @@ def test_the_compute_only_phase_replays_the_loops_mix_of_batch_shapes(tmp_path):
     compute = result.compute_only
     assert compute is not None
     assert 6 < compute.examples / compute.steps < 32
+
+
+def test_the_bundled_example_is_a_loop_that_tfperf_finds_and_can_patch():
+    example = Path(__file__).resolve().parents[3] / "examples" / "custom_loop" / "train.py"
+    pipeline = load_pipeline(example, ["--epochs", "1"])
+    discovery = discover_sites(pipeline)
+    assert discovery.end == "train.py:55"
+    assert "map@train.py:35.num_parallel_calls" in {site.name for site in discovery.sites}
+    assert "prefetch@train.py:55.buffer_size" in {site.name for site in discovery.sites}
