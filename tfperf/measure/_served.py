@@ -162,13 +162,7 @@ class ServedLoop:
 
     def _batches(self, source: Passes) -> Iterator[Any]:
         shapes, last = self.profiler.shapes, None
-        for batch in self.profiler.iterate(
-            source,
-            steps=self.steps,
-            min_seconds=self.min_seconds,
-            phase=Phase.END_TO_END,
-            max_seconds=self._max_seconds,
-        ):
+        for batch in self._window(source, Phase.END_TO_END):
             if last is not None:  # its step closed when the loop asked for this batch
                 step = self.profiler.last_step(Phase.END_TO_END)
                 shapes.add(last, step.examples, step.compute_s)
@@ -182,13 +176,7 @@ class ServedLoop:
         # The batches of each shape the loop saw, as often as it saw them (a pass's short
         # last batch among them), as `profile` replays them; the last one where none closed.
         replay = shapes.replay() if shapes.batches() else itertools.repeat(last)
-        for batch in self.profiler.iterate(
-            replay,
-            steps=self.steps,
-            min_seconds=self.min_seconds,
-            phase=Phase.COMPUTE_ONLY,
-            max_seconds=self._max_seconds,
-        ):
+        for batch in self._window(replay, Phase.COMPUTE_ONLY):
             self.batches += 1
             yield batch
             self.sync()
@@ -214,17 +202,21 @@ class ServedLoop:
             )
         self.input_alone()
 
+    def _window(self, data: Iterable[Any], phase: Phase) -> Iterator[Any]:
+        """The profiler's batches of `phase` from `data`, within the phase's steps and time."""
+        return self.profiler.iterate(
+            data,
+            steps=self.steps,
+            min_seconds=self.min_seconds,
+            phase=phase,
+            max_seconds=self._max_seconds,
+        )
+
     def input_alone(self) -> None:
         """The pipeline-only phase: the measured data with nothing between batches."""
         assert self._source is not None
         if self.measure_pipeline:
-            for _ in self.profiler.iterate(
-                self._source,
-                steps=self.steps,
-                min_seconds=self.min_seconds,
-                phase=Phase.PIPELINE_ONLY,
-                max_seconds=self._max_seconds,
-            ):
+            for _ in self._window(self._source, Phase.PIPELINE_ONLY):
                 pass
         self.completed = True
 
