@@ -126,8 +126,9 @@ class Discovery(JsonRecord):
     sites: tuple[CallSite, ...] = ()
     untunable: tuple[Untunable, ...] = ()
     slowest: SlowStage | None = None
-    # "FILE:LINE" where the dataset is handed over: a script's `fit` call, or the line of a
-    # plain file's `def make_dataset`; where a patch inserts what tfperf applied itself.
+    # "FILE:LINE" where the dataset is handed over: a script's `fit` call or the loop of its
+    # own that iterates it, or the line of a plain file's `def make_dataset`; where a patch
+    # inserts what tfperf applied itself.
     end: str | None = None
     # `fit` at `end` gets arrays: the dataset measured is the one Keras builds from them, so
     # options and a prefetch have no dataset of the user's to go on (a precision still does).
