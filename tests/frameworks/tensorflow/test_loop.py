@@ -267,3 +267,35 @@ def test_the_bundled_example_is_a_loop_that_tfperf_finds_and_can_patch():
     assert discovery.end == "train.py:55"
     assert "map@train.py:35.num_parallel_calls" in {site.name for site in discovery.sites}
     assert "prefetch@train.py:55.buffer_size" in {site.name for site in discovery.sites}
+
+
+def test_a_dataset_that_fails_while_served_is_explained_at_the_users_line(tmp_path):
+    # The served phases' failure reached the runner's explanation before any build had
+    # returned: AttributeError: 'PipelineMeasurement' object has no attribute 'built'.
+    source = """
+    import numpy as np
+    import tensorflow as tf
+
+
+    def read(i):
+        if i == 700:
+            raise ValueError("record 700 is corrupt")
+        return np.float32(i)
+
+
+    ds = tf.data.Dataset.range(2000).map(lambda i: tf.numpy_function(read, [i], tf.float32))
+    ds = ds.batch(10)
+    w = tf.Variable(1.0)
+    for epoch in range(3):
+        for xb in ds:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((w * xb) ** 2)
+            w.assign_sub(1e-9 * tape.gradient(loss, w))
+    """
+    from tfperf.errors import PipelineRuntimeError
+
+    with pytest.raises(PipelineRuntimeError) as caught:
+        profile_pipeline(load_pipeline(write(tmp_path, source)), steps=90, analyse_stages=False)
+    message = str(caught.value)
+    assert message.startswith("train.py: the dataset failed while producing batch 71: ")
+    assert "record 700 is corrupt" in message

@@ -91,10 +91,10 @@ class PipelineMeasurement(Measurement):
             # The emulated step is the built train step: `profile` records it as one.
             emulated = None if request.step_time_s is None else EmulatedStep(request.step_time_s)
             built = self.built = build(self.pipeline, knobs, request.strategy, emulated)
-            _tf.reset_allocator_peaks()
         request.discovered(built.discovery)
         self.chain = recover_stages(built.dataset)
         self.recorder = IteratorRecorder(built.data, self.chain)
+        _tf.reset_allocator_peaks()
         return self.phases(
             self.recorder,
             built.step,
@@ -119,7 +119,6 @@ class PipelineMeasurement(Measurement):
         pipeline file's), or through its own loop over a tf.data dataset, which is served
         the phases as it trains (`_loop`): then the profile is measured here too."""
         request, started = self.request, time.perf_counter()
-        _tf.reset_allocator_peaks()
         with self.profiler() as profiler:
             served = ServedLoop(
                 profiler,
@@ -148,11 +147,13 @@ class PipelineMeasurement(Measurement):
         """What the profiler iterates for a script's own loop over `dataset`, with the
         records `finish` reads: its stages, AUTOTUNE's readout, a real epoch's length."""
         request = self.request
+        self.built = Built(dataset, None, None, None)  # what a failure is explained by
         self.chain = recover_stages(dataset)
         self.recorder = IteratorRecorder(dataset, self.chain)
         served.profiler.epoch = epoch_info(dataset, self.chain, request.epoch_steps)
         served.profiler.progress = self.recorder.progress(request.progress)
         served.steps = window_steps(request.steps, self.chain)  # as a pipeline file's
+        _tf.reset_allocator_peaks()  # the phases start now
         return self.recorder
 
     def explain(self, error: InputPipelineError | TrainStepError) -> PipelineRuntimeError:
