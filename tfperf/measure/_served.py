@@ -196,7 +196,7 @@ class ServedLoop:
             raise PipelineFileError(
                 f"{shown}'s training loop took {self.batches} batches in all and then ended, "
                 f"before tfperf had measured it (at least {self.steps} steps end to end, then as "
-                "many on one batch again), so the code after the loop ran. Run the script "
+                "many on its batches again), so the code after the loop ran. Run the script "
                 "longer (its own arguments after `--`: more epochs or steps) or measure fewer "
                 "steps (--steps)."
             )

@@ -247,9 +247,10 @@ def profile_script(
 
     The first loader of the user's that the script iterates is measured: its loop gets the
     batches of `profiler.iterate(loader, phase=END_TO_END)` (epochs restart inside, so the
-    script's own epoch loop never ends early), then, in the same loop, the last batch again
-    and again (`COMPUTE_ONLY`); then the script is stopped and the loader iterated alone
-    (`PIPELINE_ONLY`). Call `profiler.result()` afterwards for the `ProfileResult`.
+    script's own epoch loop never ends early), then, in the same loop, one batch of each
+    shape it saw, as often as it came (`COMPUTE_ONLY`); then the script is stopped and the
+    loader iterated alone (`PIPELINE_ONLY`). Call `profiler.result()` afterwards for the
+    `ProfileResult`.
 
     Args:
         profiler: a `tfperf.Profiler`, entered (`with profiler:`), that records the phases.
