@@ -107,10 +107,10 @@ class _Watched:
 class Watch:
     """Which of the datasets the user's code iterates handed out the latest batch."""
 
-    def __init__(self, user_paths: tuple[Path, ...]) -> None:
+    def __init__(self, user_paths: tuple[Path, ...], session: LoopSession | None = None) -> None:
         self.user_paths = user_paths
+        self.session = session  # serves the loop once found; None: stop at its first step
         self.last: weakref.ref[_Watched] | None = None
-        self.session: LoopSession | None = None
 
     def iterating(self, dataset: Any, original: Callable[[Any], Iterator[Any]]) -> Any:
         """What `iter(dataset)` hands its caller."""

@@ -115,8 +115,7 @@ def run_until_fit(pipeline: PipelineFile, session: LoopSession | None = None) ->
         PipelineRuntimeError: the script raised before calling `fit`, or in its loop.
     """
     shown = pipeline.path.name
-    watch = Watch(pipeline.user_paths)
-    watch.session = session
+    watch = Watch(pipeline.user_paths, session)
     with _fit_intercepted(pipeline.user_paths, watch):
         try:
             pipeline.call(runpy.run_path, str(pipeline.path), run_name="__main__")
