@@ -522,8 +522,8 @@ def recommend(
         chose = best.examples_per_sec
         if best.confirmed and chose and max(best.confirmed) < min(chose):
             text += (
-                f" The runs that chose it measured {min(chose):,.0f} to {max(chose):,.0f} "
-                f"examples/s, its confirmed ones {_rate_range(best.confirmed)}: it ran "
+                f" The runs that chose it measured {_rate_range(chose)} examples/s, its "
+                f"confirmed ones {_rate_range(best.confirmed)}: it ran "
                 "at two speeds here; tune again with more --rounds to tell which is usual."
             )
         return text

@@ -182,8 +182,7 @@ def build_parts(
     if isinstance(call, LoopCall):
         if session is not None and session.serving:
             return session.raw, None, None, recorder
-        raw, _ = _loop_input(pipeline, knobs, recorder, call)
-        return raw, None, None, recorder
+        return _loop_raw(recorder, call), None, None, recorder
     if not getattr(call.model, "compiled", True) or getattr(call.model, "optimizer", None) is None:
         raise PipelineFileError(
             f"{pipeline.path.name}: the model given to `fit` at {call.where} is not compiled. "
@@ -201,10 +200,15 @@ def _loop_input(
     pipeline: PipelineFile, knobs: Knobs, recorder: Recorder | None, call: LoopCall
 ) -> tuple[Any, Any]:
     """A script's own loop's dataset, its sites recorded, and as the knobs measure it."""
-    raw = call.dataset
-    if recorder is not None:
-        raw = recorder.finish(raw, call.filename, call.line)
+    raw = _loop_raw(recorder, call)
     return raw, through_service(_tf.apply_options(raw, knobs), knobs, pipeline)
+
+
+def _loop_raw(recorder: Recorder | None, call: LoopCall) -> Any:
+    """A script's own loop's dataset, its sites recorded (a prefetch tfperf may add)."""
+    if recorder is None:
+        return call.dataset
+    return recorder.finish(call.dataset, call.filename, call.line)
 
 
 def raw_dataset(pipeline: PipelineFile, knobs: Knobs) -> tuple[Any, Recorder | None]:

@@ -125,7 +125,7 @@ class PipelineMeasurement(Measurement):
                 request.steps,
                 request.min_seconds,
                 lambda: script_phase_s(request.budget_s, time.perf_counter() - started),
-                sync=_tf.sync_devices,
+                sync=_tf.device_sync(),
                 measure_pipeline=request.measures_pipeline,
                 measure_compute=request.measures_compute,
             )

@@ -97,6 +97,7 @@ from tfperf.frameworks.tensorflow._tf._support import (
     check_dataset,
     check_model,
     describe_structure,
+    device_sync,
     enable_gpu_memory_growth,
     input_error_location,
     keras_array_dataset,
@@ -106,7 +107,6 @@ from tfperf.frameworks.tensorflow._tf._support import (
     refused_by_tf_data,
     reset_allocator_peaks,
     short_tf_message,
-    sync_devices,
     user_frames_of,
 )
 
@@ -138,6 +138,7 @@ __all__ = [
     "dataset_options",
     "default_input_context",
     "describe_structure",
+    "device_sync",
     "distribute_dataset",
     "distribute_from_function",
     "element_bytes",
@@ -184,7 +185,6 @@ __all__ = [
     "silenced_stderr",
     "spec_bytes",
     "strategy_step",
-    "sync_devices",
     "tensorflow_dir",
     "traced_graphs",
     "traced_stack",

@@ -47,14 +47,17 @@ def enable_gpu_memory_growth() -> None:
             logger.info("could not enable memory growth on %s: %s", gpu.name, error)
 
 
-def sync_devices() -> None:
-    """Waits for the work queued on the GPUs, so that a step of a script's own loop is
-    clocked with its GPU time (eager GPU ops return before they finish); nothing without a
-    GPU, where TensorFlow runs each op to its end."""
+def device_sync() -> Callable[[], None]:
+    """What waits for the work queued on the GPUs, so that a step of a script's own loop is
+    clocked with its GPU time (eager GPU ops return before they finish): TensorFlow's
+    `sync_devices`; nothing without a GPU, where TensorFlow runs each op to its end. Asked
+    once, not at every step."""
     import tensorflow as tf
 
     if tf.config.list_logical_devices("GPU"):
-        tf.test.experimental.sync_devices()
+        sync: Callable[[], None] = tf.test.experimental.sync_devices
+        return sync
+    return lambda: None
 
 
 @contextlib.contextmanager
