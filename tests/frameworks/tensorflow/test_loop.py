@@ -62,12 +62,27 @@ Path(__file__).with_name("trained").write_text("the loop ran to its end")
 """
 #: The line of the training loop's `for` in LOOP.
 LOOP_LINE = 32
+#: The training loop of LOOP, for the tests that change it.
+LOOP_BODY = "    for step, (xb, yb) in enumerate(train):\n        train_step(xb, yb)\n"
+#: LOOP with a loop that breaks after 10 steps of each epoch.
+BREAKS_AFTER_10 = LOOP.replace(
+    "        train_step(xb, yb)\n",
+    "        train_step(xb, yb)\n        if step == 9:\n            break\n",
+)
 
 
 def write(folder: Path, source: str) -> Path:
     path = folder / "train.py"
     path.write_text(textwrap.dedent(source).lstrip(), encoding="utf-8")
     return path
+
+
+def stopped(folder: Path, source: str) -> str:
+    """Why the script `source` was stopped before it trained (its epochs never ran)."""
+    with pytest.raises(PipelineFileError) as caught:
+        run_until_fit(load_pipeline(write(folder, source)))
+    assert not (folder / "trained").exists()
+    return str(caught.value)
 
 
 def test_the_training_loop_is_found_past_a_look_at_one_batch(tmp_path):
@@ -81,15 +96,11 @@ def test_the_training_loop_is_found_past_a_look_at_one_batch(tmp_path):
 
 def test_a_loop_that_iterates_inside_a_tf_function_is_stopped_and_told_why(tmp_path):
     source = LOOP.replace(
-        "    for step, (xb, yb) in enumerate(train):\n        train_step(xb, yb)\n",
-        "    tf.function(lambda: [train_step(a, b) for a, b in train])()\n",
+        LOOP_BODY, "    tf.function(lambda: [train_step(a, b) for a, b in train])()\n"
     ).replace("for xb, yb in train.take(1):\n    print", "if False:\n    print")
-    with pytest.raises(PipelineFileError) as caught:
-        run_until_fit(load_pipeline(write(tmp_path, source)))
-    message = str(caught.value)
+    message = stopped(tmp_path, source)
     assert message.startswith("train.py trains in its own loop: it reached `GradientTape.gradient`")
     assert "inside a `tf.function`" in message
-    assert not (tmp_path / "trained").exists()
 
 
 def test_a_custom_loop_is_profiled_as_it_trains(tmp_path):
@@ -110,12 +121,8 @@ def test_a_custom_loop_is_profiled_as_it_trains(tmp_path):
 
 
 def test_a_loop_that_breaks_early_sets_the_epoch(tmp_path):
-    source = LOOP.replace(
-        "        train_step(xb, yb)\n",
-        "        train_step(xb, yb)\n        if step == 9:\n            break\n",
-    )
     result = profile_pipeline(
-        load_pipeline(write(tmp_path, source)), steps=25, warmup=2, analyse_stages=False
+        load_pipeline(write(tmp_path, BREAKS_AFTER_10)), steps=25, warmup=2, analyse_stages=False
     )
     assert result.restarts is not None
     assert result.restarts.epoch_steps == 10
@@ -153,26 +160,18 @@ def test_the_loops_patch_applies_and_the_patched_script_runs(tmp_path):
 
 def test_a_step_that_calls_next_inside_a_tf_function_is_stopped_and_told_why(tmp_path):
     source = LOOP.replace(
-        "    for step, (xb, yb) in enumerate(train):\n        train_step(xb, yb)\n",
-        "    it = iter(train.repeat())\n    for step in range(20):\n        pulled(it)\n",
+        LOOP_BODY, "    it = iter(train.repeat())\n    for step in range(20):\n        pulled(it)\n"
     ).replace(
         "epochs = int(",
         "@tf.function\ndef pulled(it):\n    return train_step(*next(it))\n\n\nepochs = int(",
     )
-    with pytest.raises(PipelineFileError) as caught:
-        run_until_fit(load_pipeline(write(tmp_path, source)))
-    message = str(caught.value)
+    message = stopped(tmp_path, source)
     assert message.startswith("train.py passes the iterator it makes at train.py:")
     assert "calls `next()` inside it" in message
-    assert not (tmp_path / "trained").exists()
 
 
 def test_a_loop_that_ends_before_its_phases_is_refused_with_its_count(tmp_path):
-    source = LOOP.replace(
-        "        train_step(xb, yb)\n",
-        "        train_step(xb, yb)\n        if step == 9:\n            break\n",
-    )
-    pipeline = load_pipeline(write(tmp_path, source), ["2"])
+    pipeline = load_pipeline(write(tmp_path, BREAKS_AFTER_10), ["2"])
     with pytest.raises(PipelineFileError) as caught:
         profile_pipeline(pipeline, steps=30, warmup=2, analyse_stages=False)
     assert str(caught.value).startswith(
@@ -208,10 +207,7 @@ def test_a_loop_over_a_distributed_dataset_is_stopped_not_served(tmp_path):
         step(x, y)
     Path(__file__).with_name("trained").write_text("the loop ran to its end")
     """
-    with pytest.raises(PipelineFileError) as caught:
-        run_until_fit(load_pipeline(write(tmp_path, source)))
-    assert "from a distributed dataset" in str(caught.value)
-    assert not (tmp_path / "trained").exists()
+    assert "from a distributed dataset" in stopped(tmp_path, source)
 
 
 def test_a_loop_that_updates_variables_by_hand_is_found_at_its_first_gradient(tmp_path):
