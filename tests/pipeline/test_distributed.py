@@ -157,3 +157,36 @@ def test_a_script_that_fits_under_its_own_mirrored_strategy_is_profiled_unchange
     assert distribution is not None
     assert (distribution.strategy, distribution.replicas) == ("MirroredStrategy", 2)
     assert (distribution.global_batch, distribution.per_replica_batch) == (32, 16)
+
+
+# A script that fits under no strategy: two logical CPUs would leave one idle.
+UNSTRATEGIED_SCRIPT = """
+import keras
+import tensorflow as tf
+
+x = tf.random.stateless_uniform((256, 4), seed=(1, 2))
+ds = tf.data.Dataset.from_tensor_slices((x, tf.reduce_sum(x, axis=1))).batch(32)
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(ds, epochs=3)
+"""
+
+
+def test_cpu_replicas_for_a_script_that_trains_under_no_strategy_are_refused(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent(UNSTRATEGIED_SCRIPT), encoding="utf-8")
+    request = TrialRequest(
+        pipeline=path,
+        knobs=Knobs(batch_size=32),
+        steps=5,
+        warmup=2,
+        layout=DeviceLayout(cpu_replicas=2),
+    )
+    outcome = run_trial(request, Budgets(timeout_s=180))
+
+    assert outcome.status is TrialStatus.FATAL  # every trial would fail alike: the tune stops
+    assert outcome.reason is not None
+    assert "--cpu-replicas 2 split the CPU into 2 devices" in outcome.reason
+    assert "train.py trains under no tf.distribute strategy" in outcome.reason

@@ -42,7 +42,8 @@ def add_device_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="split the CPU into N logical devices, so a mirrored strategy has N replicas on a "
-        "machine without GPUs (default: one CPU device)",
+        "machine without GPUs; a script must build its model under a strategy of its own "
+        "(default: one CPU device)",
     )
     add_gpu_memory_arguments(group)
 

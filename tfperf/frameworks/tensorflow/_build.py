@@ -111,7 +111,10 @@ def build(
         return Built(dataset, model, train_step, discovery)
     from tfperf.frameworks.tensorflow._build_distributed import build_distributed
 
-    return build_distributed(pipeline, knobs, live, step, session)
+    built = build_distributed(pipeline, knobs, live, step, session)
+    if strategy is None and built.strategy is None:
+        refuse_idle_replicas(pipeline, loop=built.loop is not None)
+    return built
 
 
 def through_service(dataset: Any, knobs: Knobs, pipeline: PipelineFile) -> Any:
@@ -121,6 +124,27 @@ def through_service(dataset: Any, knobs: Knobs, pipeline: PipelineFile) -> Any:
     from tfperf.frameworks.tensorflow._service import served
 
     return served(dataset, knobs, pipeline.path.name)
+
+
+def refuse_idle_replicas(pipeline: PipelineFile, *, loop: bool) -> None:
+    """Raises where `--cpu-replicas` split the CPU but the script trains under no strategy:
+    it would train on one of the devices, and its figures would pass for the replicas'."""
+    replicas = _tf.cpu_replicas()
+    if replicas < 2:
+        return
+    if loop:
+        fix = "tfperf measures a script's own loop on one device: leave out --cpu-replicas"
+    else:
+        fix = (
+            "Build its model in a strategy's scope "
+            "(`with tf.distribute.MirroredStrategy().scope():`) and fit there, or leave out "
+            "--cpu-replicas"
+        )
+    raise KnobError(
+        f"--cpu-replicas {replicas} split the CPU into {replicas} devices, but "
+        f"{pipeline.path.name} trains under no tf.distribute strategy, so it would train on "
+        f"one of them. {fix}."
+    )
 
 
 def refuse_service(knobs: Knobs) -> None:

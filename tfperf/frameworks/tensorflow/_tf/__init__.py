@@ -41,6 +41,7 @@ from tfperf.frameworks.tensorflow._tf._datasets import (
 )
 from tfperf.frameworks.tensorflow._tf._devices import (
     configure_devices,
+    cpu_replicas,
     gpu_memory_configured,
     make_strategy,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "check_model",
     "check_strategy",
     "configure_devices",
+    "cpu_replicas",
     "dataset_options",
     "default_input_context",
     "describe_structure",

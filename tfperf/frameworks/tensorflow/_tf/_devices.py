@@ -32,6 +32,12 @@ def gpu_memory_configured() -> bool:
     )
 
 
+def cpu_replicas() -> int:
+    """The logical CPU devices this process's layout split the CPU into (`--cpu-replicas`); 1
+    where it split none."""
+    return max((layout.cpu_replicas or 1 for layout in _APPLIED), default=1)
+
+
 def configure_devices(layout: DeviceLayout) -> None:
     """Applies `layout` before TensorFlow initialises its devices.
 
