@@ -352,3 +352,18 @@ def test_contention_beside_a_stage_that_runs_python_names_the_interpreter_lock()
     plain = dataclasses.replace(result, stages=None)
     said = {f.rule: f for f in conclude(plain).findings}["contention"].text
     assert "interpreter lock" not in said
+
+
+def test_whether_the_pipeline_prefetches_is_unknown_without_stages_or_a_knob():
+    # A script profiled with --no-stages: no stage graph and no prefetch knob, so tfperf
+    # does not know, and the input that keeps up alone is not told to add a prefetch.
+    from tests.fakes.stages import first_element_stat
+    from tfperf.findings._facts import PipelineFacts
+
+    assert PipelineFacts.from_parts([]).has_prefetch() is None
+    assert PipelineFacts.from_parts([], knob_prefetch=0).has_prefetch() is False
+    assert PipelineFacts.from_parts([], knob_prefetch=2).has_prefetch() is True
+    mapped = first_element_stat(0, StageKind.MAP, "map(f)", 0.01, 100.0)
+    assert PipelineFacts.from_parts([mapped]).has_prefetch() is False
+    prefetch = first_element_stat(1, StageKind.PREFETCH, "prefetch(1)", 0.01, 100.0)
+    assert PipelineFacts.from_parts([mapped, prefetch]).has_prefetch() is True

@@ -497,3 +497,24 @@ def test_a_caution_counts_the_restarts_it_weighed_and_says_why_the_rest_were_set
     assert plain is not None and plain.text.startswith(
         "The dataset restarted 2 times in the window;"
     )
+
+
+def test_restarts_of_the_dataset_fit_builds_from_arrays_are_fixed_in_the_users_terms():
+    # `fit(x, y)` on arrays: the dataset that restarts is Keras's, and its stages are not the
+    # user's to change; the fix is a dataset of their own that never restarts.
+    cost = dataclasses.replace(_enough(1.0), stage="zip(2 inputs)", stage_kind=StageKind.OTHER)
+    assert cost.dominates
+    found = restart_finding(cost, arrays=True)
+    assert found is not None and found.fix is not None
+    assert "while the dataset Keras builds from your arrays fills again" in found.text
+    assert "zip(2 inputs)" not in found.text
+    assert found.fix.startswith("Build the dataset from your arrays yourself")
+    assert "steps_per_epoch=len(x) // batch_size" in found.fix
+    assert "Call repeat() on the dataset" not in found.fix
+    # Restarts that weigh little name the same dataset.
+    light = restart_cost(_waits_phase([0.013] * 4, steady_s=0.002, epoch=40))
+    assert light is not None and light.evidence_enough and not light.dominates
+    light = dataclasses.replace(light, stage="zip(2 inputs)", measured=True)
+    note = restart_finding(light, arrays=True)
+    assert note is not None and note.level is Level.NOTE
+    assert "while the dataset Keras builds from your arrays fills again" in note.text

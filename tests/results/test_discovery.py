@@ -109,3 +109,12 @@ def test_validated_in_strict_mode_refuses_what_json_cannot_hold():
         "result is not JSON data (Object of type set is not JSON serializable): "
         "{'count': 1, 'names': {'a'}}"
     )
+
+
+def test_arrays_given_to_fit_are_told_how_to_become_tunable():
+    from tfperf.results.discovery import describe_discovery
+
+    (line,) = describe_discovery(Discovery(end="train.py:7", fit_gets_arrays=True))
+    assert line.startswith("No tunable tf.data call was found in your files: `fit` at train.py:7")
+    assert "tf.data.Dataset.from_tensor_slices" in line
+    assert describe_discovery(Discovery()) == ["No tunable tf.data call was found in your files."]

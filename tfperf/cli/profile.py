@@ -179,7 +179,8 @@ class ProfileCommand(Command):
         print(_rendered(result, args))
         if found:
             print("\n" + "\n".join(_sites_lines(found[0], args)))
-            print(f"`tfperf tune {args.pipeline}` searches these values and writes the patch.")
+            if found[0].sites:
+                print(f"`tfperf tune {args.pipeline}` searches these values and writes the patch.")
         print(f"\nResult JSON: {saved_json}\nHTML report: {saved_html}")
         return EXIT_FAILED if failed else 0
 

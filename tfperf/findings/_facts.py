@@ -73,11 +73,14 @@ class PipelineFacts:
         """The pipeline reads files or interleaves inputs (shuffling file names is possible)."""
         return any(s.kind in (StageKind.READ, StageKind.INTERLEAVE) for s in self.stages)
 
-    def has_prefetch(self) -> bool:
-        """The pipeline prefetches: a prefetch stage, or a `prefetch` knob above 0."""
+    def has_prefetch(self) -> bool | None:
+        """The pipeline prefetches: a prefetch stage, or a `prefetch` knob above 0; None where
+        neither tells (no stage analysis ran, and the pipeline has no such knob)."""
         if any(s.kind is StageKind.PREFETCH for s in self.stages):
             return True
-        return self.knob_prefetch not in (None, 0)
+        if self.knob_prefetch is not None:
+            return self.knob_prefetch != 0
+        return False if self.stages else None
 
     def threads(self, stage: StageStat) -> int | None:
         """Threads `stage` ran on: what AUTOTUNE was read to choose, else as written (1 when

@@ -17,6 +17,13 @@ _REPEAT = (
     "(steps_per_epoch in fit; next() N times in a loop of your own), so the pipeline never "
     "restarts and stays warm across epochs"
 )
+_KERAS_REFILLS = "the dataset Keras builds from your arrays fills again"
+_ARRAYS_FIX = (
+    "Build the dataset from your arrays yourself, "
+    "tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x)).batch(batch_size).repeat()"
+    ".prefetch(tf.data.AUTOTUNE), and pass it to fit with steps_per_epoch=len(x) // "
+    "batch_size, so the pipeline never restarts and stays warm across epochs."
+)
 _SOURCE = {
     EpochSource.CARDINALITY: "the dataset's cardinality",
     EpochSource.GIVEN: "--epoch-steps",
@@ -25,7 +32,11 @@ _SOURCE = {
 
 
 def restart_finding(
-    cost: RestartCost, *, loader: LoaderReport | None = None, threads: int | None = 1
+    cost: RestartCost,
+    *,
+    loader: LoaderReport | None = None,
+    threads: int | None = 1,
+    arrays: bool = False,
 ) -> Finding | None:
     """The finding on restarts: their cost and fix when they dominate, a note when they weigh
     little, "cannot tell" when too few were measured; None when none happened.
@@ -34,6 +45,9 @@ def restart_finding(
 
     `threads`: the threads the stage a restart waits for ran on (AUTOTUNE's read-out, else as
     written; None when not known): only a stage on one thread is told to run in parallel.
+
+    `arrays`: `fit` got arrays, so the dataset that restarts is the one Keras builds from them,
+    and the fix is a dataset of the user's own.
     """
     samples = cost.restarts
     evidence = Evidence("end_to_end", samples, _spread(cost), unit="restarts")
@@ -59,10 +73,11 @@ def restart_finding(
                 "between them: restarts cost nothing measurable here."
             )
         else:
+            waiting = f" while {_KERAS_REFILLS}" if arrays else cost.waiting_on
             said = (
                 f"{restarted} in the window, each waiting "
                 f"{format_seconds(cost.seconds_per_restart)} longer than the steps between them"
-                f"{cost.waiting_on}; over a real epoch of {cost.epoch_steps:,} steps "
+                f"{waiting}; over a real epoch of {cost.epoch_steps:,} steps "
                 f"({_SOURCE[cost.epoch_source]}) restarts add less wait than those steps, and "
                 "the figures count one per epoch."
             )
@@ -79,9 +94,10 @@ def restart_finding(
         Level.FIX,
         f"Steps wait {cost.weighted_wait_fraction:.0%} of a real epoch of "
         f"{cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}), mostly at restarts: each "
-        f"costs {format_seconds(cost.seconds_per_restart)} while {_what_refills(cost)}; "
+        f"costs {format_seconds(cost.seconds_per_restart)} while "
+        f"{_KERAS_REFILLS if arrays else _what_refills(cost)}; "
         f"between restarts steps wait {cost.steady_wait_fraction:.0%}.",
-        _restart_fix(cost, loader, threads),
+        _ARRAYS_FIX if arrays else _restart_fix(cost, loader, threads),
         evidence,
         relies_on=_relies_on(cost),
         topic="restart-cause",

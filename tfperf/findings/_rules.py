@@ -227,7 +227,7 @@ def restarts(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     cost = result.restarts
     stage = next((s for s in facts.stages if s.label == cost.stage), None)
     threads = facts.threads(stage) if stage is not None else None
-    found = restart_finding(cost, loader=result.loader, threads=threads)
+    found = restart_finding(cost, loader=result.loader, threads=threads, arrays=_arrays(result))
     return [found] if found is not None else []
 
 
@@ -339,7 +339,13 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
                 weight=wait * 0.9,
             )
         ]
-    fix = "Add prefetch so input overlaps compute." if not facts.has_prefetch() else ""
+    prefetches = facts.has_prefetch()
+    fix = "Add prefetch so input overlaps compute." if prefetches is False else ""
+    relies_on: dict[bool | None, tuple[str, ...]] = {
+        True: ("the pipeline prefetches",),
+        False: ("no prefetch in the pipeline",),
+        None: (),
+    }
     return [
         Finding(
             "input-keeps-up-alone",
@@ -349,7 +355,7 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             "the cores" + ("" if fix else ", or input does not overlap compute") + ".",
             fix or None,
             _phase_evidence(result),
-            relies_on=("the pipeline prefetches",) if not fix else ("no prefetch in the pipeline",),
+            relies_on=relies_on[prefetches],
             topic=INPUT_RATES,
             weight=wait * 0.9,
         )
@@ -457,8 +463,7 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             ": a compiled step compiles again for each new input shape; every shape came again "
             "at its usual time, so this is paid once a run."
         )
-    arrays = result.discovery is not None and result.discovery.fit_gets_arrays
-    if _short_last_batch(shapes) and arrays:
+    if _short_last_batch(shapes) and _arrays(result):
         fix = (
             "`fit` batches arrays itself and keeps the short last batch: a batch_size that "
             "divides the examples it trains on (after any validation_split), or a "
@@ -501,6 +506,11 @@ def _first_steps(traced: Sequence[BatchShape], extra: float, first: BatchShape) 
         f"the first batch of each of {len(traced)} later shapes took {took} longer in all than "
         "later ones of its shape"
     )
+
+
+def _arrays(result: ProfileResult) -> bool:
+    """`fit` got arrays: the dataset is the one Keras builds from them, not the user's."""
+    return result.discovery is not None and result.discovery.fit_gets_arrays
 
 
 def _short_last_batch(shapes: Sequence[BatchShape]) -> bool:

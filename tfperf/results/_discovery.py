@@ -163,6 +163,12 @@ def describe_discovery(discovery: Discovery) -> list[str]:
     """Lines for a terminal: the tunable sites with their values, then the untunable calls."""
     if not discovery.sites:
         lines = ["No tunable tf.data call was found in your files."]
+        if discovery.fit_gets_arrays:
+            lines = [
+                f"No tunable tf.data call was found in your files: `fit` at {discovery.end} "
+                "gets arrays, and Keras builds their dataset itself. To tune it, build it "
+                "yourself (tf.data.Dataset.from_tensor_slices) and pass that to fit."
+            ]
     else:
         width = max(len(site.name) for site in discovery.sites)
         lines = [f"Tunable call sites ({len(discovery.sites)}), as written:"]
