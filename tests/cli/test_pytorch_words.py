@@ -130,6 +130,9 @@ def test_one_worker_is_one_worker():
     text = loader_text(loader_view(loader))
     assert "about 1 worker: more add no speed here" in text, text
     assert "1 workers" not in text
+    from tfperf.frameworks.torch._limit import _items_advice
+
+    assert "About 1 worker reaches the most these items" in _items_advice(loader)
 
 
 def test_knobs_a_scripts_loader_ignores_are_named_without_values_they_do_not_have(tmp_path):

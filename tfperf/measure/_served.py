@@ -24,6 +24,7 @@ from tfperf.errors import PipelineFileError
 from tfperf.probes import MemorySampler
 from tfperf.results import Phase
 from tfperf.results.stages import EpochSource
+from tfperf.units import format_seconds
 
 if TYPE_CHECKING:
     from tfperf.measure._profiler import Profiler
@@ -193,12 +194,15 @@ class ServedLoop:
         if self.data is None:
             return
         if not self.served_all:
+            least, shorter = f"{self.steps} steps", "fewer steps (--steps)"
+            if self.min_seconds > 0:
+                least += f" and {format_seconds(self.min_seconds)}"
+                shorter = "fewer steps (--steps) or a shorter least time (--min-seconds)"
             raise PipelineFileError(
                 f"{shown}'s training loop took {self.batches} batches in all and then ended, "
-                f"before tfperf had measured it (at least {self.steps} steps end to end, then as "
-                "many on its batches again), so the code after the loop ran. Run the script "
-                "longer (its own arguments after `--`: more epochs or steps) or measure fewer "
-                "steps (--steps)."
+                f"before tfperf had measured it (at least {least} end to end, then as many on "
+                "its batches again), so the code after the loop ran. Run the script longer "
+                f"(its own arguments after `--`: more epochs or steps) or measure {shorter}."
             )
         self.input_alone()
 

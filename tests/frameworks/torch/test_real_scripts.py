@@ -184,6 +184,9 @@ def test_a_loop_shorter_than_the_phases_is_refused_with_its_count(
     err = capsys.readouterr().err
     assert status == EXIT_USAGE, err
     assert "train.py's training loop took 16 batches in all and then ended, before tfperf" in err
+    # The CLI's window lasts at least 1 s too, which may be what the loop ran out of.
+    assert "(at least 30 steps and 1 s end to end" in err
+    assert "a shorter least time (--min-seconds)" in err
     assert (tmp_path / "trained").exists()  # as the message says: the code after it ran
 
 

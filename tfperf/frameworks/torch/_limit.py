@@ -242,9 +242,10 @@ def _items_advice(loader: LoaderReport) -> str:
         what += ": it waits on something other than the CPU, so workers beyond the cores help"
     sentence = f"{what}."
     if loader.workers_estimate is not None and loader.workers_estimate != loader.workers:
+        one = loader.workers_estimate == 1
         sentence += (
-            f" About {loader.workers_estimate} worker{'s' * (loader.workers_estimate != 1)} "
-            "reach the most these items and the cores allow "
+            f" About {loader.workers_estimate} worker{'' if one else 's'} "
+            f"reach{'es' if one else ''} the most these items and the cores allow "
             f"(num_workers={loader.workers} now); `tfperf tune` searches num_workers, "
             "prefetch_factor and persistent_workers."
         )
