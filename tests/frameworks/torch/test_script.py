@@ -135,6 +135,24 @@ def test_the_patch_applies_with_patch_p0_and_the_patched_script_runs_so(script: 
     assert "workers 2 pin_memory True threads 1" in printed.getvalue()
 
 
+def test_a_patch_writes_no_argument_that_needs_workers_where_the_loader_has_none(
+    script: Path,
+) -> None:
+    # A trial with no workers ran with prefetch_factor and persistent_workers dropped (torch
+    # refuses them without workers), so its patch writes neither; with workers, both.
+    discovery = TorchSites().find(_Loaded(script, ("1",)))
+    factor = f"DataLoader@train.py:{LINE}.prefetch_factor"
+    kept = f"DataLoader@train.py:{LINE}.persistent_workers"
+    chosen = {factor: 4, kept: 1, f"DataLoader@train.py:{LINE}.batch_size": 16}
+    for workers, written in ((0, ["batch_size"]), (2, ["num_workers", "batch_size"])):
+        after = {"sites": {**chosen, WORKERS: workers}}
+        patch = TorchSites().patch(script.parent, discovery, {}, after, script=True)
+        names = [change.site.name.rsplit(".", 1)[1] for change in patch.written]
+        if workers:
+            written += ["persistent_workers", "prefetch_factor"]
+        assert sorted(names) == sorted(written)
+
+
 def test_a_script_fixes_the_loader_knobs_and_places_the_threads(script: Path) -> None:
     discovery = TorchSites().find(_Loaded(script, ("1",)))
     problems = TorchSites().unplaceable(script.parent, discovery)

@@ -58,7 +58,7 @@ from tfperf.frameworks.torch._arguments import (
 )
 from tfperf.frameworks.torch._places import CALL, Place, calls_in
 from tfperf.frameworks.torch._torch import WORKER_ONLY
-from tfperf.knobs import KNOBS, TUNABLE, SiteKind
+from tfperf.knobs import KNOBS, TUNABLE, SiteKind, SiteName
 from tfperf.knobs.declare import Applier
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
 from tfperf.sites import (
@@ -413,7 +413,7 @@ class TorchSites:
     ) -> Patch:
         """The patch of the files under `root` that runs `after` (knobs as `Knobs.to_dict`
         writes them) instead of `before`: the sites' values, and `torch.set_num_threads`."""
-        chosen = dict(after.get("sites") or {})
+        chosen = _as_run(discovery.sites, dict(after.get("sites") or {}))
         changes = changes_between(discovery.sites, chosen)
         threads = after.get(THREADS_KNOB)
         anchor = Anchor.parse(discovery.end, True) if discovery.end else None
@@ -465,6 +465,21 @@ def _threads_statements(file: Path, threads: int) -> tuple[str, ...]:
                 if alias.name == "torch":
                     return (f"{alias.asname or 'torch'}.set_num_threads({threads})",)
     return ("import torch", f"torch.set_num_threads({threads})")
+
+
+def _as_run(sites: tuple[CallSite, ...], chosen: dict[str, Any]) -> dict[str, Any]:
+    """`chosen` as its loaders ran: where a call is left with no workers, the arguments that
+    need them stay as written (`_keep_consistent` dropped them), so no patch writes a
+    `prefetch_factor` that torch refuses without workers."""
+    written = {site.name: site.value for site in sites}
+    for site in sites:
+        name = SiteName.parse(site.name)
+        if name.argument not in WORKER_ONLY:
+            continue
+        workers = str(dataclasses.replace(name, argument="num_workers"))
+        if workers in written and not chosen.get(workers, written[workers]):
+            chosen[site.name] = None if site.form is ArgumentForm.ABSENT else site.value
+    return chosen
 
 
 def _keep_consistent(bound: inspect.BoundArguments) -> None:
