@@ -291,6 +291,33 @@ def test_a_cache_after_a_random_map_says_every_later_epoch_sees_the_first_draws(
     assert "ran at 3,000 examples/s alone; the model consumes 400" in finding.fix
 
 
+def _frozen_order(*stages: tuple[StageKind, str, tuple[str, ...]]) -> list[Finding]:
+    found = conclude(dataclasses.replace(fake_profile(), stages=_stages(*stages))).findings
+    return [f for f in found if f.rule == "frozen-order"]
+
+
+def test_a_cache_after_a_shuffle_says_every_epoch_trains_in_the_first_order():
+    source, decode = (StageKind.SOURCE, "range", ()), (StageKind.MAP, "map(decode)", ())
+    cache, batch = (StageKind.CACHE, "cache", ()), (StageKind.BATCH, "batch(4)", ())
+    shuffle = (StageKind.SHUFFLE, "shuffle(2048)", ())
+    (finding,) = _frozen_order(source, decode, shuffle, cache, batch)
+    assert finding.level is Level.FIX and finding.hazard
+    assert finding.text.startswith("The cache() after shuffle(2048) keeps the order the first")
+    assert "every epoch trains in the same order" in finding.text
+    assert finding.fix is not None and "`.cache().shuffle(buffer_size)`" in finding.fix
+    # Shuffled after the cache, before it, or a shuffle written to keep one order: nothing.
+    assert _frozen_order(source, decode, cache, shuffle, batch) == []
+    assert _frozen_order(source, shuffle, decode, cache, shuffle, batch) == []
+    assert _frozen_order(source, decode, batch) == []
+    report = _stages(source, decode, shuffle, cache, batch)
+    once = dataclasses.replace(
+        report.stages[2], parameters={"buffer_size": 2048, "reshuffle_each_iteration": False}
+    )
+    report = dataclasses.replace(report, stages=[*report.stages[:2], once, *report.stages[3:]])
+    found = conclude(dataclasses.replace(fake_profile(), stages=report)).findings
+    assert [f for f in found if f.rule == "frozen-order"] == []
+
+
 def test_a_cache_before_the_random_map_or_a_second_cache_after_it_freezes_nothing_new():
     before = _stages(
         (StageKind.SOURCE, "range", ()),

@@ -101,3 +101,8 @@ class PipelineFacts:
     def unmeasured(self) -> list[StageStat]:
         """Stages the stage analysis did not measure (its budget ended, or they failed)."""
         return [s for s in self.stages if s.examples_per_sec is None and s.elements_per_sec is None]
+
+
+def fit_got_arrays(result: ProfileResult) -> bool:
+    """`fit` got arrays: the dataset is the one Keras builds from them, not the user's."""
+    return result.discovery is not None and result.discovery.fit_gets_arrays

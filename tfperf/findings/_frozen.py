@@ -1,10 +1,12 @@
-"""What a `cache()` the user wrote freezes: random draws made before it.
+"""What a `cache()` the user wrote freezes: random draws and shuffles made before it.
 
-A cache hands every pass after the first the elements the first pass made. Where a stage
-before it draws random numbers anew at each call (augmentation: a random flip, crop or
-rotation), those draws are made once, and every later epoch trains on the same augmented
-examples. The stage's draws are read from its traced function (`StageStat.draws_random`); a
-function calling Python is opaque, and nothing is said of it.
+A cache hands every pass after the first the elements the first pass made, in the order it
+made them. Where a stage before it draws random numbers anew at each call (augmentation: a
+random flip, crop or rotation), those draws are made once, and every later epoch trains on the
+same augmented examples. The stage's draws are read from its traced function
+(`StageStat.draws_random`); a function calling Python is opaque, and nothing is said of it.
+Where a shuffle before it reshuffles each epoch and none comes after it, every epoch trains in
+the first epoch's order.
 """
 
 from __future__ import annotations
@@ -70,4 +72,50 @@ def _cost(stage: StageStat, result: ProfileResult) -> str:
     return (
         f" (up to it, the pipeline ran at {stage.examples_per_sec:,.0f} examples/s alone; the "
         f"model consumes {consumes:,.0f})"
+    )
+
+
+def frozen_order(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A `cache()` after shuffles that reshuffle each epoch, with no shuffle after it: every
+    later epoch reads the first epoch's order. Silent without the stage analysis's graph, for a
+    shuffle written with `reshuffle_each_iteration=False` (one order by design), and for a
+    shuffle a cache between them already froze (the first cache's finding names it)."""
+    stages = facts.stages
+    found: list[Finding] = []
+    previous = -1
+    for cache in (s for s in stages if s.kind is StageKind.CACHE):
+        shuffles = [s for s in stages if previous < s.index < cache.index and _reshuffles(s)]
+        previous = cache.index
+        after = any(s.kind is StageKind.SHUFFLE and s.index > cache.index for s in stages)
+        if shuffles and not after:
+            found.append(_frozen_order(shuffles, len(stages)))
+    return found
+
+
+def _reshuffles(stage: StageStat) -> bool:
+    return (
+        stage.kind is StageKind.SHUFFLE
+        and stage.parameters.get("reshuffle_each_iteration", True) is not False
+    )
+
+
+def _frozen_order(shuffles: Sequence[StageStat], stages: int) -> Finding:
+    names = " and ".join(stage.label for stage in shuffles)
+    one = len(shuffles) == 1
+    last = shuffles[-1]
+    return Finding(
+        "frozen-order",
+        Level.FIX,
+        f"The cache() after {names} keeps the order the first pass drew: {names} "
+        f"{'reshuffles' if one else 'reshuffle'} each epoch, but from the second epoch on the "
+        "cache serves its elements in that first order, so every epoch trains in the same order.",
+        f"Shuffle after the cache(): `.cache().shuffle(buffer_size)` reads the cached elements "
+        f"in a new order every epoch (moving {last.label} there keeps its buffer).",
+        Evidence(None, stages, unit="stages"),
+        relies_on=(
+            *(f"{s.label} reshuffles each epoch (reshuffle_each_iteration)" for s in shuffles),
+            "no shuffle after this cache()",
+        ),
+        weight=TRAINING_HAZARD_WEIGHT,
+        hazard=True,
     )

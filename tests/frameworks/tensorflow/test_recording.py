@@ -257,7 +257,7 @@ def test_overrides_change_the_built_dataset(tmp_path):
     )
     dataset, found = build_dataset(pipeline, knobs)
     assert [parameters for _, parameters in stage_parameters(dataset)[1:]] == [
-        {"buffer_size": 64},
+        {"buffer_size": 64, "reshuffle_each_iteration": True},
         {"num_parallel_calls": AUTOTUNE},
         {"num_parallel_calls": 4},
         {"batch_size": 16, "drop_remainder": False},

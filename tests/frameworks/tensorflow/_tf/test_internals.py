@@ -134,7 +134,11 @@ def test_options_and_restructuring_are_added_by_tf_data():
             {"cycle_length": 2, "block_length": 3, "num_parallel_calls": -1},
         ),
         (lambda: R(4).batch(5, drop_remainder=True), {"batch_size": 5, "drop_remainder": True}),
-        (lambda: R(4).shuffle(7), {"buffer_size": 7}),
+        (lambda: R(4).shuffle(7), {"buffer_size": 7, "reshuffle_each_iteration": True}),
+        (
+            lambda: R(4).shuffle(7, reshuffle_each_iteration=False),
+            {"reshuffle_each_iteration": False},
+        ),
         (lambda: R(4).prefetch(-1), {"buffer_size": -1}),
         (lambda: R(4).repeat(2), {"count": 2}),
         (lambda: R(4).shard(3, 1), {"num_shards": 3, "index": 1}),

@@ -40,6 +40,7 @@ PARAMETER_ATTRIBUTES = {
     "_batch_size": "batch_size",
     "_drop_remainder": "drop_remainder",
     "_buffer_size": "buffer_size",
+    "_reshuffle_each_iteration": "reshuffle_each_iteration",
     "_count": "count",
     "_num_shards": "num_shards",
     "_index": "index",
