@@ -23,6 +23,7 @@ import re
 import sys
 import sysconfig
 import traceback
+import types
 from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,24 @@ def user_frames(
         if _is_user_file(summary.filename, roots):
             kept.append(summary)
     return kept
+
+
+def user_frame(
+    frame: types.FrameType | None, user_paths: Collection[Path]
+) -> types.FrameType | None:
+    """The innermost frame on the stack from `frame` out whose file is the user's, or None."""
+    roots = tuple(_resolve(str(path)) for path in user_paths)
+    while frame is not None and not _is_user_file(frame.f_code.co_filename, roots):
+        frame = frame.f_back
+    return frame
+
+
+def user_place(frame: types.FrameType | None, user_paths: Collection[Path]) -> str:
+    """The innermost of the user's lines on the stack, e.g. `train.py:41` (its file's name)."""
+    found = user_frame(frame, user_paths)
+    if found is None:
+        return "an unknown line"
+    return f"{Path(found.f_code.co_filename).name}:{found.f_lineno}"
 
 
 def is_user_file(filename: str, user_paths: Collection[Path]) -> bool:

@@ -25,7 +25,7 @@ from tfperf.frameworks.tensorflow import _tf
 from tfperf.knobs import format_site_value
 from tfperf.results.discovery import ArgumentForm
 from tfperf.sites import callee, name_line
-from tfperf.tracebacks import is_user_file
+from tfperf.tracebacks import is_user_file, user_frame
 
 logger = logging.getLogger(__name__)
 
@@ -122,11 +122,8 @@ def autograph_origin() -> tuple[str, int] | None:
 
 def user_line(frame: types.FrameType | None, root: Path) -> tuple[str, int] | None:
     """The innermost frame on the stack in the user's files: its file and line."""
-    while frame is not None:
-        if is_user_file(frame.f_code.co_filename, [root]):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return None
+    found = user_frame(frame, (root,))
+    return (found.f_code.co_filename, found.f_lineno) if found is not None else None
 
 
 def argument_form(

@@ -26,7 +26,7 @@ from typing import Any
 from tfperf.errors import PipelineFileError
 from tfperf.frameworks.tensorflow._tf import patched
 from tfperf.pipeline import defines_contract
-from tfperf.tracebacks import is_user_file
+from tfperf.tracebacks import user_place
 
 #: Top-level packages through which a file can reach `keras.Model.fit`.
 _TRAINING_PACKAGES = frozenset({"tensorflow", "keras", "tf_keras"})
@@ -74,7 +74,7 @@ def fit_refused(tree: ast.Module, file: Path, shown: str) -> Iterator[None]:
 
     def refused(what: str) -> Any:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            raise _FitDuringImport(_user_line(sys._getframe(1), file.parent), what)
+            raise _FitDuringImport(user_place(sys._getframe(1), [file.parent]), what)
 
         return call
 
@@ -102,15 +102,6 @@ def _imported(node: ast.AST) -> list[str]:
     if isinstance(node, ast.ImportFrom) and node.level:
         return [node.module or alias.name for alias in node.names]
     return []
-
-
-def _user_line(frame: Any, folder: Path) -> str:
-    """The innermost line on the stack in the file's folder, e.g. `pipeline.py:41`."""
-    while frame is not None:
-        if is_user_file(frame.f_code.co_filename, [folder]):
-            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "an unknown line"
 
 
 def _message(shown: str, where: str, what: str = "fit", contract: bool = True) -> str:

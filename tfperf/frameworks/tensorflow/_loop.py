@@ -34,7 +34,7 @@ from typing import Any
 
 from tfperf.frameworks.tensorflow._callers import inside_tensorflow
 from tfperf.measure.served import Continued, Passes, ServedLoop
-from tfperf.tracebacks import is_user_file
+from tfperf.tracebacks import user_frame
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,13 +180,6 @@ class LoopSession:
         self.served.start(watched.dataset, Passes(data))
         self.served.batches += watched.taken  # those the loop took before it was found
         watched.switch(self.served.serve())
-
-
-def user_frame(frame: Any, user_paths: tuple[Path, ...]) -> Any:
-    """The innermost frame on the stack in the user's files, or None."""
-    while frame is not None and not is_user_file(frame.f_code.co_filename, user_paths):
-        frame = frame.f_back
-    return frame
 
 
 def own_loop_needs_step(shown: str) -> str:

@@ -47,12 +47,16 @@ from tfperf.frameworks.tensorflow._loop import (
     LoopCall,
     LoopSession,
     Watch,
-    user_frame,
 )
 from tfperf.frameworks.tensorflow._tf import keras_array_dataset, patched
 from tfperf.measure.served import Stop
 from tfperf.pipeline import PipelineFile
-from tfperf.tracebacks import exception_user_frames, format_frames, is_user_file
+from tfperf.tracebacks import (
+    exception_user_frames,
+    format_frames,
+    user_frame,
+    user_place,
+)
 
 #: Batch size Keras uses when `fit` gets arrays and no `batch_size`.
 KERAS_DEFAULT_BATCH = 32
@@ -210,7 +214,7 @@ def _fit_intercepted(user_paths: tuple[Path, ...], watch: Watch) -> Iterator[Non
                 y=bound.get("y"),
                 sample_weight=bound.get("sample_weight"),
                 batch_size=bound.get("batch_size"),
-                where=_caller(sys._getframe(1), user_paths),
+                where=user_place(sys._getframe(1), user_paths),
                 filename=frame.f_code.co_filename if frame is not None else None,
                 line=frame.f_lineno if frame is not None else None,
                 shuffle=bound.get("shuffle", True),
@@ -226,7 +230,7 @@ def _fit_intercepted(user_paths: tuple[Path, ...], watch: Watch) -> Iterator[Non
             if session is None or not session.serving:
                 loop = watch.training()
                 if loop is None:
-                    raise _TrainedFirst(what, _caller(sys._getframe(1), user_paths))
+                    raise _TrainedFirst(what, user_place(sys._getframe(1), user_paths))
                 if session is None:
                     raise _LoopReached(loop.call)
                 session.chose(loop)
@@ -253,15 +257,6 @@ def _fit_intercepted(user_paths: tuple[Path, ...], watch: Watch) -> Iterator[Non
         tape = tf.GradientTape
         stack.enter_context(patched(tape, "gradient", trains(tape, "gradient")))
         yield
-
-
-def _caller(frame: Any, user_paths: tuple[Path, ...]) -> str:
-    """The innermost of the user's lines on the stack, e.g. `train.py:41`."""
-    while frame is not None:
-        if is_user_file(frame.f_code.co_filename, user_paths):
-            return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
-        frame = frame.f_back
-    return "an unknown line"
 
 
 def _exit_message(shown: str, error: SystemExit, argv: tuple[str, ...]) -> str:

@@ -71,7 +71,7 @@ from tfperf.sites import (
     name_line,
     placement_problem,
 )
-from tfperf.tracebacks import is_user_file
+from tfperf.tracebacks import is_user_file, user_frame
 
 #: The knob of the trainer's intra-op threads (`torch.set_num_threads`), as `Knobs.to_dict`
 #: writes it; the patch adds the call where a measured configuration sets it.
@@ -303,9 +303,7 @@ class LoaderRecorder(SiteRecorder):
         code reached it, and tuned where its arguments trace to the user's options."""
         library = _library_path(caller)
         where = f"{library}:{caller.f_lineno}"
-        frame: types.FrameType | None = caller
-        while frame is not None and not is_user_file(frame.f_code.co_filename, (self.root,)):
-            frame = frame.f_back
+        frame = user_frame(caller, (self.root,))
         if frame is None:
             return  # a library's own loader, reached from nothing of the user's
         reached = f"{self._relative(frame.f_code.co_filename)}:{frame.f_lineno}"
