@@ -180,6 +180,25 @@ def test_a_loop_that_ends_before_its_phases_is_refused_with_its_count(tmp_path):
     )
 
 
+def test_a_loop_that_reads_two_datasets_in_step_is_stopped_while_served(tmp_path):
+    # zip(train, val) in Python: one dataset is served, the other runs as written in the
+    # loop's body, where its batches would be timed as the model's. (LOOP's own validation
+    # pass after each epoch reads a second dataset too, and is served: its profile test.)
+    zipped = LOOP.replace(
+        LOOP_BODY,
+        "    for step, ((xb, yb), _) in enumerate(zip(train, val.repeat())):\n"
+        "        train_step(xb, yb)\n",
+    )
+    assert zipped != LOOP
+    with pytest.raises(PipelineFileError) as caught:
+        profile_pipeline(load_pipeline(write(tmp_path, zipped)), steps=30, warmup=2)
+    assert str(caught.value).startswith(
+        f"train.py's training loop reads two datasets in step (iterated at train.py:{LOOP_LINE})"
+    )
+    assert "`tf.data.Dataset.zip((a, b))`" in str(caught.value)
+    assert not (tmp_path / "trained").exists()
+
+
 def test_a_loop_over_a_distributed_dataset_is_stopped_not_served(tmp_path):
     source = """
     from pathlib import Path

@@ -43,6 +43,7 @@ from typing import Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.frameworks.tensorflow._loop import (
+    InStep,
     IteratorTraced,
     LoopCall,
     LoopSession,
@@ -135,6 +136,8 @@ def run_until_fit(pipeline: PipelineFile, session: LoopSession | None = None) ->
             raise PipelineFileError(_own_loop_message(shown, trained)) from None
         except IteratorTraced as traced:
             raise PipelineFileError(_traced_iterator_message(shown, traced.call)) from None
+        except InStep as both:
+            raise PipelineFileError(_in_step_message(shown, both)) from None
         except SystemExit as error:
             raise PipelineFileError(_exit_message(shown, error, pipeline.argv)) from None
         except TfperfError:
@@ -294,6 +297,18 @@ def _traced_iterator_message(shown: str, call: LoopCall) -> str:
         "`next()` in Python and pass the batch to the step (`train_step(next(iterator))`), "
         "or write a pipeline file with `make_dataset()` and `make_train_step()` (see "
         "docs/zero-change.md)."
+    )
+
+
+def _in_step_message(shown: str, both: InStep) -> str:
+    where = both.served.where
+    also = "" if both.other.where == where else f" and {both.other.where}"
+    return (
+        f"{shown}'s training loop reads two datasets in step (iterated at {where}{also}), as "
+        "`zip(a, b)` does: tfperf serves a loop one dataset, and the other's batches would be "
+        "timed as the model's, so it stopped the script. Join them into one, "
+        "`tf.data.Dataset.zip((a, b))`, and loop over that: it is then measured and tuned as "
+        "one pipeline."
     )
 
 
