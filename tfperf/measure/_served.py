@@ -30,8 +30,18 @@ if TYPE_CHECKING:
     from tfperf.measure._profiler import Profiler
 
 
+#: A second input that handed out batches beside this many served batches in a row is read in
+#: step with the loop's (`zip(a, b)`); one read between passes only (validation) never is.
+IN_STEP = 3
+
+
 class Stop(BaseException):
     """Stops the script: its steps are measured, or its loop reached the input."""
+
+
+class InStep(BaseException):
+    """Stops a served loop that reads a second input in step with the served one, as
+    `zip(a, b)` does: the other's batches would be timed as the model's computing."""
 
 
 class Passes:
@@ -131,6 +141,7 @@ class ServedLoop:
         #: again, a pass unfinished (`break` after N steps); None where it never did.
         self.epoch_steps: int | None = None
         self.memory = MemorySampler()  # from the first batch to the end of the last phase
+        self._beside: dict[int, list[int]] = {}  # another input -> served batches it read by
 
     def start(self, data: Any, source: Passes) -> None:
         """`data` is the measured input, iterated by the profiler as `source`."""
@@ -183,6 +194,19 @@ class ServedLoop:
             self.sync()
         self.served_all = True
         raise Stop
+
+    def beside(self, other: object) -> None:
+        """`other`, an input that is not the served one, handed out a batch now.
+
+        Raises:
+            InStep: it did so beside `IN_STEP` served batches in a row.
+        """
+        seen = self._beside.setdefault(id(other), [])
+        if seen[-1:] != [self.batches]:
+            seen.append(self.batches)
+        last = seen[-IN_STEP:]
+        if len(last) == IN_STEP and last[-1] - last[0] == IN_STEP - 1:
+            raise InStep
 
     def finish(self, shown: str) -> None:
         """After the script ran: the pipeline-only phase, where its loop was found.

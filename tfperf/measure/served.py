@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tfperf.measure._served import (
     Continued,
+    InStep,
     Passes,
     ServedLoop,
     Stop,
@@ -12,6 +13,7 @@ from tfperf.measure._served import (
 
 __all__ = [
     "Continued",
+    "InStep",
     "Passes",
     "ServedLoop",
     "Stop",

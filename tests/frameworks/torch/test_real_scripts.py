@@ -190,6 +190,33 @@ def test_a_loop_shorter_than_the_phases_is_refused_with_its_count(
     assert (tmp_path / "trained").exists()  # as the message says: the code after it ran
 
 
+def test_a_loop_over_two_loaders_in_step_is_stopped_and_a_validation_pass_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """zip(a, b): one loader is served, and the other's batches would be timed as the
+    model's. A second loader read once a pass (validation) leaves the profile as it is."""
+    from tfperf.cli.main import EXIT_USAGE, main
+
+    second = "other = DataLoader(data, batch_size=16)\n"
+    zipped = MODULE_LEVEL.replace(
+        "    for x, y in loader:\n", "    for (x, y), _ in zip(loader, other):\n"
+    )
+    assert "zip(loader, other)" in zipped
+    (tmp_path / "train.py").write_text(zipped.replace("for epoch", second + "for epoch"))
+    monkeypatch.chdir(tmp_path)
+    status = main(["profile", "train.py", *SMALL, "--", "--epochs", "50"])
+    err = capsys.readouterr().err
+    assert status == EXIT_USAGE, err
+    assert "train.py's training loop reads two DataLoaders in step, as `zip(a, b)` does" in err
+    assert not (tmp_path / "trained").exists()
+
+    validates = MODULE_LEVEL.replace(
+        "        step(x, y)\n", "        step(x, y)\n    for x, y in other:\n        net(x)\n"
+    )
+    (tmp_path / "train.py").write_text(validates.replace("for epoch", second + "for epoch"))
+    _profile(tmp_path, monkeypatch, capsys, "--", "--epochs", "50")
+
+
 LIBRARY = """\
 import torch
 from torch.utils.data import DataLoader, TensorDataset

@@ -21,8 +21,8 @@ before training and is not taken for it. Then:
 A loop that iterates its dataset inside a `tf.function`, or a distributed dataset (iterated by
 TensorFlow's own code), is not watched: tfperf then stops the script at its first step and
 says so. A loop that reads a second dataset in step with the served one (`zip(a, b)` in
-Python) is stopped once that shows (`InStep`): the other's batches would be timed as the
-model's. A second dataset read between passes (a validation loop) is its own business.
+Python) is stopped once that shows (`ServedLoop.beside`): the other's batches would be timed
+as the model's. A second dataset read between passes (a validation loop) is its own business.
 """
 
 from __future__ import annotations
@@ -59,19 +59,6 @@ class IteratorTraced(BaseException):
         self.call = call
 
 
-#: A dataset that handed out batches beside this many served batches in a row is read in step
-#: with the loop's (`zip`); one read between passes only (validation) never reaches it.
-IN_STEP = 3
-
-
-class InStep(BaseException):
-    """Stops a served loop that reads a second watched dataset in step with the served one."""
-
-    def __init__(self, served: LoopCall, other: LoopCall) -> None:
-        super().__init__(other.where)
-        self.served, self.other = served, other
-
-
 class _Watched:
     """The iterator a user's eager `iter(dataset)` gets: the dataset's own, until the loop
     is found to train on it; from then on the profiler's stream (`switch`)."""
@@ -84,7 +71,6 @@ class _Watched:
         self._served: Continued | None = None
         self.taken = 0
         self.exhausted = False
-        self.beside: list[int] = []  # the served batches it handed out batches beside
 
     def __iter__(self) -> _Watched:
         return self
@@ -149,7 +135,7 @@ class Watch:
         """`watched` handed out a batch: the latest, and, beside a served loop, counted."""
         self.last = weakref.ref(watched)
         if self.session is not None and self.session.serving:
-            self.session.beside(watched)
+            self.session.served.beside(watched.dataset)
 
     def training(self) -> _Watched | None:
         """The iterator the loop trains on, as it first trains: the one that handed out the
@@ -189,20 +175,6 @@ class LoopSession:
     @property
     def serving(self) -> bool:
         return self.call is not None
-
-    def beside(self, watched: _Watched) -> None:
-        """`watched`, not the loop's, handed out a batch while the loop is served.
-
-        Raises:
-            InStep: it did so beside `IN_STEP` served batches in a row.
-        """
-        served = self.served.batches
-        if watched.beside[-1:] != [served]:
-            watched.beside.append(served)
-        last = watched.beside[-IN_STEP:]
-        if len(last) == IN_STEP and last[-1] - last[0] == IN_STEP - 1:
-            assert self.call is not None
-            raise InStep(self.call, watched.call)
 
     def chose(self, watched: _Watched) -> None:
         """`watched` is the loop's: serve it the phases from its next batch on."""

@@ -43,14 +43,13 @@ from typing import Any
 
 from tfperf.errors import PipelineFileError, PipelineRuntimeError, TfperfError
 from tfperf.frameworks.tensorflow._loop import (
-    InStep,
     IteratorTraced,
     LoopCall,
     LoopSession,
     Watch,
 )
 from tfperf.frameworks.tensorflow._tf import keras_array_dataset, patched
-from tfperf.measure.served import Stop
+from tfperf.measure.served import InStep, Stop
 from tfperf.pipeline import PipelineFile
 from tfperf.tracebacks import (
     exception_user_frames,
@@ -136,8 +135,9 @@ def run_until_fit(pipeline: PipelineFile, session: LoopSession | None = None) ->
             raise PipelineFileError(_own_loop_message(shown, trained)) from None
         except IteratorTraced as traced:
             raise PipelineFileError(_traced_iterator_message(shown, traced.call)) from None
-        except InStep as both:
-            raise PipelineFileError(_in_step_message(shown, both)) from None
+        except InStep:
+            assert session is not None and session.call is not None
+            raise PipelineFileError(_in_step_message(shown, session.call)) from None
         except SystemExit as error:
             raise PipelineFileError(_exit_message(shown, error, pipeline.argv)) from None
         except TfperfError:
@@ -300,11 +300,9 @@ def _traced_iterator_message(shown: str, call: LoopCall) -> str:
     )
 
 
-def _in_step_message(shown: str, both: InStep) -> str:
-    where = both.served.where
-    also = "" if both.other.where == where else f" and {both.other.where}"
+def _in_step_message(shown: str, call: LoopCall) -> str:
     return (
-        f"{shown}'s training loop reads two datasets in step (iterated at {where}{also}), as "
+        f"{shown}'s training loop reads two datasets in step (iterated at {call.where}), as "
         "`zip(a, b)` does: tfperf serves a loop one dataset, and the other's batches would be "
         "timed as the model's, so it stopped the script. Join them into one, "
         "`tf.data.Dataset.zip((a, b))`, and loop over that: it is then measured and tuned as "

@@ -69,7 +69,7 @@ from tfperf.frameworks.torch._script_iter import (
     measuring,
 )
 from tfperf.frameworks.torch._sites import ARGUMENTS, THREADS_KNOB, LoaderRecorder, recording
-from tfperf.measure.served import Stop, script_phase_s
+from tfperf.measure.served import InStep, Stop, script_phase_s
 from tfperf.probes import MemoryPeak
 from tfperf.results import JsonRecord
 from tfperf.results.discovery import Discovery
@@ -373,6 +373,8 @@ def _run(file: Path, shown: str, argv: Sequence[str], timer: Timer | Profiled) -
         runpy.run_path(str(file), run_name="__main__")
     except Stop:
         return
+    except InStep:
+        raise PipelineFileError(_in_step_message(shown)) from None
     except TfperfError:
         raise  # the profiler's own errors say what failed and where
     except SystemExit as error:
@@ -419,6 +421,16 @@ def _as_main(file: Path, argv: Sequence[str]) -> Iterator[None]:
         sys.argv = saved_argv
         sys.path[:] = saved_path
         os.chdir(saved_cwd)
+
+
+def _in_step_message(shown: str) -> str:
+    return (
+        f"{shown}'s training loop reads two DataLoaders in step, as `zip(a, b)` does: tfperf "
+        "serves a loop one loader, and the other's batches would be timed as the model's, so "
+        "it stopped the script. Make one Dataset whose items hold both (its `__getitem__` "
+        "returning `(a[i], b[i])`) and loop over one DataLoader of it: it is then measured and "
+        "tuned as one."
+    )
 
 
 def _exit_message(shown: str, error: SystemExit, argv: Sequence[str]) -> str:

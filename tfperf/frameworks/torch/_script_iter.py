@@ -74,9 +74,33 @@ class Profiled(ServedLoop):
         if self.data is None and _measured(loader, recorder):
             self.start(loader, _Restartable(loader, original))
             self.on_loader(loader)
-        if loader is not self.data:
+        if self.data is None:
             return original(loader)
+        if loader is not self.data:  # read beside the served loop: counted (`beside`)
+            return _Beside(self, loader, original(loader))
         return self.serve()
+
+
+class _Beside:
+    """Another loader's iterator while the measured one is served: torch's own, each batch
+    told to the served loop, which stops a loop that reads the two in step (`zip`)."""
+
+    def __init__(self, served: ServedLoop, loader: Any, inner: Iterator[Any]) -> None:
+        self._served, self._loader, self._inner = served, loader, inner
+
+    def __iter__(self) -> _Beside:
+        return self
+
+    def __next__(self) -> Any:
+        batch = next(self._inner)
+        self._served.beside(self._loader)
+        return batch
+
+    def __len__(self) -> int:
+        return len(self._inner)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 class _Restartable(Passes):
