@@ -518,3 +518,18 @@ def test_restarts_of_the_dataset_fit_builds_from_arrays_are_fixed_in_the_users_t
     note = restart_finding(light, arrays=True)
     assert note is not None and note.level is Level.NOTE
     assert "while the dataset Keras builds from your arrays fills again" in note.text
+
+
+def test_a_window_of_restarts_alone_is_costed_with_no_steady_steps():
+    # Every measured step the first of a pass (a pass of one batch): no step waited between
+    # restarts, so the steady wait is 0 and the whole wait is the restart's.
+    cost = restart_cost(_waits_phase([0.02] * 6, epoch=1))
+    assert cost is not None and cost.steady_steps == 0 and cost.epoch_steps == 1
+    assert cost.steady_wait_s_per_step == 0 and cost.seconds_per_restart == pytest.approx(0.02)
+    assert cost.dominates
+    found = restart_finding(cost)
+    assert found is not None and found.level is Level.FIX
+    assert found.text.startswith(
+        "Every measured step started a new pass: a pass of the dataset holds only 1 batch"
+    )
+    assert found.fix is not None and found.fix.startswith("Call repeat() on the dataset")

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from tfperf.findings._facts import PARALLEL_ARGUMENT
 from tfperf.results.findings import Evidence, Finding, Level
-from tfperf.results.stages import EpochSource, LoaderReport, RestartCost, StageKind
+from tfperf.results.stages import (
+    EPOCH_SOURCE_WORDS,
+    EpochSource,
+    LoaderReport,
+    RestartCost,
+    StageKind,
+)
 from tfperf.units import format_seconds
 
 _REPEAT = (
@@ -24,11 +30,6 @@ _ARRAYS_FIX = (
     ".prefetch(tf.data.AUTOTUNE), and pass it to fit with steps_per_epoch=len(x) // "
     "batch_size, so the pipeline never restarts and stays warm across epochs."
 )
-_SOURCE = {
-    EpochSource.CARDINALITY: "the dataset's cardinality",
-    EpochSource.GIVEN: "--epoch-steps",
-    EpochSource.OBSERVED: "one pass of the profiled data; --epoch-steps gives the real one",
-}
 
 
 def restart_finding(
@@ -50,6 +51,7 @@ def restart_finding(
     and the fix is a dataset of the user's own.
     """
     samples = cost.restarts
+    source = EPOCH_SOURCE_WORDS[cost.epoch_source]
     evidence = Evidence("end_to_end", samples, _spread(cost), unit="restarts")
     share = max(0.0, cost.weighted_wait_fraction - cost.steady_wait_fraction)
     if not cost.cost_told:
@@ -78,7 +80,7 @@ def restart_finding(
                 f"{restarted} in the window, each waiting "
                 f"{format_seconds(cost.seconds_per_restart)} longer than the steps between them"
                 f"{waiting}; over a real epoch of {cost.epoch_steps:,} steps "
-                f"({_SOURCE[cost.epoch_source]}) restarts add less wait than those steps, and "
+                f"({source}) restarts add less wait than those steps, and "
                 "the figures count one per epoch."
             )
         return Finding(
@@ -89,15 +91,50 @@ def restart_finding(
             evidence,
             weight=share,
         )
+    if cost.steady_steps == 0:
+        return _every_step(cost, loader, threads, evidence, share)
     return Finding(
         "restarts",
         Level.FIX,
         f"Steps wait {cost.weighted_wait_fraction:.0%} of a real epoch of "
-        f"{cost.epoch_steps:,} steps ({_SOURCE[cost.epoch_source]}), mostly at restarts: each "
+        f"{cost.epoch_steps:,} steps ({source}), mostly at restarts: each "
         f"costs {format_seconds(cost.seconds_per_restart)} while "
         f"{_KERAS_REFILLS if arrays else _what_refills(cost)}; "
         f"between restarts steps wait {cost.steady_wait_fraction:.0%}.",
         _ARRAYS_FIX if arrays else _restart_fix(cost, loader, threads),
+        evidence,
+        relies_on=_relies_on(cost),
+        topic="restart-cause",
+        weight=share,
+    )
+
+
+def _every_step(
+    cost: RestartCost,
+    loader: LoaderReport | None,
+    threads: int | None,
+    evidence: Evidence,
+    share: float,
+) -> Finding:
+    """Every measured step was the first of a pass: none waited between restarts."""
+    noun, name = ("DataLoader", "loader") if loader is not None else ("dataset", "ds")
+    each = format_seconds(cost.seconds_per_restart)
+    if cost.epoch_source is EpochSource.LOOP and cost.epoch_steps == 1:
+        said = f"the script's loop starts a new pass of the {noun} for every batch it takes"
+        fix = (
+            f"Make the iterator once, before the loop (`it = iter({name})`), call "
+            "`next(it)` each step, and make a new one only when it runs out (StopIteration)."
+        )
+    else:
+        batches = f"{cost.epoch_steps:,} batch{'es' * (cost.epoch_steps != 1)}"
+        said = f"a pass of the {noun} holds only {batches}"
+        fix = _restart_fix(cost, loader, threads)
+    return Finding(
+        "restarts",
+        Level.FIX,
+        f"Every measured step started a new pass: {said}, and each step waits {each} "
+        f"for its batch, {cost.weighted_wait_fraction:.0%} of the step.",
+        fix,
         evidence,
         relies_on=_relies_on(cost),
         topic="restart-cause",

@@ -138,19 +138,23 @@ def restart_cost(
         alone: the pipeline-only phase, whose own restarts say what the pipeline takes to
             restart; a restart wait far beyond them is set apart (`ALONE_RATIO`).
 
-    Returns None when no measured step followed a restart, or no other step was measured.
+    Where every measured step was the first of a pass (a loop that starts the data again
+    for each batch), no step waited between restarts: the steady wait is 0.
+
+    Returns None when no measured step followed a restart.
     """
     epoch = epoch or EpochInfo()
     records = phase.records
     firsts = set(restart_indices(records))
     measured = [i for i, record in enumerate(records) if not record.warmup]
     steady = [records[i] for i in measured if i not in firsts]
-    if not firsts or not steady:
+    if not firsts:
         return None
     waits = [records[i].wait_s for i in sorted(firsts)]
-    steady_wait = math.fsum(r.wait_s for r in steady) / len(steady)
+    steady_wait = math.fsum(r.wait_s for r in steady) / len(steady) if steady else 0.0
     compute = math.fsum(records[i].compute_s for i in measured) / len(measured)
-    step_s = steady_wait + math.fsum(r.compute_s for r in steady) / len(steady)
+    between = steady or [records[i] for i in measured]
+    step_s = steady_wait + math.fsum(r.compute_s for r in between) / len(between)
     own = _AloneRestarts.of(alone)
     kept, apart = own.set_apart(waits, step_s)
     evidence = _evidence(kept, step_s)

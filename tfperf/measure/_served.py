@@ -169,7 +169,7 @@ class ServedLoop:
         epoch = self.profiler.epoch
         if epoch is not None and epoch.source is not EpochSource.GIVEN:
             self.profiler.epoch = dataclasses.replace(
-                epoch, steps=self.epoch_steps, source=EpochSource.OBSERVED
+                epoch, steps=self.epoch_steps, source=EpochSource.LOOP
             )
 
     def _batches(self, source: Passes) -> Iterator[Any]:

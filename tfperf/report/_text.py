@@ -15,10 +15,10 @@ from tfperf.report._utilisation import utilisation_text
 from tfperf.report._words import knob_value
 from tfperf.results import Environment, PhaseResult, ProfileResult
 from tfperf.results.stages import (
+    EPOCH_SOURCE_WORDS,
     AutotuneReadout,
     BatchShape,
     DatasetOptions,
-    EpochSource,
     LoaderReport,
     RestartCost,
     StageReport,
@@ -119,16 +119,9 @@ def _restarts(cost: RestartCost, loader: bool) -> str:
         f"Restarts: {what} restarted {times} in the window, each costing "
         f"{format_seconds(cost.seconds_per_restart)}{cost.waiting_on} "
         f"({cost.window_wait_share:.0%} of the window's wait).\n  {steady}; with one restart "
-        f"per real epoch of {cost.epoch_steps:,} steps ({_EPOCH[cost.epoch_source]}) "
+        f"per real epoch of {cost.epoch_steps:,} steps ({EPOCH_SOURCE_WORDS[cost.epoch_source]}) "
         f"{cost.weighted_wait_fraction:.1%}."
     )
-
-
-_EPOCH = {
-    EpochSource.CARDINALITY: "the dataset's cardinality",
-    EpochSource.GIVEN: "--epoch-steps",
-    EpochSource.OBSERVED: "one pass of the profiled data; --epoch-steps gives the real one",
-}
 
 
 def _batch_shapes(shapes: list[BatchShape]) -> str:

@@ -14,6 +14,16 @@ class EpochSource(str, Enum):
     CARDINALITY = "cardinality"  # the dataset's own cardinality, in batches
     GIVEN = "epoch-steps"  # the user said so (`--epoch-steps`)
     OBSERVED = "observed"  # batches counted in one pass during the profile (cardinality unknown)
+    LOOP = "loop"  # the script's own loop started the data again after this many batches
+
+
+#: Each source of an epoch's length, in words.
+EPOCH_SOURCE_WORDS = {
+    EpochSource.CARDINALITY: "the dataset's cardinality",
+    EpochSource.GIVEN: "--epoch-steps",
+    EpochSource.OBSERVED: "one pass of the profiled data; --epoch-steps gives the real one",
+    EpochSource.LOOP: "where the script's loop starts the data again",
+}
 
 
 class RestartEvidence(str, Enum):

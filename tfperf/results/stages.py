@@ -20,7 +20,12 @@ from tfperf.results._memory import (
     memory_account,
 )
 from tfperf.results._profile import LoaderReport
-from tfperf.results._restarts import EpochSource, RestartCost, RestartEvidence
+from tfperf.results._restarts import (
+    EPOCH_SOURCE_WORDS,
+    EpochSource,
+    RestartCost,
+    RestartEvidence,
+)
 from tfperf.results._stages import (
     AutotuneChoice,
     AutotuneReadout,
@@ -34,6 +39,7 @@ from tfperf.results._stages import (
 )
 
 __all__ = [
+    "EPOCH_SOURCE_WORDS",
     "AutotuneChoice",
     "AutotuneReadout",
     "BatchShape",

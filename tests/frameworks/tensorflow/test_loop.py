@@ -126,7 +126,7 @@ def test_a_loop_that_breaks_early_sets_the_epoch(tmp_path):
     )
     assert result.restarts is not None
     assert result.restarts.epoch_steps == 10
-    assert result.restarts.epoch_source.value == "observed"
+    assert result.restarts.epoch_source.value == "loop"
 
 
 def test_the_loops_patch_applies_and_the_patched_script_runs(tmp_path):

@@ -435,4 +435,38 @@ def test_a_loop_that_breaks_early_is_measured_over_its_own_epochs(tmp_path: Path
         passes[record.epoch] = passes.get(record.epoch, 0) + 1
     assert max(passes.values()) == 4 and len(passes) >= 4
     assert result.restarts is not None and result.restarts.epoch_steps == 4
-    assert result.restarts.epoch_source is EpochSource.OBSERVED
+    assert result.restarts.epoch_source is EpochSource.LOOP
+
+
+def test_a_loop_that_takes_one_batch_per_new_iterator_is_told_to_keep_one(
+    tmp_path: Path,
+) -> None:
+    """`next(iter(loader))` each step: every step starts a new pass of the loader, so no
+    step ever waits between restarts, and the fix is one iterator kept across steps."""
+    from tfperf import frameworks
+    from tfperf.frameworks import ProfileRequest
+    from tfperf.pipeline import load_pipeline
+    from tfperf.results.stages import EpochSource
+
+    path = tmp_path / "train.py"
+    path.write_text(
+        BREAKS.replace(
+            "for epoch in range(100):\n    for step, (x,) in enumerate(loader):\n"
+            "        if step == 3:\n            break\n",
+            "for step in range(2000):\n    (x,) = next(iter(loader))\n",
+        ).replace("        net(x)", "    net(x)")
+    )
+    result = frameworks.get("torch").profile(
+        load_pipeline(path, []), None, ProfileRequest(steps=12, warmup=1, probes=[])
+    )
+    cost = result.restarts
+    assert cost is not None and cost.epoch_steps == 1 and cost.steady_steps == 0
+    assert cost.epoch_source is EpochSource.LOOP
+    told = next(f for f in result.findings if f.rule == "restarts")
+    assert told.text.startswith(
+        "Every measured step started a new pass: the script's loop starts a new pass of the "
+        "DataLoader for every batch it takes"
+    )
+    assert told.fix is not None and told.fix.startswith(
+        "Make the iterator once, before the loop (`it = iter(loader)`)"
+    )
