@@ -142,6 +142,7 @@ class ServedLoop:
         self.epoch_steps: int | None = None
         self.memory = MemorySampler()  # from the first batch to the end of the last phase
         self._beside: dict[int, list[int]] = {}  # another input -> served batches it read by
+        self.replayed = 0  # batches served again for the compute-only phase
 
     def start(self, data: Any, source: Passes) -> None:
         """`data` is the measured input, iterated by the profiler as `source`."""
@@ -190,6 +191,7 @@ class ServedLoop:
         replay = shapes.replay() if shapes.batches() else itertools.repeat(last)
         for batch in self._window(replay, Phase.COMPUTE_ONLY):
             self.batches += 1
+            self.replayed += 1
             yield batch
             self.sync()
         self.served_all = True
@@ -222,11 +224,17 @@ class ServedLoop:
             if self.min_seconds > 0:
                 least += f" and {format_seconds(self.min_seconds)}"
                 shorter = "fewer steps (--steps) or a shorter least time (--min-seconds)"
+            when = "before tfperf had measured it"
+            if self.replayed:
+                when = (
+                    f"while tfperf timed its step on its batches again ({self.replayed:,} "
+                    "of them, after the end-to-end window)"
+                )
             raise PipelineFileError(
-                f"{shown}'s training loop took {self.batches} batches in all and then ended, "
-                f"before tfperf had measured it (at least {least} end to end, then as many on "
-                "its batches again), so the code after the loop ran. Run the script longer "
-                f"(its own arguments after `--`: more epochs or steps) or measure {shorter}."
+                f"{shown}'s training loop took {self.batches:,} batches in all and then ended, "
+                f"{when}; each phase takes at least {least}, so the code after the loop ran. "
+                "Run the script longer (its own arguments after `--`: more epochs or steps) or "
+                f"measure {shorter}."
             )
         self.input_alone()
 

@@ -176,7 +176,7 @@ def test_a_loop_that_ends_before_its_phases_is_refused_with_its_count(tmp_path):
         profile_pipeline(pipeline, steps=30, warmup=2, analyse_stages=False)
     assert str(caught.value).startswith(
         "train.py's training loop took 20 batches in all and then ended, before tfperf had "
-        "measured it (at least 30 steps end to end"
+        "measured it; each phase takes at least 30 steps, so the code after the loop ran"
     )
 
 

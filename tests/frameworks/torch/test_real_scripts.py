@@ -185,9 +185,18 @@ def test_a_loop_shorter_than_the_phases_is_refused_with_its_count(
     assert status == EXIT_USAGE, err
     assert "train.py's training loop took 16 batches in all and then ended, before tfperf" in err
     # The CLI's window lasts at least 1 s too, which may be what the loop ran out of.
-    assert "(at least 30 steps and 1 s end to end" in err
+    assert "each phase takes at least 30 steps and 1 s" in err
     assert "a shorter least time (--min-seconds)" in err
     assert (tmp_path / "trained").exists()  # as the message says: the code after it ran
+    # The end-to-end window (9 steps) fits in the 16 batches, its replay (9 more) does not.
+    argv = ["--steps", "8", "--warmup", "1", "--min-seconds", "0", "--no-stages"]
+    status = main(["profile", "train.py", *argv, "--", "--epochs", "2"])
+    err = capsys.readouterr().err
+    assert status == EXIT_USAGE, err
+    assert (
+        "took 16 batches in all and then ended, while tfperf timed its step on its batches "
+        "again (7 of them, after the end-to-end window); each phase takes at least 8 steps"
+    ) in err
 
 
 def test_a_loop_over_two_loaders_in_step_is_stopped_and_a_validation_pass_is_not(
