@@ -412,3 +412,28 @@ def test_a_loader_without_workers_is_not_said_to_contend_for_the_cores():
     assert said[0].level is Level.NOTE and said[0].fix is None
     assert "competes" not in said[0].text
     assert "with num_workers=0 the DataLoader loads each batch between steps" in said[0].text
+
+
+def test_a_cache_after_an_endless_repeat_is_said_never_to_complete():
+    def endless(*stages: tuple[StageKind, str, dict[str, int]]) -> list[Finding]:
+        from tests.fakes.stages import first_element_stat
+
+        stats = [
+            first_element_stat(index, kind, label, 0.01, 1000.0, parameters)
+            for index, (kind, label, parameters) in enumerate(stages)
+        ]
+        report = StageReport(stats, None, None, None, 0.2, 0.2, 2.4, None, "")
+        found = conclude(dataclasses.replace(fake_profile(), stages=report)).findings
+        return [f for f in found if f.rule == "endless-cache"]
+
+    source, decode = (StageKind.SOURCE, "range", {}), (StageKind.MAP, "map(decode)", {})
+    forever = (StageKind.REPEAT, "repeat", {"count": -1})
+    cache, batch = (StageKind.CACHE, "cache", {}), (StageKind.BATCH, "batch(4)", {})
+    (finding,) = endless(source, decode, forever, cache, batch)
+    assert finding.level is Level.FIX
+    assert finding.text.startswith("The cache() after repeat never completes")
+    assert finding.fix is not None and "`.cache().repeat()`" in finding.fix
+    # Cached first, a take() that ends the stream, a repeat with a count: it completes.
+    assert endless(source, decode, cache, forever, batch) == []
+    assert endless(source, forever, (StageKind.TAKE, "take(100)", {"count": 100}), cache) == []
+    assert endless(source, (StageKind.REPEAT, "repeat(3)", {"count": 3}), cache, batch) == []

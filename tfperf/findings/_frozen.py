@@ -1,4 +1,5 @@
-"""What a `cache()` the user wrote freezes: random draws and shuffles made before it.
+"""What a `cache()` the user wrote does beyond speed: the draws and the order it freezes, and
+a cache that never completes.
 
 A cache hands every pass after the first the elements the first pass made, in the order it
 made them. Where a stage before it draws random numbers anew at each call (augmentation: a
@@ -6,7 +7,8 @@ random flip, crop or rotation), those draws are made once, and every later epoch
 same augmented examples. The stage's draws are read from its traced function
 (`StageStat.draws_random`); a function calling Python is opaque, and nothing is said of it.
 Where a shuffle before it reshuffles each epoch and none comes after it, every epoch trains in
-the first epoch's order.
+the first epoch's order. Where an endless `repeat()` comes before it, the cache never completes:
+it keeps every element it reads, and serves none.
 """
 
 from __future__ import annotations
@@ -119,3 +121,36 @@ def _frozen_order(shuffles: Sequence[StageStat], stages: int) -> Finding:
         weight=TRAINING_HAZARD_WEIGHT,
         hazard=True,
     )
+
+
+def endless_cache(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A `cache()` after an endless `repeat()`, with no `take` between: it never completes, so
+    it keeps every element in memory for as long as training runs and never serves one."""
+    found: list[Finding] = []
+    for cache in (s for s in facts.stages if s.kind is StageKind.CACHE):
+        before = [s for s in facts.stages if s.index < cache.index]
+        repeat = next((s for s in reversed(before) if _endless(s)), None)
+        if repeat is None or any(
+            s.kind is StageKind.TAKE and s.index > repeat.index for s in before
+        ):
+            continue
+        found.append(
+            Finding(
+                "endless-cache",
+                Level.FIX,
+                f"The cache() after {repeat.label} never completes: the repeat makes the "
+                "stream endless, so the cache keeps every element it reads, its memory growing "
+                "for as long as training runs, and never serves one; the stages before it run "
+                "every epoch.",
+                "Put cache() before repeat() (`.cache().repeat()`): the first epoch fills it, "
+                "and every later epoch reads it.",
+                Evidence(None, len(facts.stages), unit="stages"),
+                relies_on=(f"{repeat.label} repeats without end (count -1)",),
+                weight=TRAINING_HAZARD_WEIGHT,
+            )
+        )
+    return found
+
+
+def _endless(stage: StageStat) -> bool:
+    return stage.kind is StageKind.REPEAT and stage.parameters.get("count") == -1

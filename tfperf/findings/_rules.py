@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from tfperf.findings._facts import PipelineFacts, fit_got_arrays
-from tfperf.findings._frozen import frozen_draws, frozen_order
+from tfperf.findings._frozen import endless_cache, frozen_draws, frozen_order
 from tfperf.findings._restart_words import restart_finding
 from tfperf.findings._retracing import retracing
 from tfperf.findings._stage_fixes import stage_fix
@@ -468,4 +468,5 @@ RULES: tuple[Rule, ...] = (
     memory,
     frozen_draws,
     frozen_order,
+    endless_cache,
 )
