@@ -85,3 +85,44 @@ def test_a_stream_whose_workers_each_end_short_is_told_what_training_sees() -> N
     assert _streamed([pass_, pass_, [8]], workers=1) is None
     assert _streamed([pass_, pass_, [8]], check=None) is None
     assert _streamed([pass_]) is None
+
+
+def test_a_loaders_wait_mostly_at_restarts_points_to_them_before_more_workers() -> None:
+    """Tiny epochs with workers started each pass: the wait is mostly where a pass starts,
+    and more workers would make each start dearer. The rates finding ranks by the wait
+    between restarts, and advises items only where that wait still counts."""
+    from tests.reports import fake_profile
+    from tfperf.frameworks.torch._limit import rate_finding
+    from tfperf.results.stages import RestartEvidence
+
+    loader = LoaderReport(2, False, item_function="Rows.__getitem__", wall_s_per_item=1e-5,
+                          cpu_s_per_item=1e-5, workers_estimate=4)  # fmt: skip
+    result = fake_profile()
+    plain = rate_finding(result, loader)
+    assert plain is not None and plain.fix is not None and plain.fix.startswith("Each item")
+    for steady, level in ((0.02, Level.NOTE), (0.3, Level.FIX)):
+        cost = dataclasses.replace(
+            _restart_cost(), steady_wait_fraction=steady, evidence=RestartEvidence.ENOUGH
+        )
+        assert cost.dominates
+        found = rate_finding(dataclasses.replace(result, restarts=cost), loader)
+        assert found is not None and found.fix is not None and found.level is level
+        assert found.fix.startswith("Most of it is spent where each pass starts again")
+        assert ("About 4 workers" in found.fix) is (level is Level.FIX)
+        assert found.weight == steady * 0.9
+
+
+def _restart_cost():
+    from tfperf.measure._analysis import summarise_phase
+    from tfperf.measure._restarts import restart_cost
+    from tfperf.results import Phase, StepRecord
+
+    records, start = [], 0.0
+    for number in range(5):
+        for position in range(3):
+            wait = 0.05 if position == 0 else 0.001
+            records.append(StepRecord(start, wait, 0.002, 32, number, not records))
+            start += wait + 0.002
+    cost = restart_cost(summarise_phase(Phase.END_TO_END, records, 0.0, True, 4))
+    assert cost is not None
+    return cost

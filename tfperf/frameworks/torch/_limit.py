@@ -27,7 +27,15 @@ from tfperf.frameworks.torch._sites import THREADS_KNOB
 from tfperf.knobs import KNOBS
 from tfperf.knobs.declare import SearchContext
 from tfperf.measure import model_cpu_s_per_example
-from tfperf.results import RATE_NOISE, Limit, LimitBound, LimitTerm, ProfileResult, Verdict
+from tfperf.results import (
+    MODERATELY_INPUT_BOUND_AT,
+    RATE_NOISE,
+    Limit,
+    LimitBound,
+    LimitTerm,
+    ProfileResult,
+    Verdict,
+)
 from tfperf.results.findings import Evidence, Finding, Level
 from tfperf.results.stages import LoaderReport
 
@@ -218,14 +226,28 @@ def rate_finding(result: ProfileResult, loader: LoaderReport) -> Finding | None:
             f"could take {compute.examples_per_sec:,.0f}"
         )
     e2e = result.end_to_end
+    level, advice, share = Level.FIX, _items_advice(loader), result.input_wait_fraction
+    cost = result.restarts
+    if cost is not None and cost.cost_told and cost.dominates:
+        # The wait is mostly where a pass starts: the restarts finding has that fix, and more
+        # workers only make each start dearer; the items' advice is for the wait between.
+        share = cost.steady_wait_fraction
+        between = (
+            f"Most of it is spent where each pass starts again (the restarts finding); between "
+            f"restarts steps wait {share:.0%}"
+        )
+        if share >= MODERATELY_INPUT_BOUND_AT:
+            advice = f"{between}. {advice}"
+        else:
+            level, advice = Level.NOTE, f"{between}."
     return Finding(
         "loader-rates",
-        Level.FIX,
+        level,
         f"{wait}.",
-        _items_advice(loader),
+        advice,
         Evidence("end_to_end", e2e.steps),
         topic=INPUT_RATES,
-        weight=result.input_wait_fraction * 0.9,
+        weight=share * 0.9,
         origin="torch",
     )
 
