@@ -198,6 +198,12 @@ def test_the_input_alone_reads_as_its_phase_where_every_pass_was_a_real_epoch():
     assert given is not None
     longer = supply(dataclasses.replace(result, restarts=given))
     assert longer is not None and longer > 1.2 * alone.examples_per_sec
+    # Two figures for the input alone, then: the sentence says which is which.
+    said = _rules(dataclasses.replace(result, restarts=given))
+    rates = said.get("input-slower-than-model") or said["input-keeps-up-alone"]
+    assert f"{longer:,.0f} examples/s over a real epoch of 40 steps" in rates
+    assert f"({alone.examples_per_sec:,.0f} over the window, as the table shows)" in rates
+    assert "over a real epoch" not in " ".join(_rules(result).values())
 
 
 def test_an_input_alone_weighed_within_the_noise_of_its_phase_is_the_phase_figure():

@@ -98,6 +98,18 @@ def supply(result: ProfileResult) -> float | None:
     return alone.examples_per_sec if same else weighed
 
 
+def _weighed(result: ProfileResult, alone: float) -> str:
+    """Where `supply` weighed the pipeline alone by a real epoch, so its figure is not the
+    table's: what it is, beside the table's; else nothing."""
+    phase, cost = result.pipeline_only, result.restarts
+    if phase is None or cost is None or alone == phase.examples_per_sec:
+        return ""
+    return (
+        f" over a real epoch of {cost.epoch_steps:,} steps ({phase.examples_per_sec:,.0f} over "
+        "the window, as the table shows)"
+    )
+
+
 def _pass_starts(records: Sequence[StepRecord]) -> list[int]:
     """The index of each record that is the first of a pass after a restart. The steps between
     two of them are a pass the window read whole (it starts and stops within others)."""
@@ -321,8 +333,8 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             Finding(
                 "input-slower-than-model",
                 Level.FIX,
-                f"The input alone delivers {alone:,.0f} examples/s but the model could consume "
-                f"{needed:,.0f}.",
+                f"The input alone delivers {alone:,.0f} examples/s{_weighed(result, alone)} "
+                f"but the model could consume {needed:,.0f}.",
                 "Speed up the input (parallel map and reads, prefetch, caching decoded data); "
                 "`tfperf tune` searches these knobs.",
                 _phase_evidence(result),
@@ -341,7 +353,8 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
         Finding(
             "input-keeps-up-alone",
             Level.FIX if fix else Level.NOTE,
-            f"The input alone keeps up ({alone:,.0f} vs {needed:,.0f} examples/s needed), yet "
+            f"The input alone keeps up ({alone:,.0f}{_weighed(result, alone)} vs {needed:,.0f} "
+            "examples/s needed), yet "
             f"steps wait {wait:.0%} of the time: running beside the model, the two compete for "
             "the cores" + ("" if fix else ", or input does not overlap compute") + ".",
             fix or None,
