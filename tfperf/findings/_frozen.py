@@ -104,15 +104,14 @@ def _reshuffles(stage: StageStat) -> bool:
 def _frozen_order(shuffles: Sequence[StageStat], stages: int) -> Finding:
     names = " and ".join(stage.label for stage in shuffles)
     one = len(shuffles) == 1
-    last = shuffles[-1]
     return Finding(
         "frozen-order",
         Level.FIX,
         f"The cache() after {names} keeps the order the first pass drew: {names} "
         f"{'reshuffles' if one else 'reshuffle'} each epoch, but from the second epoch on the "
         "cache serves its elements in that first order, so every epoch trains in the same order.",
-        f"Shuffle after the cache(): `.cache().shuffle(buffer_size)` reads the cached elements "
-        f"in a new order every epoch (moving {last.label} there keeps its buffer).",
+        "Shuffle after the cache(): `.cache().shuffle(buffer_size)` reads the cached elements "
+        "in a new order every epoch.",
         Evidence(None, stages, unit="stages"),
         relies_on=(
             *(f"{s.label} reshuffles each epoch (reshuffle_each_iteration)" for s in shuffles),
