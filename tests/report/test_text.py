@@ -332,6 +332,17 @@ def test_the_fastest_passed_over_says_why_it_is_not_the_recommendation():
     assert _passed_over(within, larger) == (
         "trial 9 changes training for 1.02x ± 0.05 (within noise: not a measured gain)"
     )
+    # Fastest in the runs that chose it; confirmed, it may be slower: the label says which.
+    from tfperf.report._tune_text import _limit
+    from tfperf.results import Limit, LimitBound
+
+    limit = Limit(5000.0, LimitBound.COMPUTE, "the model's step", [], "")
+    slower = dataclasses.replace(
+        within, fastest=larger, limit=limit, gain_over_input_only=Speedup(0.77, 0.94, False)
+    )
+    assert "  fastest in the search, not recommended: trial 9 changes training for 0.77x" in (
+        _limit(slower)
+    )
     smaller_wins = dataclasses.replace(
         tune_result(gain_over_input_only=Speedup(2, 0.03, True)),
         best=smaller,

@@ -227,7 +227,7 @@ def _summary_row(measurement: Measurement, role: str) -> SummaryRow:
     if role == "best" and measurement.label not in _LABELS:
         label = f"best: {measurement.label}"
     elif role == "fastest":
-        label = f"fastest, changes training: {label}"
+        label = f"fastest in the search, changes training: {label}"
     elif role == "finalist":
         label = f"also re-measured: {label}"
     if measurement.over_budget:

@@ -99,7 +99,9 @@ def _limit(result: TuneResult) -> str:
     if result.search_gain is not None:
         lines.append(f"  the search's answer: {result.search_gain.describe()}")
     if result.fastest is not None and result.gain_over_input_only is not None:
-        lines.append(f"  fastest, not recommended: {_passed_over(result, result.fastest)}")
+        lines.append(
+            f"  fastest in the search, not recommended: {_passed_over(result, result.fastest)}"
+        )
     return "\n".join(lines)
 
 
