@@ -443,3 +443,16 @@ def test_a_cache_after_an_endless_repeat_is_said_never_to_complete():
     assert endless(source, decode, cache, forever, batch) == []
     assert endless(source, forever, (StageKind.TAKE, "take(100)", {"count": 100}), cache) == []
     assert endless(source, (StageKind.REPEAT, "repeat(3)", {"count": 3}), cache, batch) == []
+
+
+def test_the_reports_say_a_loader_without_workers_loads_between_steps():
+    # The verbose text and the HTML state the slowdown with the findings' reason.
+    from tfperf.results.stages import LoaderReport
+
+    result = dataclasses.replace(fake_profile(), compute_slowdown=4.2)
+    alone = dataclasses.replace(result, loader=LoaderReport(0, False))
+    between = "with num_workers=0 the DataLoader loads between steps, never beside one"
+    for shown, said in ((result, False), (alone, True)):
+        text, html = render_summary(shown), render_profile_html(shown)
+        assert (between in text) is said and (between in html) is said
+        assert ("input work competes with training for the CPU" in text) is not said

@@ -75,18 +75,19 @@ def _verdict(result: ProfileResult) -> str:
     ]
     if result.speedup_if_input_free is not None:
         lines.append(_ceiling(result.speedup_if_input_free))
-    if result.compute_slowdown is not None and (slowdown := _slowdown(result.compute_slowdown)):
+    if result.compute_slowdown is not None and (slowdown := _slowdown(result)):
         lines.append(slowdown)
     return "\n".join(lines)
 
 
-def _slowdown(slowdown: float) -> str:
-    if slowdown < DISTURBED_BELOW:
+def _slowdown(result: ProfileResult) -> str:
+    slowdown = result.compute_slowdown
+    if slowdown is None or slowdown < DISTURBED_BELOW:
         return ""  # the compute-only phase was disturbed: a finding says so
-    return (
-        f"  An example computes {slowdown:.2f}x as long end to end as on cached batches (above "
-        "~1.25, input work competes with training for the CPU)."
-    )
+    why = "above ~1.25, input work competes with training for the CPU"
+    if result.loader is not None and result.loader.workers == 0:
+        why = "with num_workers=0 the DataLoader loads between steps, never beside one"
+    return f"  An example computes {slowdown:.2f}x as long end to end as on cached batches ({why})."
 
 
 #: Below this compute-only ceiling, input costs (next to) nothing: "1.02x as fast" reads as noise.
