@@ -456,3 +456,36 @@ def test_the_reports_say_a_loader_without_workers_loads_between_steps():
         text, html = render_summary(shown), render_profile_html(shown)
         assert (between in text) is said and (between in html) is said
         assert ("input work competes with training for the CPU" in text) is not said
+
+
+def test_speeding_up_the_input_names_only_what_the_pipeline_lacks():
+    # A map AUTOTUNE ran on 2 threads and a prefetch: only caching is left to name; with no
+    # stage graph, the usual three; with nothing lacking, no list at all.
+    from tests.fakes.stages import first_element_stat
+    from tfperf.findings._facts import PipelineFacts
+    from tfperf.findings._rules import _speed_up
+    from tfperf.results.stages import AutotuneChoice, AutotuneReadout
+
+    mapped = first_element_stat(
+        1, StageKind.MAP, "map(aug)", 0.01, 100.0, {"num_parallel_calls": -1}
+    )
+    prefetch = first_element_stat(2, StageKind.PREFETCH, "prefetch(-1)", 0.01, 100.0)
+    cache = first_element_stat(3, StageKind.CACHE, "cache", 0.01, 100.0)
+    choice = AutotuneChoice(1, "map(aug)", "ParallelMapV2", "parallelism", None, 2, True)
+    readout = AutotuneReadout([choice])
+    tuned = PipelineFacts.from_parts([mapped, prefetch], readout)
+    assert _speed_up(tuned) == (
+        "Speed up the input (caching decoded data); `tfperf tune` searches these knobs."
+    )
+    assert "parallel map and reads, prefetch, caching decoded data" in _speed_up(
+        PipelineFacts.from_parts([])
+    )
+    done = PipelineFacts.from_parts([mapped, prefetch, cache], readout)
+    assert _speed_up(done).startswith("Make its costliest stage cheaper")
+    # Written without parallelism, and AUTOTUNE's read-out chose none for it: one thread.
+    sequential = dataclasses.replace(mapped, parameters={})
+    one = PipelineFacts.from_parts([sequential, prefetch], AutotuneReadout([]))
+    assert _speed_up(one).startswith("Speed up the input (parallel map and reads, caching")
+    # Its threads not read: nothing said of them.
+    unread = PipelineFacts.from_parts([sequential], None)
+    assert _speed_up(unread).startswith("Speed up the input (prefetch, caching decoded data)")

@@ -19,6 +19,7 @@ from tfperf.findings._retracing import retracing
 from tfperf.findings._stage_fixes import stage_fix
 from tfperf.results import RATE_NOISE, ProfileResult, StepRecord, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
+from tfperf.results.stages import StageKind
 from tfperf.units import format_names, format_seconds
 
 Rule = Callable[[ProfileResult, PipelineFacts], Sequence[Finding]]
@@ -96,6 +97,24 @@ def supply(result: ProfileResult) -> float | None:
     weighed = examples / per_step
     same = abs(weighed - alone.examples_per_sec) <= RATE_NOISE * alone.examples_per_sec
     return alone.examples_per_sec if same else weighed
+
+
+def _speed_up(facts: PipelineFacts) -> str:
+    """How to speed up an input slower than the model: what the pipeline lacks, where its stage
+    graph tells (a stage on one thread, no prefetch, no cache); else the usual three."""
+    if not facts.stages:
+        lacks = ["parallel map and reads", "prefetch", "caching decoded data"]
+    else:
+        parallel = (StageKind.MAP, StageKind.READ, StageKind.INTERLEAVE)
+        one = any(s.kind in parallel and facts.threads(s) == 1 for s in facts.stages)
+        lacks = [
+            *(["parallel map and reads"] if one else []),
+            *(["prefetch"] if facts.has_prefetch() is False else []),
+            *(["caching decoded data"] if facts.cache_index is None else []),
+        ]
+    if not lacks:
+        return "Make its costliest stage cheaper; `tfperf tune` searches its knobs."
+    return f"Speed up the input ({', '.join(lacks)}); `tfperf tune` searches these knobs."
 
 
 def _weighed(result: ProfileResult, alone: float) -> str:
@@ -335,8 +354,7 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
                 Level.FIX,
                 f"The input alone delivers {alone:,.0f} examples/s{_weighed(result, alone)} "
                 f"but the model could consume {needed:,.0f}.",
-                "Speed up the input (parallel map and reads, prefetch, caching decoded data); "
-                "`tfperf tune` searches these knobs.",
+                _speed_up(facts),
                 _phase_evidence(result),
                 topic=INPUT_RATES,
                 weight=wait * 0.9,
