@@ -13,7 +13,7 @@ it keeps every element it reads, and serves none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from tfperf.findings._facts import PipelineFacts
 from tfperf.results import ProfileResult
@@ -31,13 +31,22 @@ def frozen_draws(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     stage whose draws a cache between them already froze (the first cache's finding names it).
     """
     found: list[Finding] = []
-    previous = -1
-    for cache in (s for s in facts.stages if s.kind is StageKind.CACHE):
-        drawing = [s for s in facts.stages if previous < s.index < cache.index and s.draws_random]
-        previous = cache.index
+    for _, before in _since_last_cache(facts.stages):
+        drawing = [s for s in before if s.draws_random]
         if drawing:
             found.append(_frozen(drawing, result, facts))
     return found
+
+
+def _since_last_cache(
+    stages: Sequence[StageStat],
+) -> Iterator[tuple[StageStat, list[StageStat]]]:
+    """Each `cache()`, with the stages between the cache before it (or the source) and it:
+    what it freezes that no earlier cache already did."""
+    previous = -1
+    for cache in (s for s in stages if s.kind is StageKind.CACHE):
+        yield cache, [s for s in stages if previous < s.index < cache.index]
+        previous = cache.index
 
 
 def _frozen(drawing: Sequence[StageStat], result: ProfileResult, facts: PipelineFacts) -> Finding:
@@ -84,10 +93,8 @@ def frozen_order(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     shuffle a cache between them already froze (the first cache's finding names it)."""
     stages = facts.stages
     found: list[Finding] = []
-    previous = -1
-    for cache in (s for s in stages if s.kind is StageKind.CACHE):
-        shuffles = [s for s in stages if previous < s.index < cache.index and _reshuffles(s)]
-        previous = cache.index
+    for cache, before in _since_last_cache(stages):
+        shuffles = [s for s in before if _reshuffles(s)]
         after = any(s.kind is StageKind.SHUFFLE and s.index > cache.index for s in stages)
         if shuffles and not after:
             found.append(_frozen_order(shuffles, len(stages)))

@@ -36,7 +36,7 @@ from typing import Any
 
 from tfperf.frameworks.tensorflow._callers import inside_tensorflow
 from tfperf.measure.served import Continued, Passes, ServedLoop
-from tfperf.tracebacks import user_frame
+from tfperf.tracebacks import user_frame, user_place
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +127,7 @@ class Watch:
         frame = user_frame(caller, self.user_paths)
         if frame is None:
             return original(dataset)
-        where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
+        where = user_place(frame, self.user_paths)
         call = LoopCall(dataset, where, frame.f_code.co_filename, frame.f_lineno)
         return _Watched(self, dataset, original(dataset), call)
 

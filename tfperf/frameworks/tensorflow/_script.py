@@ -217,7 +217,7 @@ def _fit_intercepted(user_paths: tuple[Path, ...], watch: Watch) -> Iterator[Non
                 y=bound.get("y"),
                 sample_weight=bound.get("sample_weight"),
                 batch_size=bound.get("batch_size"),
-                where=user_place(sys._getframe(1), user_paths),
+                where=user_place(frame, user_paths),
                 filename=frame.f_code.co_filename if frame is not None else None,
                 line=frame.f_lineno if frame is not None else None,
                 shuffle=bound.get("shuffle", True),
