@@ -197,6 +197,9 @@ def test_sigterm_records_the_trial_as_interrupted_and_says_how_to_resume(write_p
     process = start_tfperf(tmp_path, "tune", str(path), "--trials", "2", "--quiet")
     try:
         _wait_for_worker(process)
+        # The trial's own code has run: a child that merely looked like one (a subprocess the
+        # zygote's imports start, before its exec) no longer sends the signal too early.
+        wait_for_file(process, path.with_name("blocking"))
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=HANG_S)
     except BaseException:
