@@ -172,6 +172,10 @@ def test_changes_between_keeps_only_real_changes():
     assert changes_between([given, absent], chosen) == []
     chosen = {given.name: 64, absent.name: 2}
     assert changes_between([given, absent], chosen) == [Change(given, 64), Change(absent, 2)]
+    # An argument left out runs with its default: choosing that default writes nothing.
+    kept = site("DataLoader@p.py:5.persistent_workers", ArgumentForm.ABSENT, 0)
+    assert changes_between([kept], {kept.name: 0}) == []
+    assert changes_between([kept], {kept.name: 1}) == [Change(kept, 1)]
 
 
 # --- real files: discovered, patched, applied, run ------------------------------------------

@@ -614,3 +614,20 @@ def test_without_a_time_limit_the_clock_stops_nothing(pipeline, tmp_path, monkey
 def test_a_time_limit_must_be_positive():
     with pytest.raises(ValueError, match="0 < time_limit_s < inf"):
         TuneOptions(trials=None, time_limit_s=0.0)
+
+
+def test_a_trial_with_no_workers_records_its_worker_only_knobs_as_run(tmp_path):
+    # A DataLoader with no workers drops prefetch_factor and persistent_workers: the trial
+    # records neither, and the proposals that differ only in them are one configuration,
+    # measured once.
+    pytest.importorskip("torch")
+    from tests.frameworks.torch import pipelines
+
+    loader = load_pipeline(pipelines.write(tmp_path))
+    runner = FakeRunner()
+    tuner(loader, tmp_path, runner, trials=12, fixes={"num_workers": 0}).run()
+    ran = [(r.knobs.prefetch_factor, r.knobs.persistent_workers) for r in runner.requests]
+    assert set(ran) == {(None, None)}
+    stored = [t.user_attrs["knobs"] for t in searched(tmp_path) if "knobs" in t.user_attrs]
+    assert stored and all("prefetch_factor" not in k for k in stored)
+    assert all("persistent_workers" not in k for k in stored)

@@ -120,8 +120,8 @@ class _Edit:
 def changes_between(sites: Iterable[CallSite], chosen: Mapping[str, int | None]) -> list[Change]:
     """The sites whose value in `chosen` differs from what the file passes today.
 
-    A site absent from `chosen`, or chosen as None where the call leaves the argument out,
-    needs no change.
+    A site absent from `chosen`, or chosen as None or as its value where the call leaves the
+    argument out (the default it runs with), needs no change.
     """
     changes = []
     for site in sites:
@@ -132,7 +132,7 @@ def changes_between(sites: Iterable[CallSite], chosen: Mapping[str, int | None])
             if value is not None and value != 0:
                 changes.append(Change(site, value))
             continue
-        unchanged = value is None if site.form is ArgumentForm.ABSENT else value == site.value
+        unchanged = value == site.value or (value is None and site.form is ArgumentForm.ABSENT)
         if not unchanged:
             changes.append(Change(site, value))
     return changes

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from tfperf import frameworks
 from tfperf.hardware import Machine, default_ram_budget, detect_machine
 from tfperf.knobs import Domain, Knobs
+from tfperf.knobs.declare import as_run
 from tfperf.measure import Progress
 from tfperf.pipeline import PipelineFile, source_digest, user_sources
 from tfperf.results import Phase, ProfileResult, TrialOutcome
@@ -334,6 +335,8 @@ class Tuner:
         guided = self.references.ranges(self.ledger)
         if knobs is None:
             knobs = suggest_knobs(claim.trial, self.space, self.pipeline.baseline, guided)
+            # As run: a worker-only value beside no workers is the configuration without it.
+            knobs = as_run(knobs, self.pipeline.baseline)
         else:  # a reference: its knobs become params too, so TPE starts from it
             self.ledger.record_params(claim, sampler_params(knobs, self.space, guided))
         self.ledger.start(claim, knobs)

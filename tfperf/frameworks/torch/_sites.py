@@ -58,8 +58,8 @@ from tfperf.frameworks.torch._arguments import (
 )
 from tfperf.frameworks.torch._places import CALL, Place, calls_in
 from tfperf.frameworks.torch._torch import WORKER_ONLY
-from tfperf.knobs import KNOBS, TUNABLE, SiteKind, SiteName
-from tfperf.knobs.declare import Applier
+from tfperf.knobs import KNOBS, TUNABLE, Knobs, SiteKind, SiteValues
+from tfperf.knobs.declare import Applier, as_run
 from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
 from tfperf.sites import (
     Additions,
@@ -466,18 +466,11 @@ def _threads_statements(file: Path, threads: int) -> tuple[str, ...]:
 
 
 def _as_run(sites: tuple[CallSite, ...], chosen: dict[str, Any]) -> dict[str, Any]:
-    """`chosen` as its loaders ran: where a call is left with no workers, the arguments that
-    need them stay as written (`_keep_consistent` dropped them), so no patch writes a
-    `prefetch_factor` that torch refuses without workers."""
-    written = {site.name: site.value for site in sites}
-    for site in sites:
-        name = SiteName.parse(site.name)
-        if name.argument not in WORKER_ONLY:
-            continue
-        workers = str(dataclasses.replace(name, argument="num_workers"))
-        if workers in written and not chosen.get(workers, written[workers]):
-            chosen[site.name] = None if site.form is ArgumentForm.ABSENT else site.value
-    return chosen
+    """`chosen` as its loaders ran (`as_run`): where a call is left with no workers, the
+    arguments that need them stay as written, so no patch writes a `prefetch_factor` that
+    torch refuses without workers (a study stored before trials were recorded as run)."""
+    written = Knobs(sites=SiteValues({site.name: site.value for site in sites}))
+    return dict(as_run(Knobs(sites=SiteValues(chosen)), written).sites)
 
 
 def _keep_consistent(bound: inspect.BoundArguments) -> None:
