@@ -7,6 +7,7 @@ kills every worker, and the environment record.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -132,7 +133,12 @@ def test_one_worker_is_one_worker():
     assert "1 workers" not in text
     from tfperf.frameworks.torch._limit import _items_advice
 
-    assert "About 1 worker reaches the most these items" in _items_advice(loader)
+    # A computing item: what workers gain here only a measurement tells, so no count is
+    # claimed; an item that waits is sized by Little's law.
+    computing = _items_advice(loader)
+    assert "it is CPU work" in computing and "About" not in computing, computing
+    waiting = dataclasses.replace(loader, cpu_s_per_item=0.0001)
+    assert "About 1 worker reaches the most these items" in _items_advice(waiting)
 
 
 def test_knobs_a_scripts_loader_ignores_are_named_without_values_they_do_not_have(tmp_path):

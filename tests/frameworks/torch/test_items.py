@@ -104,6 +104,19 @@ def test_workers_follow_littles_law_capped_by_the_cores() -> None:
     assert workers_for(computing, 0.0, cores=2) == 1
 
 
+def test_the_estimate_rounds_to_the_counts_a_search_tries_and_stops_computing_items_at_the_cores():
+    from tfperf.frameworks.torch._limit import estimate_workers
+
+    blocking = ItemTiming(8, 0.002, 0.0001, 0.002, "D.__getitem__", None, batch_size=1)
+    assert estimate_workers(blocking, 2000.0, cores=2) == 8  # 2 x 4 in flight
+    # Wall a hair above CPU (a measured computing item): 3 workers by the cores' rule, a power
+    # of two above it, yet a third worker on two cores only queues.
+    computing = ItemTiming(8, 0.00101, 0.001, 0.00101, "D.__getitem__", None, batch_size=1)
+    assert workers_for(computing, 1e6, cores=2) == 3
+    assert estimate_workers(computing, 1e6, cores=2) == 2
+    assert estimate_workers(computing, 1e6, cores=6) == 6
+
+
 def test_bad_counts_state_the_rule() -> None:
     with pytest.raises(ValueError, match="count >= 1"):
         time_items(Blocking(), count=0, batch_size=1)

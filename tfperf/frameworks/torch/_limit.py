@@ -49,9 +49,11 @@ HEADROOM = 2.0
 def estimate_workers(timing: ItemTiming, rate: float, cores: int) -> int:
     """Workers that keep `rate` items/s in flight: Little's law (`_items.workers_for`) on
     `HEADROOM` times the rate, rounded up to a power of two (the counts a search tries,
-    `knobs.worker_values`) and at most `WORKER_CAP`."""
+    `knobs.worker_values`) and at most `WORKER_CAP`; for items that compute rather than wait,
+    at most the cores (each such worker keeps one busy: more only queue for them)."""
     needed = workers_for(timing, HEADROOM * rate, cores=cores)
-    return min(int(2 ** math.ceil(math.log2(needed))), WORKER_CAP)
+    count = min(int(2 ** math.ceil(math.log2(needed))), WORKER_CAP)
+    return count if timing.blocks else min(count, cores)
 
 
 def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Limit | None:
@@ -260,15 +262,24 @@ def _items_advice(loader: LoaderReport) -> str:
     what = (
         f"Each item of `{loader.item_function}`{where} takes {wall:.3g} ms, {cpu:.3g} ms of it CPU"
     )
-    if loader.items_wait:
-        what += ": it waits on something other than the CPU, so workers beyond the cores help"
-    sentence = f"{what}."
-    if loader.workers_estimate is not None and loader.workers_estimate != loader.workers:
-        one = loader.workers_estimate == 1
+    search = "`tfperf tune` searches num_workers, prefetch_factor and persistent_workers"
+    estimate = loader.workers_estimate
+    if not loader.items_wait:
+        # Computing items: what workers gain depends on the cores the step leaves free and
+        # on passing each batch between processes, which only a measurement tells.
+        return (
+            f"{what}: it is CPU work, so workers gain only as far as cores are free beside the "
+            f"train step, less what passing each batch between processes costs; {search} "
+            "and measures whether they pay here."
+        )
+    sentence = (
+        f"{what}: it waits on something other than the CPU, so workers beyond the cores help."
+    )
+    if estimate is not None and estimate != loader.workers:
+        one = estimate == 1
         sentence += (
-            f" About {loader.workers_estimate} worker{'' if one else 's'} "
+            f" About {estimate} worker{'' if one else 's'} "
             f"reach{'es' if one else ''} the most these items and the cores allow "
-            f"(num_workers={loader.workers} now); `tfperf tune` searches num_workers, "
-            "prefetch_factor and persistent_workers."
+            f"(num_workers={loader.workers} now); {search}."
         )
     return sentence
