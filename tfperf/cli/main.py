@@ -82,8 +82,8 @@ def _usage_errors() -> tuple[type[TfperfError], ...]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfperf",
-        description="Profile and tune TensorFlow input pipelines: find out whether training "
-        "waits for data, and measure which configuration is fastest.",
+        description="Profile and tune ML input pipelines (tf.data, PyTorch's DataLoader): "
+        "find out whether training waits for data, and measure which configuration is fastest.",
         epilog="Run `tfperf COMMAND --help` for the options of each command.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
