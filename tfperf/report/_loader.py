@@ -88,7 +88,14 @@ def _items(loader: LoaderReport) -> str:
 def _collate(loader: LoaderReport) -> str:
     if loader.collate_wall_s_per_batch is None:
         return ""
-    return f"{format_seconds(loader.collate_wall_s_per_batch)} per batch"
+    words = f"{format_seconds(loader.collate_wall_s_per_batch)} wall"
+    if loader.collate_cpu_s_per_batch is not None:
+        words += f", {format_seconds(loader.collate_cpu_s_per_batch)} CPU"
+    words += f" per batch of {loader.items_per_batch}"
+    if loader.collate_function:
+        where = f" ({loader.collate_where})" if loader.collate_where else ""
+        words += f" in {loader.collate_function}{where}"
+    return words
 
 
 def _estimate(loader: LoaderReport) -> str:

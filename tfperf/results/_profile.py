@@ -213,6 +213,11 @@ class LoaderReport:
         cpu_s_per_item: CPU seconds of that: far below the wall time, the item waits (a
             blocking read) and workers beyond the cores still help.
         collate_wall_s_per_batch: seconds of one `collate_fn` call; None: not measured.
+        collate_cpu_s_per_batch: CPU seconds of that call; None: not measured.
+        collate_function: the collate function's name (`default_collate` when none is given).
+        collate_where: where it is written, as `item_where`.
+        items_per_batch: items one `collate_fn` call gathers (the loader's `batch_size`, 1
+            where an item is a batch itself).
         workers_estimate: workers beyond which more add no speed here: Little's law on
             `wall_s_per_item` at twice the step's rate, capped where the cores run out (a
             computing item's workers then keep the cores busy, not the step fed); None when
@@ -246,6 +251,10 @@ class LoaderReport:
     wall_s_per_item: float | None = None
     cpu_s_per_item: float | None = None
     collate_wall_s_per_batch: float | None = None
+    collate_cpu_s_per_batch: float | None = None
+    collate_function: str | None = None
+    collate_where: str | None = None
+    items_per_batch: int = 1
     workers_estimate: int | None = None
     host_ram_peak_bytes: int | None = None
     workers_ram_peak_bytes: int | None = None
@@ -258,15 +267,41 @@ class LoaderReport:
     examples_per_item: float = 1.0
 
     @property
+    def load_wall_s_per_item(self) -> float | None:
+        """Wall seconds a worker spends per item: the item and its share of the collate
+        call; None when the items were not timed."""
+        return _with_share(self.wall_s_per_item, self.collate_wall_s_per_batch, self)
+
+    @property
+    def load_cpu_s_per_item(self) -> float | None:
+        """CPU seconds a worker spends per item, as `load_wall_s_per_item`."""
+        return _with_share(self.cpu_s_per_item, self.collate_cpu_s_per_batch, self)
+
+    @property
+    def collate_dominates(self) -> bool:
+        """Whether the collate call's share of a worker's CPU outweighs the items' own."""
+        share = (self.collate_cpu_s_per_batch or 0.0) / max(self.items_per_batch, 1)
+        return self.cpu_s_per_item is not None and share > self.cpu_s_per_item
+
+    @property
     def items_wait(self) -> bool | None:
-        """Whether an item mostly waits on something other than the CPU (a blocking read).
+        """Whether loading an item (with its share of collate) mostly waits on something
+        other than the CPU (a blocking read).
 
         True when its CPU time is under half its wall time: then workers beyond the cores
         still help. None when the items were not timed.
         """
-        if self.wall_s_per_item is None or self.cpu_s_per_item is None:
+        wall, cpu = self.load_wall_s_per_item, self.load_cpu_s_per_item
+        if wall is None or cpu is None:
             return None
-        return self.cpu_s_per_item < self.wall_s_per_item / 2
+        return cpu < wall / 2
+
+
+def _with_share(item: float | None, batch: float | None, loader: LoaderReport) -> float | None:
+    """`item` seconds plus one item's share of `batch` seconds (none when not measured)."""
+    if item is None:
+        return None
+    return item + (batch or 0.0) / max(loader.items_per_batch, 1)
 
 
 @dataclasses.dataclass

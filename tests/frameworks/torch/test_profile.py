@@ -17,7 +17,7 @@ from tfperf.frameworks.torch._limit import _explanation as explanation
 from tfperf.frameworks.torch._limit import loader_limit, most_workers
 from tfperf.hardware import detect_machine
 from tfperf.report import render_answer, render_profile_html
-from tfperf.report._loader import loader_statements, loader_view
+from tfperf.report._loader import loader_statements, loader_text, loader_view
 from tfperf.report._text import render_summary
 from tfperf.results import LimitBound, LimitTerm, ProfileResult
 from tfperf.results.stages import StageKind
@@ -55,7 +55,7 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     workers = [t for t in result.limit.terms if t.bound_by is LimitBound.PARALLEL_STAGE]
     assert len(workers) == 1 and workers[0].stage_label == "Waits.__getitem__"
     most = most_workers(detect_machine().cpu_count)
-    assert workers[0].examples_per_sec == pytest.approx(most / loader.wall_s_per_item)
+    assert workers[0].examples_per_sec == pytest.approx(most / loader.load_wall_s_per_item)
     assert workers[0].detail.startswith(f"{most} workers ÷ ")
     smallest = min(t.examples_per_sec for t in result.limit.terms)
     assert result.limit.examples_per_sec == max(smallest, result.end_to_end.examples_per_sec)
@@ -211,10 +211,59 @@ def test_an_item_that_is_a_batch_counts_its_examples_in_the_limit(tmp_path: Path
     assert loader.wall_s_per_item is not None and limit is not None
     (workers,) = [t for t in limit.terms if t.bound_by is LimitBound.PARALLEL_STAGE]
     most = most_workers(detect_machine().cpu_count)
-    assert workers.examples_per_sec == pytest.approx(most * 8 / loader.wall_s_per_item)
+    assert loader.load_wall_s_per_item is not None
+    assert workers.examples_per_sec == pytest.approx(most * 8 / loader.load_wall_s_per_item)
     assert workers.detail.endswith("ms wall per item of 8 examples")
     # A CPU bound the step spends most of is not lifted by cheaper items.
     cpu = LimitTerm(LimitBound.CPU, 1000.0, "2 cores ÷ (0.001 ms item + 0.01 ms step CPU ...)")
     words = explanation(cpu, loader, 1000.0, step_costs_more=True)
     assert "most of it the train step's" in words and "item cheaper" not in words
     assert "make each item cheaper" in explanation(cpu, loader, 1000.0)
+
+
+COSTLY_COLLATE = """
+    import time
+
+    import torch
+    from torch.utils.data import DataLoader
+
+    BASELINE = {"batch_size": 4, "num_workers": 0}
+
+
+    def pad(items):
+        end = time.thread_time() + 0.004  # 4 ms of CPU a batch: the items cost next to nothing
+        while time.thread_time() < end:
+            pass
+        return torch.stack(items)
+
+
+    def make_loader(knobs):
+        return DataLoader([torch.ones(2)] * 64, batch_size=knobs.batch_size, collate_fn=pad)
+
+
+    def make_train_step(knobs):
+        return lambda batch: batch.sum()
+"""
+
+
+def test_a_collate_call_that_outweighs_the_items_is_counted_and_named(tmp_path: Path):
+    framework = frameworks.get("torch")
+    pipeline = framework.load(pipelines.write(tmp_path, COSTLY_COLLATE))
+    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
+    loader, limit = result.loader, result.limit
+    assert loader is not None and limit is not None and loader.items_per_batch == 4
+    assert loader.collate_function == "pad" and loader.collate_where == "pipeline.py:9"
+    assert loader.collate_cpu_s_per_batch is not None and loader.collate_cpu_s_per_batch >= 0.004
+    assert loader.collate_dominates and not loader.items_wait
+    load_cpu, item_cpu = loader.load_cpu_s_per_item, loader.cpu_s_per_item
+    assert load_cpu is not None and item_cpu is not None and load_cpu >= 0.001 > item_cpu
+    # The cores' term counts each item's share of the collate call: no more than 2 cores
+    # can run 4 ms of it per 4 examples.
+    (cpu,) = [t for t in limit.terms if t.bound_by is LimitBound.CPU]
+    assert cpu.examples_per_sec <= detect_machine().cpu_count / 0.001
+    assert "ms item and collate +" in cpu.detail
+    advice = render_summary(result)
+    assert "Each batch's `pad` (pipeline.py:9) takes" in advice
+    assert "for 4 items of `list.__getitem__` at" in advice, advice
+    text = loader_text(loader_view(loader))
+    assert "CPU per batch of 4 in pad (pipeline.py:9)" in text, text

@@ -92,8 +92,9 @@ class ItemTiming(JsonRecord):
 
     @property
     def blocks(self) -> bool:
-        """Whether fetching an item mostly waits (`BLOCKING_RATIO`) rather than computes."""
-        return self.wall_s_per_item >= BLOCKING_RATIO * max(self.cpu_s_per_item, 1e-9)
+        """Whether loading an item (with its share of collate) mostly waits
+        (`BLOCKING_RATIO`) rather than computes."""
+        return self.wall_s_per_example >= BLOCKING_RATIO * max(self.cpu_s_per_example, 1e-9)
 
     @property
     def wall_s_per_example(self) -> float:

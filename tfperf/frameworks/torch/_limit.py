@@ -72,13 +72,15 @@ def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Lim
     terms = [LimitTerm(LimitBound.COMPUTE, rate, step)]
     model_cpu = _step_cpu_s_per_example(result, loader)
     per_item = loader.examples_per_item
-    item_cpu = loader.cpu_s_per_item / per_item if loader.cpu_s_per_item is not None else None
+    load_cpu = loader.load_cpu_s_per_item
+    item_cpu = load_cpu / per_item if load_cpu is not None else None
     if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:
+        item = "item and collate" if loader.collate_dominates else "item"
         terms.append(
             LimitTerm(
                 LimitBound.CPU,
                 cores / (item_cpu + model_cpu),
-                f"{cores} cores ÷ ({item_cpu * 1e3:.3g} ms item + {model_cpu * 1e3:.3g} ms "
+                f"{cores} cores ÷ ({item_cpu * 1e3:.3g} ms {item} + {model_cpu * 1e3:.3g} ms "
                 "step CPU per example)",
             )
         )
@@ -162,17 +164,19 @@ def most_workers(cores: int) -> int:
 
 def _workers_term(loader: LoaderReport, cores: int) -> list[LimitTerm]:
     """The rate the most workers a search tries deliver when each loads one item at a time,
-    at least an item's wall time each; none where the items were not timed."""
-    wall = loader.wall_s_per_item
+    at least an item's wall time each, with its share of collate; none where the items were
+    not timed."""
+    wall = loader.load_wall_s_per_item
     if wall is None or wall <= 0:
         return []
     most, per_item = most_workers(cores), loader.examples_per_item
     held = f" of {per_item:,.3g} examples" if per_item != 1 else ""
+    collate = " (with its share of collate)" if loader.collate_dominates else ""
     return [
         LimitTerm(
             LimitBound.PARALLEL_STAGE,
             most * per_item / wall,
-            f"{most} workers ÷ {wall * 1e3:.3g} ms wall per item{held}",
+            f"{most} workers ÷ {wall * 1e3:.3g} ms wall per item{held}{collate}",
             stage_label=loader.item_function,
         )
     ]
@@ -200,6 +204,12 @@ def _explanation(
         return (
             f"The cores bind: {binding.detail}, most of it the train step's. More workers only "
             "queue for them; a cheaper step, or more cores, would lift it."
+        )
+    if binding.bound_by is LimitBound.CPU and loader.collate_dominates:
+        return (
+            f"The cores bind: {binding.detail}, most of it the collate call's "
+            f"(`{loader.collate_function}`). More workers only queue for them; a cheaper "
+            "collate (vectorised, or its work moved where it runs once) would lift it."
         )
     if binding.bound_by is LimitBound.CPU:
         return (
@@ -257,11 +267,7 @@ def rate_finding(result: ProfileResult, loader: LoaderReport) -> Finding | None:
 def _items_advice(loader: LoaderReport) -> str:
     if loader.wall_s_per_item is None or loader.cpu_s_per_item is None:
         return "More workers (num_workers) load items in parallel; `tfperf tune` sizes them."
-    where = f" ({loader.item_where})" if loader.item_where else ""
-    wall, cpu = loader.wall_s_per_item * 1e3, loader.cpu_s_per_item * 1e3
-    what = (
-        f"Each item of `{loader.item_function}`{where} takes {wall:.3g} ms, {cpu:.3g} ms of it CPU"
-    )
+    what = _load_words(loader)
     search = "`tfperf tune` searches num_workers, prefetch_factor and persistent_workers"
     estimate = loader.workers_estimate
     if not loader.items_wait:
@@ -283,3 +289,22 @@ def _items_advice(loader: LoaderReport) -> str:
             f"(num_workers={loader.workers} now); {search}."
         )
     return sentence
+
+
+def _load_words(loader: LoaderReport) -> str:
+    """What loading costs: each item, or, where the collate call's CPU outweighs the items'
+    and nothing waits, each batch's collate with the items beside it."""
+    assert loader.wall_s_per_item is not None and loader.cpu_s_per_item is not None
+    where = f" ({loader.item_where})" if loader.item_where else ""
+    wall, cpu = loader.wall_s_per_item * 1e3, loader.cpu_s_per_item * 1e3
+    item = f"`{loader.item_function}`{where}"
+    if loader.items_wait or not loader.collate_dominates:
+        return f"Each item of {item} takes {wall:.3g} ms, {cpu:.3g} ms of it CPU"
+    collate_wall = (loader.collate_wall_s_per_batch or 0.0) * 1e3
+    collate_cpu = (loader.collate_cpu_s_per_batch or 0.0) * 1e3
+    place = f" ({loader.collate_where})" if loader.collate_where else ""
+    return (
+        f"Each batch's `{loader.collate_function}`{place} takes {collate_wall:.3g} ms, "
+        f"{collate_cpu:.3g} ms of it CPU, for {loader.items_per_batch} items of {item} at "
+        f"{wall:.3g} ms each"
+    )

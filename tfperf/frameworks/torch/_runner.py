@@ -330,6 +330,10 @@ def _loader_report(
     report.wall_s_per_item = timing.wall_s_per_item
     report.cpu_s_per_item = timing.cpu_s_per_item
     report.collate_wall_s_per_batch = timing.collate_wall_s_per_batch
+    report.collate_cpu_s_per_batch = timing.collate_cpu_s_per_batch
+    report.collate_function = timing.collate_function
+    report.collate_where = timing.collate_where
+    report.items_per_batch = timing.batch_size
     compute = result.compute_only
     if compute is not None:
         rate = max(compute.examples_per_sec, one_thread or 0.0)
