@@ -402,22 +402,17 @@ def test_whether_the_pipeline_prefetches_is_unknown_without_stages_or_a_knob():
     assert PipelineFacts.from_parts([mapped, prefetch]).has_prefetch() is True
 
 
-def test_a_loader_without_workers_is_not_said_to_contend_for_the_cores():
-    # num_workers=0 loads each batch between steps: nothing runs beside a step, so a slower
-    # step is a note that blames no input work for the cores, and has no fix.
+def test_a_loader_with_worker_processes_leaves_contention_to_its_framework():
+    # A DataLoader's workers are its framework's to speak of (torch's `contention_finding`):
+    # the core's words (cache decoded data, fewer threads) are tf.data's.
     from tfperf.results.stages import LoaderReport
 
     result = dataclasses.replace(fake_profile(), compute_slowdown=4.2)
-    said = {}
+    assert "contention" in {f.rule for f in conclude(result).findings}
     for workers in (0, 2):
         loader = LoaderReport(workers=workers, persistent_workers=False)
         found = conclude(dataclasses.replace(result, loader=loader)).findings
-        (said[workers],) = [f for f in found if f.rule == "contention"]
-    assert said[2].level is Level.FIX and said[2].fix is not None
-    assert "competes with training for the CPU" in said[2].text
-    assert said[0].level is Level.NOTE and said[0].fix is None
-    assert "competes" not in said[0].text
-    assert "with num_workers=0 the DataLoader loads each batch between steps" in said[0].text
+        assert "contention" not in {f.rule for f in found}
 
 
 def test_a_cache_after_an_endless_repeat_is_said_never_to_complete():

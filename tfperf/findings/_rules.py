@@ -408,25 +408,12 @@ def prefetch_zero(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
 def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     """Steps compute slower end to end than on cached batches: input work takes the cores.
     Weighed by the share of a step the slowdown costs: the computing part of a step (what
-    the wait leaves) times the part of it beyond the cached batches' compute."""
+    the wait leaves) times the part of it beyond the cached batches' compute. A loader with
+    worker processes says it in its own words (its framework's `contention` finding)."""
     slowdown = result.compute_slowdown
-    if slowdown is None or slowdown < CONTENTION_AT:
+    if slowdown is None or slowdown < CONTENTION_AT or result.loader is not None:
         return []
     computing = 1 - result.input_wait_fraction
-    if result.loader is not None and result.loader.workers == 0:
-        return [
-            Finding(
-                "contention",
-                Level.NOTE,
-                f"Steps compute {slowdown:.1f}x slower end to end than on cached batches, but "
-                "with num_workers=0 the DataLoader loads each batch between steps, never "
-                "beside one: this is not contention for the cores, the step itself runs "
-                "slower after each load.",
-                None,
-                _phase_evidence(result),
-                weight=computing * (1 - 1 / slowdown),
-            )
-        ]
     python = [stage.label for stage in facts.stages if stage.calls_python]
     lock = (
         f", and for Python's interpreter lock ({format_names(python)} "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from tfperf.frameworks.torch._findings import (
     CHANGED_DATA_WEIGHT,
     loader_findings,
@@ -126,3 +128,29 @@ def _restart_cost():
     cost = restart_cost(summarise_phase(Phase.END_TO_END, records, 0.0, True, 4))
     assert cost is not None
     return cost
+
+
+def test_contention_is_said_in_the_dataloaders_words() -> None:
+    # num_workers=0 loads each batch between steps: nothing runs beside a step, so a slower
+    # step is a note that blames no input work for the cores, and has no fix. With workers,
+    # they load on the cores the step computes on: a fix in the loader's terms.
+    from tests.reports import fake_profile
+    from tfperf.frameworks.torch._limit import contention_finding
+
+    result = dataclasses.replace(fake_profile(), compute_slowdown=4.2)
+    assert (
+        contention_finding(
+            dataclasses.replace(result, compute_slowdown=1.1), LoaderReport(0, False)
+        )
+        is None
+    )
+    without = contention_finding(result, LoaderReport(0, False))
+    assert without is not None and without.level is Level.NOTE and without.fix is None
+    assert "with num_workers=0 the DataLoader loads each batch between steps" in without.text
+    assert "competes" not in without.text
+    beside = contention_finding(result, LoaderReport(2, False))
+    assert beside is not None and beside.level is Level.FIX and beside.fix is not None
+    assert "the DataLoader's 2 workers load items on the cores the step computes on" in beside.text
+    assert beside.fix.startswith("Cheaper items or fewer workers would speed up training too")
+    assert "cache decoded data" not in beside.fix and "threads" not in beside.fix
+    assert beside.weight == pytest.approx((1 - result.input_wait_fraction) * (1 - 1 / 4.2))

@@ -154,6 +154,47 @@ def threads_finding(result: ProfileResult, loader: LoaderReport) -> Finding | No
     )
 
 
+def contention_finding(result: ProfileResult, loader: LoaderReport) -> Finding | None:
+    """Steps compute slower end to end than on cached batches (`CONTENTION_AT`), in the
+    DataLoader's words: with workers, they load items on the cores the step computes on;
+    without, nothing runs beside a step (a note, no fix). None below the threshold. Weighed
+    as the core's rule: the computing part of a step times the part beyond cached compute."""
+    slowdown = result.compute_slowdown
+    if slowdown is None or slowdown < CONTENTION_AT:
+        return None
+    weight = (1 - result.input_wait_fraction) * (1 - 1 / slowdown)
+    evidence = Evidence("end_to_end", result.end_to_end.steps)
+    slower = f"Steps compute {slowdown:.1f}x slower end to end than on cached batches"
+    if loader.workers < 1:
+        return Finding(
+            "contention",
+            Level.NOTE,
+            f"{slower}, but with num_workers=0 the DataLoader loads each batch between steps, "
+            "never beside one: this is not contention for the cores, the step itself runs "
+            "slower after each load.",
+            None,
+            evidence,
+            weight=weight,
+            origin="torch",
+        )
+    workers = f"{loader.workers} worker{'s' * (loader.workers != 1)}"
+    relief = "Cheaper items or fewer workers"
+    if trainer_threads(result, loader) == 1:
+        relief = (
+            "Cheaper items, fewer workers or one operator thread in the trainer (the "
+            "trainer-threads finding)"
+        )
+    return Finding(
+        "contention",
+        Level.FIX,
+        f"{slower}: the DataLoader's {workers} load items on the cores the step computes on.",
+        f"{relief} would speed up training too; `tfperf tune` measures num_workers against it.",
+        evidence,
+        weight=weight,
+        origin="torch",
+    )
+
+
 def most_workers(cores: int) -> int:
     """The most workers a search of `num_workers` tries on `cores` cores, read from the knob's
     declaration (a GPU or bf16 does not change it)."""

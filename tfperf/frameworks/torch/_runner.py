@@ -42,6 +42,7 @@ from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
 from tfperf.frameworks.torch._findings import loader_findings, with_check_notes, worker_shards
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import (
+    contention_finding,
     estimate_workers,
     loader_limit,
     rate_finding,
@@ -192,8 +193,9 @@ def _with_loader_findings(result: ProfileResult, report: LoaderReport) -> Profil
     every rate wrong, so it weighs most and leads), and a fix that turns persistent_workers
     on saying what to check (`_findings.with_check_notes`)."""
     rate, threads = rate_finding(result, report), threads_finding(result, report)
-    shards = worker_shards(result, report)
-    own = [*loader_findings(report), *(f for f in (rate, threads, shards) if f is not None)]
+    shards, contention = worker_shards(result, report), contention_finding(result, report)
+    made = (rate, threads, shards, contention)
+    own = [*loader_findings(report), *(f for f in made if f is not None)]
     return findings.conclude(result, framework=[*own, *with_check_notes(result.findings)])
 
 
