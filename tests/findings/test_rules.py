@@ -440,17 +440,26 @@ def test_a_cache_after_an_endless_repeat_is_said_never_to_complete():
     assert endless(source, (StageKind.REPEAT, "repeat(3)", {"count": 3}), cache, batch) == []
 
 
-def test_the_reports_say_a_loader_without_workers_loads_between_steps():
-    # The verbose text and the HTML state the slowdown with the findings' reason.
+def test_the_reports_give_the_slowdown_the_contention_findings_reason():
+    # The verbose text and the HTML state the slowdown as the contention finding reads it:
+    # contention where it is a fix, not contention where it is a note (a DataLoader with no
+    # workers loads between steps, never beside one).
+    pytest.importorskip("torch")
+    from tfperf.frameworks.torch._limit import contention_finding
     from tfperf.results.stages import LoaderReport
 
-    result = dataclasses.replace(fake_profile(), compute_slowdown=4.2)
-    alone = dataclasses.replace(result, loader=LoaderReport(0, False))
-    between = "with num_workers=0 the DataLoader loads between steps, never beside one"
+    result = conclude(dataclasses.replace(fake_profile(), compute_slowdown=4.2))
+    loader = LoaderReport(0, False)
+    alone = dataclasses.replace(result, loader=loader)
+    note = contention_finding(alone, loader)
+    assert note is not None
+    alone = conclude(alone, framework=[note])
+    competes = "input work competes with training for the CPU"
+    not_contention = "not input work competing for the CPU here"
     for shown, said in ((result, False), (alone, True)):
         text, html = render_summary(shown), render_profile_html(shown)
-        assert (between in text) is said and (between in html) is said
-        assert ("input work competes with training for the CPU" in text) is not said
+        assert (not_contention in text) is said and (not_contention in html) is said
+        assert (competes in text) is not said and (competes in html) is not said
 
 
 def test_speeding_up_the_input_names_only_what_the_pipeline_lacks():

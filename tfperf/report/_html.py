@@ -179,6 +179,7 @@ def profile_section(
         "banner": banner,
         "autotuned": pc.autotuned(result),
         "autotune_note": pc.autotune_note(result),
+        "slowdown_reason": pc.slowdown_reason(result),
         "throughput_chart": charts.add(
             f"{prefix}-throughput", pc.throughput_figure(pc.throughputs(result))
         ),

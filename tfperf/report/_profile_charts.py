@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from tfperf.findings import answer, named_limiting
+from tfperf.findings import CONTENTION_AT, answer, named_limiting
 from tfperf.report import _theme as theme
 from tfperf.results import ProfileResult, Verdict
-from tfperf.results.findings import Finding
+from tfperf.results.findings import Finding, Level
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -245,3 +245,16 @@ def autotune_note(result: ProfileResult) -> str | None:
         return "No knob was on AUTOTUNE."
     sentence = reason[0].upper() + reason[1:]
     return sentence if sentence.endswith(".") else f"{sentence}."
+
+
+def slowdown_reason(result: ProfileResult) -> str:
+    """What a step computing slower end to end than on cached batches means here, as the
+    `contention` finding says it; empty below `CONTENTION_AT`. The terminal and the page
+    both give it."""
+    slowdown = result.compute_slowdown
+    if slowdown is None or slowdown < CONTENTION_AT:
+        return ""
+    found = next((f for f in result.findings if f.rule == "contention"), None)
+    if found is not None and found.level is Level.NOTE:
+        return "not input work competing for the CPU here; the findings say what tfperf can tell"
+    return "input work competes with training for the CPU"

@@ -9,7 +9,7 @@ from tfperf.report._buffers import buffers_text
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
 from tfperf.report._loader import loader_text, loader_view
-from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note
+from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note, slowdown_reason
 from tfperf.report._scaling import render_scaling
 from tfperf.report._utilisation import utilisation_text
 from tfperf.report._words import knob_value
@@ -84,10 +84,9 @@ def _slowdown(result: ProfileResult) -> str:
     slowdown = result.compute_slowdown
     if slowdown is None or slowdown < DISTURBED_BELOW:
         return ""  # the compute-only phase was disturbed: a finding says so
-    why = "above ~1.25, input work competes with training for the CPU"
-    if result.loader is not None and result.loader.workers == 0:
-        why = "with num_workers=0 the DataLoader loads between steps, never beside one"
-    return f"  An example computes {slowdown:.2f}x as long end to end as on cached batches ({why})."
+    why = slowdown_reason(result)
+    why = f" ({why})" if why else ""
+    return f"  An example computes {slowdown:.2f}x as long end to end as on cached batches{why}."
 
 
 #: Below this compute-only ceiling, input costs (next to) nothing: "1.02x as fast" reads as noise.

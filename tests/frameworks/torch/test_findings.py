@@ -154,3 +154,20 @@ def test_contention_is_said_in_the_dataloaders_words() -> None:
     assert beside.fix.startswith("Cheaper items or fewer workers would speed up training too")
     assert "cache decoded data" not in beside.fix and "threads" not in beside.fix
     assert beside.weight == pytest.approx((1 - result.input_wait_fraction) * (1 - 1 / 4.2))
+
+
+def test_items_that_wait_are_not_said_to_take_the_steps_cores() -> None:
+    # Items that sleep on a read use little CPU: fewer workers would only slow the input, so
+    # the slower step is a note that says tfperf cannot tell its cause, with no fix.
+    from tests.reports import fake_profile
+    from tfperf.frameworks.torch._limit import contention_finding
+
+    result = dataclasses.replace(fake_profile(), compute_slowdown=3.2)
+    waiting = LoaderReport(4, False, wall_s_per_item=0.00109, cpu_s_per_item=0.0000286)
+    found = contention_finding(result, waiting)
+    assert found is not None and found.level is Level.NOTE and found.fix is None
+    assert "items mostly wait (1.09 ms each, 0.0286 ms of it CPU)" in found.text
+    assert "its 4 workers take little of the cores" in found.text
+    computing = dataclasses.replace(waiting, cpu_s_per_item=0.001)
+    beside = contention_finding(result, computing)
+    assert beside is not None and beside.level is Level.FIX

@@ -178,6 +178,21 @@ def contention_finding(result: ProfileResult, loader: LoaderReport) -> Finding |
             origin="torch",
         )
     workers = f"{loader.workers} worker{'s' * (loader.workers != 1)}"
+    if loader.items_wait and loader.load_wall_s_per_item and loader.load_cpu_s_per_item:
+        # Items that mostly wait take little of the cores: fewer workers would only slow
+        # the input, and what slows the step is not what tfperf measured.
+        wall, cpu = loader.load_wall_s_per_item * 1e3, loader.load_cpu_s_per_item * 1e3
+        return Finding(
+            "contention",
+            Level.NOTE,
+            f"{slower}, though the DataLoader's items mostly wait ({wall:.3g} ms each, "
+            f"{cpu:.3g} ms of it CPU), so its {workers} take little of the cores: tfperf "
+            "cannot tell what slows the step here.",
+            None,
+            evidence,
+            weight=weight,
+            origin="torch",
+        )
     relief = "Cheaper items or fewer workers"
     if trainer_threads(result, loader) == 1:
         relief = (
