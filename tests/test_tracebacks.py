@@ -334,3 +334,24 @@ def test_a_dataloader_workers_exception_reads_as_the_user_raised_it():
     described = describe_exception(_worker_error(), [Path(__file__).parent])
     assert described.startswith(headline + "\n  test_tracebacks.py:")
     assert "worker.py" not in described and "fetch.py" not in described
+
+
+def test_user_place_on_a_librarys_thread_is_the_line_waiting_on_it(tmp_path):
+    # A MirroredStrategy runs each replica's step on a thread of its own: that thread's stack
+    # holds none of the user's lines, so the place is the user's line on the main thread.
+    from tfperf.tracebacks import user_place
+
+    module = _import_file(
+        tmp_path / "train.py",
+        """
+        import threading
+
+        def run(work):
+            thread = threading.Thread(target=work)
+            thread.start(); thread.join()  # one line: the main thread waits on it throughout
+        """,
+    )
+    places: list[str] = []
+    module.run(lambda: places.append(user_place(sys._getframe(), [tmp_path])))
+    assert places == ["train.py:6"]
+    assert user_place(sys._getframe(), [tmp_path / "other.py"]) == "an unknown line"

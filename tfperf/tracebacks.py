@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import sysconfig
+import threading
 import traceback
 import types
 from collections.abc import Collection, Iterable
@@ -101,8 +102,16 @@ def user_frame(
 
 
 def user_place(frame: types.FrameType | None, user_paths: Collection[Path]) -> str:
-    """The innermost of the user's lines on the stack, e.g. `train.py:41` (its file's name)."""
+    """The innermost of the user's lines on the stack, e.g. `train.py:41` (its file's name).
+
+    Called on a thread the user's code started through a library (a `MirroredStrategy` runs
+    each replica's step on a thread of its own), whose stack holds none of the user's
+    lines: the innermost on the main thread's stack, the line waiting on that thread.
+    """
     found = user_frame(frame, user_paths)
+    if found is None and threading.current_thread() is not threading.main_thread():
+        main = sys._current_frames().get(threading.main_thread().ident or 0)
+        found = user_frame(main, user_paths)
     if found is None:
         return "an unknown line"
     return f"{Path(found.f_code.co_filename).name}:{found.f_lineno}"
