@@ -168,6 +168,16 @@ def test_items_that_wait_are_not_said_to_take_the_steps_cores() -> None:
     assert found is not None and found.level is Level.NOTE and found.fix is None
     assert "items mostly wait (1.09 ms each, 0.0286 ms of it CPU)" in found.text
     assert "its 4 workers take little of the cores" in found.text
+    # With a collate call timed, the figures are still the items' own, as the rates
+    # finding gives them: one figure, one source.
+    from tfperf.frameworks.torch._limit import _items_advice
+
+    collated = dataclasses.replace(
+        waiting, collate_wall_s_per_batch=0.0002, collate_cpu_s_per_batch=0.0002, items_per_batch=4
+    )
+    note = contention_finding(result, collated)
+    assert note is not None and "(1.09 ms each, 0.0286 ms of it CPU)" in note.text
+    assert "takes 1.09 ms, 0.0286 ms of it CPU" in _items_advice(collated)
     computing = dataclasses.replace(waiting, cpu_s_per_item=0.001)
     beside = contention_finding(result, computing)
     assert beside is not None and beside.level is Level.FIX

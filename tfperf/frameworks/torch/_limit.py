@@ -178,10 +178,11 @@ def contention_finding(result: ProfileResult, loader: LoaderReport) -> Finding |
             origin="torch",
         )
     workers = f"{loader.workers} worker{'s' * (loader.workers != 1)}"
-    if loader.items_wait and loader.load_wall_s_per_item and loader.load_cpu_s_per_item:
+    if loader.items_wait and loader.wall_s_per_item and loader.cpu_s_per_item is not None:
         # Items that mostly wait take little of the cores: fewer workers would only slow
-        # the input, and what slows the step is not what tfperf measured.
-        wall, cpu = loader.load_wall_s_per_item * 1e3, loader.load_cpu_s_per_item * 1e3
+        # the input, and what slows the step is not what tfperf measured. The figures are
+        # the items' own, as the rates finding gives them.
+        wall, cpu = loader.wall_s_per_item * 1e3, loader.cpu_s_per_item * 1e3
         return Finding(
             "contention",
             Level.NOTE,
