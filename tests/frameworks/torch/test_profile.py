@@ -62,7 +62,8 @@ def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     slow = loader_limit(result, dataclasses.replace(loader, wall_s_per_item=0.5), 2)
     assert slow is not None and slow.bound_by is LimitBound.PARALLEL_STAGE
     assert slow.explanation.startswith(
-        "The workers bind: 32 workers ÷ 500 ms wall per item, the most a search tries here"
+        "The workers bind: 32 workers ÷ 500 ms wall per item (with its share of collate), "
+        "the most a search tries here"
     )
     assert "`Waits.__getitem__` spends most of its wall time waiting" in slow.explanation
     # The workers' term binding items that compute most of their time (the step's CPU not
@@ -213,7 +214,7 @@ def test_an_item_that_is_a_batch_counts_its_examples_in_the_limit(tmp_path: Path
     most = most_workers(detect_machine().cpu_count)
     assert loader.load_wall_s_per_item is not None
     assert workers.examples_per_sec == pytest.approx(most * 8 / loader.load_wall_s_per_item)
-    assert workers.detail.endswith("ms wall per item of 8 examples")
+    assert workers.detail.endswith("ms wall per item of 8 examples (with its share of collate)")
     # A CPU bound the step spends most of is not lifted by cheaper items.
     cpu = LimitTerm(LimitBound.CPU, 1000.0, "2 cores ÷ (0.001 ms item + 0.01 ms step CPU ...)")
     words = explanation(cpu, loader, 1000.0, step_costs_more=True)

@@ -75,7 +75,7 @@ def loader_limit(result: ProfileResult, loader: LoaderReport, cores: int) -> Lim
     load_cpu = loader.load_cpu_s_per_item
     item_cpu = load_cpu / per_item if load_cpu is not None else None
     if model_cpu is not None and item_cpu is not None and item_cpu + model_cpu > 0:
-        item = "item and collate" if loader.collate_dominates else "item"
+        item = "item and collate" if loader.collate_cpu_s_per_batch else "item"
         terms.append(
             LimitTerm(
                 LimitBound.CPU,
@@ -228,7 +228,7 @@ def _workers_term(loader: LoaderReport, cores: int) -> list[LimitTerm]:
         return []
     most, per_item = most_workers(cores), loader.examples_per_item
     held = f" of {per_item:,.3g} examples" if per_item != 1 else ""
-    collate = " (with its share of collate)" if loader.collate_dominates else ""
+    collate = " (with its share of collate)" if loader.collate_wall_s_per_batch else ""
     return [
         LimitTerm(
             LimitBound.PARALLEL_STAGE,
