@@ -493,3 +493,32 @@ def test_speeding_up_the_input_names_only_what_the_pipeline_lacks():
     # Its threads not read: nothing said of them.
     unread = PipelineFacts.from_parts([sequential], None)
     assert _speed_up(unread).startswith("Speed up the input (prefetch, caching decoded data)")
+
+
+def test_a_limiting_stage_no_call_of_the_users_made_is_said_to_come_from_a_library():
+    # make_csv_dataset builds its own shuffle(10000): the user's code has no shuffle call,
+    # so "use a smaller buffer_size" is said to go through the library function's arguments.
+    from tfperf.results.discovery import ArgumentForm, CallSite, Discovery, Untunable
+
+    def site(method: str, argument: str, calls: int = 1) -> CallSite:
+        name = f"{method}@train.py:5.{argument}"
+        return CallSite(name, "train.py", 5, 1, 5, 9, method, argument, ArgumentForm.ABSENT,
+                        None, None, calls)  # fmt: skip
+
+    from tests.reports import with_stages
+
+    result = with_stages(fake_profile())  # limited by map(parse)
+    library = "No call in your code makes map(parse): a library function you called built it"
+
+    def fix(discovery: Discovery | None) -> str:
+        concluded = conclude(dataclasses.replace(result, discovery=discovery))
+        found = {f.rule: f for f in concluded.findings}
+        return found["limiting-stage"].fix or ""
+
+    assert library not in fix(None)
+    assert library not in fix(Discovery())  # a file that reads its knobs: nothing was found
+    batch_only = (site("batch", "batch_size"), site("map", "num_parallel_calls", calls=0))
+    assert library in fix(Discovery(sites=batch_only))
+    assert library not in fix(Discovery(sites=(site("map", "num_parallel_calls"),)))
+    traced = Untunable("map(num_parallel_calls=...)", "a traced function", None, "traced")
+    assert library not in fix(Discovery(sites=batch_only, untunable=(traced,)))

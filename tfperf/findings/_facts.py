@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from tfperf.knobs import TUNABLE
 from tfperf.results import ProfileResult
 from tfperf.results.stages import AutotuneReadout, StageKind, StageStat, StageUnit
 
@@ -106,3 +107,19 @@ class PipelineFacts:
 def fit_got_arrays(result: ProfileResult) -> bool:
     """`fit` got arrays: the dataset is the one Keras builds from them, not the user's."""
     return result.discovery is not None and result.discovery.fit_gets_arrays
+
+
+def made_in_a_library(result: ProfileResult, stage: StageStat) -> bool:
+    """No call in the user's code made `stage`: its call is one tfperf records wherever the
+    user's code makes it (a method of `TUNABLE`), yet the call-site discovery, which found
+    other calls, found none of it, so a library function the user called made it. False
+    where no discovery ran or it found nothing (a file that reads its knobs)."""
+    discovery = result.discovery
+    if discovery is None or not (discovery.sites or discovery.untunable):
+        return False
+    method = stage.label.split("(", 1)[0]
+    if method not in {tunable for tunable, _ in TUNABLE}:
+        return False
+    written = {site.method for site in discovery.sites if site.calls}
+    written |= {item.call.split("(", 1)[0] for item in discovery.untunable}
+    return method not in written

@@ -12,14 +12,14 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-from tfperf.findings._facts import PipelineFacts, fit_got_arrays
+from tfperf.findings._facts import PipelineFacts, fit_got_arrays, made_in_a_library
 from tfperf.findings._frozen import endless_cache, frozen_draws, frozen_order
 from tfperf.findings._restart_words import restart_finding
 from tfperf.findings._retracing import retracing
 from tfperf.findings._stage_fixes import stage_fix
 from tfperf.results import RATE_NOISE, ProfileResult, StepRecord, Verdict
 from tfperf.results.findings import Evidence, Finding, Level
-from tfperf.results.stages import StageKind
+from tfperf.results.stages import StageKind, StageStat
 from tfperf.units import format_names, format_seconds
 
 Rule = Callable[[ProfileResult, PipelineFacts], Sequence[Finding]]
@@ -301,13 +301,24 @@ def limiting_stage(result: ProfileResult, facts: PipelineFacts) -> list[Finding]
             Level.FIX,
             f"The limiting stage is {stage.label}: it adds {added} per example"
             + (f" ({rate})." if rate else "."),
-            stage_fix(stage, facts),
+            stage_fix(stage, facts) + _library_made(result, stage),
             evidence,
             relies_on=tuple(fact for fact in relies if fact),
             topic="limiting-stage",
             weight=result.input_wait_fraction,
         )
     ]
+
+
+def _library_made(result: ProfileResult, stage: StageStat) -> str:
+    """Where no call in the user's code made `stage`, a sentence that says so: its fix is
+    made through the arguments of the library function that built it."""
+    if not made_in_a_library(result, stage):
+        return ""
+    return (
+        f" No call in your code makes {stage.label}: a library function you called built it, "
+        "so change it through that function's arguments."
+    )
 
 
 def _threads_fact(label: str, threads: int | None, autotuned: bool) -> str:
