@@ -23,6 +23,7 @@ from tfperf.results.stages import (
     SizeSource,
     StageKind,
     StageReport,
+    StageStat,
     memory_account,
 )
 
@@ -522,3 +523,33 @@ def test_a_limiting_stage_no_call_of_the_users_made_is_said_to_come_from_a_libra
     assert library not in fix(Discovery(sites=(site("map", "num_parallel_calls"),)))
     traced = Untunable("map(num_parallel_calls=...)", "a traced function", None, "traced")
     assert library not in fix(Discovery(sites=batch_only, untunable=(traced,)))
+
+
+def test_contention_names_only_the_cheaper_input_the_pipeline_lacks():
+    # A pipeline that caches after its decode is not told to cache decoded data; one whose
+    # every parallel stage runs on one thread is not told to use fewer threads.
+    from tests.fakes.stages import first_element_stat
+
+    def fix(*stages: StageStat) -> str:
+        report = StageReport(list(stages), None, None, None, 0.2, 0.2, 2.4, None, "")
+        result = dataclasses.replace(fake_profile(), compute_slowdown=2.0, stages=report)
+        found = {f.rule: f for f in conclude(result).findings}["contention"]
+        return found.fix or ""
+
+    source = first_element_stat(0, StageKind.SOURCE, "range", 0.01, 9000.0)
+    one = first_element_stat(
+        1, StageKind.MAP, "map(decode)", 0.01, 900.0, {"num_parallel_calls": 1}
+    )
+    many = dataclasses.replace(one, parameters={"num_parallel_calls": 8})
+    cache = first_element_stat(2, StageKind.CACHE, "cache", 0.01, 900.0)
+    assert fix(source, many) == (
+        "Cheaper input (cache decoded data, fewer threads) would speed up training too."
+    )
+    assert fix(source, many, cache) == "Cheaper input (fewer threads) would speed up training too."
+    assert fix(source, one, cache) == "Cheaper input would speed up training too."
+    plain = dataclasses.replace(fake_profile(), compute_slowdown=2.0)
+    (unknown,) = [f for f in conclude(plain).findings if f.rule == "contention"]
+    assert (
+        unknown.fix
+        == "Cheaper input (cache decoded data, fewer threads) would speed up training too."
+    )

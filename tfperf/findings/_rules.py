@@ -12,7 +12,12 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 
-from tfperf.findings._facts import PipelineFacts, fit_got_arrays, made_in_a_library
+from tfperf.findings._facts import (
+    PARALLEL_ARGUMENT,
+    PipelineFacts,
+    fit_got_arrays,
+    made_in_a_library,
+)
 from tfperf.findings._frozen import endless_cache, frozen_draws, frozen_order
 from tfperf.findings._restart_words import restart_finding
 from tfperf.findings._retracing import retracing
@@ -438,14 +443,31 @@ def contention(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             Level.FIX,
             f"Steps compute {slowdown:.1f}x slower end to end than on cached batches: input "
             f"work competes with training for the CPU{lock}.",
-            "Cheaper input (cache decoded data, fewer threads"
-            + (", TensorFlow ops in place of Python" if python else "")
-            + ") would speed up training too.",
+            _cheaper_input(facts, python=bool(python)),
             _phase_evidence(result),
             relies_on=tuple(f"{label} calls Python (its traced function)" for label in python),
             weight=computing * (1 - 1 / slowdown),
         )
     ]
+
+
+def _cheaper_input(facts: PipelineFacts, *, python: bool) -> str:
+    """How input work could take less of the cores: only what the stage graph does not show
+    done already (a cache, every parallel stage on one thread); without it, the usual two."""
+    parallel = [s for s in facts.stages if s.kind in PARALLEL_ARGUMENT]
+    ways = [
+        *(["cache decoded data"] if not facts.stages or facts.cache_index is None else []),
+        *(["fewer threads"] if not facts.stages or _threaded(facts, parallel) else []),
+        *(["TensorFlow ops in place of Python"] if python else []),
+    ]
+    if not ways:
+        return "Cheaper input would speed up training too."
+    return f"Cheaper input ({', '.join(ways)}) would speed up training too."
+
+
+def _threaded(facts: PipelineFacts, parallel: Sequence[StageStat]) -> bool:
+    """Some parallel stage runs, or may run, on more than one thread."""
+    return any(facts.threads(stage) != 1 for stage in parallel)
 
 
 def memory(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
