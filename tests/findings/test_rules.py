@@ -553,3 +553,25 @@ def test_contention_names_only_the_cheaper_input_the_pipeline_lacks():
         unknown.fix
         == "Cheaper input (cache decoded data, fewer threads) would speed up training too."
     )
+
+
+def test_an_input_that_keeps_up_and_prefetches_is_not_said_to_lack_overlap():
+    # Waiting beside an input that alone runs faster than the model: a pipeline that
+    # prefetches is not told its input may not overlap compute; one without is told to add a
+    # prefetch; where tfperf cannot tell, it names both causes.
+    result = fake_profile()
+    assert result.pipeline_only is not None and result.compute_only is not None
+    fast = dataclasses.replace(
+        result.pipeline_only, examples_per_sec=10 * result.compute_only.examples_per_sec
+    )
+    said = {}
+    for prefetch in (2, 0, None):
+        knobs = {**result.knobs, "prefetch": prefetch}
+        if prefetch is None:
+            del knobs["prefetch"]
+        shown = dataclasses.replace(result, pipeline_only=fast, knobs=knobs)
+        said[prefetch] = {f.rule: f for f in conclude(shown).findings}["input-keeps-up-alone"]
+    overlap = "or input does not overlap compute"
+    assert overlap not in said[2].text and said[2].fix is None
+    assert overlap not in said[0].text and said[0].fix == "Add prefetch so input overlaps compute."
+    assert overlap in said[None].text and said[None].fix is None

@@ -390,7 +390,9 @@ def input_rates(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             f"The input alone keeps up ({alone:,.0f}{_weighed(result, alone)} vs {needed:,.0f} "
             "examples/s needed), yet "
             f"steps wait {wait:.0%} of the time: running beside the model, the two compete for "
-            "the cores" + ("" if fix else ", or input does not overlap compute") + ".",
+            "the cores"
+            + (", or input does not overlap compute" if prefetches is None else "")
+            + ".",
             fix or None,
             _phase_evidence(result),
             relies_on=relies_on[prefetches],
