@@ -268,3 +268,44 @@ def test_a_collate_call_that_outweighs_the_items_is_counted_and_named(tmp_path: 
     assert "for 4 items of `list.__getitem__` at" in advice, advice
     text = loader_text(loader_view(loader))
     assert "CPU per batch of 4 in pad (pipeline.py:9)" in text, text
+
+
+BATCH_SAMPLER = """
+    import time
+
+    import torch
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
+
+    BASELINE = {"num_workers": 0}
+
+
+    class Waits(torch.utils.data.Dataset):
+        def __len__(self):
+            return 32
+
+        def __getitem__(self, index):
+            time.sleep(0.001)
+            return torch.ones(2)
+
+
+    def make_loader(knobs):
+        data = Waits()
+        return DataLoader(data, batch_sampler=BatchSampler(SequentialSampler(data), 8, False))
+
+
+    def make_train_step(knobs):
+        return lambda batch: batch.sum()
+"""
+
+
+def test_a_batch_sampler_of_the_users_gathers_single_items(tmp_path: Path):
+    # Under a batch_sampler the loader's batch_size is None, yet each index is one example:
+    # an item is not a batch of 8, and the collate call gathers 8 items.
+    framework = frameworks.get("torch")
+    pipeline = framework.load(pipelines.write(tmp_path, BATCH_SAMPLER))
+    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
+    loader = result.loader
+    assert loader is not None and loader.examples_per_item == 1.0
+    assert loader.items_per_batch == 8
+    text = loader_text(loader_view(loader))
+    assert "per batch of 8 in default_collate" in text, text

@@ -312,14 +312,14 @@ def _loader_report(
         persistent_workers=options["persistent_workers"],
         first_batch_s=result.end_to_end.warmup.time_to_first_batch_s,
         one_thread_examples_per_sec=one_thread,
-        examples_per_item=_examples_per_item(result, loader.batch_size),
+        examples_per_item=_examples_per_item(result, _items_per_batch(result, loader)),
     )
     try:
         timing = time_items(
             loader.dataset,
             loader.collate_fn,
             count=ITEMS_TIMED,
-            batch_size=loader.batch_size or 1,
+            batch_size=_items_per_batch(result, loader) or 1,
             max_seconds=ITEM_SECONDS,
         )
     except Exception:  # the profile stands without it; the log says why
@@ -341,6 +341,18 @@ def _loader_report(
         rate = max(compute.examples_per_sec, one_thread or 0.0)
         report.workers_estimate = estimate_workers(timing, rate / report.examples_per_item, cores)
     return report
+
+
+def _items_per_batch(result: ProfileResult, loader: Any) -> int | None:
+    """Items one batch gathers: the loader's `batch_size`; under a `batch_sampler` of the
+    user's (`batch_size` None, batches still collated), a full batch's examples, one item
+    each; None where each item is a batch itself (`batch_size=None`, no sampler)."""
+    if loader.batch_size is not None:
+        return int(loader.batch_size)
+    if loader.batch_sampler is None:
+        return None
+    full = max((record.examples for record in result.end_to_end.records), default=0)
+    return full or None
 
 
 def _examples_per_item(result: ProfileResult, batch_size: int | None) -> float:

@@ -135,9 +135,11 @@ def _arguments(loader: Any, loader_class: Any, iterable: Any) -> dict[str, Any]:
         arguments["batch_size"] = loader.batch_size
         arguments["drop_last"] = loader.drop_last
         arguments["sampler"] = loader.sampler
-    else:
-        arguments["batch_size"] = None
+    elif loader.batch_sampler is not None:  # a batch_sampler of the user's: it alone batches
         arguments["batch_sampler"] = loader.batch_sampler
+    else:  # batch_size=None: each item is a batch itself
+        arguments["batch_size"] = None
+        arguments["sampler"] = loader.sampler
     return arguments
 
 
