@@ -575,3 +575,15 @@ def test_an_input_that_keeps_up_and_prefetches_is_not_said_to_lack_overlap():
     assert overlap not in said[2].text and said[2].fix is None
     assert overlap not in said[0].text and said[0].fix == "Add prefetch so input overlaps compute."
     assert overlap in said[None].text and said[None].fix is None
+
+
+def test_a_step_that_compiles_nothing_is_not_said_to_compile_again():
+    # An eager PyTorch step on bucketed batches: the first shape's first step took a few ms
+    # beyond its later ones, and two later shapes' first steps well under a millisecond more.
+    shapes = [
+        BatchShape("(32, 51)", 80, 32, first_compute_s=0.0032, typical_compute_s=0.00017),
+        BatchShape("(32, 63)", 4, 32, first_compute_s=0.0006, typical_compute_s=0.00018),
+        BatchShape("(32, 29)", 3, 32, first_compute_s=0.0005, typical_compute_s=0.00016),
+        BatchShape("(32, 44)", 2, 32, first_compute_s=0.00018, typical_compute_s=0.00017),
+    ]
+    assert _retracing(shapes) is None

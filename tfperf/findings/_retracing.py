@@ -23,6 +23,10 @@ RETRACE_RATIO = 2.0
 #: steps: compiling again re-traces and re-optimises the step, a sizeable part of that first
 #: compile, while a step's own jitter is a few milliseconds whatever the compile costs.
 RETRACE_SHARE_OF_FIRST = 0.1
+#: ... and by more than this, whatever the step: tracing and optimising a function again takes
+#: tens of milliseconds at the least, while a step that compiles nothing (an eager PyTorch
+#: step) runs its first batch of a new shape within a millisecond or so of its later ones.
+RETRACE_MIN_S = 0.01
 #: Weight of a cost paid once a run (a compile per batch shape): below every cost paid each
 #: step, whose share of a step the weights are.
 ONCE_A_RUN_WEIGHT = 0.02
@@ -34,7 +38,8 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
 
     The first shape's first step is the step's first compile, which every run pays, so it is
     never counted; a later shape's first step counts only past `RETRACE_RATIO` times its later
-    steps and past `RETRACE_SHARE_OF_FIRST` of that first compile's extra time (a compile
+    steps and past `RETRACE_SHARE_OF_FIRST` of that first compile's extra time and
+    `RETRACE_MIN_S` (a compile
     again re-traces and re-optimises the step; a few milliseconds beyond a short step are
     noise). Where a later shape came again at its usual time from its first step, not every new
     shape compiles (TensorFlow relaxes a function retraced for several shapes to take any):
@@ -45,7 +50,7 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
     shapes = result.batch_shapes
     if len(shapes) < 2:
         return []
-    floor = RETRACE_SHARE_OF_FIRST * shapes[0].retrace_s
+    floor = max(RETRACE_SHARE_OF_FIRST * shapes[0].retrace_s, RETRACE_MIN_S)
     traced = [
         shape
         for shape in shapes[1:]
