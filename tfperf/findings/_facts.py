@@ -117,9 +117,8 @@ def made_in_a_library(result: ProfileResult, stage: StageStat) -> bool:
     discovery = result.discovery
     if discovery is None or not (discovery.sites or discovery.untunable):
         return False
-    method = stage.label.split("(", 1)[0]
-    if method not in {tunable for tunable, _ in TUNABLE}:
+    if stage.method not in {tunable for tunable, _ in TUNABLE}:
         return False
     written = {site.method for site in discovery.sites if site.calls}
-    written |= {item.call.split("(", 1)[0] for item in discovery.untunable}
-    return method not in written
+    written |= {item.method for item in discovery.untunable}
+    return stage.method not in written

@@ -86,9 +86,8 @@ def stage_costs(
                     cpu_s_per_example=max(cpu or 0.0, 0.0),
                     calls_python=stat.calls_python,
                     upstream_s_per_example=upstream,
-                    parallelisable=argument is not None
-                    or _method(stat.label) in POLICY.parallelisable,
-                    tuned_argument=argument or _tuned_when_left_out(_method(stat.label)),
+                    parallelisable=argument is not None or stat.method in POLICY.parallelisable,
+                    tuned_argument=argument or _tuned_when_left_out(stat.method),
                 )
             )
         if _asynchronous(stat) and stat.examples_per_sec:
@@ -114,11 +113,6 @@ def _asynchronous(stat: StageStat) -> bool:
     return stat.kind is StageKind.PREFETCH or any(
         a in stat.parameters for a in POLICY.async_arguments
     )
-
-
-def _method(label: str) -> str:
-    """The method a stage label names: `map(parse)` -> `map`."""
-    return label.split("(", 1)[0].strip()
 
 
 def _tuned_when_left_out(method: str) -> str | None:

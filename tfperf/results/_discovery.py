@@ -13,6 +13,7 @@ from typing import Any
 from tfperf.errors import KnobError
 from tfperf.knobs import SiteKind, SiteName, format_site_value, site_kind
 from tfperf.results._json import JsonRecord
+from tfperf.results._stages import method_named
 
 
 class ArgumentForm(str, Enum):
@@ -80,6 +81,11 @@ class Untunable:
     where: str
     reached_from: str | None
     reason: str
+
+    @property
+    def method(self) -> str:
+        """The method its call names: `map(num_parallel_calls=...)` -> `map`."""
+        return method_named(self.call)
 
     def describe(self) -> str:
         via = f" (reached from {self.reached_from})" if self.reached_from else ""

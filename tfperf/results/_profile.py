@@ -280,7 +280,7 @@ class LoaderReport:
     @property
     def collate_dominates(self) -> bool:
         """Whether the collate call's share of a worker's CPU outweighs the items' own."""
-        share = (self.collate_cpu_s_per_batch or 0.0) / max(self.items_per_batch, 1)
+        share = _with_share(0.0, self.collate_cpu_s_per_batch, self) or 0.0
         return self.cpu_s_per_item is not None and share > self.cpu_s_per_item
 
     @property

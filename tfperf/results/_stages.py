@@ -61,6 +61,16 @@ class Stage:
     parameters: dict[str, int | bool]
     unit: StageUnit
 
+    @property
+    def method(self) -> str:
+        """The method its label names: `map(parse)` -> `map`."""
+        return method_named(self.label)
+
+
+def method_named(text: str) -> str:
+    """The method a call's text names: `map(parse)` or `map(num_parallel_calls=...)` -> `map`."""
+    return text.split("(", 1)[0].strip()
+
 
 @dataclasses.dataclass
 class StageStat(Stage):

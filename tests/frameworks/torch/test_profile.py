@@ -25,6 +25,13 @@ from tfperf.results.stages import StageKind
 pytest.importorskip("torch")
 
 
+def _profiled(tmp_path: Path, source: str) -> ProfileResult:
+    """`source` written as a pipeline file, profiled as written for 6 steps."""
+    framework = frameworks.get("torch")
+    pipeline = framework.load(pipelines.write(tmp_path, source))
+    return framework.profile(pipeline, request=ProfileRequest(steps=6))
+
+
 def test_a_blocking_loader_is_input_bound_and_names_its_items(tmp_path: Path):
     framework = frameworks.get("torch")
     pipeline = framework.load(pipelines.write(tmp_path))
@@ -141,9 +148,7 @@ def test_a_stream_every_worker_reads_whole_is_named_in_the_profile(tmp_path: Pat
 
 
 def test_without_workers_nothing_is_checked_and_old_results_still_load(tmp_path: Path):
-    framework = frameworks.get("torch")
-    pipeline = framework.load(pipelines.write(tmp_path, UNSHARDED))
-    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
+    result = _profiled(tmp_path, UNSHARDED)
 
     assert result.loader is not None and result.loader.pass_check is None
     assert result.loader.worker_memory is None and loader_statements(result.loader) == ()
@@ -204,9 +209,7 @@ PREBATCHED = """
 
 
 def test_an_item_that_is_a_batch_counts_its_examples_in_the_limit(tmp_path: Path):
-    framework = frameworks.get("torch")
-    pipeline = framework.load(pipelines.write(tmp_path, PREBATCHED))
-    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
+    result = _profiled(tmp_path, PREBATCHED)
     loader, limit = result.loader, result.limit
     assert loader is not None and loader.examples_per_item == 8.0
     assert loader.wall_s_per_item is not None and limit is not None
@@ -248,9 +251,7 @@ COSTLY_COLLATE = """
 
 
 def test_a_collate_call_that_outweighs_the_items_is_counted_and_named(tmp_path: Path):
-    framework = frameworks.get("torch")
-    pipeline = framework.load(pipelines.write(tmp_path, COSTLY_COLLATE))
-    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
+    result = _profiled(tmp_path, COSTLY_COLLATE)
     loader, limit = result.loader, result.limit
     assert loader is not None and limit is not None and loader.items_per_batch == 4
     assert loader.collate_function == "pad" and loader.collate_where == "pipeline.py:9"
@@ -301,9 +302,7 @@ BATCH_SAMPLER = """
 def test_a_batch_sampler_of_the_users_gathers_single_items(tmp_path: Path):
     # Under a batch_sampler the loader's batch_size is None, yet each index is one example:
     # an item is not a batch of 8, and the collate call gathers 8 items.
-    framework = frameworks.get("torch")
-    pipeline = framework.load(pipelines.write(tmp_path, BATCH_SAMPLER))
-    result = framework.profile(pipeline, request=ProfileRequest(steps=6))
+    result = _profiled(tmp_path, BATCH_SAMPLER)
     loader = result.loader
     assert loader is not None and loader.examples_per_item == 1.0
     assert loader.items_per_batch == 8

@@ -307,19 +307,20 @@ def _loader_report(
     cores: int,
     one_thread: float | None,
 ) -> LoaderReport:
+    items = _items_per_batch(result, loader)
     report = LoaderReport(
         workers=options["num_workers"],
         persistent_workers=options["persistent_workers"],
         first_batch_s=result.end_to_end.warmup.time_to_first_batch_s,
         one_thread_examples_per_sec=one_thread,
-        examples_per_item=_examples_per_item(result, _items_per_batch(result, loader)),
+        examples_per_item=_examples_per_item(result, items),
     )
     try:
         timing = time_items(
             loader.dataset,
             loader.collate_fn,
             count=ITEMS_TIMED,
-            batch_size=_items_per_batch(result, loader) or 1,
+            batch_size=items or 1,
             max_seconds=ITEM_SECONDS,
         )
     except Exception:  # the profile stands without it; the log says why
