@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tfperf"
 #: Lower layers first. A unit imports only from layers below its own.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "units", "tracebacks"),
-    ("outputs",),  # writes files; imports errors
+    ("outputs", "kept"),  # write or keep files; import errors
     ("knobs",),
     ("results",),
     ("findings",),  # what a profile says: rules and checks over results, neutral
@@ -209,7 +209,7 @@ def test_tensorflow_internals_are_private_to_their_package() -> None:
 #: (TensorFlow's internals, `_tf`, live inside `tfperf.frameworks.tensorflow`), at module level,
 #: inside functions or under `TYPE_CHECKING`. They reach a framework only through a
 #: `tfperf.frameworks.Framework` object. Every unit but the implementations is neutral.
-NEUTRAL = ("errors", "units", "tracebacks", "outputs", "knobs", "results", "frameworks")
+NEUTRAL = ("errors", "units", "tracebacks", "outputs", "kept", "knobs", "results", "frameworks")
 NEUTRAL += ("probes", "hardware", "sites", "pipeline", "measure", "trials", "study", "tuner")
 NEUTRAL += ("report", "cli", "offload")
 #: Top-level modules that are a framework.

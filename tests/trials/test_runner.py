@@ -116,12 +116,15 @@ def make_train_step(knobs):
 # Holds 2 GiB with every page touched, then waits; TensorFlow alone stays well under 1.5 GiB.
 ALLOCATES = """
 import time
+from pathlib import Path
+
 import numpy as np
 import tensorflow as tf
 
 HELD = []
 
 def make_dataset(knobs):
+    Path(__file__).with_name("model.pt").write_text("a run cut short")  # a file of the user's
     HELD.append(np.ones(2**28, dtype=np.float64))
     time.sleep(60)
     return tf.data.Dataset.range(8).batch(2)
@@ -312,10 +315,13 @@ def test_a_hang_times_out_and_kills_the_whole_process_group(tmp_path, trials_dir
 @pytest.mark.tf
 def test_a_trial_over_the_ram_budget_is_killed(tmp_path, trials_dir):
     budget = int(1.5 * GIB)
+    (tmp_path / "model.pt").write_text("trained")
     outcome = run_trial(
         _request(_write(tmp_path, ALLOCATES)), Budgets(ram_bytes=budget, timeout_s=120)
     )
     assert outcome.status is TrialStatus.RAM_BUDGET, outcome.reason
+    # Killed before its run could put the file back: the runner did, from the trial's copy.
+    assert (tmp_path / "model.pt").read_text() == "trained"
     assert outcome.peak_rss_bytes > budget
     used = re.fullmatch(
         r"used ([\d.]+) GiB of host RAM \(.+ shared pages once\), over the 1\.5 GiB budget "

@@ -631,3 +631,29 @@ def test_a_trial_with_no_workers_records_its_worker_only_knobs_as_run(tmp_path):
     stored = [t.user_attrs["knobs"] for t in searched(tmp_path) if "knobs" in t.user_attrs]
     assert stored and all("prefetch_factor" not in k for k in stored)
     assert all("persistent_workers" not in k for k in stored)
+
+
+def test_the_files_trials_put_back_are_the_user_s_and_those_they_made_are_named(pipeline, tmp_path):
+    """Each trial's run of the script changed the user's model.pt and made a checkpoint; a
+    later trial then changes the earlier one's checkpoint too, which is not the user's."""
+    from tfperf.report import render_study_html, render_tune_summary
+    from tfperf.report._study_data import snapshot_study
+
+    def with_files(number: int, request):
+        made = FakeRunner()(request, None)
+        assert made.result is not None
+        made.result.files_put_back = ["/u/model.pt", *([f"/u/ckpt-{number - 1}.pt"] * (number > 0))]
+        made.result.files_created = [f"/u/ckpt-{number}.pt"]
+        return made
+
+    result = tuner(pipeline, tmp_path, FakeRunner(outcome=with_files), trials=4).run()
+    assert result.files_put_back == ["/u/model.pt"]
+    assert result.files_created[:3] == ["/u/ckpt-0.pt", "/u/ckpt-1.pt", "/u/ckpt-2.pt"]
+    said = (
+        "Your files: pipeline.py changed /u/model.pt while tfperf ran it; tfperf put it back as "
+        f"it was. It also created /u/ckpt-0.pt, /u/ckpt-1.pt, /u/ckpt-2.pt and "
+        f"{len(result.files_created) - 3} more, written by a run tfperf cut short."
+    )
+    assert said in render_tune_summary(result)
+    page = render_study_html(snapshot_study(load(tmp_path), "study.db"), result)
+    assert said in page and page.count("Your files:") == 1

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from tfperf.frameworks._request import DRIVEN, ProfileRequest
 from tfperf.frameworks._words import Words
+from tfperf.kept import Writer
 from tfperf.results.stages import Stage
 
 if TYPE_CHECKING:
@@ -180,6 +181,10 @@ class Framework(abc.ABC):
     #: The modules every trial imports before its pipeline file, the same in each: a tuner
     #: imports them once in the process its trials fork from (`tfperf.trials._zygote`).
     preload: ClassVar[tuple[str, ...]] = ()
+    #: Its functions that write a file of the user's in native code, which Python's own file
+    #: events do not see: copied aside before each call and put back after a run
+    #: (`tfperf.kept`), as every file the user's code writes through Python is.
+    writers: ClassVar[tuple[Writer, ...]] = ()
     #: Its words, which every sentence tfperf says about its pipelines takes (never a test of
     #: the framework's name in the core): its name, its pipeline's, its out-of-memory error.
     words: ClassVar[Words]

@@ -25,6 +25,7 @@ from tfperf.errors import (
     TrainStepError,
 )
 from tfperf.frameworks import Framework, ProfileRequest
+from tfperf.kept import kept_files
 from tfperf.knobs import Knobs
 from tfperf.measure._profiler import Profiler, profile
 from tfperf.measure._recorder import ProgressCallback, synchronise
@@ -141,7 +142,7 @@ def drive(measurement: Measurement) -> ProfileResult:
             f"{' or '.join(refused)}, so it cannot be profiled as asked; leave "
             f"{'them' if len(refused) > 1 else 'it'} out."
         )
-    with measurement.running():
+    with kept_files(framework.writers) as kept, measurement.running():
         try:
             result = measurement.measure()
         except (InputPipelineError, TrainStepError) as error:
@@ -149,7 +150,9 @@ def drive(measurement: Measurement) -> ProfileResult:
         except EmptyDatasetError as error:
             raise EmptyDatasetError(f"{pipeline.path.name}: {error}") from None
         result.budget_s = measurement.request.budget_s
-        return measurement.finish(result)
+        result = measurement.finish(result)
+        result.files_put_back, result.files_created = kept.copied(), kept.created()
+        return result
 
 
 def display_path(path: Path) -> str:

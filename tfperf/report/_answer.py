@@ -8,6 +8,7 @@ the HTML page and the JSON say the same thing.
 from __future__ import annotations
 
 from tfperf.findings import answer
+from tfperf.report._kept import kept_words
 from tfperf.report._scaling import scaling_answer
 from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.results import ProfileResult, Verdict
@@ -74,6 +75,8 @@ def render_answer(result: ProfileResult) -> str:
         for number, finding in enumerate(shown, 1):
             lines += finding_lines(finding, f"  {number}. ")
     lines.append(_more(result, len(shown)))
+    if kept := kept_words(result.pipeline, result.files_put_back, result.files_created):
+        lines.append(kept)
     return "\n".join(lines)
 
 

@@ -34,6 +34,7 @@ from tfperf.report._alt import TextAlternative, text_alternative
 from tfperf.report._answer import evidence_words
 from tfperf.report._buffers import buffer_rows, buffers_summary
 from tfperf.report._distribution import distribution_rows
+from tfperf.report._kept import kept_words
 from tfperf.report._loader import loader_view
 from tfperf.report._utilisation import emulated_note, utilisation_words
 from tfperf.report._words import knob_value
@@ -139,6 +140,7 @@ def render_study_html(snapshot: StudySnapshot, tune: TuneResult | None = None) -
         "importances": kc.importances(snapshot),
         "pareto_explained": sc.PARETO_EXPLAINED,
         "profile": None,
+        "kept": kept_words(snapshot.pipeline, snapshot.files_put_back, snapshot.files_created),
     }
     history = sc.history(snapshot)
     if history.points:
@@ -202,6 +204,12 @@ def profile_section(
         "emulated": emulated_note(result),
         "loader": loader_view(result.loader) if result.loader is not None else None,
         "utilisation": utilisation_words(result),
+        # A trial's own: on a study's page, the study's files are said once, above.
+        "kept": (
+            ""
+            if in_tune
+            else kept_words(result.pipeline, result.files_put_back, result.files_created)
+        ),
     }
     section["memory_chart"] = charts.add(f"{prefix}-memory", rc.memory_figure(section["memory"]))
     waterfall = pc.stage_waterfall(result)

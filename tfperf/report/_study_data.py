@@ -25,7 +25,7 @@ from tfperf.results.tune import (
     Reference,
     input_only_choice,
 )
-from tfperf.study import StudyMismatchError, search_trials, stored_result
+from tfperf.study import StudyMismatchError, files_kept, search_trials, stored_result
 from tfperf.study.records import StudyRecord, TrialRecord, read_study
 
 if TYPE_CHECKING:
@@ -102,6 +102,9 @@ class StudySnapshot:
     discovery: Discovery | None = None  # the call sites of a plain pipeline or a script
     code_root: Path | None = None  # the folder the discovery's files are relative to
     baseline_result: ProfileResult | None = None  # the baseline trial's stored profile
+    # The user's files the trials changed (each put back) and created (`study.files_kept`).
+    files_put_back: tuple[str, ...] = ()
+    files_created: tuple[str, ...] = ()
 
     @property
     def baseline_row(self) -> TrialRow | None:
@@ -203,6 +206,7 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
     frozen = {trial.number: trial for trial in searched}
     best = _best_trial(trials, measurements)
     baseline = next((row.number for row in trials if row.reference == Reference.BASELINE), None)
+    put_back, created = files_kept(study)
     return StudySnapshot(
         study_name=study.study_name,
         storage=storage_shown,
@@ -221,6 +225,8 @@ def snapshot_study(study: optuna.Study, storage_shown: str) -> StudySnapshot:
         best_trial=best,
         best_result=stored_result(frozen[best]) if best is not None else None,
         baseline_result=stored_result(frozen[baseline]) if baseline is not None else None,
+        files_put_back=tuple(put_back),
+        files_created=tuple(created),
         **_discovery(stored),
     )
 

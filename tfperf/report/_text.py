@@ -8,6 +8,7 @@ from tfperf.report._answer import HEADLINES, finding_lines
 from tfperf.report._buffers import buffers_text
 from tfperf.report._distribution import distribution_text
 from tfperf.report._gpu_memory import gpu_memory_text
+from tfperf.report._kept import kept_words
 from tfperf.report._loader import loader_text, loader_view
 from tfperf.report._profile_charts import UNREADABLE_PREFIX, autotune_note, slowdown_reason
 from tfperf.report._scaling import render_scaling
@@ -48,6 +49,7 @@ def render_summary(result: ProfileResult) -> str:
         _autotune(result, result.autotune) if result.autotune is not None else "",
         _scaling(result),
         findings_text(result),
+        kept_words(result.pipeline, result.files_put_back, result.files_created),
         _configuration(result),
     ]
     return "\n\n".join(section for section in sections if section)

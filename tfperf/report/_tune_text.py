@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tfperf.knobs import KNOBS
 from tfperf.knobs.declare import turned_on_checks
+from tfperf.report._kept import kept_words
 from tfperf.report._snippets import baseline_snippet, code_snippet
 from tfperf.report._study_data import flat_knobs
 from tfperf.report._words import knob_value
@@ -23,6 +24,7 @@ def render_tune_summary(
         f"Recommendation: {result.recommendation}",
         _changes(result),
         _apply(result) if reads_knobs else "",
+        kept_words(result.pipeline, result.files_put_back, result.files_created),
         _footer(result, dashboard_url),
     ]
     return "\n\n".join(section for section in sections if section)

@@ -371,6 +371,10 @@ class ProfileResult(JsonRecord):
     conflicts: list[Conflict] = dataclasses.field(default_factory=list)
     # The call sites found in a plain file or a script, as written; None for a knobs file.
     discovery: Discovery | None = None
+    # The user's files their code changed while tfperf ran it, each put back as it was when
+    # the run ended, and the files it created and left (absolute paths; `tfperf.kept`).
+    files_put_back: list[str] = dataclasses.field(default_factory=list)
+    files_created: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def end_to_end_over_pipeline(self) -> float | None:

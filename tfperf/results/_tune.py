@@ -236,6 +236,10 @@ class TuneResult(JsonRecord):
     # What adopting `best` changes in the data training sees, as its trial's findings said
     # and the baseline's did not (`tfperf.results.findings.introduced_hazards`).
     hazards: list[str] = dataclasses.field(default_factory=list)
+    # The user's files the study's trials changed, each put back, and those they created
+    # (every stored trial's `ProfileResult.files_put_back` and `files_created`, once each).
+    files_put_back: list[str] = dataclasses.field(default_factory=list)
+    files_created: list[str] = dataclasses.field(default_factory=list)
 
     def estimate_of(self, kind: Reference) -> Estimate | None:
         """The model's proposal of `kind`, if it made one."""

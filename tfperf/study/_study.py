@@ -355,6 +355,20 @@ def stored_result(trial: optuna.trial.FrozenTrial) -> ProfileResult | None:
     return TrialRecord.from_trial(trial).profile()
 
 
+def files_kept(study: optuna.Study) -> tuple[list[str], list[str]]:
+    """The user's files the study's trials changed, each put back, and those they created
+    (`tfperf.kept`), once each in the order first met. A file one trial created and a later
+    one changed was created, not the user's."""
+    put_back: dict[str, None] = {}
+    created: dict[str, None] = {}
+    for trial in study.get_trials(deepcopy=False):
+        result = stored_result(trial)
+        if result is not None:
+            put_back.update(dict.fromkeys(result.files_put_back))
+            created.update(dict.fromkeys(result.files_created))
+    return [path for path in put_back if path not in created], list(created)
+
+
 def _step_words(step_time_s: float | None) -> str:
     if step_time_s is None:
         return "the pipeline's own step"

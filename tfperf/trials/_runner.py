@@ -44,6 +44,7 @@ from typing import IO, Any, Protocol
 
 from tfperf.errors import ResultFileError
 from tfperf.frameworks import DeviceLayout, ProfileOptions
+from tfperf.kept import put_back
 from tfperf.knobs import Knobs
 from tfperf.measure import Progress
 from tfperf.probes import NvmlProbe, UniqueMemoryReader
@@ -60,6 +61,7 @@ from tfperf.trials._worker import (
     EXIT_FAILED,
     EXIT_FATAL,
     EXIT_OK,
+    KEPT,
     REFUSED_KIND,
     WorkRequest,
     decode_message,
@@ -189,6 +191,7 @@ def run_trial(
             stop = watch.run(poll_interval_s)
         finally:
             kill_group(child)
+            put_back(files.kept)  # a killed child's changes to the user's files
             if watch is not None:
                 watch.close()
         wall_s = time.monotonic() - started
@@ -332,6 +335,10 @@ class TrialFiles:
     @property
     def log(self) -> Path:
         return self.folder / "worker.log"
+
+    @property
+    def kept(self) -> Path:
+        return self.folder / KEPT
 
 
 @dataclasses.dataclass(eq=False)

@@ -10,7 +10,8 @@ The request is a JSON object, `WorkRequest.to_dict()`: the pipeline file, its ar
 values, the `ProfileOptions` and where to write the result. The worker loads the pipeline,
 profiles it through its framework (those options, `owns_process=True`) and writes the
 `ProfileResult` JSON to `result_path` through a temporary file and `os.replace`, so a
-half-written result never exists.
+half-written result never exists. A file of the user's that the run changes is put back when
+it ends (`tfperf.kept`), its copy kept in the trial's folder (`kept_folder`) meanwhile.
 With `mode` "discover" it only builds the pipeline of a plain file or script and writes the
 call sites it found (`Discovery` JSON) instead (see `tfperf.trials._discovery`).
 
@@ -51,9 +52,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Literal
 
 from tfperf.errors import ConfigurationRefused, KnobError, PipelineFileError, TfperfError
-from tfperf.frameworks import DeviceLayout, ProfileOptions
+from tfperf.frameworks import DeviceLayout, ProfileOptions, ProfileRequest
+from tfperf.kept import kept_files
 
 if TYPE_CHECKING:
+    from tfperf.frameworks import Framework
     from tfperf.knobs import Knobs
     from tfperf.measure import Progress
     from tfperf.results import ProfileResult
@@ -62,6 +65,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PROTOCOL_PREFIX = "@@tfperf "
+#: The trial folder's subfolder holding copies of the user's files its run changed.
+KEPT = "kept"
 PROFILE: Final = "profile"
 DISCOVER: Final = "discover"
 EXIT_OK = 0
@@ -317,6 +322,13 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
 
     framework = frameworks.detect(request.pipeline)
     framework.start(trial_layout(request, knobs))  # before anything touches a device
+    with kept_files(framework.writers, kept_folder(request)):
+        return _measure_loaded(request, framework, knobs, send)
+
+
+def _measure_loaded(
+    request: WorkRequest, framework: Framework, knobs: Knobs, send: Send
+) -> ProfileResult:
     emulated = request.step_time_s is not None
     pipeline = framework.load(request.pipeline, request.argv, needs_step=not emulated)
     throttle = ProgressThrottle()
@@ -328,7 +340,7 @@ def _measure(request: WorkRequest, send: Send) -> ProfileResult:
     def discovered(discovery: Discovery) -> None:
         send({"type": "discovery", "discovery": discovery.to_dict()})
 
-    profiled = frameworks.ProfileRequest(
+    profiled = ProfileRequest(
         **request.options(), owns_process=True, progress=report, on_discovery=discovered
     )
     result = framework.profile(pipeline, knobs, profiled)
@@ -343,16 +355,23 @@ def _discover(request: WorkRequest) -> Discovery:
 
     framework = frameworks.detect(request.pipeline)
     framework.start(owns_process=True)  # a script builds its model: take only what it needs
-    # Finding the sites builds the input alone: a file without a model (for `--step-time`)
-    # is found as well as any.
-    pipeline = framework.load(request.pipeline, request.argv, needs_step=False)
     sites = framework.sites()
     if sites is None:
         raise PipelineFileError(
             f"{Path(request.pipeline).name}: tfperf cannot find the input calls of a "
             f"{framework.name} file; write a pipeline file that reads its knobs instead."
         )
-    return sites.find(pipeline, measure_stages=request.analyse_stages)
+    with kept_files(framework.writers, kept_folder(request)):
+        # Finding the sites builds the input alone: a file without a model (for
+        # `--step-time`) is found as well as any.
+        pipeline = framework.load(request.pipeline, request.argv, needs_step=False)
+        return sites.find(pipeline, measure_stages=request.analyse_stages)
+
+
+def kept_folder(request: WorkRequest) -> Path:
+    """Where the trial keeps copies of the user's files its run changes (`tfperf.kept`), in
+    the trial's folder: its runner puts them back should the trial be killed."""
+    return Path(request.result_path).parent / KEPT
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -28,6 +28,7 @@ from tfperf.results.tune import (
 )
 from tfperf.study import (
     feasible_complete,
+    files_kept,
     pareto_front,
     reference_trial,
     status_counts,
@@ -91,6 +92,7 @@ def tune_result(
     changes = training_changes(best, baseline)
     front = pareto_front(feasible_complete(study)) if len(study.directions) > 1 else []
     limit, best_limit = revised_limits(study, measured, references, best)
+    kept = files_kept(study)
     return TuneResult(
         pipeline=facts.pipeline,
         study_name=facts.study_name,
@@ -126,6 +128,8 @@ def tune_result(
         gain_over_input_only=choice.gain,
         search_gain=_search_gain(best, best_estimate(measured)),
         hazards=_hazards(study, best, baseline),
+        files_put_back=kept[0],
+        files_created=kept[1],
     )
 
 

@@ -9,6 +9,7 @@ import runpy
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -470,3 +471,61 @@ def test_a_loop_that_takes_one_batch_per_new_iterator_is_told_to_keep_one(
     assert told.fix is not None and told.fix.startswith(
         "Make the iterator once, before the loop (`it = iter(loader)`)"
     )
+
+
+#: Training's own outputs: a log and the arguments written as the script starts, which every
+#: run of it does, then a checkpoint after each epoch and a best model made new. This loop's
+#: epoch is 3 steps (it breaks), so the profile's runs reach the code after it too.
+SAVES = """\
+import json
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+log = open("train.log", "w")
+with open("args.json", "w") as args:
+    json.dump({"epochs": 100}, args)
+loader = DataLoader(TensorDataset(torch.randn(64, 2)), batch_size=4)
+net = torch.nn.Linear(2, 2)
+for epoch in range(100):
+    for step, (x,) in enumerate(loader):
+        if step == 3:
+            break
+        net(x).sum().backward()
+    torch.save(net.state_dict(), "model.pt")
+    torch.save(net.state_dict(), "best.pt")
+    log.write(f"epoch {epoch}\\n")
+"""
+
+
+def test_the_user_s_files_a_script_writes_as_tfperf_runs_it_are_put_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfperf import frameworks
+    from tfperf.frameworks import ProfileRequest
+    from tfperf.pipeline import load_pipeline
+    from tfperf.report import render_answer
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "temporary").mkdir()  # not the folder of the files, which it would not name
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temporary"))
+    (tmp_path / "train.py").write_text(SAVES)
+    torch.save({"trained": torch.ones(3)}, tmp_path / "model.pt")
+    trained = (tmp_path / "model.pt").read_bytes()
+    for name in ("train.log", "args.json"):
+        (tmp_path / name).write_text(f"the real run's {name}\n")
+    result = frameworks.get("torch").profile(
+        load_pipeline(tmp_path / "train.py", []), None, ProfileRequest(steps=12, warmup=1)
+    )
+    assert result.restarts is not None and result.restarts.epoch_steps == 4  # epochs ended
+    assert (tmp_path / "model.pt").read_bytes() == trained
+    for name in ("train.log", "args.json"):
+        assert (tmp_path / name).read_text() == f"the real run's {name}\n"
+    here = str(tmp_path.resolve())
+    assert result.files_put_back == [f"{here}/{n}" for n in ("train.log", "args.json", "model.pt")]
+    assert result.files_created == [f"{here}/best.pt"]
+    assert (
+        "Your files: train.py changed train.log, args.json and model.pt while tfperf ran it; "
+        "tfperf put them back as they were. It also created best.pt, written by a run tfperf "
+        "cut short."
+    ) in render_answer(result)

@@ -38,6 +38,7 @@ from tfperf.frameworks.tensorflow._discover import discover_sites
 from tfperf.frameworks.tensorflow._guard import fit_refused
 from tfperf.frameworks.tensorflow._runner import PipelineMeasurement
 from tfperf.frameworks.tensorflow._training import probe_training
+from tfperf.kept import Writer
 from tfperf.measure import drive, synchronise
 from tfperf.pipeline import PipelineFile, load_pipeline
 from tfperf.sites import patch_for
@@ -110,6 +111,8 @@ class TensorFlow(Framework):
     hook: ClassVar[str] = "keras.Model.fit"
     honours: ClassVar[frozenset[str]] = frozenset(ProfileRequest.__dataclass_fields__)  # all
     preload: ClassVar[tuple[str, ...]] = ("tensorflow", "keras")
+    # `.keras` archives are written through Python's files; weights alone through HDF5's C.
+    writers: ClassVar[tuple[Writer, ...]] = (Writer("keras.Model.save_weights", "filepath"),)
     words: ClassVar[Words] = Words(
         name="TensorFlow",
         pipeline="tf.data",

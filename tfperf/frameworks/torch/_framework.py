@@ -32,6 +32,7 @@ from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._limit import trainer_threads
 from tfperf.frameworks.torch._runner import LoaderMeasurement, ScriptMeasurement
 from tfperf.frameworks.torch._training import probe_one
+from tfperf.kept import Writer
 from tfperf.measure import drive
 from tfperf.measure.training import probe_settings
 from tfperf.pipeline import (
@@ -66,6 +67,7 @@ class Torch(Framework):
     honours = Framework.honours | {"analyse_stages", "stage_seconds", "epoch_steps"}
     stage_graph: ClassVar[bool] = False  # its items are timed instead (`_items`)
     preload: ClassVar[tuple[str, ...]] = ("torch",)
+    writers: ClassVar[tuple[Writer, ...]] = (Writer("torch.save", "f"),)
     words: ClassVar[Words] = Words(
         name="PyTorch",
         pipeline="DataLoader",
