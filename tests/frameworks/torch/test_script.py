@@ -473,29 +473,20 @@ def test_a_loop_that_takes_one_batch_per_new_iterator_is_told_to_keep_one(
     )
 
 
-#: Training's own outputs: a log and the arguments written as the script starts, which every
-#: run of it does, then a checkpoint after each epoch and a best model made new. This loop's
-#: epoch is 3 steps (it breaks), so the profile's runs reach the code after it too.
-SAVES = """\
-import json
-
-import torch
-from torch.utils.data import DataLoader, TensorDataset
-
-log = open("train.log", "w")
-with open("args.json", "w") as args:
-    json.dump({"epochs": 100}, args)
-loader = DataLoader(TensorDataset(torch.randn(64, 2)), batch_size=4)
-net = torch.nn.Linear(2, 2)
-for epoch in range(100):
-    for step, (x,) in enumerate(loader):
-        if step == 3:
-            break
-        net(x).sum().backward()
-    torch.save(net.state_dict(), "model.pt")
-    torch.save(net.state_dict(), "best.pt")
-    log.write(f"epoch {epoch}\\n")
-"""
+#: BREAKS with training's own outputs: a log and the arguments written as the script starts,
+#: which every run of it does, then a checkpoint after each epoch and a best model made new.
+#: Its epoch ends itself (the break), so the profile's runs reach the code after it too.
+SAVES = (
+    BREAKS.replace(
+        "loader = ",
+        'import json\n\nlog = open("train.log", "w")\nwith open("args.json", "w") as args:\n'
+        '    json.dump({"epochs": 100}, args)\nloader = ',
+        1,
+    )
+    + '    torch.save(net.state_dict(), "model.pt")\n'
+    + '    torch.save(net.state_dict(), "best.pt")\n'
+    + '    log.write(f"epoch {epoch}\\n")\n'
+)
 
 
 def test_the_user_s_files_a_script_writes_as_tfperf_runs_it_are_put_back(
