@@ -199,6 +199,14 @@ def _what_refills(cost: RestartCost) -> str:
 
 
 def _restart_fix(cost: RestartCost, loader: LoaderReport | None, threads: int | None) -> str:
+    if loader is not None and loader.built_anew and cost.stage_kind is StageKind.WORKERS:
+        return (
+            f"The loop at {loader.built_anew} builds a new DataLoader for each pass, which "
+            "starts its workers again whatever it is passed: build it once, before that loop, "
+            "with persistent_workers=True, so its workers outlive each epoch (check that "
+            "per-epoch state, such as a sampler's set_epoch or augmentation seeds, still "
+            "changes each epoch)."
+        )
     if loader is not None and loader.workers > 0 and loader.persistent_workers:
         return (
             "Each pass of the DataLoader starts from empty: its kept workers load nothing "

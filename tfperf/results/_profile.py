@@ -241,6 +241,9 @@ class LoaderReport:
             operator thread; None: not timed (the trainer's threads were set, or it failed).
         examples_per_item: examples one item holds: a full batch's examples over the items
             it batches; above 1 where an item is a batch itself (`batch_size=None`).
+        built_anew: the script's loop that builds the loader anew for each pass
+            (`train.py:16`): each pass starts its workers, `persistent_workers` or not; None
+            where it is built once, or the syntax does not say.
     """
 
     workers: int
@@ -265,6 +268,7 @@ class LoaderReport:
     worker_memory: WorkerMemory | None = None
     one_thread_examples_per_sec: float | None = None
     examples_per_item: float = 1.0
+    built_anew: str | None = None
 
     @property
     def load_wall_s_per_item(self) -> float | None:

@@ -277,7 +277,7 @@ def test_the_core_profiler_measures_all_three_phases_in_one_run_of_the_script(
         warmup=1,
         probes=[],
         on_discovery=seen.append,
-        epoch_for=lambda loader: EpochInfo(steps=len(loader)),
+        epoch_for=lambda loader, anew: EpochInfo(steps=len(loader)),
     )
     assert found.completed and seen == [found.discovery]
     assert found.options["num_workers"] == 2 and found.discovery.end == f"train.py:{LINE}"
@@ -334,7 +334,7 @@ def test_a_persistent_loader_is_measured_across_the_script_epochs(script: Path) 
         steps=6,
         warmup=1,
         probes=[],
-        epoch_for=lambda loader: EpochInfo(steps=len(loader)),
+        epoch_for=lambda loader, anew: EpochInfo(steps=len(loader)),
     )
     assert found.completed and found.options["persistent_workers"] is True
     assert result.end_to_end.steps == 6 and result.end_to_end.epochs_crossed >= 1
@@ -520,3 +520,56 @@ def test_the_user_s_files_a_script_writes_as_tfperf_runs_it_are_put_back(
         "tfperf put them back as they were. It also created best.pt, written by a run tfperf "
         "cut short."
     ) in render_answer(result)
+
+
+#: A DataLoader built anew for each epoch, its one worker's PID in every batch the loop takes.
+EACH_EPOCH = """\
+import os
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Pids(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, index):
+        return torch.tensor([float(os.getpid())])
+
+
+for epoch in range(100):
+    loader = DataLoader(Pids(), batch_size=4, num_workers=1)
+    for pids in loader:
+        with open("pids.txt", "a") as seen:
+            seen.write(f"{int(pids[0, 0])}\\n")
+"""
+
+
+def test_a_loader_built_for_each_pass_keeps_no_workers_whatever_it_is_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tfperf serves the loop the first loader's passes; the script would build a new one for
+    each, so each pass starts new workers, persistent_workers=True or not, and the fix says
+    to build it once."""
+    from tfperf import frameworks
+    from tfperf.frameworks import ProfileRequest
+    from tfperf.pipeline import load_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(EACH_EPOCH)
+    pipeline = load_pipeline(tmp_path / "train.py", [])
+    pipeline = pipeline.with_discovery(TorchSites().find(pipeline))
+    persistent = "DataLoader@train.py:16.persistent_workers"
+    knobs = pipeline.baseline.replace(sites={**pipeline.baseline.sites, persistent: True})
+    result = frameworks.get("torch").profile(
+        pipeline, knobs, ProfileRequest(steps=12, warmup=1, probes=[])
+    )
+    assert result.knobs[persistent]  # as the script ran it
+    assert result.loader is not None and result.loader.built_anew == "train.py:15"
+    pids = (tmp_path / "pids.txt").read_text().split()
+    assert len(set(pids)) >= 3  # a pass's worker never served the next pass
+    restarts = next(f for f in result.findings if f.rule == "restarts")
+    assert restarts.fix is not None and restarts.fix.startswith(
+        "The loop at train.py:15 builds a new DataLoader for each pass"
+    )

@@ -127,8 +127,8 @@ class ScriptMeasurement(Measurement):
             probes=request.probes,
             progress=request.progress,
             on_discovery=request.on_discovery,
-            epoch_for=lambda loader: _epoch(
-                loader, _torch.loader_options(loader), request.epoch_steps
+            epoch_for=lambda loader, anew: _epoch(
+                loader, _as_run_each_pass(loader, anew), request.epoch_steps
             ),
             budget_s=request.budget_s,
             measure_pipeline=request.measures_pipeline,
@@ -146,9 +146,17 @@ class ScriptMeasurement(Measurement):
         }
         result.knobs = {**sites, "torch_threads": knobs.torch_threads}  # what the script ran
         given = epoch_steps or found.epoch_steps or _torch.epoch_steps(found.loader)
-        result.end_to_end = _per_epoch(result, given, _torch.loader_options(found.loader))
+        options = _as_run_each_pass(found.loader, found.built_anew)
+        result.end_to_end = _per_epoch(result, given, options)
         checked = _checked_pass(found.loader, needs_batch=False, budget_s=result.budget_s)
-        return _finished(result, found.loader, found.memory, None, checked)
+        return _finished(result, found.loader, found.memory, None, checked, found.built_anew)
+
+
+def _as_run_each_pass(loader: Any, anew: str | None) -> dict[str, Any]:
+    """The loader's options as each pass runs them: a loader the script builds anew for
+    every pass keeps no workers, whatever `persistent_workers` says."""
+    options = _torch.loader_options(loader)
+    return {**options, "persistent_workers": False} if anew else options
 
 
 def _per_epoch(
@@ -171,10 +179,13 @@ def _finished(
     memory: MemoryPeak | None,
     one_thread: float | None,
     checked: CheckedPass | None = None,
+    anew: str | None = None,
 ) -> ProfileResult:
-    """`result` with the loader's report, its limit and advice in the framework's words."""
+    """`result` with the loader's report, its limit and advice in the framework's words;
+    `anew`: the script's loop that builds the loader for each pass (`ScriptProfile`)."""
     cores = detect_machine().cpu_count
     report = _loader_report(loader, _torch.loader_options(loader), result, cores, one_thread)
+    report.built_anew = anew
     if memory is not None and memory.peak is not None:
         report.host_ram_peak_bytes = memory.peak_bytes
         report.workers_ram_peak_bytes = memory.peak.workers_bytes

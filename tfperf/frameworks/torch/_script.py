@@ -165,6 +165,8 @@ class ScriptProfile:
             once); None if not sampled.
         epoch_steps: the script's own epoch, where its loop started the loader again before
             a pass ended (a `break` after N steps); None where it did not.
+        built_anew: the loop that builds the loader anew for each pass (`train.py:16`),
+            whose workers no pass keeps; None where it is built once.
     """
 
     discovery: Discovery
@@ -173,6 +175,7 @@ class ScriptProfile:
     completed: bool
     memory: MemoryPeak | None = None
     epoch_steps: int | None = None
+    built_anew: str | None = None
 
 
 def run_script(
@@ -237,7 +240,7 @@ def profile_script(
     steps: int,
     min_seconds: float = 0.0,
     threads: int | None = None,
-    on_loader: Callable[[Any], None] | None = None,
+    on_loader: Callable[[Any, str | None], None] | None = None,
     budget_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
     measure_pipeline: bool = True,
@@ -256,8 +259,9 @@ def profile_script(
         profiler: a `tfperf.Profiler`, entered (`with profiler:`), that records the phases.
         steps, min_seconds: each phase's measured steps and least seconds, as `profile`'s.
         threads: as `run_script`'s.
-        on_loader: called with the measured loader before its first batch (to set
-            `profiler.epoch` from its length and workers, say).
+        on_loader: called with the measured loader before its first batch, and the loop
+            that builds it anew for each pass, if any (to set `profiler.epoch` from its
+            length and workers, say).
         budget_s: the whole run's time budget, the script's start-up included: the three
             phases share what the start-up left of it (`script_phase_s`); None: none.
         clock: seconds, for the start-up's length; injectable for tests.
@@ -274,7 +278,7 @@ def profile_script(
         profiler,
         steps,
         min_seconds,
-        on_loader or (lambda loader: None),
+        on_loader or (lambda loader, anew: None),
         lambda: script_phase_s(budget_s, clock() - started),
         measure_pipeline=measure_pipeline,
         measure_compute=measure_compute,
@@ -296,6 +300,7 @@ def profile_script(
         completed=session.completed,
         memory=session.memory.peak,
         epoch_steps=session.epoch_steps,
+        built_anew=session.anew,
     )
 
 
@@ -309,7 +314,7 @@ def profile_script_pipeline(
     probes: Sequence[Probe] | None = None,
     progress: ProgressCallback | None = None,
     on_discovery: Callable[[Discovery], None] | None = None,
-    epoch_for: Callable[[Any], EpochInfo | None] | None = None,
+    epoch_for: Callable[[Any, str | None], EpochInfo | None] | None = None,
     budget_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
     measure_pipeline: bool = True,
@@ -323,8 +328,9 @@ def profile_script_pipeline(
 
     Args:
         on_discovery: called with the measured loader's call sites once the run is over.
-        epoch_for: the measured loader -> a real epoch's length and what a restart repeats
-            (its workers starting), for the profile's restart records.
+        epoch_for: the measured loader and the loop that builds it anew, if any -> a real
+            epoch's length and what a restart repeats (its workers starting), for the
+            profile's restart records.
         budget_s, clock: as `profile_script`'s: the budget bounds the script's start-up too.
         measure_pipeline, measure_compute: as `profile_script`'s.
 
@@ -343,9 +349,9 @@ def profile_script_pipeline(
         progress=progress,
     ) as profiler:
 
-        def found_loader(loader: Any) -> None:
+        def found_loader(loader: Any, anew: str | None) -> None:
             if epoch_for is not None:
-                profiler.epoch = epoch_for(loader)
+                profiler.epoch = epoch_for(loader, anew)
 
         found = profile_script(
             pipeline.path,

@@ -49,7 +49,7 @@ class Profiled(ServedLoop):
         profiler: Profiler,
         steps: int,
         min_seconds: float,
-        on_loader: Callable[[Any], None],
+        on_loader: Callable[[Any, str | None], None],
         phase_s: Callable[[], float | None],
         *,
         measure_pipeline: bool = True,
@@ -65,6 +65,8 @@ class Profiled(ServedLoop):
             measure_compute=measure_compute,
         )
         self.on_loader = on_loader
+        #: The loop that builds the measured loader anew for each pass (`_anew`), if any.
+        self.anew: str | None = None
 
     @property
     def loader(self) -> Any:
@@ -72,8 +74,9 @@ class Profiled(ServedLoop):
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
         if self.data is None and _measured(loader, recorder):
-            self.start(loader, _Restartable(loader, original))
-            self.on_loader(loader)
+            self.anew = recorder.built_anew(loader)
+            self.start(loader, _Restartable(loader, original, anew=self.anew is not None))
+            self.on_loader(loader, self.anew)
         if self.data is None:
             return original(loader)
         if loader is not self.data:  # read beside the served loop: counted (`beside`)
@@ -105,18 +108,23 @@ class _Beside:
 
 class _Restartable(Passes):
     """The measured loader as the profiler iterates it: each pass a new iterator of torch's
-    (not the timed one the script gets), each kept to shut its workers down at the end."""
+    (not the timed one the script gets), each kept to shut its workers down at the end.
+    `anew`: the script builds a new loader for each pass, so no pass keeps the last one's
+    workers, whatever `persistent_workers` says."""
 
-    def __init__(self, loader: Any, original: Callable[[Any], Iterator[Any]]) -> None:
+    def __init__(
+        self, loader: Any, original: Callable[[Any], Iterator[Any]], *, anew: bool = False
+    ) -> None:
         super().__init__(loader)
         self.original = original
+        self.anew = anew
         self.made: list[Iterator[Any]] = []
 
     def fresh(self) -> Iterator[Any]:
         # A new pass: the last pass's workers go first, as they would once torch collected
         # its iterator (this list would keep them alive). A persistent loader's iterator is
-        # the same object again, and is kept.
-        if not getattr(self.data, "persistent_workers", False):
+        # the same object again, and is kept, unless the script builds its loader anew.
+        if self.anew or not getattr(self.data, "persistent_workers", False):
             self.close()
         iterator = self.original(self.data)
         if not any(iterator is made for made in self.made):

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from tfperf.frameworks import Seen, SiteRecorder, call_span
+from tfperf.frameworks.torch._anew import built_anew
 from tfperf.frameworks.torch._arguments import (
     Option,
     Options,
@@ -121,6 +122,12 @@ class LoaderRecorder(SiteRecorder):
     def place_of(self, loader: Any) -> Place | None:
         """Where `loader` was made, when it was made in the user's files by a site."""
         return self._places.get(id(loader))
+
+    def built_anew(self, loader: Any) -> str | None:
+        """The loop of the user's that builds `loader` anew for each of its passes
+        (`_anew.built_anew`); None where it is built once or the syntax does not say."""
+        place = self.place_of(loader)
+        return None if place is None else built_anew(self.root / place.file, place.line)
 
     def measurable(self, loader: Any) -> bool:
         """Whether tfperf may measure `loader`: made by a call in the user's files, or by a
