@@ -381,3 +381,16 @@ def test_shapes_of_one_example_count_are_listed_by_their_tensors():
     ]
     text = render_summary(dataclasses.replace(_bare(), batch_shapes=shapes))
     assert "Batches came in 2 shapes ((64, 199), (64,) x46, (64, 195), (64,) x23)" in text
+
+
+def test_a_loader_built_for_each_pass_is_told_to_be_built_once_not_to_keep_its_workers():
+    from tfperf.findings._restart_words import _restart_fix
+
+    for workers, persistent, asks in ((4, True, ""), (0, False, "num_workers > 0 and ")):
+        loader = LoaderReport(workers, persistent, built_anew="train.py:19")
+        fix = _restart_fix(_LOADER_RESTARTS, loader, 1)
+        assert fix.startswith("The loop at train.py:19 builds a new DataLoader for each pass")
+        assert f"build it once, before that loop, with {asks}persistent_workers=True" in fix
+        assert ("whatever it is passed" in fix) is (workers > 0)
+    kept = _restart_fix(_LOADER_RESTARTS, LoaderReport(4, True), 1)
+    assert kept.startswith("Each pass of the DataLoader starts from empty: its kept workers")

@@ -199,11 +199,13 @@ def _what_refills(cost: RestartCost) -> str:
 
 
 def _restart_fix(cost: RestartCost, loader: LoaderReport | None, threads: int | None) -> str:
-    if loader is not None and loader.built_anew and cost.stage_kind is StageKind.WORKERS:
+    if loader is not None and loader.built_anew:
+        workers = loader.workers > 0
         return (
             f"The loop at {loader.built_anew} builds a new DataLoader for each pass, which "
-            "starts its workers again whatever it is passed: build it once, before that loop, "
-            "with persistent_workers=True, so its workers outlive each epoch (check that "
+            f"starts from empty{', its workers started again whatever it is passed' * workers}"
+            f": build it once, before that loop, with {'num_workers > 0 and ' * (not workers)}"
+            "persistent_workers=True, so a new pass finds its workers running (check that "
             "per-epoch state, such as a sampler's set_epoch or augmentation seeds, still "
             "changes each epoch)."
         )
