@@ -38,14 +38,14 @@ def retracing(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
 
     The first shape's first step is the step's first compile, which every run pays, so it is
     never counted; a later shape's first step counts only past `RETRACE_RATIO` times its later
-    steps and past `RETRACE_SHARE_OF_FIRST` of that first compile's extra time and
-    `RETRACE_MIN_S` (a compile
-    again re-traces and re-optimises the step; a few milliseconds beyond a short step are
-    noise). Where a later shape came again at its usual time from its first step, not every new
-    shape compiles (TensorFlow relaxes a function retraced for several shapes to take any):
-    a note, paid a few times a run. Where every shape came again, the cost is paid once a run:
-    a note too. Where further shapes came once and none settled, each new one compiles
-    again: a fix. A short last batch (shapes that differ in examples alone) is told to drop it.
+    steps, past `RETRACE_SHARE_OF_FIRST` of that first compile's extra time and past
+    `RETRACE_MIN_S` (a compile again re-traces and re-optimises the step; a few milliseconds
+    beyond a short step are noise). Where a later shape came again at its usual time from its
+    first step, not every new shape compiles (TensorFlow relaxes a function retraced for
+    several shapes to take any): a note, paid a few times a run. Where every shape came again,
+    the cost is paid once a run: a note too. Where further shapes came once and none settled,
+    each new one compiles again: a fix. A short last batch (shapes that differ in examples
+    alone) is told to drop it.
     """
     shapes = result.batch_shapes
     if len(shapes) < 2:

@@ -17,7 +17,7 @@ from tfperf.measure._bottleneck import (
     stage_report,
     with_added_costs,
 )
-from tfperf.measure._driver import Measurement, drive
+from tfperf.measure._driver import Measurement, display_path, drive
 from tfperf.measure._model import (
     InputCpu,
     PipelineModel,
@@ -61,6 +61,7 @@ __all__ = [
     "ProgressCallback",
     "attribute_restarts",
     "batch_examples",
+    "display_path",
     "drive",
     "find_bottleneck",
     "leaves",

@@ -3,9 +3,10 @@ same in the terminal's answer, its `--verbose` summary and the HTML report."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
+
+from tfperf.measure import display_path
 
 #: The most files a sentence names; the rest are counted.
 _NAMED = 3
@@ -30,15 +31,9 @@ def kept_words(pipeline: str, put_back: Sequence[str], created: Sequence[str]) -
 
 
 def _names(paths: Sequence[str]) -> str:
-    shown = [_shown(path) for path in paths[:_NAMED]]
+    shown = [display_path(Path(path)) for path in paths[:_NAMED]]
     if len(paths) > _NAMED:
         return f"{', '.join(shown)} and {len(paths) - _NAMED} more"
     if len(shown) > 1:
         return f"{', '.join(shown[:-1])} and {shown[-1]}"
     return shown[0]
-
-
-def _shown(path: str) -> str:
-    """`path` relative to the working directory when it lies below it, else as stored."""
-    here = os.path.realpath(os.getcwd()) + os.sep
-    return path[len(here) :] if path.startswith(here) else path
