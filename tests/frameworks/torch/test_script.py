@@ -550,8 +550,8 @@ def test_a_loader_built_for_each_pass_keeps_no_workers_whatever_it_is_passed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """tfperf serves the loop the first loader's passes; the script would build a new one for
-    each, so each pass starts new workers, persistent_workers=True or not, and the fix says
-    to build it once."""
+    each, so each pass starts new workers, persistent_workers=True or not, and the fix, where
+    the restarts' cost is told, says to build it once."""
     from tfperf import frameworks
     from tfperf.frameworks import ProfileRequest
     from tfperf.pipeline import load_pipeline
@@ -570,6 +570,8 @@ def test_a_loader_built_for_each_pass_keeps_no_workers_whatever_it_is_passed(
     pids = (tmp_path / "pids.txt").read_text().split()
     assert len(set(pids)) >= 3  # a pass's worker never served the next pass
     restarts = next(f for f in result.findings if f.rule == "restarts")
-    assert restarts.fix is not None and restarts.fix.startswith(
-        "The loop at train.py:15 builds a new DataLoader for each pass"
-    )
+    assert result.restarts is not None and restarts.fix is not None
+    if result.restarts.cost_told:
+        assert restarts.fix.startswith("The loop at train.py:15 builds a new DataLoader")
+    else:  # worker starts on a busy machine spread too wide to state a cost: no fix is told
+        assert "cannot tell what a restart costs" in restarts.text
