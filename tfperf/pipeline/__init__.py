@@ -18,6 +18,7 @@ from tfperf.pipeline._loader import (
     check_source,
     load_pipeline,
 )
+from tfperf.pipeline._main import run_as_main
 from tfperf.pipeline._sources import source_digest, user_sources
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "defines_contract",
     "function_place",
     "load_pipeline",
+    "run_as_main",
     "source_digest",
     "strategy_function",
     "takes_input_context",

@@ -106,6 +106,24 @@ def test_a_loader_function_that_returns_no_dataloader_is_named(tmp_path: Path):
         framework.build(pipeline, pipeline.baseline)
 
 
+def test_workers_started_as_the_process_starts_them_are_checked_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A loader with no start method of its own starts its workers as the process does: after
+    `set_start_method("spawn")`, or on Python 3.14's Linux default, forkserver. Those workers
+    import the dataset's class again, which a pipeline file's private module cannot offer."""
+    import multiprocessing
+
+    framework = frameworks.get("torch")
+    pipeline = framework.load(pipelines.write(tmp_path, pipelines.BLOCKING))
+    knobs = pipeline.baseline.replace(num_workers=1)
+    framework.build(pipeline, knobs)  # fork: the workers inherit the class
+    monkeypatch.setattr(multiprocessing, "get_start_method", lambda allow_none=False: None)
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["forkserver"])
+    with pytest.raises(PipelineFileError, match=r"start method, 'forkserver' \(set_start_"):
+        framework.build(pipeline, knobs)
+
+
 def test_a_file_without_make_loader_says_what_tfperf_calls(tmp_path: Path):
     source = pipelines.BLOCKING.replace("def make_loader(", "def make_loaders(")
     with pytest.raises(PipelineFileError, match=r"calls `make_loader\(knobs\)` to build the Data"):

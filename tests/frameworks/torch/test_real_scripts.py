@@ -444,6 +444,45 @@ def test_an_endless_sampler_is_profiled_over_a_bounded_window(tmp_path: Path, sh
     assert saved["end_to_end"]["epochs_crossed"] == 0 and saved["loader"]["workers"] == 1
 
 
+SPAWNED = f"""\
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+{MODEL}
+
+class Items(Dataset):
+    def __len__(self):
+        return 128
+
+    def __getitem__(self, index):
+        return torch.randn(8), index % 2
+
+
+def main():
+    loader = DataLoader(Items(), batch_size=16, num_workers=1, multiprocessing_context="spawn")
+    for epoch in range(100):
+        for x, y in loader:
+            step(x, y)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_workers_started_by_spawn_import_the_script_as_python_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spawned (or forkserver, Python 3.14's default) worker unpickles the script's own
+    `Items` as `__main__.Items`: the script stays `__main__` while tfperf measures its loader
+    (the pipeline alone runs after the script stopped), then tfperf's own comes back."""
+    before = sys.modules["__main__"]
+    (tmp_path / "train.py").write_text(SPAWNED)
+    saved = _profile(tmp_path, monkeypatch, capsys)
+    assert saved["pipeline_only"]["steps"] == 6 and saved["loader"]["workers"] == 1
+    assert sys.modules["__main__"] is before
+
+
 def _in_main(source: str) -> str:
     """`source`'s statements after its imports moved into `main()`, run under `__main__`."""
     head, _, body = source.partition("\n\n")

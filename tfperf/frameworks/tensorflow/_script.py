@@ -2,8 +2,8 @@
 
 `tfperf profile train.py` and `tfperf tune train.py` accept an ordinary script that builds a
 dataset and either calls `model.fit` or trains in a loop of its own. The script runs as
-`python train.py ARGS` would (`runpy`, `__name__ == "__main__"`, `sys.argv == [train.py,
-*ARGS]`, its folder first on `sys.path`; all restored afterwards) with `keras.Model.fit`
+`python train.py ARGS` would (`pipeline.run_as_main`: `__name__ == "__main__"`, `sys.argv ==
+[train.py, *ARGS]`, its folder first on `sys.path`; all restored afterwards) with `keras.Model.fit`
 replaced: the first call records the model and its input and stops the script by raising a
 private exception, so no training runs. tfperf then measures that model's train step on that
 input for a bounded number of steps. A loop of the script's own over a tf.data dataset is
@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
-import runpy
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,7 +49,7 @@ from tfperf.frameworks.tensorflow._loop import (
 )
 from tfperf.frameworks.tensorflow._tf import keras_array_dataset, patched
 from tfperf.measure.served import InStep, Stop
-from tfperf.pipeline import PipelineFile
+from tfperf.pipeline import PipelineFile, run_as_main
 from tfperf.tracebacks import (
     exception_user_frames,
     format_frames,
@@ -122,7 +121,8 @@ def run_until_fit(pipeline: PipelineFile, session: LoopSession | None = None) ->
     watch = Watch(pipeline.user_paths, session)
     with _fit_intercepted(pipeline.user_paths, watch):
         try:
-            pipeline.call(runpy.run_path, str(pipeline.path), run_name="__main__")
+            with run_as_main(pipeline.path, pipeline.argv) as run:
+                run()
         except _FitReached as reached:
             return reached.call
         except _LoopReached as reached:

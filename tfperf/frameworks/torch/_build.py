@@ -90,10 +90,15 @@ def check_importable_by_workers(loader: Any, pipeline: PipelineFile) -> None:
         PipelineFileError: naming the start method, the object, its module and the fixes.
     """
     import importlib.machinery
+    import multiprocessing
     import sys
 
     context = loader.multiprocessing_context
-    method = context.get_start_method() if context is not None else None
+    # Without a context of its own, the workers start as the process's default does:
+    # `set_start_method`'s, else the platform's (forkserver on Linux from Python 3.14).
+    default = multiprocessing.get_start_method(allow_none=True)
+    default = default or multiprocessing.get_all_start_methods()[0]
+    method = context.get_start_method() if context is not None else default
     if loader.num_workers == 0 or method not in _FRESH_STARTS:
         return
     parts = (loader.dataset, loader.sampler, loader.collate_fn, loader.worker_init_fn)
@@ -107,19 +112,31 @@ def check_importable_by_workers(loader: Any, pipeline: PipelineFile) -> None:
             continue
         if importlib.machinery.PathFinder.find_spec(top, sys.path) is not None:
             continue
-        raise PipelineFileError(_unimportable(pipeline, method, made.__qualname__, module))
+        chosen = context is not None
+        message = _unimportable(pipeline, method, made.__qualname__, module, chosen, default)
+        raise PipelineFileError(message)
 
 
-def _unimportable(pipeline: PipelineFile, method: str, name: str, module: str) -> str:
+def _unimportable(
+    pipeline: PipelineFile, method: str, name: str, module: str, chosen: bool, default: str
+) -> str:
+    """The refusal: `chosen` whether the loader set `method` itself; `default` the method the
+    process starts workers with otherwise."""
+    starts = (
+        f"worker_start_method {method!r}"
+        if chosen
+        else f"This process's start method, {method!r} (set_start_method's or the platform's),"
+    )
+    unset = " or leave it unset" if chosen and default == "fork" else ""
     where = (
         f"it is defined in {pipeline.path.name}, which tfperf imports under a private name"
         if pipeline.module is not None and module == pipeline.module.__name__
         else f"its module {module!r} is not on the path a fresh interpreter starts with"
     )
     return (
-        f"{pipeline.path.name}: worker_start_method {method!r} starts each DataLoader worker as "
-        f"a fresh interpreter that imports {name} again, and it could not: {where}, so every "
-        "worker would die at start. Use worker_start_method 'fork' (Linux's default) or leave "
-        f"it unset; or move {name} into a package installed in this environment (`pip install "
-        "-e .`) or on PYTHONPATH, so that any interpreter imports it."
+        f"{pipeline.path.name}: {starts} starts each DataLoader worker as a fresh interpreter "
+        f"that imports {name} again, and it could not: {where}, so every worker would die at "
+        f"start. Set worker_start_method 'fork'{unset}; or move {name} into a package "
+        "installed in this environment (`pip install -e .`) or on PYTHONPATH, so that any "
+        "interpreter imports it."
     )

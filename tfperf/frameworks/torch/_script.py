@@ -1,12 +1,13 @@
 """Runs an ordinary PyTorch training script, clocking the steps of its own loop.
 
 A script that builds a `DataLoader` and trains in its own loop (`for x, y in loader: ...`) has
-no `fit` to take over at. tfperf runs it as `python train.py ARGS` would (`runpy`,
-`__name__ == "__main__"`, `sys.argv == [train.py, *ARGS]`, its folder first on `sys.path`; all
-restored afterwards), with every `DataLoader(...)` call of the user's recorded and its
-arguments overridden by site (`_sites`), and the first loader of the user's (or one a library
-made when the user's code called it) that the script iterates *measured* (an evaluation pass
-under `torch.no_grad()` ahead of training aside): `iter(loader)`
+no `fit` to take over at. tfperf runs it as `python train.py ARGS` would
+(`pipeline.run_as_main`: `__name__ == "__main__"`, also for the workers a spawn or forkserver
+start imports it in, `sys.argv == [train.py, *ARGS]`, its folder first on `sys.path`; all
+restored when tfperf is done with the loader), with every `DataLoader(...)` call of the
+user's recorded and its arguments overridden by site (`_sites`), and the first loader of the
+user's (or one a library made when the user's code called it) that the script iterates
+*measured* (an evaluation pass under `torch.no_grad()` ahead of training aside): `iter(loader)`
 hands the loop (or the library's own iterator) a timed iterator (`_script_iter`), in which
 
 - time inside `next()` is *waiting* for the loader,
@@ -51,9 +52,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import runpy
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -70,6 +68,7 @@ from tfperf.frameworks.torch._script_iter import (
 )
 from tfperf.frameworks.torch._sites import ARGUMENTS, THREADS_KNOB, LoaderRecorder, recording
 from tfperf.measure.served import InStep, Stop, script_phase_s
+from tfperf.pipeline import run_as_main
 from tfperf.probes import MemoryPeak
 from tfperf.results import JsonRecord
 from tfperf.results.discovery import Discovery
@@ -210,9 +209,13 @@ def run_script(
     file = Path(path).resolve()
     shown = file.name
     timer = Timer(mode, warmup + steps, clock, sync or cuda_sync)
-    with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
+    with (
+        _threads(threads),
+        run_as_main(file, argv) as run,
+        recording(file.parent, overrides) as recorder,
+    ):
         with measuring(recorder, timer):
-            _run(file, shown, argv, timer)
+            _run(run, file, argv, timer)
         recorder.check_overrides(shown)
         if timer.loader is not None and mode is ScriptMode.LOADER_ONLY:
             iterate_alone(timer)
@@ -283,10 +286,14 @@ def profile_script(
         measure_pipeline=measure_pipeline,
         measure_compute=measure_compute,
     )
-    with _threads(threads), _as_main(file, argv), recording(file.parent, overrides) as recorder:
+    with (
+        _threads(threads),
+        run_as_main(file, argv) as run,
+        recording(file.parent, overrides) as recorder,
+    ):
         try:
             with measuring(recorder, session):
-                _run(file, shown, argv, session)
+                _run(run, file, argv, session)
             recorder.check_overrides(shown)
             session.finish(shown)
         finally:
@@ -374,9 +381,11 @@ def profile_script_pipeline(
     return result, found
 
 
-def _run(file: Path, shown: str, argv: Sequence[str], timer: Timer | Profiled) -> None:
+def _run(run: Callable[[], None], file: Path, argv: Sequence[str], timer: Timer | Profiled) -> None:
+    """`run()`, the script's code; its errors in tfperf's words."""
+    shown = file.name
     try:
-        runpy.run_path(str(file), run_name="__main__")
+        run()
     except Stop:
         return
     except InStep:
@@ -413,20 +422,6 @@ def _threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(saved)
-
-
-@contextlib.contextmanager
-def _as_main(file: Path, argv: Sequence[str]) -> Iterator[None]:
-    """`sys.argv` and `sys.path[0]` as `python FILE ARGV` sets them; restored afterwards."""
-    saved_argv, saved_path, saved_cwd = sys.argv, list(sys.path), os.getcwd()
-    sys.argv = [str(file), *argv]
-    sys.path.insert(0, str(file.parent))
-    try:
-        yield
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-        os.chdir(saved_cwd)
 
 
 def _in_step_message(shown: str) -> str:

@@ -1,0 +1,49 @@
+"""A training script run as `python train.py ARGS` runs it: its code in a module named `__main__`.
+
+`runpy.run_path(file, run_name="__main__")` installs that module only while the file's code runs.
+tfperf goes on using what the script built after stopping it (a DataLoader iterated alone, a
+model's `fit`), so here the module stays installed until the block ends. Then pickle finds the
+script's own classes as `__main__.Name`, and a DataLoader worker started by spawn or forkserver
+(Python 3.14's default on Linux) runs the script again as `__mp_main__` to find them, exactly as
+under `python train.py`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib.machinery
+import sys
+import types
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from tfperf.pipeline._loader import _pipeline_context
+
+
+@contextlib.contextmanager
+def run_as_main(file: Path, argv: Sequence[str]) -> Iterator[Callable[[], None]]:
+    """The process as `python FILE ARGV` sets it up, for the block: `sys.argv`, `sys.path[0]`,
+    and `sys.modules["__main__"]` a fresh module for `file`; yields the call that runs the
+    file's code in that module (it raises what the code raises). All restored afterwards,
+    and the working directory too."""
+    code = compile(file.read_bytes(), str(file), "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        __file__=str(file),
+        __cached__=None,
+        __builtins__=builtins,
+        __loader__=importlib.machinery.SourceFileLoader("__main__", str(file)),
+    )
+
+    def run() -> None:
+        exec(code, module.__dict__)
+
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        with _pipeline_context(file, argv):
+            yield run
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
