@@ -32,6 +32,7 @@ _PHASES = {
     "compute_only": "compute only",
     "stages": "the stage analysis",
     "memory": "the buffer account",
+    "code": "the script's code",
 }
 
 

@@ -35,8 +35,8 @@ class Evidence:
 
     Attributes:
         phase: where they were measured: `end_to_end`, `pipeline_only`, `compute_only`,
-            `stages` (the stage analysis), `memory` (the buffer account), or None for a fact
-            of the pipeline's graph alone.
+            `stages` (the stage analysis), `memory` (the buffer account), `code` (read from
+            the script's code as it ran), or None for a fact of the pipeline's graph alone.
         samples: how many measurements (steps, restarts, stages) they rest on; None: one
             figure, or not countable.
         spread: their spread in words, e.g. `waits 5 ms to 18 ms`; None when not applicable.

@@ -244,6 +244,8 @@ class LoaderReport:
         built_anew: the script's loop that builds the loader anew for each pass
             (`train.py:16`): each pass starts its workers, `persistent_workers` or not; None
             where it is built once, or the syntax does not say.
+        cycled: where the script hands the loader to `itertools.cycle` (`train.py:21`), which
+            replays the first pass's batches; None where it does not, or the code does not say.
     """
 
     workers: int
@@ -269,6 +271,7 @@ class LoaderReport:
     one_thread_examples_per_sec: float | None = None
     examples_per_item: float = 1.0
     built_anew: str | None = None
+    cycled: str | None = None
 
     @property
     def load_wall_s_per_item(self) -> float | None:

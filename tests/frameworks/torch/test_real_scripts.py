@@ -483,6 +483,45 @@ def test_workers_started_by_spawn_import_the_script_as_python_would(
     assert sys.modules["__main__"] is before
 
 
+CYCLED = f"""\
+import itertools
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+{MODEL}
+data = TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+loader = DataLoader(data, batch_size=16, shuffle=True)
+for _, (x, y) in zip(range(10**6), itertools.cycle(loader)):
+    step(x, y)
+"""
+
+#: The same loop over a generator of the user's, also named `cycle`, that starts new passes.
+RESTARTED = CYCLED.replace(
+    "import itertools\n", "def cycle(loader):\n    while True:\n        yield from loader\n"
+).replace("itertools.cycle(loader)", "cycle(loader)")
+
+
+@pytest.mark.parametrize(("source", "cycled"), [(CYCLED, True), (RESTARTED, False)])
+def test_a_loader_handed_to_itertools_cycle_is_said_to_replay_its_first_pass(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    source: str,
+    cycled: bool,
+) -> None:
+    """`itertools.cycle` keeps the first pass's batches and replays them; a generator that
+    starts the loader again each pass, named alike, does not."""
+    (tmp_path / "train.py").write_text(source)
+    saved = _profile(tmp_path, monkeypatch, capsys)
+    line = source.splitlines().index(next(x for x in source.splitlines() if "zip(" in x)) + 1
+    assert saved["loader"]["cycled"] == (f"train.py:{line}" if cycled else None)
+    found = [f for f in saved["findings"] if f["rule"] == "cycled"]
+    assert len(found) == cycled
+    if cycled:
+        assert found[0]["hazard"] and "replays them in the same order" in found[0]["text"]
+
+
 def _in_main(source: str) -> str:
     """`source`'s statements after its imports moved into `main()`, run under `__main__`."""
     head, _, body = source.partition("\n\n")

@@ -166,6 +166,8 @@ class ScriptProfile:
             a pass ended (a `break` after N steps); None where it did not.
         built_anew: the loop that builds the loader anew for each pass (`train.py:16`),
             whose workers no pass keeps; None where it is built once.
+        cycled: where the script hands the loader to `itertools.cycle` (`_cycle`); None
+            where it does not.
     """
 
     discovery: Discovery
@@ -175,6 +177,7 @@ class ScriptProfile:
     memory: MemoryPeak | None = None
     epoch_steps: int | None = None
     built_anew: str | None = None
+    cycled: str | None = None
 
 
 def run_script(
@@ -308,6 +311,7 @@ def profile_script(
         memory=session.memory.peak,
         epoch_steps=session.epoch_steps,
         built_anew=session.anew,
+        cycled=session.cycled,
     )
 
 

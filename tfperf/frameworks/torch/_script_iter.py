@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from tfperf.frameworks.torch._cycle import cycled_at
 from tfperf.frameworks.torch._sites import LoaderRecorder
 from tfperf.frameworks.torch._torch import forget_iterator
 from tfperf.measure.served import Passes, ServedLoop, Stop
@@ -67,6 +68,8 @@ class Profiled(ServedLoop):
         self.on_loader = on_loader
         #: The loop that builds the measured loader anew for each pass (`_anew`), if any.
         self.anew: str | None = None
+        #: Where the script hands the measured loader to `itertools.cycle` (`_cycle`), if so.
+        self.cycled: str | None = None
 
     @property
     def loader(self) -> Any:
@@ -74,7 +77,7 @@ class Profiled(ServedLoop):
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
         if self.data is None and _measured(loader, recorder):
-            self.anew = recorder.built_anew(loader)
+            self.anew, self.cycled = recorder.built_anew(loader), cycled_at(loader)
             self.start(loader, _Restartable(loader, original, anew=self.anew is not None))
             self.on_loader(loader, self.anew)
         if self.data is None:
