@@ -12,23 +12,36 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import importlib.machinery
 import sys
 import types
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from tfperf.pipeline._loader import _pipeline_context
 
+#: The modules `run_as_main` made, so that a block inside another for the same file (the
+#: script run inside a whole profile that goes on using its loader) shares the outer's.
+_MADE: weakref.WeakSet[types.ModuleType] = weakref.WeakSet()
+
 
 @contextlib.contextmanager
 def run_as_main(file: Path, argv: Sequence[str]) -> Iterator[Callable[[], None]]:
     """The process as `python FILE ARGV` sets it up, for the block: `sys.argv`, `sys.path[0]`,
-    and `sys.modules["__main__"]` a fresh module for `file`; yields the call that runs the
-    file's code in that module (it raises what the code raises). All restored afterwards,
-    and the working directory too."""
+    and `sys.modules["__main__"]` a fresh module for `file` (or the one an enclosing block made
+    for it); yields the call that runs the file's code in that module (it raises what the code
+    raises). All restored afterwards, and the working directory too."""
+    file = file.resolve()
     code = compile(file.read_bytes(), str(file), "exec", dont_inherit=True)
+    outer = sys.modules.get("__main__")
+    if outer in _MADE and getattr(outer, "__file__", None) == str(file):
+        with _pipeline_context(file, argv):
+            yield functools.partial(exec, code, outer.__dict__)
+        return
     module = types.ModuleType("__main__")
+    _MADE.add(module)
     module.__dict__.update(
         __file__=str(file),
         __cached__=None,
@@ -36,14 +49,10 @@ def run_as_main(file: Path, argv: Sequence[str]) -> Iterator[Callable[[], None]]
         __loader__=importlib.machinery.SourceFileLoader("__main__", str(file)),
     )
 
-    def run() -> None:
-        exec(code, module.__dict__)
-
-    saved = sys.modules.get("__main__")
     sys.modules["__main__"] = module
     try:
         with _pipeline_context(file, argv):
-            yield run
+            yield functools.partial(exec, code, module.__dict__)
     finally:
-        if saved is not None:
-            sys.modules["__main__"] = saved
+        if outer is not None:
+            sys.modules["__main__"] = outer

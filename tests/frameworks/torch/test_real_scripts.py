@@ -480,6 +480,7 @@ def test_workers_started_by_spawn_import_the_script_as_python_would(
     (tmp_path / "train.py").write_text(SPAWNED)
     saved = _profile(tmp_path, monkeypatch, capsys)
     assert saved["pipeline_only"]["steps"] == 6 and saved["loader"]["workers"] == 1
+    assert saved["loader"]["worker_memory"] is not None  # the checked pass, after the phases
     assert sys.modules["__main__"] is before
 
 

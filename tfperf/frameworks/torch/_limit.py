@@ -187,9 +187,8 @@ def contention_finding(result: ProfileResult, loader: LoaderReport) -> Finding |
             "contention",
             Level.NOTE,
             f"{slower}, though the DataLoader's items mostly wait ({wall:.3g} ms each, "
-            f"{cpu:.3g} ms of it CPU), so its {workers} take{'s' * (loader.workers == 1)} "
-            "little of the cores: tfperf "
-            "cannot tell what slows the step here.",
+            f"{cpu:.3g} ms of it CPU), so its {workers} take{'s' * (loader.workers == 1)} little "
+            "of the cores: tfperf cannot tell what slows the step here.",
             None,
             evidence,
             weight=weight,

@@ -22,9 +22,10 @@ starts), and a pipeline file's batch is copied to the GPU apart, pageable and pi
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -59,6 +60,7 @@ from tfperf.hardware import detect_machine
 from tfperf.knobs import Knobs, framework_knobs
 from tfperf.measure import Budget, EpochInfo, Measurement, batch_examples
 from tfperf.measure.training import time_step
+from tfperf.pipeline import run_as_main
 from tfperf.probes import MemoryPeak, MemorySampler
 from tfperf.results import PhaseResult, ProfileResult
 from tfperf.results.stages import EpochSource, LoaderReport, StageKind
@@ -119,6 +121,13 @@ class ScriptMeasurement(Measurement):
     """A training script run as it is (`_script.profile_script_pipeline`), its `DataLoader`
     sites overridden by `knobs.sites`; its phases share what its start-up left of the budget
     (`script_phase_s`)."""
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """The script stays `__main__` until tfperf is done with its loader, the checked
+        pass after the phases included: workers started by spawn import it (`run_as_main`)."""
+        with run_as_main(self.pipeline.path, self.pipeline.argv):
+            yield
 
     def measure(self) -> ProfileResult:
         _torch.reset_allocator_peaks()
