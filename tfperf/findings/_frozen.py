@@ -1,5 +1,5 @@
 """What a `cache()` the user wrote does beyond speed: the draws and the order it freezes, and
-a cache that never completes.
+a cache that never completes; and a script's `itertools.cycle`, which freezes a whole pass.
 
 A cache hands every pass after the first the elements the first pass made, in the order it
 made them. Where a stage before it draws random numbers anew at each call (augmentation: a
@@ -8,7 +8,8 @@ same augmented examples. The stage's draws are read from its traced function
 (`StageStat.draws_random`); a function calling Python is opaque, and nothing is said of it.
 Where a shuffle before it reshuffles each epoch and none comes after it, every epoch trains in
 the first epoch's order. Where an endless `repeat()` comes before it, the cache never completes:
-it keeps every element it reads, and serves none.
+it keeps every element it reads, and serves none. `itertools.cycle` over a loader or a dataset
+keeps the first pass's batches and replays them (`measure.served.cycled_at`).
 """
 
 from __future__ import annotations
@@ -156,6 +157,32 @@ def endless_cache(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
             )
         )
     return found
+
+
+def cycled(result: ProfileResult, facts: PipelineFacts) -> list[Finding]:
+    """A script's loop that takes its batches through `itertools.cycle` (`result.cycled`):
+    after the first pass, training replays that pass's batches, and nothing is loaded. The
+    figures are of fresh passes, which the served loop measured instead."""
+    if result.cycled is None:
+        return []
+    return [
+        Finding(
+            "cycled",
+            Level.FIX,
+            f"The loop at {result.cycled} takes its batches through itertools.cycle, which "
+            "keeps every batch of the first pass and replays them in the same order: after it "
+            "the script loads nothing, so training sees no new shuffle or augmentation, and a "
+            "whole pass of batches stays in RAM. tfperf measured each pass loaded afresh, "
+            "which is what training on new passes costs.",
+            "Replace the itertools.cycle call with a generator that starts a new pass when one "
+            "ends (`def forever(data):` then `while True: yield from data`), so every pass is "
+            "shuffled and loaded anew.",
+            Evidence("code", None),
+            relies_on=(f"itertools.cycle is given the data itself at {result.cycled}",),
+            weight=TRAINING_HAZARD_WEIGHT,
+            hazard=True,
+        )
+    ]
 
 
 def _endless(stage: StageStat) -> bool:

@@ -18,7 +18,7 @@ from tfperf.findings._facts import (
     fit_got_arrays,
     made_in_a_library,
 )
-from tfperf.findings._frozen import endless_cache, frozen_draws, frozen_order
+from tfperf.findings._frozen import cycled, endless_cache, frozen_draws, frozen_order
 from tfperf.findings._restart_words import restart_finding
 from tfperf.findings._retracing import retracing
 from tfperf.findings._stage_fixes import stage_fix
@@ -522,4 +522,5 @@ RULES: tuple[Rule, ...] = (
     frozen_draws,
     frozen_order,
     endless_cache,
+    cycled,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tfperf.measure._cycle import cycled_at
 from tfperf.measure._served import (
     Continued,
     InStep,
@@ -17,5 +18,6 @@ __all__ = [
     "Passes",
     "ServedLoop",
     "Stop",
+    "cycled_at",
     "script_phase_s",
 ]

@@ -244,8 +244,6 @@ class LoaderReport:
         built_anew: the script's loop that builds the loader anew for each pass
             (`train.py:16`): each pass starts its workers, `persistent_workers` or not; None
             where it is built once, or the syntax does not say.
-        cycled: where the script hands the loader to `itertools.cycle` (`train.py:21`), which
-            replays the first pass's batches; None where it does not, or the code does not say.
     """
 
     workers: int
@@ -271,7 +269,6 @@ class LoaderReport:
     one_thread_examples_per_sec: float | None = None
     examples_per_item: float = 1.0
     built_anew: str | None = None
-    cycled: str | None = None
 
     @property
     def load_wall_s_per_item(self) -> float | None:
@@ -382,6 +379,9 @@ class ProfileResult(JsonRecord):
     # the run ended, and the files it created and left (absolute paths; `tfperf.kept`).
     files_put_back: list[str] = dataclasses.field(default_factory=list)
     files_created: list[str] = dataclasses.field(default_factory=list)
+    # Where a script's loop hands its data to `itertools.cycle` (`train.py:21`), which replays
+    # the first pass's batches; None where it does not, or the code does not say.
+    cycled: str | None = None
 
     @property
     def end_to_end_over_pipeline(self) -> float | None:

@@ -120,6 +120,22 @@ def test_a_custom_loop_is_profiled_as_it_trains(tmp_path):
     assert not (tmp_path / "trained").exists()
 
 
+def test_a_loop_over_itertools_cycle_is_said_to_replay_its_first_pass(tmp_path):
+    """cycle(train) keeps the first pass's batches: the loop is served fresh passes, and the
+    finding says what the script as written trains on."""
+    cycled = LOOP.replace("import sys\n", "import itertools\nimport sys\n", 1).replace(
+        LOOP_BODY,
+        "    for step, (xb, yb) in zip(range(32), itertools.cycle(train)):\n"
+        "        train_step(xb, yb)\n",
+    )
+    result = profile_pipeline(
+        load_pipeline(write(tmp_path, cycled)), steps=20, warmup=2, analyse_stages=False
+    )
+    assert result.cycled == f"train.py:{LOOP_LINE + 1}"
+    (finding,) = [f for f in result.findings if f.rule == "cycled"]
+    assert finding.hazard and "replays them in the same order" in finding.text
+
+
 def test_a_loop_that_breaks_early_sets_the_epoch(tmp_path):
     result = profile_pipeline(
         load_pipeline(write(tmp_path, BREAKS_AFTER_10)), steps=25, warmup=2, analyse_stages=False

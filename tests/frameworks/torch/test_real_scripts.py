@@ -521,7 +521,7 @@ def test_a_loader_handed_to_itertools_cycle_is_said_to_replay_its_first_pass(
     (tmp_path / "train.py").write_text(source)
     saved = _profile(tmp_path, monkeypatch, capsys)
     line = source.splitlines().index(next(x for x in source.splitlines() if "zip(" in x)) + 1
-    assert saved["loader"]["cycled"] == (f"train.py:{line}" if cycled else None)
+    assert saved["cycled"] == (f"train.py:{line}" if cycled else None)
     found = [f for f in saved["findings"] if f["rule"] == "cycled"]
     assert len(found) == cycled
     if cycled:

@@ -35,19 +35,21 @@ from pathlib import Path
 from typing import Any
 
 from tfperf.frameworks.tensorflow._callers import inside_tensorflow
-from tfperf.measure.served import Continued, Passes, ServedLoop
+from tfperf.measure.served import Continued, Passes, ServedLoop, cycled_at
 from tfperf.tracebacks import user_frame, user_place
 
 
 @dataclasses.dataclass(frozen=True)
 class LoopCall:
     """The dataset a script's own loop trains on, as it iterates it, and where the loop
-    starts the iteration (`filename`, `line`; `where` for people, `train.py:40`)."""
+    starts the iteration (`filename`, `line`; `where` for people, `train.py:40`); `cycled`:
+    where it hands the dataset to `itertools.cycle` (`served.cycled_at`), if it does."""
 
     dataset: Any
     where: str
     filename: str
     line: int
+    cycled: str | None = None
 
 
 class IteratorTraced(BaseException):
@@ -128,7 +130,9 @@ class Watch:
         if frame is None:
             return original(dataset)
         where = user_place(frame, self.user_paths)
-        call = LoopCall(dataset, where, frame.f_code.co_filename, frame.f_lineno)
+        call = LoopCall(
+            dataset, where, frame.f_code.co_filename, frame.f_lineno, cycled_at(frame, dataset)
+        )
         return _Watched(self, dataset, original(dataset), call)
 
     def handed(self, watched: _Watched) -> None:

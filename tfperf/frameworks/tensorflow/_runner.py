@@ -139,6 +139,7 @@ class PipelineMeasurement(Measurement):
             return built, None
         request.discovered(built.discovery)
         result = profiler.result()
+        result.cycled = built.loop.cycled
         if built.discovery is not None:
             result.knobs = measured_knobs(self.knobs, built.discovery)
         return built, result

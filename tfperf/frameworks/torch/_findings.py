@@ -119,31 +119,6 @@ def worker_shards(result: ProfileResult, loader: LoaderReport) -> Finding | None
     )
 
 
-def cycled_finding(loader: LoaderReport) -> Finding | None:
-    """The script hands the loader to `itertools.cycle` (`_cycle`), which replays the first
-    pass's batches: training sees no new pass, and tfperf's figures are of loading each pass
-    afresh; None where it does not."""
-    if loader.cycled is None:
-        return None
-    return Finding(
-        "cycled",
-        Level.FIX,
-        f"The loop at {loader.cycled} takes the DataLoader's batches through itertools.cycle, "
-        "which keeps every batch of the first pass and replays them in the same order: after "
-        "it the script loads nothing, so training sees no new shuffle or augmentation, and a "
-        "whole pass of batches stays in RAM. tfperf measured each pass loaded afresh, which is "
-        "what training on new passes costs.",
-        "Replace itertools.cycle(loader) with a generator that starts a new pass when one ends "
-        "(`def forever(loader):` then `while True: yield from loader`), so every pass is "
-        "shuffled and loaded anew.",
-        Evidence("code", None),
-        relies_on=(f"itertools.cycle is given the DataLoader itself at {loader.cycled}",),
-        weight=TRAINING_HAZARD_WEIGHT,
-        origin="torch",
-        hazard=True,
-    )
-
-
 def _whole_passes(records: Sequence[StepRecord]) -> list[list[StepRecord]]:
     """The window's passes that a later pass followed (the last may have been cut short)."""
     passes = [list(group) for _, group in itertools.groupby(records, key=lambda r: r.epoch)]

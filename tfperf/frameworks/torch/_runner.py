@@ -40,12 +40,7 @@ from tfperf.frameworks.torch import _torch
 from tfperf.frameworks.torch._build import build
 from tfperf.frameworks.torch._copy import host_copies
 from tfperf.frameworks.torch._epoch import starts_each_epoch, with_start_up
-from tfperf.frameworks.torch._findings import (
-    cycled_finding,
-    loader_findings,
-    with_check_notes,
-    worker_shards,
-)
+from tfperf.frameworks.torch._findings import loader_findings, with_check_notes, worker_shards
 from tfperf.frameworks.torch._items import time_items
 from tfperf.frameworks.torch._limit import (
     contention_finding,
@@ -163,9 +158,8 @@ class ScriptMeasurement(Measurement):
         options = _as_run_each_pass(found.loader, found.built_anew)
         result.end_to_end = _per_epoch(result, given, options)
         checked = _checked_pass(found.loader, needs_batch=False, budget_s=result.budget_s)
-        return _finished(
-            result, found.loader, found.memory, None, checked, found.built_anew, found.cycled
-        )
+        result.cycled = found.cycled
+        return _finished(result, found.loader, found.memory, None, checked, found.built_anew)
 
 
 def _as_run_each_pass(loader: Any, anew: str | None) -> dict[str, Any]:
@@ -196,14 +190,12 @@ def _finished(
     one_thread: float | None,
     checked: CheckedPass | None = None,
     anew: str | None = None,
-    cycled: str | None = None,
 ) -> ProfileResult:
     """`result` with the loader's report, its limit and advice in the framework's words;
-    `anew`, `cycled`: the script's loop that builds the loader for each pass, and where it
-    hands the loader to `itertools.cycle` (`ScriptProfile`)."""
+    `anew`: the script's loop that builds the loader for each pass (`ScriptProfile`)."""
     cores = detect_machine().cpu_count
     report = _loader_report(loader, _torch.loader_options(loader), result, cores, one_thread)
-    report.built_anew, report.cycled = anew, cycled
+    report.built_anew = anew
     if memory is not None and memory.peak is not None:
         report.host_ram_peak_bytes = memory.peak_bytes
         report.workers_ram_peak_bytes = memory.peak.workers_bytes
@@ -223,7 +215,7 @@ def _with_loader_findings(result: ProfileResult, report: LoaderReport) -> Profil
     on saying what to check (`_findings.with_check_notes`)."""
     rate, threads = rate_finding(result, report), threads_finding(result, report)
     shards, contention = worker_shards(result, report), contention_finding(result, report)
-    made = (rate, threads, shards, contention, cycled_finding(report))
+    made = (rate, threads, shards, contention)
     own = [*loader_findings(report), *(f for f in made if f is not None)]
     return findings.conclude(result, framework=[*own, *with_check_notes(result.findings)])
 

@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from tfperf.frameworks.torch._cycle import cycled_at
 from tfperf.frameworks.torch._sites import LoaderRecorder
 from tfperf.frameworks.torch._torch import forget_iterator
-from tfperf.measure.served import Passes, ServedLoop, Stop
+from tfperf.measure.served import Passes, ServedLoop, Stop, cycled_at
+from tfperf.tracebacks import user_frame
 
 if TYPE_CHECKING:
     from tfperf.measure import Profiler
@@ -68,7 +69,7 @@ class Profiled(ServedLoop):
         self.on_loader = on_loader
         #: The loop that builds the measured loader anew for each pass (`_anew`), if any.
         self.anew: str | None = None
-        #: Where the script hands the measured loader to `itertools.cycle` (`_cycle`), if so.
+        #: Where the script hands the measured loader to `itertools.cycle`, if so.
         self.cycled: str | None = None
 
     @property
@@ -77,7 +78,7 @@ class Profiled(ServedLoop):
 
     def iterating(self, loader: Any, recorder: LoaderRecorder, original: Any) -> Any:
         if self.data is None and _measured(loader, recorder):
-            self.anew, self.cycled = recorder.built_anew(loader), cycled_at(loader)
+            self.anew, self.cycled = recorder.built_anew(loader), _cycled(loader, recorder)
             self.start(loader, _Restartable(loader, original, anew=self.anew is not None))
             self.on_loader(loader, self.anew)
         if self.data is None:
@@ -279,6 +280,12 @@ def _measured(loader: Any, recorder: LoaderRecorder) -> bool:
     """Whether `loader`, iterated before any other was measured, is the one to measure: one
     of the user's, and not an evaluation pass ahead of the training loop."""
     return recorder.measurable(loader) and not recorder.evaluates_first(loader)
+
+
+def _cycled(loader: Any, recorder: LoaderRecorder) -> str | None:
+    """Where the user's code asking for `loader`'s iterator hands it to `itertools.cycle`."""
+    frame = user_frame(sys._getframe(1), (recorder.root,))
+    return cycled_at(frame, loader) if frame is not None else None
 
 
 def cuda_sync() -> None:
