@@ -166,8 +166,8 @@ class ScriptProfile:
             a pass ended (a `break` after N steps); None where it did not.
         built_anew: the loop that builds the loader anew for each pass (`train.py:16`),
             whose workers no pass keeps; None where it is built once.
-        cycled: where the script hands the loader to `itertools.cycle` (`_cycle`); None
-            where it does not.
+        cycled: where the script hands the loader to `itertools.cycle`
+            (`served.cycled_at`); None where it does not.
     """
 
     discovery: Discovery
