@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ import numpy as np
 import psutil
 import pytest
 
+from tests.deadlines import HANG_S
 from tfperf.probes.unique import (
     Measure,
     MemoryPeak,
@@ -87,6 +90,45 @@ def test_trainer_and_workers_agree_with_the_processes_unique_memory() -> None:
     assert abs(reading.total_bytes - independent) <= 0.10 * independent
     # Summing RSS would count the inherited 100 MB array once more per worker; this does not.
     assert naive - reading.total_bytes >= 2 * 100 * MB
+
+
+#: A trainer whose worker starts by `sys.argv[1]`, printing the roles of one reading.
+HELPED = """
+import multiprocessing
+import sys
+import time
+
+from tfperf.probes.unique import unique_memory
+
+if __name__ == "__main__":
+    worker = multiprocessing.get_context(sys.argv[1]).Process(target=time.sleep, args=(30,))
+    worker.start()
+    time.sleep(0.5)
+    print(" ".join(sorted(p.role.value for p in unique_memory().processes)))
+    worker.terminate()
+"""
+
+
+@pytest.mark.parametrize(
+    ("method", "roles"),
+    [
+        ("fork", "trainer worker"),
+        ("spawn", "helper trainer worker"),  # the resource tracker
+        ("forkserver", "helper helper trainer worker"),  # and the server, the worker's parent
+    ],
+)
+def test_multiprocessings_own_processes_are_helpers_not_workers(
+    tmp_path: Path, method: str, roles: str
+) -> None:
+    """Spawn and forkserver start processes of multiprocessing's own beside the workers
+    (Python 3.14's default on Linux is forkserver): counted in the total, not as workers."""
+    script = tmp_path / "helped.py"
+    script.write_text(HELPED)
+    done = subprocess.run(
+        [sys.executable, str(script), method], capture_output=True, text=True, timeout=HANG_S
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == roles
 
 
 def test_the_sampler_keeps_the_peak_reading_and_a_running_mean() -> None:

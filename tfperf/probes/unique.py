@@ -15,6 +15,10 @@ the common "memory grows with num_workers" reading comes from. Here the total is
   them. RSS holds every page the trainer maps, each once, the pages shared with its workers
   included.
 
+Every child counts as a worker but multiprocessing's own helpers (`Role.HELPER`): the resource
+tracker that spawn and forkserver start, and forkserver's server, whose children the workers
+are. They count in the total, not as workers, so "2 workers" means the DataLoader's two.
+
 The same figure serves every framework: a DataLoader's workers, a tf.data service's worker
 processes, a trial's whole tree (`UniqueMemoryReader`, the trial watcher's reading). A single
 process is its RSS, as before.
@@ -68,7 +72,8 @@ class Role(str, Enum):
     """What a process is to the measurement."""
 
     TRAINER = "trainer"  # the process that iterates the loader and trains
-    WORKER = "worker"  # any child of it: a DataLoader's workers are its children
+    WORKER = "worker"  # any other process below it: a DataLoader's workers are its children
+    HELPER = "helper"  # multiprocessing's own (`_HELPERS`): started for the workers, not one
 
 
 class Measure(str, Enum):
@@ -107,14 +112,25 @@ class UniqueMemory(JsonRecord):
         return sum(1 for p in self.processes if p.role is Role.WORKER)
 
     @property
+    def helpers_bytes(self) -> int:
+        return sum(p.bytes for p in self.processes if p.role is Role.HELPER)
+
+    @property
     def total_bytes(self) -> int:
-        """Host RAM of the trainer and its workers, shared pages once."""
-        return self.trainer_bytes + self.workers_bytes
+        """Host RAM of the trainer, its workers and multiprocessing's helpers, shared pages
+        once."""
+        return self.trainer_bytes + self.workers_bytes + self.helpers_bytes
 
     def describe(self) -> str:
+        helpers = sum(1 for p in self.processes if p.role is Role.HELPER)
+        helped = (
+            f" + {helpers} helper{'s' * (helpers != 1)} {_gb(self.helpers_bytes)}"
+            if helpers
+            else ""
+        )
         return (
             f"host RAM {_gb(self.total_bytes)}: trainer {_gb(self.trainer_bytes)} (RSS) + "
-            f"{self.workers} workers {_gb(self.workers_bytes)} (private pages)"
+            f"{self.workers} workers {_gb(self.workers_bytes)} (private pages){helped}"
         )
 
     @classmethod
@@ -157,8 +173,30 @@ def unique_memory(pid: int | None = None) -> UniqueMemory:
     for child in children:
         counted = _private(child)
         if counted is not None:
-            processes.append(ProcessMemory(child.pid, Role.WORKER, *counted))
+            processes.append(ProcessMemory(child.pid, _role(child, trainer.pid), *counted))
     return UniqueMemory(tuple(processes))
+
+
+#: What multiprocessing's helper processes run: spawn and forkserver start a resource tracker,
+#: forkserver a server that forks the workers (`python -c "from multiprocessing.X import ..."`).
+_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def _role(child: Any, trainer: int) -> Role:
+    """HELPER for a child of the trainer's own that runs one of multiprocessing's helpers;
+    WORKER otherwise. Only the trainer's own children: forkserver's workers are the server's,
+    and keep its command line."""
+    import psutil
+
+    try:
+        if child.ppid() != trainer:
+            return Role.WORKER
+        command = " ".join(child.cmdline())
+    except psutil.Error:
+        return Role.WORKER
+    return (
+        Role.HELPER if any(f"from {name} import" in command for name in _HELPERS) else Role.WORKER
+    )
 
 
 #: The most a sampler may cost: the wait after a reading is at least this many times as long
