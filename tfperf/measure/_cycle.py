@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import itertools
 import linecache
@@ -35,14 +36,9 @@ def cycled_at(frame: types.FrameType, data: Any) -> str | None:
     """`train.py:21`, where the code running in `frame` (the user's, asking for `data`'s
     iterator) passes `data` to `itertools.cycle`; None where it does not, or cannot tell."""
     file, line = frame.f_code.co_filename, frame.f_lineno
-    try:
-        tree = ast.parse("".join(linecache.getlines(file)))
-    except (SyntaxError, ValueError):
-        return None
-    for node in ast.walk(tree):
+    for node in _calls("".join(linecache.getlines(file))):
         if (
-            isinstance(node, ast.Call)
-            and node.lineno <= line <= (node.end_lineno or node.lineno)
+            node.lineno <= line <= (node.end_lineno or node.lineno)
             and len(node.args) == 1
             and not node.keywords
             and _resolve(node.func, frame) is itertools.cycle
@@ -50,6 +46,16 @@ def cycled_at(frame: types.FrameType, data: Any) -> str | None:
         ):
             return f"{Path(file).name}:{node.lineno}"
     return None
+
+
+@functools.lru_cache(maxsize=8)
+def _calls(source: str) -> tuple[ast.Call, ...]:
+    """The calls in `source`, parsed once: a loop asks at every epoch's `iter()`."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ()
+    return tuple(node for node in ast.walk(tree) if isinstance(node, ast.Call))
 
 
 def _resolve(node: ast.expr, frame: types.FrameType) -> Any:

@@ -34,11 +34,10 @@ def run_as_main(file: Path, argv: Sequence[str]) -> Iterator[Callable[[], None]]
     for it); yields the call that runs the file's code in that module (it raises what the code
     raises). All restored afterwards, and the working directory too."""
     file = file.resolve()
-    code = compile(file.read_bytes(), str(file), "exec", dont_inherit=True)
     outer = sys.modules.get("__main__")
-    if outer in _MADE and getattr(outer, "__file__", None) == str(file):
+    if outer is not None and outer in _MADE and outer.__dict__.get("__file__") == str(file):
         with _pipeline_context(file, argv):
-            yield functools.partial(exec, code, outer.__dict__)
+            yield functools.partial(_run, file, outer)
         return
     module = types.ModuleType("__main__")
     _MADE.add(module)
@@ -52,7 +51,13 @@ def run_as_main(file: Path, argv: Sequence[str]) -> Iterator[Callable[[], None]]
     sys.modules["__main__"] = module
     try:
         with _pipeline_context(file, argv):
-            yield functools.partial(exec, code, module.__dict__)
+            yield functools.partial(_run, file, module)
     finally:
         if outer is not None:
             sys.modules["__main__"] = outer
+
+
+def _run(file: Path, module: types.ModuleType) -> None:
+    """`file`'s code, compiled when it is run (a block that only holds the module, as a whole
+    profile's does, compiles nothing), in `module`."""
+    exec(compile(file.read_bytes(), str(file), "exec", dont_inherit=True), module.__dict__)
