@@ -430,15 +430,7 @@ def test_an_endless_sampler_is_profiled_over_a_bounded_window(tmp_path: Path, sh
     module level too, where importing the file would never return."""
     body = ENDLESS if shape == "module" else _in_main(ENDLESS)
     (tmp_path / "train.py").write_text(body)
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("tfperf")), "profile", "train.py", *SMALL],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr
-    saved = json.loads((tmp_path / "reports" / "train-profile.json").read_text())
+    saved = _profile_apart(tmp_path)
     for phase in ("end_to_end", "pipeline_only", "compute_only"):
         assert saved[phase]["steps"] == 6 and saved[phase]["examples_per_sec"] > 0
     assert saved["end_to_end"]["epochs_crossed"] == 0 and saved["loader"]["workers"] == 1
@@ -476,15 +468,7 @@ def test_workers_started_by_spawn_import_the_script_as_python_would(tmp_path: Pa
     the pipeline alone and the checked pass after the script stopped included. In a process of
     its own: spawn leaves multiprocessing's resource tracker running beside the process."""
     (tmp_path / "train.py").write_text(SPAWNED)
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("tfperf")), "profile", "train.py", *SMALL],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr
-    saved = json.loads((tmp_path / "reports" / "train-profile.json").read_text())
+    saved = _profile_apart(tmp_path)
     assert saved["pipeline_only"]["steps"] == 6 and saved["loader"]["workers"] == 1
     assert saved["loader"]["worker_memory"] is not None  # the checked pass, after the phases
 
@@ -552,6 +536,19 @@ def test_the_budget_bounds_the_script_s_start_up_too(tmp_path: Path) -> None:
     )
     assert found.completed and result.budget_s == 4.0
     assert [phase.steps for phase in result.phases()] == [MIN_BUDGET_STEPS] * 3
+
+
+def _profile_apart(folder: Path) -> Any:
+    """`tfperf profile train.py` in a process of its own (`SMALL`); the result JSON."""
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("tfperf")), "profile", "train.py", *SMALL],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads((folder / "reports" / "train-profile.json").read_text())
 
 
 def _profile(
